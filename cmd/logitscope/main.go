@@ -1,0 +1,100 @@
+// Command logitscope captures and compares language-model logits.
+//
+//	logitscope mkmodel  --preset tiny|tiny-llama|qwen2.5-0.5b [--tokenizer FILE] [--seed N] --out DIR
+//	logitscope capture  [--model DIR] [--system S] [--max-new N] [--stop ID ...] [--prompt-ids FILE|-] --dump-logits FILE PROMPT
+//	logitscope tokenize [--tokenizer FILE | --model DIR] [--chat] [--system S] < lines
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
+	"mkmodel":  mkmodel,
+	"capture":  capture,
+	"tokenize": tokenize,
+}
+
+func main() {
+	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
+		fmt.Fprintln(os.Stderr, "usage: logitscope mkmodel|capture|tokenize [flags] (logitscope CMD -h for its flags)")
+		os.Exit(2)
+	}
+	if err := commands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr); err != nil {
+		if err != flag.ErrHelp {
+			fmt.Fprintf(os.Stderr, "logitscope %s: %v\n", os.Args[1], err)
+		}
+		os.Exit(1)
+	}
+}
+
+// parse parses flags and positional arguments in any order, as people
+// type them: `capture "Hi" --max-new 4` and `capture --max-new 4 "Hi"`.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// idList is a repeatable flag of token ids: `--stop 1 --stop 2`,
+// `--stop 1,2`, and (see takeIDs) `--stop 1 2`.
+type idList struct {
+	ids []int
+	set bool
+}
+
+func (l *idList) String() string { return fmt.Sprint(l.ids) }
+
+func (l *idList) Set(s string) error {
+	if !l.set {
+		l.ids, l.set = nil, true // the first explicit value replaces the default
+	}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		id, err := strconv.Atoi(f)
+		if err != nil || id < 0 {
+			return fmt.Errorf("%q is not a token id", f)
+		}
+		l.ids = append(l.ids, id)
+	}
+	return nil
+}
+
+// takeIDs rewrites `--flag 1 2 3` (argparse's nargs='+') as `--flag 1,2,3`
+// so that the flag package sees one value. Only bare non-negative integers
+// are taken, so a prompt that is a number must come before the flag.
+func takeIDs(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		out = append(out, args[i])
+		if args[i] != "-"+name && args[i] != "--"+name || i+1 >= len(args) {
+			continue
+		}
+		vals := []string{args[i+1]}
+		i++
+		for i+1 < len(args) && isUint(args[i+1]) {
+			vals = append(vals, args[i+1])
+			i++
+		}
+		out = append(out, strings.Join(vals, ","))
+	}
+	return out
+}
+
+func isUint(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
+}

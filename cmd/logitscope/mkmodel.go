@@ -1,0 +1,42 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"logitscope/synth"
+)
+
+func mkmodel(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mkmodel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	preset := fs.String("preset", "tiny", "model geometry: "+strings.Join(synth.PresetNames(), ", "))
+	tok := fs.String("tokenizer", "", "tokenizer.json to ship instead of the built-in byte-level BPE")
+	seed := fs.Uint64("seed", 0, "weights seed: the same seed gives byte-identical files")
+	out := fs.String("out", "", "output directory (required)")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	p, ok := synth.Presets[*preset]
+	if !ok {
+		return fmt.Errorf("unknown preset %q (have %s)", *preset, strings.Join(synth.PresetNames(), ", "))
+	}
+	if *out == "" {
+		return fmt.Errorf("--out DIR is required")
+	}
+	progress := func(done, total int) {
+		fmt.Fprintf(stderr, "\rmkmodel %s: tensor %d/%d", p.Name, done, total)
+		if done == total {
+			fmt.Fprintln(stderr)
+		}
+	}
+	if err := synth.Write(p, *out, synth.Options{Seed: *seed, Tokenizer: *tok, Progress: progress}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s model (seed %d) to %s\n", p.Name, *seed, *out)
+	return nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"logitscope/checkpoint"
+	"logitscope/tokenizer"
+)
+
+// tokenize reads one text per line (a JSON string or {"text": ...}) and
+// writes {"ids": [...]} per line.
+func tokenize(args []string, stdout, stderr io.Writer) error {
+	return tokenizeFrom(os.Stdin, args, stdout, stderr)
+}
+
+func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tokPath := fs.String("tokenizer", "", "tokenizer.json")
+	modelDir := fs.String("model", "", "model directory (its tokenizer.json); default $LOGITSCOPE_MODEL or the demo model")
+	chat := fs.Bool("chat", false, "apply the ChatML template (system prompt + user turn + generation prompt) first")
+	system := fs.String("system", tokenizer.DefaultSystem, "system prompt for --chat")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q (texts come on stdin)", pos[0])
+	}
+	if *tokPath != "" && *modelDir != "" {
+		return fmt.Errorf("give --tokenizer or --model, not both")
+	}
+	if *tokPath == "" {
+		dir, err := modelPath(*modelDir)
+		if err != nil {
+			return err
+		}
+		if dir, err = checkpoint.Resolve(dir); err != nil {
+			return err
+		}
+		*tokPath = (&checkpoint.Checkpoint{Dir: dir}).TokenizerPath()
+	}
+	tok, err := tokenizer.Load(*tokPath)
+	if err != nil {
+		return err
+	}
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	for line := 1; in.Scan(); line++ {
+		text, err := parseTextLine(in.Bytes())
+		if err != nil {
+			return fmt.Errorf("stdin line %d: %v", line, err)
+		}
+		if *chat {
+			text = tokenizer.ChatML(chatTurns(*system, text), true)
+		}
+		b, _ := json.Marshal(struct {
+			IDs []int `json:"ids"`
+		}{nonNil(tok.Encode(text))})
+		out.Write(append(b, '\n'))
+	}
+	return in.Err()
+}
+
+func parseTextLine(b []byte) (string, error) {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		return s, nil
+	}
+	var obj struct {
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil || obj.Text == nil {
+		return "", fmt.Errorf(`want a JSON string or {"text": ...}, got %.40q`, b)
+	}
+	return *obj.Text, nil
+}
+
+// chatTurns is the conversation for one user prompt; an empty system
+// prompt leaves the system turn out.
+func chatTurns(system, user string) []tokenizer.Message {
+	var msgs []tokenizer.Message
+	if system != "" {
+		msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
+	}
+	return append(msgs, tokenizer.Message{Role: "user", Content: user})
+}
+
+func nonNil(ids []int) []int {
+	if ids == nil {
+		return []int{}
+	}
+	return ids
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/tokenizer"
+)
+
+const oracleDir = "../../tokenizer/testdata/oracle"
+
+// oracle runs Hugging Face's tokenizer (tokenizer/testdata/oracle) with
+// args and stdin; it skips on a developer machine without node or the npm
+// install, and fails in CI, which installs both.
+func oracle(t *testing.T, stdin []byte, args ...string) []byte {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(oracleDir, "node_modules"))
+	}
+	if err != nil {
+		msg := "tokenizer oracle not installed: install Node.js and run `make deps`"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	cmd := exec.Command(node, append([]string{"oracle.mjs"}, args...)...)
+	cmd.Dir = oracleDir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oracle %v: %v: %s", args, err, stderr.String())
+	}
+	return out
+}
+
+// `logitscope tokenize` gives Hugging Face's ids on the real Qwen
+// vocabulary for every conformance string, plain and with --chat.
+func TestTokenizeMatchesHuggingFace(t *testing.T) {
+	tokPath := filepath.Join(t.TempDir(), "tokenizer.json")
+	oracle(t, nil, "write-tokenizer", tokPath)
+	texts, err := os.ReadFile("../../tokenizer/testdata/conformance.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(texts), "\n"), "\n")
+	if len(lines) < 300 {
+		t.Fatalf("only %d conformance strings", len(lines))
+	}
+
+	// --chat wraps each text in the template; the oracle gets the
+	// templated text itself, special tokens and all.
+	var chat bytes.Buffer
+	for _, l := range lines {
+		var s string
+		json.Unmarshal([]byte(l), &s)
+		b, _ := json.Marshal(tokenizer.ChatML(chatTurns(tokenizer.DefaultSystem, s), true))
+		chat.Write(append(b, '\n'))
+	}
+	for _, c := range []struct {
+		name     string
+		args     []string
+		in, want []byte
+	}{
+		{"plain", nil, texts, oracle(t, texts, "encode")},
+		{"chat", []string{"--chat"}, texts, oracle(t, chat.Bytes(), "encode")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := tokenizeFrom(bytes.NewReader(c.in), append([]string{"--tokenizer", tokPath}, c.args...), &out, os.Stderr); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSpace(out.String()), "\n")
+			want := strings.Split(strings.TrimSpace(string(c.want)), "\n")
+			if len(got) != len(lines) || len(want) != len(lines) {
+				t.Fatalf("%d texts, %d results, %d from the oracle", len(lines), len(got), len(want))
+			}
+			bad := 0
+			for i := range lines {
+				if got[i] != want[i] {
+					if bad++; bad <= 3 {
+						t.Errorf("text %s\n got %s\nwant %s", lines[i], got[i], want[i])
+					}
+				}
+			}
+			if bad > 0 {
+				t.Fatalf("%d of %d texts differ from Hugging Face", bad, len(lines))
+			}
+			t.Logf("%d texts: ids equal to Hugging Face's", len(lines))
+		})
+	}
+}
+
+func TestTokenizeInput(t *testing.T) {
+	dir := tiny(t)
+	in := "\"Hello\"\n{\"text\": \"Hello\"}\n\"\"\n"
+	var out bytes.Buffer
+	if err := tokenizeFrom(strings.NewReader(in), []string{"--model", dir}, &out, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || lines[0] != lines[1] || lines[2] != `{"ids":[]}` || !strings.HasPrefix(lines[0], `{"ids":[`) {
+		t.Fatalf("got %q", lines)
+	}
+	err := tokenizeFrom(strings.NewReader("\"ok\"\nnot json\n"), []string{"--model", dir}, &out, os.Stderr)
+	if err == nil || !strings.Contains(err.Error(), "stdin line 2") {
+		t.Fatalf("err = %v", err)
+	}
+	err = tokenizeFrom(strings.NewReader(""), []string{"--tokenizer", filepath.Join(dir, "nope.json")}, &out, os.Stderr)
+	if err == nil || !strings.Contains(err.Error(), "nope.json") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// mkmodel --tokenizer ships Qwen's real tokenizer; capture then templates
+// and encodes prompts exactly as Hugging Face does.
+func TestMkmodelWithQwenTokenizer(t *testing.T) {
+	tokPath := filepath.Join(t.TempDir(), "tokenizer.json")
+	oracle(t, nil, "write-tokenizer", tokPath)
+	dir := filepath.Join(t.TempDir(), "m")
+	if _, err := run(t, mkmodelCmd, "--preset", "tiny", "--tokenizer", tokPath, "--out", dir); err != nil {
+		t.Fatal(err)
+	}
+	var idsOut bytes.Buffer
+	out, err := run(t, captureCmd, "--model", dir, "--max-new", "2", "--prompt-ids", "-",
+		"--dump-logits", filepath.Join(t.TempDir(), "q.dump"), "Give me a short introduction to large language models.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idsOut.WriteString(strings.SplitN(out, "\n", 2)[0])
+	b, _ := json.Marshal(tokenizer.ChatML(chatTurns(tokenizer.DefaultSystem, "Give me a short introduction to large language models."), true))
+	want := strings.TrimSpace(string(oracle(t, append(b, '\n'), "encode")))
+	if idsOut.String() != want {
+		t.Fatalf("prompt ids\n got %s\nwant %s", idsOut.String(), want)
+	}
+	if !strings.Contains(out, "rows x 151680 vocab") {
+		t.Fatalf("vocabulary not sized to the tokenizer:\n%s", out)
+	}
+}

@@ -1,0 +1,205 @@
+// Package cpu is the reference forward pass: float32 weights, float32
+// activations, one plain loop per operation, matching Hugging Face
+// transformers' Qwen2/Llama modeling code. Every GPU kernel is checked
+// against it, and it is the engine's fallback for small models.
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"logitscope/model"
+)
+
+// State is one sequence being decoded: the model and its KV cache.
+type State struct {
+	m       *model.Model
+	invFreq []float32   // (HeadDim/2,) RoPE inverse frequencies
+	k, v    [][]float32 // per layer: (capacity, KVHeads*HeadDim)
+	pos     int         // tokens already in the cache
+	cap     int
+}
+
+// New makes an empty KV cache for up to capacity tokens.
+func New(m *model.Model, capacity int) (*State, error) {
+	if capacity > m.MaxPos {
+		return nil, fmt.Errorf("%d tokens exceed the model's context of %d (max_position_embeddings)", capacity, m.MaxPos)
+	}
+	kvDim := m.KVHeads * m.HeadDim
+	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers)}
+	for l := range s.k {
+		s.k[l] = make([]float32, capacity*kvDim)
+		s.v[l] = make([]float32, capacity*kvDim)
+	}
+	// As transformers computes it: in float32, 1/θ^(2i/hd).
+	half := m.HeadDim / 2
+	s.invFreq = make([]float32, half)
+	for i := range s.invFreq {
+		s.invFreq[i] = float32(1 / math.Pow(m.RopeTheta, float64(float32(2*i)/float32(m.HeadDim))))
+	}
+	return s, nil
+}
+
+// Pos is the number of tokens in the cache.
+func (s *State) Pos() int { return s.pos }
+
+// Forward appends tokens to the sequence and returns logit rows (Vocab,):
+// one per token when all is set (teacher forcing), else only the last.
+func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
+	m := s.m
+	T := len(tokens)
+	if T == 0 {
+		return nil, nil
+	}
+	if s.pos+T > s.cap {
+		return nil, fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", s.pos+T, s.cap, m.MaxPos)
+	}
+	d, qDim, kvDim := m.Dim, m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
+
+	// x (T,d): the residual stream.
+	x := make([]float32, T*d)
+	for t, id := range tokens {
+		if id < 0 || id >= m.Vocab {
+			return nil, fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, s.pos+t, m.Vocab)
+		}
+		copy(x[t*d:(t+1)*d], m.Embed.Row(id))
+	}
+	h := make([]float32, T*d)
+	q := make([]float32, T*qDim)
+	att := make([]float32, T*qDim)
+	o := make([]float32, T*d)
+	gate := make([]float32, T*m.Hidden)
+	up := make([]float32, T*m.Hidden)
+
+	for l := range m.Layers {
+		L := &m.Layers[l]
+		rmsnorm(h, x, L.AttnNorm, d, m.NormEps)
+		// Keys and values go straight into the cache at positions pos..pos+T.
+		kNew := s.k[l][s.pos*kvDim : (s.pos+T)*kvDim]
+		vNew := s.v[l][s.pos*kvDim : (s.pos+T)*kvDim]
+		matmul(q, h, L.Wq, L.Bq, T)
+		matmul(kNew, h, L.Wk, L.Bk, T)
+		matmul(vNew, h, L.Wv, L.Bv, T)
+		for t := 0; t < T; t++ {
+			s.rope(q[t*qDim:(t+1)*qDim], s.pos+t)
+			s.rope(kNew[t*kvDim:(t+1)*kvDim], s.pos+t)
+		}
+		s.attention(att, q, l, T)
+		matmul(o, att, L.Wo, L.Bo, T)
+		add(x, o)
+
+		rmsnorm(h, x, L.MLPNorm, d, m.NormEps)
+		matmul(gate, h, L.Wgate, nil, T)
+		matmul(up, h, L.Wup, nil, T)
+		for i, g := range gate {
+			gate[i] = silu(g) * up[i]
+		}
+		matmul(o, gate, L.Wdown, nil, T)
+		add(x, o)
+	}
+	s.pos += T
+
+	first := 0
+	if !all {
+		first = T - 1
+	}
+	n := T - first
+	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, m.NormEps)
+	logits := make([]float32, n*m.Vocab)
+	matmul(logits, h[:n*d], m.Head, nil, n)
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = logits[i*m.Vocab : (i+1)*m.Vocab : (i+1)*m.Vocab]
+	}
+	return rows, nil
+}
+
+// rope rotates each head of v (heads*hd,) in place, NeoX style
+// (rotate_half): element i pairs with element i+hd/2.
+func (s *State) rope(v []float32, pos int) {
+	hd := s.m.HeadDim
+	half := hd / 2
+	for i, f := range s.invFreq {
+		// The angle is a float32 product, as in transformers.
+		a := float64(float32(pos) * f)
+		c, sn := float32(math.Cos(a)), float32(math.Sin(a))
+		for h := 0; h < len(v); h += hd {
+			x1, x2 := v[h+i], v[h+i+half]
+			v[h+i] = x1*c - x2*sn
+			v[h+i+half] = x2*c + x1*sn
+		}
+	}
+}
+
+// attention: out (T, Heads*hd) = softmax(q kᵀ · hd^-½, causal) v, reading
+// keys and values 0..pos+t from layer l's cache. Query head h reads KV head
+// h / (Heads/KVHeads) (grouped-query attention).
+func (s *State) attention(out, q []float32, l, T int) {
+	m := s.m
+	hd, qDim, kvDim := m.HeadDim, m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
+	group := m.Heads / m.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	K, V := s.k[l], s.v[l]
+	parallel(T*m.Heads, 1, func(lo, hi int) {
+		scores := make([]float32, s.pos+T)
+		for th := lo; th < hi; th++ {
+			t, h := th/m.Heads, th%m.Heads
+			n := s.pos + t + 1 // causal: keys 0..pos+t
+			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			kvOff := (h / group) * hd
+			for j := 0; j < n; j++ {
+				scores[j] = dot(qh, K[j*kvDim+kvOff:j*kvDim+kvOff+hd]) * scale
+			}
+			softmax(scores[:n])
+			oh := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			clear(oh)
+			for j := 0; j < n; j++ {
+				p, vj := scores[j], V[j*kvDim+kvOff:j*kvDim+kvOff+hd]
+				for i := range oh {
+					oh[i] += p * vj[i]
+				}
+			}
+		}
+	})
+}
+
+// rmsnorm: out[t] = x[t] · rsqrt(mean(x[t]²) + eps) · w, for each row of
+// x (T,d). The mean is accumulated in float64 so that d does not matter.
+func rmsnorm(out, x, w []float32, d int, eps float32) {
+	for t := 0; t < len(out)/d; t++ {
+		xt, ot := x[t*d:(t+1)*d], out[t*d:(t+1)*d]
+		var ss float64
+		for _, v := range xt {
+			ss += float64(v) * float64(v)
+		}
+		r := float32(1 / math.Sqrt(float64(float32(ss/float64(d))+eps)))
+		for i, v := range xt {
+			ot[i] = w[i] * (v * r)
+		}
+	}
+}
+
+func softmax(x []float32) {
+	mx := x[0]
+	for _, v := range x[1:] {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := math.Exp(float64(v - mx))
+		x[i] = float32(e)
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range x {
+		x[i] = float32(float64(x[i]) * inv)
+	}
+}
+
+func silu(x float32) float32 { return float32(float64(x) / (1 + math.Exp(-float64(x)))) }
+
+func add(x, y []float32) {
+	for i := range x {
+		x[i] += y[i]
+	}
+}

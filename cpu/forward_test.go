@@ -1,0 +1,146 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/model"
+	"logitscope/synth"
+)
+
+// load writes a synthetic checkpoint of preset p and loads it.
+func load(t testing.TB, p synth.Preset) *model.Model {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), p.Name)
+	if err := synth.Write(p, dir, synth.Options{Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	m, err := model.Load(ck, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// architectures: both presets' geometries (qwen2.5-0.5b's per-layer shapes
+// with two layers and the tiny tokenizer's vocabulary, so that it runs in a
+// test) and a Llama-style config (untied head, no biases, one KV head).
+func architectures() []synth.Preset {
+	big := synth.Presets["qwen2.5-0.5b"]
+	big.Name, big.Layers, big.Vocab, big.SpecialBase = "qwen2.5-0.5b-2layer", 2, 0, 0
+	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], big}
+}
+
+func sequence(n, vocab int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = (i*7919 + 13) % (vocab - 3) // skip the special tokens at the end
+	}
+	return ids
+}
+
+// KV-cache decode must give the same rows as teacher forcing of the same
+// sequence. Both paths share every kernel and each output element is
+// computed in the same order, so the documented tolerance is exact
+// equality; the test reports the difference it saw.
+func TestKVCacheMatchesTeacherForcing(t *testing.T) {
+	for _, p := range architectures() {
+		t.Run(p.Name, func(t *testing.T) {
+			m := load(t, p)
+			ids := sequence(24, m.Vocab)
+			tf, _ := New(m, len(ids))
+			full, err := tf.Forward(ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kv, _ := New(m, len(ids))
+			// A prefill of 5 tokens, then one token at a time.
+			rows, err := kv.Forward(ids[:5], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids[5:] {
+				r, err := kv.Forward([]int{id}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows = append(rows, r...)
+			}
+			var worst float64
+			for i := range full {
+				for j := range full[i] {
+					worst = max(worst, math.Abs(float64(full[i][j]-rows[i][j])))
+				}
+			}
+			t.Logf("%s: max |KV decode - teacher forced| over %d rows × %d vocab = %g", p.Name, len(rows), m.Vocab, worst)
+			if worst != 0 {
+				t.Fatalf("KV-cache rows differ from teacher-forced rows by %g", worst)
+			}
+		})
+	}
+}
+
+// The fast path against a literal float64 transcription of
+// transformers' modeling_qwen2.py / modeling_llama.py (naive.go).
+func TestForwardMatchesNaiveReference(t *testing.T) {
+	for _, p := range architectures()[:2] {
+		t.Run(p.Name, func(t *testing.T) {
+			m := load(t, p)
+			ids := sequence(12, m.Vocab)
+			s, _ := New(m, len(ids))
+			got, err := s.Forward(ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := naiveForward(m, ids)
+			var worst, scale float64
+			for i := range want {
+				for j := range want[i] {
+					worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
+					scale = max(scale, math.Abs(want[i][j]))
+				}
+			}
+			t.Logf("max abs error %.2e (logits up to %.1f)", worst, scale)
+			if worst > 1e-4*max(1, scale) {
+				t.Fatalf("float32 forward differs from the float64 reference by %g", worst)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	m := load(t, synth.Presets["tiny"])
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"context", func() error { _, err := New(m, m.MaxPos+1); return err }, "exceed the model's context of 4096"},
+		{"cache full", func() error {
+			s, _ := New(m, 2)
+			_, err := s.Forward([]int{1, 2, 3}, false)
+			return err
+		}, "3 tokens exceed the KV cache of 2"},
+		{"bad id", func() error {
+			s, _ := New(m, 4)
+			_, err := s.Forward([]int{1, m.Vocab}, false)
+			return err
+		}, fmt.Sprintf("token id %d at position 1 is outside the vocabulary", m.Vocab)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.run(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,141 @@
+package cpu
+
+import (
+	"math"
+
+	"logitscope/model"
+)
+
+// naiveForward is a literal float64 transcription of transformers'
+// Qwen2/Llama forward pass over a whole sequence: full attention matrix
+// with a causal mask, rotate_half as cat(-x2, x1), no KV cache. It shares
+// no code with forward.go.
+func naiveForward(m *model.Model, ids []int) [][]float64 {
+	T, hd := len(ids), m.HeadDim
+	x := make([][]float64, T)
+	for t, id := range ids {
+		x[t] = f64(m.Embed.Row(id))
+	}
+	for _, L := range m.Layers {
+		h := norm64(x, L.AttnNorm, float64(m.NormEps))
+		q, k, v := linear64(h, L.Wq, L.Bq), linear64(h, L.Wk, L.Bk), linear64(h, L.Wv, L.Bv)
+		for t := 0; t < T; t++ {
+			q[t], k[t] = rope64(q[t], t, hd, m.RopeTheta), rope64(k[t], t, hd, m.RopeTheta)
+		}
+		attn := make([][]float64, T)
+		for t := range attn {
+			attn[t] = make([]float64, m.Heads*hd)
+		}
+		for head := 0; head < m.Heads; head++ {
+			kvh := head / (m.Heads / m.KVHeads)
+			for i := 0; i < T; i++ {
+				w := make([]float64, T)
+				mx := math.Inf(-1)
+				for j := 0; j < T; j++ {
+					w[j] = math.Inf(-1) // causal mask
+					if j <= i {
+						var s float64
+						for e := 0; e < hd; e++ {
+							s += q[i][head*hd+e] * k[j][kvh*hd+e]
+						}
+						w[j] = s / math.Sqrt(float64(hd))
+					}
+					mx = math.Max(mx, w[j])
+				}
+				var z float64
+				for j := range w {
+					w[j] = math.Exp(w[j] - mx)
+					z += w[j]
+				}
+				for j := range w {
+					for e := 0; e < hd; e++ {
+						attn[i][head*hd+e] += w[j] / z * v[j][kvh*hd+e]
+					}
+				}
+			}
+		}
+		o := linear64(attn, L.Wo, L.Bo)
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] += o[t][i]
+			}
+		}
+		h = norm64(x, L.MLPNorm, float64(m.NormEps))
+		g, u := linear64(h, L.Wgate, nil), linear64(h, L.Wup, nil)
+		for t := range g {
+			for i := range g[t] {
+				g[t][i] = g[t][i] / (1 + math.Exp(-g[t][i])) * u[t][i]
+			}
+		}
+		dn := linear64(g, L.Wdown, nil)
+		for t := range x {
+			for i := range x[t] {
+				x[t][i] += dn[t][i]
+			}
+		}
+	}
+	return linear64(norm64(x, m.Norm, float64(m.NormEps)), m.Head, nil)
+}
+
+func f64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func norm64(x [][]float64, w []float32, eps float64) [][]float64 {
+	out := make([][]float64, len(x))
+	for t, row := range x {
+		var ss float64
+		for _, v := range row {
+			ss += v * v
+		}
+		r := 1 / math.Sqrt(ss/float64(len(row))+eps)
+		out[t] = make([]float64, len(row))
+		for i, v := range row {
+			out[t][i] = float64(w[i]) * v * r
+		}
+	}
+	return out
+}
+
+// linear64: x (T, in) @ Wᵀ (in, out) + b -> (T, out)
+func linear64(x [][]float64, W *model.Matrix, b []float32) [][]float64 {
+	out := make([][]float64, len(x))
+	for t, row := range x {
+		out[t] = make([]float64, W.Rows)
+		for r := 0; r < W.Rows; r++ {
+			var s float64
+			for c, v := range W.Row(r) {
+				s += float64(v) * row[c]
+			}
+			if b != nil {
+				s += float64(b[r])
+			}
+			out[t][r] = s
+		}
+	}
+	return out
+}
+
+// rope64: x*cos + rotate_half(x)*sin per head, with emb = cat(freqs, freqs).
+func rope64(x []float64, pos, hd int, theta float64) []float64 {
+	out := make([]float64, len(x))
+	half := hd / 2
+	for h := 0; h < len(x); h += hd {
+		for i := 0; i < hd; i++ {
+			f := 1 / math.Pow(theta, float64(2*(i%half))/float64(hd))
+			a := float64(pos) * f
+			var rot float64 // rotate_half(x) = cat(-x2, x1)
+			if i < half {
+				rot = -x[h+i+half]
+			} else {
+				rot = x[h+i-half]
+			}
+			out[h+i] = x[h+i]*math.Cos(a) + rot*math.Sin(a)
+		}
+	}
+	return out
+}

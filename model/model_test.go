@@ -1,0 +1,143 @@
+package model
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/safetensors"
+	"logitscope/synth"
+)
+
+func TestGeometryOf(t *testing.T) {
+	yes := true
+	cases := []struct {
+		name    string
+		cfg     checkpoint.Config
+		qkv, ob bool
+		err     string
+	}{
+		{"qwen2", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}}, true, false, ""},
+		{"llama", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}}, false, false, ""},
+		{"llama bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, AttentionBias: &yes}, true, true, ""},
+		{"mamba", checkpoint.Config{Architectures: []string{"MambaForCausalLM"}}, false, false, `architecture "MambaForCausalLM" is not supported`},
+		{"llama3 rope", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3"}`)}, false, false, `rope_scaling {"rope_type":"llama3"} is not supported`},
+		{"gelu", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, HiddenAct: "gelu"}, false, false, `hidden_act "gelu"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := GeometryOf(c.cfg)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || g.QKVBias != c.qkv || g.OBias != c.ob {
+				t.Fatalf("got qkv %v o %v err %v", g.QKVBias, g.OBias, err)
+			}
+		})
+	}
+}
+
+// rewrite writes a tiny checkpoint whose tensors have been changed by fn.
+func rewrite(t *testing.T, preset string, fn func([]safetensors.Tensor) []safetensors.Tensor) string {
+	dir := filepath.Join(t.TempDir(), preset)
+	if err := synth.Write(synth.Presets[preset], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "model.safetensors")
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, n := range f.Names() {
+		info, _ := f.Info(n)
+		raw, err := f.ReadRaw(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, safetensors.Tensor{Name: n, DType: info.DType, Shape: info.Shape, Data: raw})
+	}
+	f.Close()
+	if err := safetensors.WriteFile(path, fn(ts), nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestLoadErrors(t *testing.T) {
+	drop := func(name string) func([]safetensors.Tensor) []safetensors.Tensor {
+		return func(ts []safetensors.Tensor) []safetensors.Tensor {
+			out := ts[:0]
+			for _, x := range ts {
+				if x.Name != name {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
+	}
+	extra := func(name string) func([]safetensors.Tensor) []safetensors.Tensor {
+		return func(ts []safetensors.Tensor) []safetensors.Tensor {
+			return append(ts, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int{64}, Data: make([]byte, 256)})
+		}
+	}
+	cases := []struct {
+		name, preset string
+		fn           func([]safetensors.Tensor) []safetensors.Tensor
+		want         string
+	}{
+		{"missing bias", "tiny", drop("model.layers.1.self_attn.k_proj.bias"), "missing tensor model.layers.1.self_attn.k_proj.bias"},
+		{"missing head", "tiny-llama", drop("lm_head.weight"), "missing tensor lm_head.weight"},
+		{"mlp bias ignored", "tiny-llama", extra("model.layers.0.mlp.down_proj.bias"), "1 tensors the LlamaForCausalLM forward pass would ignore, e.g. model.layers.0.mlp.down_proj.bias"},
+		{"old rotary buffer is fine", "tiny", extra("model.layers.0.self_attn.rotary_emb.inv_freq"), ""},
+		{"tied checkpoint with a head copy is fine", "tiny", extra("lm_head.weight"), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := rewrite(t, c.preset, c.fn)
+			ck, err := checkpoint.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ck.Close()
+			_, err = Load(ck, nil)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
+				t.Fatalf("err = %v, want it to name %s and say %q", err, dir, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadTiedAndUntied(t *testing.T) {
+	for preset, tied := range map[string]bool{"tiny": true, "tiny-llama": false} {
+		dir := filepath.Join(t.TempDir(), preset)
+		if err := synth.Write(synth.Presets[preset], dir, synth.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		ck, err := checkpoint.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Load(ck, nil)
+		ck.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (m.Head == m.Embed) != tied {
+			t.Errorf("%s: head shared with embedding = %v, want %v", preset, m.Head == m.Embed, tied)
+		}
+		if m.Layers[0].Bq == nil != !tied { // the Qwen2 preset has q/k/v biases, the Llama one none
+			t.Errorf("%s: q bias presence wrong", preset)
+		}
+	}
+}

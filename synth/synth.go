@@ -1,0 +1,286 @@
+// Package synth writes deterministic synthetic checkpoints in Hugging Face
+// layout (config.json, bf16 model.safetensors, tokenizer files,
+// generation_config.json): no model can be downloaded here, and tests,
+// the demo and the benchmarks need real files in real formats.
+package synth
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"logitscope/safetensors"
+)
+
+// Preset is a model geometry.
+type Preset struct {
+	Name                   string
+	Arch                   string // Qwen2ForCausalLM or LlamaForCausalLM
+	Hidden, Intermediate   int
+	Layers, Heads, KVHeads int
+	Vocab                  int // embedding rows; 0: the tokenizer's size rounded up to 64
+	MaxPos                 int
+	RopeTheta              float64
+	Tied                   bool
+	Merges                 int // merges to learn for the built-in tokenizer
+	SpecialBase            int // id of <|endoftext|>; 0: right after the learned vocabulary
+}
+
+// Presets by name. qwen2.5-0.5b has that model's exact geometry and puts
+// the special tokens at Qwen's ids, so the default stop ids apply to it.
+var Presets = map[string]Preset{
+	"tiny": {Name: "tiny", Arch: "Qwen2ForCausalLM", Hidden: 64, Intermediate: 176, Layers: 2, Heads: 4, KVHeads: 2,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400},
+	"tiny-llama": {Name: "tiny-llama", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
+		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400},
+	"qwen2.5-0.5b": {Name: "qwen2.5-0.5b", Arch: "Qwen2ForCausalLM", Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
+		Vocab: 151936, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
+}
+
+// PresetNames lists the presets, sorted.
+func PresetNames() []string {
+	var names []string
+	for n := range Presets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Options for Write.
+type Options struct {
+	Seed      uint64
+	Tokenizer string                // a tokenizer.json to use instead of the built-in one
+	Progress  func(done, total int) // called after each tensor; may be nil
+}
+
+// Write generates the preset's checkpoint into dir. The same preset, seed
+// and tokenizer give byte-identical files.
+func Write(p Preset, dir string, opt Options) error {
+	tokJSON, special, err := tokenizerFor(p, opt.Tokenizer)
+	if err != nil {
+		return err
+	}
+	vocab := p.Vocab
+	if vocab == 0 {
+		vocab = (special + len(specials) + 63) / 64 * 64
+	}
+	if special+len(specials) > vocab {
+		return fmt.Errorf("the tokenizer's %d ids do not fit the preset's vocabulary of %d", special+len(specials), vocab)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string]any{
+		"config.json":            config(p, vocab, special),
+		"generation_config.json": map[string]any{"bos_token_id": special, "eos_token_id": []int{special + 2, special}, "do_sample": false},
+		"tokenizer_config.json": map[string]any{
+			"add_bos_token": false, "add_prefix_space": false, "bos_token": nil, "eos_token": "<|im_end|>",
+			"pad_token": "<|endoftext|>", "model_max_length": p.MaxPos, "tokenizer_class": "Qwen2Tokenizer",
+			"errors": "replace", "split_special_tokens": false, "clean_up_tokenization_spaces": false,
+		},
+	}
+	for name, v := range files {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeFile(filepath.Join(dir, name), append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	if err := writeFile(filepath.Join(dir, "tokenizer.json"), tokJSON); err != nil {
+		return err
+	}
+	tensors := weights(p, vocab, opt)
+	return safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"})
+}
+
+// tokenizerFor returns tokenizer.json bytes and the id of <|endoftext|>.
+func tokenizerFor(p Preset, path string) ([]byte, int, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		var doc struct {
+			AddedTokens []struct {
+				ID      int    `json:"id"`
+				Content string `json:"content"`
+			} `json:"added_tokens"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, 0, fmt.Errorf("%s: %v", path, err)
+		}
+		for _, a := range doc.AddedTokens {
+			if a.Content == specials[0] {
+				return b, a.ID, nil
+			}
+		}
+		return nil, 0, fmt.Errorf("%s: no %s added token: not a Qwen-style tokenizer", path, specials[0])
+	}
+	return tokenizerJSON(trainBPE(p.Merges), p.SpecialBase)
+}
+
+func config(p Preset, vocab, special int) map[string]any {
+	c := map[string]any{
+		"architectures": []string{p.Arch}, "hidden_act": "silu", "hidden_size": p.Hidden,
+		"intermediate_size": p.Intermediate, "num_hidden_layers": p.Layers,
+		"num_attention_heads": p.Heads, "num_key_value_heads": p.KVHeads,
+		"max_position_embeddings": p.MaxPos, "rms_norm_eps": 1e-6, "rope_theta": p.RopeTheta,
+		"tie_word_embeddings": p.Tied, "torch_dtype": "bfloat16", "vocab_size": vocab,
+		"bos_token_id": special, "eos_token_id": special + 2, "initializer_range": 0.02, "use_cache": true,
+	}
+	if p.Arch == "Qwen2ForCausalLM" {
+		c["model_type"] = "qwen2"
+		c["use_sliding_window"] = false
+		c["sliding_window"] = p.MaxPos
+		c["max_window_layers"] = p.Layers
+		c["attention_dropout"] = 0.0
+	} else {
+		c["model_type"] = "llama"
+		c["attention_bias"] = false
+		c["mlp_bias"] = false
+	}
+	return c
+}
+
+// tensorSpec is one weight and the distribution it is drawn from.
+type tensorSpec struct {
+	name  string
+	shape []int
+	kind  int     // kindLinear, kindNorm, kindBias, kindEmbed
+	scale float32 // standard deviation (linear, bias, embed) or spread around 1 (norm)
+}
+
+const (
+	kindLinear = iota
+	kindNorm
+	kindBias
+	kindEmbed
+)
+
+// The scales were tuned on the tiny preset so that logits are peaked
+// (top-1 probability mostly above one half) while the top-1/top-2 margin
+// ranges from near ties to several logits; see TestTinyMargins.
+func specs(p Preset, vocab int) []tensorSpec {
+	d, hd := p.Hidden, p.Hidden/p.Heads
+	q, kv := p.Heads*hd, p.KVHeads*hd
+	lin := func(name string, out, in int, gain float32) tensorSpec {
+		return tensorSpec{name, []int{out, in}, kindLinear, gain / float32(math.Sqrt(float64(in)))}
+	}
+	s := []tensorSpec{{"model.embed_tokens.weight", []int{vocab, d}, kindEmbed, 6 / float32(math.Sqrt(float64(d)))}}
+	for i := 0; i < p.Layers; i++ {
+		pre := fmt.Sprintf("model.layers.%d.", i)
+		s = append(s,
+			tensorSpec{pre + "input_layernorm.weight", []int{d}, kindNorm, 0.2},
+			lin(pre+"self_attn.q_proj.weight", q, d, 2),
+			lin(pre+"self_attn.k_proj.weight", kv, d, 2),
+			lin(pre+"self_attn.v_proj.weight", kv, d, 1),
+			lin(pre+"self_attn.o_proj.weight", d, q, 2),
+			tensorSpec{pre + "post_attention_layernorm.weight", []int{d}, kindNorm, 0.2},
+			lin(pre+"mlp.gate_proj.weight", p.Intermediate, d, 1),
+			lin(pre+"mlp.up_proj.weight", p.Intermediate, d, 1),
+			lin(pre+"mlp.down_proj.weight", d, p.Intermediate, 2),
+		)
+		if p.Arch == "Qwen2ForCausalLM" {
+			s = append(s,
+				tensorSpec{pre + "self_attn.q_proj.bias", []int{q}, kindBias, 0.5},
+				tensorSpec{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, 0.5},
+				tensorSpec{pre + "self_attn.v_proj.bias", []int{kv}, kindBias, 0.05},
+			)
+		}
+	}
+	s = append(s, tensorSpec{"model.norm.weight", []int{d}, kindNorm, 0.2})
+	if !p.Tied {
+		s = append(s, tensorSpec{"lm_head.weight", []int{vocab, d}, kindEmbed, 6 / float32(math.Sqrt(float64(d)))})
+	}
+	return s
+}
+
+func weights(p Preset, vocab int, opt Options) []safetensors.Tensor {
+	sp := specs(p, vocab)
+	out := make([]safetensors.Tensor, len(sp))
+	for i, s := range sp {
+		out[i] = safetensors.Tensor{Name: s.name, DType: safetensors.BF16, Shape: s.shape,
+			Data: safetensors.EncodeBF16(generate(s, opt.Seed))}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(sp))
+		}
+	}
+	return out
+}
+
+// generate draws a tensor from a stream seeded by the run's seed and the
+// tensor's name, so that adding a tensor never changes another.
+func generate(s tensorSpec, seed uint64) []float32 {
+	n := 1
+	for _, v := range s.shape {
+		n *= v
+	}
+	h := fnv.New64a()
+	h.Write([]byte(s.name))
+	r := rng(seed ^ h.Sum64())
+	x := make([]float32, n)
+	switch s.kind {
+	case kindNorm:
+		for i := range x {
+			x[i] = 1 + s.scale*r.uniform()
+		}
+	case kindBias, kindEmbed:
+		for i := range x {
+			x[i] = s.scale * r.normal()
+		}
+	case kindLinear:
+		// A few input channels carry outliers ×6, as trained models'
+		// activations do: they are what makes 4-bit groups lose precision.
+		in := s.shape[1]
+		boost := make([]float32, in)
+		for j := range boost {
+			boost[j] = 1
+			if r.next()%64 == 0 {
+				boost[j] = 6
+			}
+		}
+		for i := range x {
+			x[i] = s.scale * boost[i%in] * r.normal()
+		}
+	}
+	return x
+}
+
+// rng is splitmix64: tiny, fast, and the same on every platform.
+type rng uint64
+
+func (r *rng) next() uint64 {
+	*r += 0x9e3779b97f4a7c15
+	z := uint64(*r)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// uniform in [-1, 1).
+func (r *rng) uniform() float32 { return float32(int64(r.next()>>11))/float32(1<<52) - 1 }
+
+// normal approximates N(0,1) by the Irwin–Hall sum of four uniforms,
+// rescaled: smooth enough for weights, with no transcendental calls.
+func (r *rng) normal() float32 {
+	var s float32
+	for i := 0; i < 4; i++ {
+		s += r.uniform()
+	}
+	return s * float32(math.Sqrt(3.0/4.0))
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,319 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// fileJSON is the part of tokenizer.json that affects ids. truncation,
+// padding and post_processor are ignored: Encode adds no special tokens and
+// never truncates or pads.
+type fileJSON struct {
+	AddedTokens  []addedTokenJSON `json:"added_tokens"`
+	Normalizer   json.RawMessage  `json:"normalizer"`
+	PreTokenizer json.RawMessage  `json:"pre_tokenizer"`
+	Model        *modelJSON       `json:"model"`
+	Decoder      json.RawMessage  `json:"decoder"`
+}
+
+type addedTokenJSON struct {
+	ID         *int   `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized *bool  `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+type modelJSON struct {
+	Type                    string            `json:"type"`
+	Vocab                   map[string]int    `json:"vocab"`
+	Merges                  []json.RawMessage `json:"merges"` // see parseMerge
+	Dropout                 *float64          `json:"dropout"`
+	UnkToken                *string           `json:"unk_token"`
+	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
+	FuseUnk                 bool              `json:"fuse_unk"`
+	ByteFallback            bool              `json:"byte_fallback"`
+	IgnoreMerges            bool              `json:"ignore_merges"`
+}
+
+// parseMerge accepts both encodings seen in the wild: "a b" (older files)
+// and ["a","b"] (tokenizers >= 0.20).
+func parseMerge(raw json.RawMessage, i int) (a, b string, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", "", fmt.Errorf("model.merges[%d]: %v", i, err)
+		}
+		a, b, ok := strings.Cut(s, " ")
+		if !ok || strings.Contains(b, " ") {
+			return "", "", fmt.Errorf("model.merges[%d]: %q is not two tokens separated by one space", i, short(s))
+		}
+		return a, b, nil
+	}
+	var pair []string
+	if err := json.Unmarshal(raw, &pair); err != nil {
+		return "", "", fmt.Errorf("model.merges[%d]: %s is neither \"a b\" nor [\"a\", \"b\"]", i, clip(raw))
+	}
+	if len(pair) != 2 {
+		return "", "", fmt.Errorf("model.merges[%d]: %s has %d parts, want 2", i, clip(raw), len(pair))
+	}
+	return pair[0], pair[1], nil
+}
+
+// component is the common shape of normalizers, pre-tokenizers and decoders.
+type component struct {
+	Type           string            `json:"type"`
+	Normalizers    []json.RawMessage `json:"normalizers"`
+	PreTokenizers  []json.RawMessage `json:"pretokenizers"`
+	Pattern        *struct{ Regex, String *string }
+	Behavior       string `json:"behavior"`
+	Invert         bool   `json:"invert"`
+	AddPrefixSpace *bool  `json:"add_prefix_space"`
+	UseRegex       *bool  `json:"use_regex"`
+}
+
+// maxID and sparseSlack bound ids so that a hostile or broken file cannot
+// make us allocate gigabytes for the id table; real files number their
+// tokens densely.
+const (
+	maxID       = 1 << 24
+	sparseSlack = 1 << 16
+)
+
+func build(data []byte) (*Tokenizer, error) {
+	var f fileJSON
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, jsonError(err)
+	}
+	t := &Tokenizer{}
+	var err error
+	if t.normalize, err = parseNormalizer(f.Normalizer, "normalizer"); err != nil {
+		return nil, err
+	}
+	if err := checkPreTokenizer(f.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if err := checkDecoder(f.Decoder); err != nil {
+		return nil, err
+	}
+	if f.Model == nil {
+		return nil, errors.New("model: missing")
+	}
+	if t.model, err = newBPE(f.Model); err != nil {
+		return nil, err
+	}
+	t.vocab = f.Model.Vocab
+	if t.added, err = newAddedVocab(f.AddedTokens, t.normalize); err != nil {
+		return nil, err
+	}
+	size := 0
+	for _, id := range t.vocab {
+		size = max(size, id+1)
+	}
+	for _, a := range f.AddedTokens {
+		size = max(size, *a.ID+1)
+	}
+	if entries := len(t.vocab) + len(f.AddedTokens); size > 2*entries+sparseSlack {
+		return nil, fmt.Errorf("ids are too sparse: %d tokens use ids up to %d", entries, size-1)
+	}
+	t.idToken = make([]string, size)
+	t.kind = make([]tokenKind, size)
+	for tok, id := range t.vocab {
+		if t.kind[id] != noToken {
+			prev := t.idToken[id]
+			return nil, fmt.Errorf("model.vocab: id %d is used by both %q and %q", id, short(min(prev, tok)), short(max(prev, tok)))
+		}
+		t.idToken[id], t.kind[id] = tok, vocabToken
+	}
+	for _, a := range f.AddedTokens {
+		t.idToken[*a.ID], t.kind[*a.ID] = a.Content, addedToken
+		if a.Special {
+			t.kind[*a.ID] = specialToken
+		}
+	}
+	return t, nil
+}
+
+// jsonError says where a syntax or type error is, without echoing input.
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("malformed JSON at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "top level"
+		}
+		return fmt.Errorf("%s: JSON %s where %v was expected (byte %d)", field, te.Value, te.Type, te.Offset)
+	}
+	return fmt.Errorf("malformed JSON: %v", err)
+}
+
+// short cuts a value from the file before it is quoted in an error, so a
+// hostile file cannot produce a megabyte-long message.
+func short(s string) string {
+	const n = 120
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func clip(b []byte) string {
+	const n = 40
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func parseComponent(raw json.RawMessage, field string) (*component, error) {
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%s: %v", field, jsonError(err))
+	}
+	return &c, nil
+}
+
+func parseNormalizer(raw json.RawMessage, field string) (func(string) string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	c, err := parseComponent(raw, field)
+	if err != nil {
+		return nil, err
+	}
+	switch c.Type {
+	case "NFC":
+		return norm.NFC.String, nil
+	case "NFD":
+		return norm.NFD.String, nil
+	case "NFKC":
+		return norm.NFKC.String, nil
+	case "NFKD":
+		return norm.NFKD.String, nil
+	case "Sequence":
+		var fs []func(string) string
+		for i, r := range c.Normalizers {
+			f, err := parseNormalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				fs = append(fs, f)
+			}
+		}
+		switch len(fs) {
+		case 0:
+			return nil, nil
+		case 1:
+			return fs[0], nil
+		}
+		return func(s string) string {
+			for _, f := range fs {
+				s = f(s)
+			}
+			return s
+		}, nil
+	}
+	return nil, fmt.Errorf("%s.type: unsupported normalizer %q (supported: NFC, NFD, NFKC, NFKD, Sequence)", field, short(c.Type))
+}
+
+// checkPreTokenizer accepts exactly Qwen2's pipeline: the Qwen2 Split, then
+// ByteLevel without its own regex and without a prefix space.
+func checkPreTokenizer(raw json.RawMessage) error {
+	const field = "pre_tokenizer"
+	if isNull(raw) {
+		return errors.New(field + ": missing (want Sequence of Split and ByteLevel)")
+	}
+	c, err := parseComponent(raw, field)
+	if err != nil {
+		return err
+	}
+	if c.Type != "Sequence" {
+		return fmt.Errorf("%s.type: unsupported pre-tokenizer %q (want Sequence of Split and ByteLevel)", field, short(c.Type))
+	}
+	if len(c.PreTokenizers) != 2 {
+		return fmt.Errorf("%s.pretokenizers: has %d entries, want 2 (Split, ByteLevel)", field, len(c.PreTokenizers))
+	}
+	split, err := parseComponent(c.PreTokenizers[0], field+".pretokenizers[0]")
+	if err != nil {
+		return err
+	}
+	if err := checkSplit(split, field+".pretokenizers[0]"); err != nil {
+		return err
+	}
+	bl, err := parseComponent(c.PreTokenizers[1], field+".pretokenizers[1]")
+	if err != nil {
+		return err
+	}
+	return checkByteLevel(bl, field+".pretokenizers[1]", true)
+}
+
+func checkSplit(c *component, field string) error {
+	if c.Type != "Split" {
+		return fmt.Errorf("%s.type: unsupported pre-tokenizer %q (want Split)", field, short(c.Type))
+	}
+	switch {
+	case c.Pattern == nil:
+		return fmt.Errorf("%s.pattern: missing", field)
+	case c.Pattern.Regex == nil:
+		return fmt.Errorf("%s.pattern: want {\"Regex\": ...}, the Qwen2 pattern", field)
+	case *c.Pattern.Regex != qwen2Pattern:
+		return fmt.Errorf("%s.pattern.Regex: unsupported pattern %q (only the Qwen2 pattern is implemented)", field, short(*c.Pattern.Regex))
+	case c.Behavior != "Isolated":
+		return fmt.Errorf("%s.behavior: unsupported %q (want Isolated)", field, short(c.Behavior))
+	case c.Invert:
+		return fmt.Errorf("%s.invert: unsupported true", field)
+	}
+	return nil
+}
+
+// checkByteLevel applies Hugging Face's defaults: absent add_prefix_space and
+// use_regex mean true.
+func checkByteLevel(c *component, field string, pre bool) error {
+	if c.Type != "ByteLevel" {
+		kind := "decoder"
+		if pre {
+			kind = "pre-tokenizer"
+		}
+		return fmt.Errorf("%s.type: unsupported %s %q (want ByteLevel)", field, kind, short(c.Type))
+	}
+	if !pre {
+		return nil // the decoder's options only affect offsets
+	}
+	if c.AddPrefixSpace == nil || *c.AddPrefixSpace {
+		return fmt.Errorf("%s.add_prefix_space: unsupported true (want false)", field)
+	}
+	if c.UseRegex == nil || *c.UseRegex {
+		return fmt.Errorf("%s.use_regex: unsupported true (want false)", field)
+	}
+	return nil
+}
+
+func checkDecoder(raw json.RawMessage) error {
+	if isNull(raw) {
+		return errors.New("decoder: missing (want ByteLevel)")
+	}
+	c, err := parseComponent(raw, "decoder")
+	if err != nil {
+		return err
+	}
+	return checkByteLevel(c, "decoder", false)
+}

@@ -1,0 +1,153 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// mutate returns small.json with edit applied to its decoded form.
+func mutate(t testing.TB, edit func(doc map[string]any)) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit(doc)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func obj(v any) map[string]any { return v.(map[string]any) }
+
+func TestLoadErrors(t *testing.T) {
+	_, err := Load("testdata/no-such-tokenizer.json")
+	if err == nil || !strings.Contains(err.Error(), "testdata/no-such-tokenizer.json") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+
+	model := func(d map[string]any) map[string]any { return obj(d["model"]) }
+	pre := func(d map[string]any, i int) map[string]any {
+		return obj(obj(d["pre_tokenizer"])["pretokenizers"].([]any)[i])
+	}
+	tests := []struct {
+		name string
+		data []byte
+		want []string // substrings of the error
+	}{
+		{"empty", []byte(""), []string{"malformed JSON"}},
+		{"truncated", []byte(`{"model": {`), []string{"malformed JSON"}},
+		{"not an object", []byte(`[1, 2]`), []string{"top level"}},
+		{"no model", []byte(`{"pre_tokenizer": null}`), []string{"pre_tokenizer", "missing"}},
+		{"model type", mutate(t, func(d map[string]any) { model(d)["type"] = "WordPiece" }),
+			[]string{"model.type", `"WordPiece"`}},
+		{"vocab type", mutate(t, func(d map[string]any) { model(d)["vocab"] = []any{1} }),
+			[]string{"model.vocab"}},
+		{"vocab missing", mutate(t, func(d map[string]any) { delete(model(d), "vocab") }),
+			[]string{"model.vocab", "missing"}},
+		{"negative id", mutate(t, func(d map[string]any) { obj(model(d)["vocab"])["neg"] = -3 }),
+			[]string{"model.vocab", `"neg"`, "-3"}},
+		{"duplicate id", mutate(t, func(d map[string]any) { obj(model(d)["vocab"])["dup"] = 97 }),
+			[]string{"model.vocab", "id 97", `"a"`, `"dup"`}},
+		{"merge unknown token", mutate(t, func(d map[string]any) {
+			model(d)["merges"] = []any{[]any{"zz", "a"}}
+		}), []string{"model.merges[0]", `"zz"`, "not in model.vocab"}},
+		{"merge unknown result", mutate(t, func(d map[string]any) {
+			model(d)["merges"] = []any{"h e", "x y"}
+		}), []string{"model.merges[1]", `"xy"`}},
+		{"merge three parts", mutate(t, func(d map[string]any) { model(d)["merges"] = []any{"a b c"} }),
+			[]string{"model.merges[0]", `"a b c"`}},
+		{"merge one part", mutate(t, func(d map[string]any) { model(d)["merges"] = []any{[]any{"a"}} }),
+			[]string{"model.merges[0]", "1 parts"}},
+		{"merge number", mutate(t, func(d map[string]any) { model(d)["merges"] = []any{7} }),
+			[]string{"model.merges[0]", "7"}},
+		{"unk", mutate(t, func(d map[string]any) { model(d)["unk_token"] = "<unk>" }),
+			[]string{"model.unk_token", `"<unk>"`}},
+		{"dropout", mutate(t, func(d map[string]any) { model(d)["dropout"] = 0.1 }),
+			[]string{"model.dropout"}},
+		{"byte fallback", mutate(t, func(d map[string]any) { model(d)["byte_fallback"] = true }),
+			[]string{"model.byte_fallback"}},
+		{"normalizer", mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Lowercase"} }),
+			[]string{"normalizer.type", `"Lowercase"`}},
+		{"normalizer in sequence", mutate(t, func(d map[string]any) {
+			obj(d["normalizer"])["normalizers"] = []any{map[string]any{"type": "NFC"}, map[string]any{"type": "Strip"}}
+		}), []string{"normalizer.normalizers[1].type", `"Strip"`}},
+		{"pre-tokenizer type", mutate(t, func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Whitespace"} }),
+			[]string{"pre_tokenizer.type", `"Whitespace"`}},
+		{"pre-tokenizer missing", mutate(t, func(d map[string]any) { d["pre_tokenizer"] = nil }),
+			[]string{"pre_tokenizer", "missing"}},
+		{"pattern", mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"Regex": `\w+`} }),
+			[]string{"pre_tokenizer.pretokenizers[0].pattern.Regex", `"\\w+"`}},
+		{"string pattern", mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"String": " "} }),
+			[]string{"pre_tokenizer.pretokenizers[0].pattern", "Regex"}},
+		{"behavior", mutate(t, func(d map[string]any) { pre(d, 0)["behavior"] = "Removed" }),
+			[]string{"behavior", `"Removed"`}},
+		{"use_regex", mutate(t, func(d map[string]any) { pre(d, 1)["use_regex"] = true }),
+			[]string{"pre_tokenizer.pretokenizers[1].use_regex"}},
+		{"use_regex default", mutate(t, func(d map[string]any) { delete(pre(d, 1), "use_regex") }),
+			[]string{"pre_tokenizer.pretokenizers[1].use_regex"}},
+		{"decoder", mutate(t, func(d map[string]any) { d["decoder"] = map[string]any{"type": "WordPiece"} }),
+			[]string{"decoder.type", `"WordPiece"`}},
+		{"added id", mutate(t, func(d map[string]any) { delete(obj(d["added_tokens"].([]any)[2]), "id") }),
+			[]string{"added_tokens[2].id", "missing"}},
+		{"added id range", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 1 << 40 }),
+			[]string{"added_tokens[0].id"}},
+		{"newline in value", mutate(t, func(d map[string]any) { model(d)["type"] = "Word\nPiece" }),
+			[]string{"model.type"}},
+	}
+	for _, tt := range tests {
+		_, err := Parse(tt.data, "dir/tok.json")
+		if err == nil {
+			t.Errorf("%s: no error", tt.name)
+			continue
+		}
+		msg := err.Error()
+		for _, w := range append([]string{"dir/tok.json"}, tt.want...) {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: error %q does not mention %q", tt.name, msg, w)
+			}
+		}
+		if strings.ContainsAny(msg, "\r\n") {
+			t.Errorf("%s: error is not one line: %q", tt.name, msg)
+		}
+	}
+}
+
+func TestParseAccepts(t *testing.T) {
+	tests := map[string][]byte{
+		"null normalizer": mutate(t, func(d map[string]any) { d["normalizer"] = nil }),
+		"plain NFC":       mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFC"} }),
+		"empty sequence": mutate(t, func(d map[string]any) {
+			d["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{}}
+		}),
+		"no model type":   mutate(t, func(d map[string]any) { delete(obj(d["model"]), "type") }),
+		"no merges":       mutate(t, func(d map[string]any) { delete(obj(d["model"]), "merges") }),
+		"unknown fields":  mutate(t, func(d map[string]any) { d["future"] = []any{1, "x"} }),
+		"no added tokens": mutate(t, func(d map[string]any) { delete(d, "added_tokens") }),
+	}
+	for name, data := range tests {
+		tok, err := Parse(data, name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if got := tok.Decode(tok.Encode("héllo world"), false); got != "héllo world" {
+			t.Errorf("%s: round trip gave %q", name, got)
+		}
+	}
+}
+
+func TestSparseIDs(t *testing.T) {
+	data := mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 1 << 20 })
+	if _, err := Parse(data, "sparse.json"); err == nil || !strings.Contains(err.Error(), "sparse") {
+		t.Errorf("sparse ids: %v", err)
+	}
+}

@@ -1,0 +1,176 @@
+package tokenizer
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// qwen2Pattern is the Split regex of Qwen2's tokenizer.json. Its \s+(?!\S)
+// needs a lookahead, which Go's regexp lacks, so splitQwen2 implements this
+// exact pattern by hand, following Oniguruma's leftmost-first alternation
+// and greedy backtracking.
+const qwen2Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
+type charClass uint8
+
+const (
+	classOther  charClass = iota // none of the below: [^\s\p{L}\p{N}]
+	classLetter                  // \p{L}
+	classNumber                  // \p{N}
+	classSpace                   // \s, which Oniguruma takes as White_Space
+)
+
+var asciiClass [utf8.RuneSelf]charClass
+
+func init() {
+	for c := 0; c < utf8.RuneSelf; c++ {
+		asciiClass[c] = classifySlow(rune(c))
+	}
+}
+
+func classifySlow(r rune) charClass {
+	switch {
+	case unicode.IsLetter(r):
+		return classLetter
+	case unicode.IsNumber(r):
+		return classNumber
+	case unicode.Is(unicode.White_Space, r):
+		return classSpace
+	}
+	return classOther
+}
+
+// next decodes the rune at s[i:]. An invalid byte decodes as RuneError of
+// width 1 and so counts as classOther, like the U+FFFD it stands for.
+func next(s string, i int) (rune, int, charClass) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1, asciiClass[c]
+	}
+	r, w := utf8.DecodeRuneInString(s[i:])
+	return r, w, classifySlow(r)
+}
+
+// splitQwen2 calls emit with each match of qwen2Pattern in s, in order. Every
+// position starts some alternative, so the matches cover s with no gaps and
+// Isolated behaviour needs nothing more.
+func splitQwen2(s string, emit func(string)) {
+	for i := 0; i < len(s); {
+		n := matchQwen2(s, i)
+		emit(s[i : i+n])
+		i += n
+	}
+}
+
+// matchQwen2 returns the length of the match of qwen2Pattern at s[i:], which
+// is never empty. Each block is one alternative, tried in pattern order.
+func matchQwen2(s string, i int) int {
+	r, w, c := next(s, i)
+
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	if r == '\'' {
+		if n := contraction(s[i+1:]); n > 0 {
+			return 1 + n
+		}
+	}
+
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if c == classLetter {
+		return w + run(s[i+w:], classLetter)
+	}
+	if c != classNumber && r != '\r' && r != '\n' {
+		if n := run(s[i+w:], classLetter); n > 0 {
+			return w + n
+		}
+	}
+
+	// \p{N}
+	if c == classNumber {
+		return w
+	}
+
+	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+	j := i
+	if r == ' ' {
+		j++
+	}
+	if n := run(s[j:], classOther); n > 0 {
+		j += n
+		for j < len(s) && (s[j] == '\r' || s[j] == '\n') {
+			j++
+		}
+		return j - i
+	}
+
+	// Only whitespace is left. Find its run, the last \r or \n in it and
+	// where its last character starts.
+	end, lastNL, lastStart := i, -1, i
+	for end < len(s) {
+		r, w, c := next(s, end)
+		if c != classSpace {
+			break
+		}
+		if r == '\r' || r == '\n' {
+			lastNL = end
+		}
+		lastStart = end
+		end += w
+	}
+	switch {
+	case lastNL >= 0:
+		// \s*[\r\n]+ : \s* backtracks to the last line break.
+		return lastNL + 1 - i
+	case end == len(s):
+		// \s+(?!\S) at the end of the text takes the whole run.
+		return end - i
+	case lastStart > i:
+		// \s+(?!\S) backtracks one character so a space stays with the
+		// following word.
+		return lastStart - i
+	}
+	return end - i // \s+
+}
+
+// run returns the byte length of the longest prefix of s in class c.
+func run(s string, c charClass) int {
+	n := 0
+	for n < len(s) {
+		_, w, cc := next(s, n)
+		if cc != c {
+			break
+		}
+		n += w
+	}
+	return n
+}
+
+// contraction returns the length of the contraction suffix at the start of s
+// (after the apostrophe), or 0. The group is case-insensitive under Unicode
+// case folding, so "ſ" (U+017F, which folds to s) counts as s.
+func contraction(s string) int {
+	if len(s) == 0 {
+		return 0
+	}
+	switch lower(s[0]) {
+	case 's', 't', 'm', 'd':
+		return 1
+	case 'r', 'v':
+		if len(s) > 1 && lower(s[1]) == 'e' {
+			return 2
+		}
+	case 'l':
+		if len(s) > 1 && lower(s[1]) == 'l' {
+			return 2
+		}
+	}
+	if len(s) > 1 && s[0] == 0xC5 && s[1] == 0xBF { // U+017F
+		return 2
+	}
+	return 0
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

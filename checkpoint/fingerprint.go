@@ -1,0 +1,44 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Fingerprint identifies the model's numbers: the sha256 of the lines
+// "<sha256 of file>  <file name>\n" for config.json and every weights
+// shard, in name order. Tokenizer files are left out: they change which ids
+// a text becomes, and receipts record the ids themselves.
+func (c *Checkpoint) Fingerprint() (string, error) {
+	files := []string{filepath.Join(c.Dir, "config.json")}
+	for _, f := range c.shards {
+		files = append(files, f.Path)
+	}
+	h := sha256.New()
+	for _, path := range files {
+		sum, err := FileSHA256(path)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s  %s\n", sum, filepath.Base(path))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// FileSHA256 is the hex sha256 of a file's bytes.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

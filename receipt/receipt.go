@@ -1,0 +1,148 @@
+// Package receipt records how a logit dump was made, sealed like a variant
+// manifest: which checkpoint and variant, which request (prompt ids or
+// panel), and the dump's sha256. A report that reads two receipts can say
+// whether both sides came from the same checkpoint and token sequence.
+package receipt
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+
+	"logitscope/checkpoint"
+	"logitscope/seal"
+)
+
+// Format names this receipt layout.
+const Format = "logitscope.receipt/1"
+
+// Receipt is <dump>.receipt.json.
+type Receipt struct {
+	Format          string  `json:"format"`
+	Version         string  `json:"logitscope_version"`
+	Model           string  `json:"model_sha256"` // checkpoint.Fingerprint
+	Variant         string  `json:"variant"`      // f32, q8, q6, q4
+	VariantManifest string  `json:"variant_manifest_sha256,omitempty"`
+	Device          string  `json:"device"`
+	Request         Request `json:"request"`
+	OutputIDs       []int   `json:"output_ids,omitempty"` // greedy: the tokens chosen
+	Targets         []int   `json:"targets,omitempty"`    // panel: the token each row predicts
+	Dump            Dump    `json:"dump"`
+	Seal            string  `json:"receipt_sha256"`
+}
+
+// Request is what was asked for.
+type Request struct {
+	Mode      string `json:"mode"` // greedy or panel
+	PromptIDs []int  `json:"prompt_ids,omitempty"`
+	MaxNew    int    `json:"max_new,omitempty"`
+	Stops     []int  `json:"stops,omitempty"`
+	Panel     string `json:"panel_sha256,omitempty"` // PanelSHA256 of the windows
+	Windows   int    `json:"windows,omitempty"`
+}
+
+// Dump describes the dump file.
+type Dump struct {
+	SHA256 string `json:"sha256"`
+	Rows   int    `json:"rows"`
+	Vocab  int    `json:"vocab"`
+}
+
+// Path is the receipt's path beside a dump.
+func Path(dumpPath string) string { return dumpPath + ".receipt.json" }
+
+// Version is this build's version: the VCS revision when the binary was
+// built from a checkout, else "devel".
+func Version() string {
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v = s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+// PanelSHA256 identifies a panel by its token windows.
+func PanelSHA256(windows [][]int) string {
+	b, _ := json.Marshal(windows)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Write seals r and writes it atomically.
+func Write(path string, r *Receipt) error {
+	r.Format = Format
+	data, err := seal.Marshal(r, "receipt_sha256", func(s string) { r.Seal = s })
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Read verifies the seal of the receipt at path and decodes it.
+func Read(path string) (*Receipt, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := seal.Verify(data, "receipt_sha256", path); err != nil {
+		return nil, err
+	}
+	var r Receipt
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if r.Format != Format {
+		return nil, fmt.Errorf("%s: format %q, want %q", path, r.Format, Format)
+	}
+	return &r, nil
+}
+
+// CheckDump verifies that dumpPath is the dump the receipt describes.
+func (r *Receipt) CheckDump(dumpPath string) error {
+	sum, err := checkpoint.FileSHA256(dumpPath)
+	if err != nil {
+		return err
+	}
+	if sum != r.Dump.SHA256 {
+		return fmt.Errorf("%s: sha256 %.12s…, its receipt says %.12s…: the dump is not the one the receipt describes", dumpPath, sum, r.Dump.SHA256)
+	}
+	return nil
+}
+
+// Provenance compares two receipts: same checkpoint, and the same token
+// sequence (the same panel, or the same prompt).
+type Provenance struct {
+	SameModel    bool `json:"same_model"`
+	SameSequence bool `json:"same_sequence"`
+}
+
+// Compare says whether ref and test came from the same checkpoint and token
+// sequence.
+func Compare(ref, test *Receipt) Provenance {
+	return Provenance{
+		SameModel: ref.Model == test.Model,
+		SameSequence: ref.Request.Mode == test.Request.Mode && ref.Request.Panel == test.Request.Panel &&
+			slices.Equal(ref.Request.PromptIDs, test.Request.PromptIDs),
+	}
+}

@@ -1,0 +1,173 @@
+// Package variant stores quantized variants of a checkpoint: shards of at
+// most 64 MiB and a sealed manifest.json that says where each tensor's
+// bytes are, in which scheme, and the sha256 of every shard. Opening a
+// variant verifies the seal and every shard, and refuses a mismatch.
+package variant
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"logitscope/quant"
+)
+
+// Format names this manifest layout.
+const Format = "logitscope.variant/1"
+
+// MaxShardBytes bounds a shard file, and so every piece of a tensor: it is
+// also well under WebGPU's default 128 MiB binding limit.
+const MaxShardBytes = 64 << 20
+
+// SchemeF32 marks tensors kept in float32 (norms and biases).
+const SchemeF32 = "f32"
+
+// Manifest is manifest.json.
+type Manifest struct {
+	Format    string  `json:"format"`
+	Scheme    string  `json:"scheme"`
+	GroupSize int     `json:"group_size"`
+	Model     string  `json:"model_sha256"` // the source checkpoint's Fingerprint
+	Tensors   []Piece `json:"tensors"`
+	Shards    []Shard `json:"shards"`
+	Seal      string  `json:"manifest_sha256"`
+}
+
+// Piece is a whole tensor, or rows [Rows[0], Rows[1]) of a matrix split
+// so that no piece exceeds a shard. Its bytes are a quant blob (see
+// package quant) or little-endian float32.
+type Piece struct {
+	Name   string `json:"name"`
+	Scheme string `json:"scheme"` // the variant's scheme, or f32
+	Shape  []int  `json:"shape"`  // the whole tensor's shape
+	Rows   [2]int `json:"rows"`
+	Shard  string `json:"shard"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+}
+
+// Shard is one shard file.
+type Shard struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// cols is the length of one row: the product of all but the first dim.
+func (p Piece) cols() int {
+	n := 1
+	for _, d := range p.Shape[1:] {
+		n *= d
+	}
+	return n
+}
+
+// expectedLength is what the piece's bytes must measure for its scheme.
+func (p Piece) expectedLength() (int64, error) {
+	rows := p.Rows[1] - p.Rows[0]
+	if p.Scheme == SchemeF32 {
+		return int64(rows) * int64(p.cols()) * 4, nil
+	}
+	s, err := quant.ParseScheme(p.Scheme)
+	if err != nil {
+		return 0, err
+	}
+	l, err := quant.NewLayout(s, rows, p.cols())
+	if err != nil {
+		return 0, err
+	}
+	return int64(l.Bytes()), nil
+}
+
+// check validates the manifest's structure (not the shard bytes): every
+// piece inside a listed shard with the length its scheme implies, pieces
+// of a tensor covering its rows in order, shard names plain file names.
+func (m *Manifest) check() error {
+	if m.Format != Format {
+		return fmt.Errorf("format %q, want %q", m.Format, Format)
+	}
+	if _, err := quant.ParseScheme(m.Scheme); err != nil {
+		return fmt.Errorf("scheme: %v", err)
+	}
+	if m.GroupSize != quant.GroupSize {
+		return fmt.Errorf("group_size %d, this build reads %d", m.GroupSize, quant.GroupSize)
+	}
+	shards := map[string]Shard{}
+	for _, s := range m.Shards {
+		if s.Name == "" || strings.ContainsAny(s.Name, `/\`) || s.Name == "." || s.Name == ".." {
+			return fmt.Errorf("shard name %q is not a plain file name", s.Name)
+		}
+		if _, dup := shards[s.Name]; dup {
+			return fmt.Errorf("shard %s listed twice", s.Name)
+		}
+		shards[s.Name] = s
+	}
+	next := map[string]int{} // tensor → first row not yet covered
+	shape := map[string][]int{}
+	for i, p := range m.Tensors {
+		where := fmt.Sprintf("tensors[%d] (%s)", i, p.Name)
+		if p.Scheme != SchemeF32 && p.Scheme != m.Scheme {
+			return fmt.Errorf("%s: scheme %q in a %s variant", where, p.Scheme, m.Scheme)
+		}
+		if !plausible(p.Shape) {
+			return fmt.Errorf("%s: shape %v", where, p.Shape)
+		}
+		if prev, ok := shape[p.Name]; ok && fmt.Sprint(prev) != fmt.Sprint(p.Shape) {
+			return fmt.Errorf("%s: shape %v, an earlier piece says %v", where, p.Shape, prev)
+		}
+		shape[p.Name] = p.Shape
+		if p.Rows[0] != next[p.Name] || p.Rows[1] <= p.Rows[0] || p.Rows[1] > p.Shape[0] {
+			return fmt.Errorf("%s: rows %v, want a range starting at %d within %d rows", where, p.Rows, next[p.Name], p.Shape[0])
+		}
+		next[p.Name] = p.Rows[1]
+		want, err := p.expectedLength()
+		if err != nil {
+			return fmt.Errorf("%s: %v", where, err)
+		}
+		if p.Length != want {
+			return fmt.Errorf("%s: length %d, %s rows %v of %v take %d bytes", where, p.Length, p.Scheme, p.Rows, p.Shape, want)
+		}
+		s, ok := shards[p.Shard]
+		if !ok {
+			return fmt.Errorf("%s: shard %q is not listed", where, p.Shard)
+		}
+		if p.Offset < 0 || p.Offset > s.Size-p.Length {
+			return fmt.Errorf("%s: bytes [%d, %d) are outside %s (%d bytes)", where, p.Offset, p.Offset+p.Length, s.Name, s.Size)
+		}
+	}
+	for name, n := range next {
+		if n != shape[name][0] {
+			return fmt.Errorf("tensor %s: pieces cover rows [0, %d) of %d", name, n, shape[name][0])
+		}
+	}
+	return nil
+}
+
+// plausible: positive dims whose product cannot overflow a byte count.
+func plausible(shape []int) bool {
+	n := int64(1)
+	for _, d := range shape {
+		if d <= 0 || d > 1<<40 {
+			return false
+		}
+		if n *= int64(d); n > 1<<40 {
+			return false
+		}
+	}
+	return len(shape) > 0
+}
+
+// parse decodes and checks manifest bytes. Unknown fields are refused: a
+// reader that skipped them could not honour what they say.
+func parse(data []byte) (*Manifest, error) {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}

@@ -1,0 +1,229 @@
+package variant
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/quant"
+	"logitscope/synth"
+)
+
+func tinyCheckpoint(t *testing.T, seed uint64) *checkpoint.Checkpoint {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	return ck
+}
+
+// Every tensor reads back as the quantizer's dequantization of the
+// checkpoint's values (matrices) or the values themselves (vectors), also
+// when small shards force matrices to be split by rows.
+func TestWriteOpenRoundTrip(t *testing.T) {
+	ck := tinyCheckpoint(t, 0)
+	for _, maxShard := range []int{0, 4096} {
+		for _, s := range quant.Schemes {
+			t.Run(fmt.Sprintf("%s/shard%d", s, maxShard), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), string(s))
+				if err := Write(ck, s, dir, Options{MaxShardBytes: maxShard}); err != nil {
+					t.Fatal(err)
+				}
+				v, err := Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := v.CheckSource(ck); err != nil {
+					t.Fatal(err)
+				}
+				if maxShard > 0 {
+					if len(v.Manifest.Shards) < 10 || len(v.Manifest.Tensors) <= len(v.Names()) {
+						t.Fatalf("%d shards, %d pieces for %d tensors: nothing was split", len(v.Manifest.Shards), len(v.Manifest.Tensors), len(v.Names()))
+					}
+				}
+				limit := int64(maxShard)
+				if limit == 0 {
+					limit = MaxShardBytes
+				}
+				for _, sh := range v.Manifest.Shards {
+					if sh.Size > limit {
+						t.Fatalf("shard %s is %d bytes", sh.Name, sh.Size)
+					}
+				}
+				for _, name := range ck.Names() {
+					want, shape, _ := ck.Float32(name)
+					got, gotShape, err := v.Float32(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(shape) != fmt.Sprint(gotShape) {
+						t.Fatalf("%s: shape %v, want %v", name, gotShape, shape)
+					}
+					if len(shape) == 1 {
+						if fmt.Sprint(got) != fmt.Sprint(want) {
+							t.Fatalf("%s: a float tensor changed", name)
+						}
+						continue
+					}
+					deq := make([]float32, len(want))
+					blob, _ := quant.Quantize(s, want, shape[0], shape[1])
+					quant.Dequantize(s, blob, shape[0], shape[1], deq)
+					for i := range deq {
+						if math.Float32bits(deq[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("%s[%d] = %g, the quantizer gives %g", name, i, got[i], deq[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestWriteDeterministic(t *testing.T) {
+	ck := tinyCheckpoint(t, 0)
+	read := func() []byte {
+		dir := filepath.Join(t.TempDir(), "q4")
+		if err := Write(ck, quant.Q4, dir, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+		return b
+	}
+	if a, b := read(), read(); !bytes.Equal(a, b) {
+		t.Fatal("two quantizations of one checkpoint differ")
+	}
+}
+
+// Tampering is refused with an error naming the file.
+func TestOpenRefuses(t *testing.T) {
+	ck := tinyCheckpoint(t, 0)
+	cases := []struct {
+		name   string
+		damage func(dir string)
+		want   string
+	}{
+		{"corrupt shard byte", func(dir string) {
+			p := filepath.Join(dir, "shard-00001.bin")
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 1
+			os.WriteFile(p, b, 0o644)
+		}, "shard-00001.bin: sha256"},
+		{"truncated shard", func(dir string) {
+			p := filepath.Join(dir, "shard-00001.bin")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-4], 0o644)
+		}, "shard-00001.bin: "},
+		{"missing shard", func(dir string) { os.Remove(filepath.Join(dir, "shard-00001.bin")) }, "shard-00001.bin"},
+		{"forged manifest", func(dir string) {
+			p := filepath.Join(dir, "manifest.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"offset": 0`), []byte(`"offset": 4`), 1), 0o644)
+		}, "manifest.json: manifest_sha256 is"},
+		{"unsealed manifest", func(dir string) {
+			p := filepath.Join(dir, "manifest.json")
+			b, _ := os.ReadFile(p)
+			i := bytes.Index(b, []byte(`"manifest_sha256"`))
+			os.WriteFile(p, append(b[:i], []byte(`"x": 1}`)...), 0o644)
+		}, "manifest.json: not sealed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "q8")
+			if err := Write(ck, quant.Q8, dir, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(dir)
+			_, err := Open(dir)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %v, want one line containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestCheckSourceRefusesOtherCheckpoint(t *testing.T) {
+	a, b := tinyCheckpoint(t, 0), tinyCheckpoint(t, 1)
+	dir := filepath.Join(t.TempDir(), "q4")
+	if err := Write(a, quant.Q4, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.CheckSource(b); err == nil || !strings.Contains(err.Error(), "quantized from another checkpoint") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A failed write leaves the previous variant in place.
+func TestWriteKeepsOldVariantOnError(t *testing.T) {
+	ck := tinyCheckpoint(t, 0)
+	dir := filepath.Join(t.TempDir(), "q4")
+	if err := Write(ck, quant.Q4, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err := Write(ck, quant.Q4, dir, Options{Progress: func(done, total int, name string) {
+		if done == 3 {
+			os.Remove(ck.Dir + "/model.safetensors") // the shard file stays open: make the next tensor fail instead
+			ck.Close()
+		}
+	}}); err == nil {
+		t.Fatal("write over a closed checkpoint succeeded")
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if !bytes.Equal(before, after) {
+		t.Fatal("a failed write changed the existing variant")
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+func FuzzParseManifest(f *testing.F) {
+	dir := filepath.Join(f.TempDir(), "tiny")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+		f.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer ck.Close()
+	if err := Write(ck, quant.Q6, filepath.Join(dir, "q6"), Options{MaxShardBytes: 8192}); err != nil {
+		f.Fatal(err)
+	}
+	seed, _ := os.ReadFile(filepath.Join(dir, "q6", "manifest.json"))
+	f.Add(seed)
+	f.Add([]byte(`{"format":"logitscope.variant/1","scheme":"q4","group_size":32,"tensors":[{"name":"w","scheme":"q4","shape":[2,40],"rows":[0,2],"shard":"s","offset":0,"length":48}],"shards":[{"name":"s","size":48}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parse(data)
+		if err != nil {
+			return
+		}
+		// Whatever parses is internally consistent: every piece has the
+		// length its scheme implies and lies inside its shard.
+		size := map[string]int64{}
+		for _, s := range m.Shards {
+			size[s.Name] = s.Size
+		}
+		for _, p := range m.Tensors {
+			want, err := p.expectedLength()
+			if err != nil || want != p.Length || p.Offset+p.Length > size[p.Shard] {
+				t.Fatalf("accepted an inconsistent piece %+v", p)
+			}
+		}
+	})
+}

@@ -8,7 +8,7 @@ import (
 
 // generatorVersion names the generator's output: bump it whenever Write's
 // bytes change, so that an old cached model is not mistaken for the new one.
-const generatorVersion = "v1"
+const generatorVersion = "v2"
 
 // Demo returns the directory of the built-in demo model: the tiny preset,
 // seed 0.

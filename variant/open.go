@@ -62,15 +62,12 @@ func Open(dir string) (*Variant, error) {
 	return v, nil
 }
 
-// CheckSource refuses a variant quantized from another checkpoint.
-func (v *Variant) CheckSource(ck *checkpoint.Checkpoint) error {
-	fp, err := ck.Fingerprint()
-	if err != nil {
-		return err
-	}
+// CheckSource refuses a variant quantized from another checkpoint than the
+// one whose Fingerprint is fp.
+func (v *Variant) CheckSource(fp string) error {
 	if fp != v.Manifest.Model {
-		return fmt.Errorf("%s was quantized from another checkpoint (model_sha256 %.12s…), %s is %.12s…; run logitscope quantize again",
-			filepath.Join(v.Dir, "manifest.json"), v.Manifest.Model, ck.Dir, fp)
+		return fmt.Errorf("%s was quantized from another checkpoint (model_sha256 %.12s…, this one is %.12s…): run logitscope quantize again",
+			filepath.Join(v.Dir, "manifest.json"), v.Manifest.Model, fp)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"logitscope/dump"
 	"logitscope/generate"
 	"logitscope/model"
+	"logitscope/receipt"
 	"logitscope/synth"
 	"logitscope/tokenizer"
 )
@@ -22,29 +23,38 @@ import (
 // model has no generation_config.json eos ids.
 var defaultStops = []int{151645, 151643}
 
-// capture decodes greedily and dumps every logit row, printing the lines
-// that capture scripts over transformers print.
+// capture runs one request on one variant and dumps every logit row, with
+// a sealed receipt beside the dump. Greedy mode prints the lines that
+// capture scripts over transformers print.
 func capture(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	modelDir := fs.String("model", "", "model directory or hub cache folder; default $LOGITSCOPE_MODEL, else the demo model")
+	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), or a variant directory")
 	system := fs.String("system", tokenizer.DefaultSystem, "system prompt (empty: no system turn)")
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
 	stops := &idList{ids: defaultStops}
 	fs.Var(stops, "stop", "stop token ids (default: generation_config.json's eos ids, else 151645 151643)")
 	dumpPath := fs.String("dump-logits", "", "logit dump to write (required)")
 	idsPath := fs.String("prompt-ids", "", `write the templated prompt's ids as {"ids": [...]} to FILE, or - for stdout`)
+	panelPath := fs.String("panel", "", "teacher-forced panel instead of a PROMPT: a text file, or .jsonl token-id windows")
+	window := fs.Int("window", 128, "tokens per window when --panel is text")
+	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
 		return err
 	}
 	switch {
-	case len(pos) != 1:
-		return fmt.Errorf("want exactly one PROMPT argument, got %d", len(pos))
+	case *panelPath == "" && len(pos) != 1:
+		return fmt.Errorf("want exactly one PROMPT argument (or --panel FILE), got %d", len(pos))
+	case *panelPath != "" && len(pos) != 0:
+		return fmt.Errorf("--panel takes no PROMPT argument, got %q", pos[0])
 	case *dumpPath == "":
 		return fmt.Errorf("--dump-logits FILE is required")
 	case *maxNew < 1:
 		return fmt.Errorf("--max-new %d: must be at least 1", *maxNew)
+	case *window < 2:
+		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
 	}
 
 	dir, err := modelPath(*modelDir)
@@ -60,72 +70,166 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := model.Load(ck, loadProgress(stderr))
-	if err != nil {
-		return err
+	if !stops.set && len(ck.Generation.EOSTokenIDs) > 0 {
+		stops.ids = ck.Generation.EOSTokenIDs
 	}
-	if !stops.set && len(m.EOSFromCfg) > 0 {
-		stops.ids = m.EOSFromCfg
-	}
+	maxPos := ck.Config.MaxPositionEmbeddings
 
-	prompt := tok.Encode(tokenizer.ChatML(chatTurns(*system, pos[0]), true))
-	if *idsPath != "" {
-		if err := writeIDs(*idsPath, prompt, stdout); err != nil {
+	req := receipt.Request{Mode: "greedy", MaxNew: *maxNew, Stops: stops.ids}
+	var windows [][]int
+	if *panelPath != "" {
+		if windows, err = readPanel(*panelPath, tok, *window); err != nil {
 			return err
 		}
+		req = receipt.Request{Mode: "panel", Panel: receipt.PanelSHA256(windows), Windows: len(windows)}
+		for i, w := range windows {
+			if len(w) > maxPos {
+				return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), dir, maxPos)
+			}
+		}
+	} else {
+		req.PromptIDs = tok.Encode(tokenizer.ChatML(chatTurns(*system, pos[0]), true))
+		if *idsPath != "" {
+			if err := writeIDs(*idsPath, req.PromptIDs, stdout); err != nil {
+				return err
+			}
+		}
+		if len(req.PromptIDs)+*maxNew > maxPos {
+			return fmt.Errorf("prompt of %d tokens + --max-new %d exceeds %s's context of %d tokens",
+				len(req.PromptIDs), *maxNew, dir, maxPos)
+		}
 	}
-	if len(prompt)+*maxNew > m.MaxPos {
-		return fmt.Errorf("prompt of %d tokens + --max-new %d exceeds %s's context of %d tokens",
-			len(prompt), *maxNew, dir, m.MaxPos)
+	vdir := variantDir(ck.Dir, *variantName)
+	if *dryRun {
+		return printPlan(stdout, ck, *variantName, vdir, req, windows, *dumpPath)
 	}
-	start := time.Now()
-	state, err := cpu.New(m, len(prompt)+*maxNew)
+
+	fp, err := ck.Fingerprint()
 	if err != nil {
 		return err
 	}
-	res, err := generate.Greedy(state, prompt, *maxNew, stops.ids)
+	m, manifest, err := loadModel(ck, vdir, fp, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var res captured
+	if req.Mode == "panel" {
+		res, err = runPanel(m, windows)
+	} else {
+		res, err = runGreedy(m, req.PromptIDs, *maxNew, stops.ids)
+	}
 	if err != nil {
 		return err
 	}
 	wall := time.Since(start).Seconds()
 
-	logits := &dump.Logits{Rows: len(res.Rows), Vocab: m.Vocab, Data: make([]float32, 0, len(res.Rows)*m.Vocab)}
-	for _, r := range res.Rows {
+	logits := &dump.Logits{Rows: len(res.rows), Vocab: m.Vocab, Data: make([]float32, 0, len(res.rows)*m.Vocab)}
+	for _, r := range res.rows {
 		logits.Data = append(logits.Data, r...)
 	}
 	if err := dump.WriteFile(*dumpPath, logits); err != nil {
 		return err
 	}
-	text := res.Output
-	if res.Stopped {
-		text = text[:len(text)-1]
+	sum, err := checkpoint.FileSHA256(*dumpPath)
+	if err != nil {
+		return err
 	}
-	stopped := 0
-	if res.Stopped {
-		stopped = 1
+	rc := &receipt.Receipt{
+		Version: receipt.Version(), Model: fp, Variant: variantLabel(*variantName), VariantManifest: manifest,
+		Device: "cpu", Request: req, OutputIDs: res.output, Targets: res.targets,
+		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}
-	fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(prompt))
-	fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.Output))
-	fmt.Fprintf(stdout, "stop_reason: %d\n", stopped)
+	if err := receipt.Write(receipt.Path(*dumpPath), rc); err != nil {
+		return err
+	}
+
+	if req.Mode == "panel" {
+		fmt.Fprintf(stdout, "panel_windows: %d\n", len(windows))
+		fmt.Fprintf(stdout, "panel_tokens: %d\n", len(res.targets)+len(windows))
+	} else {
+		fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(req.PromptIDs))
+		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.output))
+		fmt.Fprintf(stdout, "stop_reason: %d\n", boolInt(res.stopped))
+	}
 	fmt.Fprintf(stdout, "wall_time_seconds: %.3f\n", wall)
 	fmt.Fprintf(stdout, "logit_rows_dumped: %d rows x %d vocab -> %s\n", logits.Rows, logits.Vocab, *dumpPath)
-	fmt.Fprintln(stdout, "---DECODED---")
-	fmt.Fprintln(stdout, tok.Decode(text, false))
+	if req.Mode == "greedy" {
+		text := res.output
+		if res.stopped {
+			text = text[:len(text)-1]
+		}
+		fmt.Fprintln(stdout, "---DECODED---")
+		fmt.Fprintln(stdout, tok.Decode(text, false))
+	}
 	return nil
 }
 
-// loadProgress reports weight loading on the terminal, at most every 5%.
-func loadProgress(w io.Writer) func(done, total int64) {
-	last := int64(-1)
-	return func(done, total int64) {
-		if pct := done * 100 / max(total, 1); pct/5 != last/5 || done == total {
-			last = pct
-			fmt.Fprintf(w, "\rloading weights: %3d%% (%d / %d MB)", pct, done>>20, total>>20)
-			if done == total {
-				fmt.Fprintln(w)
-			}
-		}
+// captured is what a run produced: rows[i] is the logit row before
+// output[i] (greedy) or predicting targets[i] (panel).
+type captured struct {
+	rows    [][]float32
+	output  []int
+	stopped bool
+	targets []int
+}
+
+func runGreedy(m *model.Model, prompt []int, maxNew int, stops []int) (captured, error) {
+	state, err := cpu.New(m, len(prompt)+maxNew)
+	if err != nil {
+		return captured{}, err
 	}
+	res, err := generate.Greedy(state, prompt, maxNew, stops)
+	return captured{rows: res.Rows, output: res.Output, stopped: res.Stopped}, err
+}
+
+// runPanel teacher-forces each window from an empty cache: a window of n
+// tokens gives the n−1 rows that predict its tokens 1..n−1.
+func runPanel(m *model.Model, windows [][]int) (captured, error) {
+	var c captured
+	for i, w := range windows {
+		state, err := cpu.New(m, len(w))
+		if err != nil {
+			return c, err
+		}
+		rows, err := state.Forward(w, true)
+		if err != nil {
+			return c, fmt.Errorf("window %d: %w", i+1, err)
+		}
+		c.rows = append(c.rows, rows[:len(w)-1]...)
+		c.targets = append(c.targets, w[1:]...)
+	}
+	return c, nil
+}
+
+func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name, vdir string, req receipt.Request, windows [][]int, dumpPath string) error {
+	plan := map[string]any{
+		"model": ck.Dir, "architecture": ck.Config.Arch(), "variant": variantLabel(name), "device": "cpu",
+		"request": req, "dump": dumpPath, "receipt": receipt.Path(dumpPath),
+	}
+	if vdir != "" {
+		plan["variant_dir"] = vdir
+	}
+	if windows != nil {
+		n := 0
+		for _, win := range windows {
+			n += len(win) - 1
+		}
+		plan["rows"] = n
+	}
+	b, err := json.MarshalIndent(plan, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // modelPath is the --model flag, else $LOGITSCOPE_MODEL, else the demo.

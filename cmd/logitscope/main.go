@@ -1,7 +1,10 @@
 // Command logitscope captures and compares language-model logits.
 //
 //	logitscope mkmodel  --preset tiny|tiny-llama|qwen2.5-0.5b [--tokenizer FILE] [--seed N] --out DIR
-//	logitscope capture  [--model DIR] [--system S] [--max-new N] [--stop ID ...] [--prompt-ids FILE|-] --dump-logits FILE PROMPT
+//	logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR]
+//	logitscope capture  [--model DIR] [--variant f32|q8|q6|q4|DIR] [--system S] [--max-new N] [--stop ID ...]
+//	                    [--prompt-ids FILE|-] [--dry-run] --dump-logits FILE (PROMPT | --panel FILE [--window N])
+//	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
 //	logitscope tokenize [--tokenizer FILE | --model DIR] [--chat] [--system S] < lines
 package main
 
@@ -18,11 +21,13 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"mkmodel":  mkmodel,
 	"capture":  capture,
 	"tokenize": tokenize,
+	"quantize": quantize,
+	"report":   report,
 }
 
 func main() {
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: logitscope mkmodel|capture|tokenize [flags] (logitscope CMD -h for its flags)")
+		fmt.Fprintln(os.Stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize [flags] (logitscope CMD -h for its flags)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr); err != nil {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"logitscope/tokenizer"
+)
+
+// readPanel reads teacher-forced windows: JSON lines of token ids ([1, 2]
+// or {"ids": [1, 2]}) when path ends in .jsonl, else a text that is
+// tokenized whole and cut into windows of n tokens (a last window shorter
+// than 2 tokens predicts nothing and is dropped).
+func readPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var windows [][]int
+	if strings.HasSuffix(path, ".jsonl") {
+		sc := bufio.NewScanner(strings.NewReader(string(data)))
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for line := 1; sc.Scan(); line++ {
+			text := strings.TrimSpace(sc.Text())
+			if text == "" {
+				continue
+			}
+			ids, err := parseIDs(text)
+			if err != nil {
+				return nil, fmt.Errorf("%s: line %d: %v", path, line, err)
+			}
+			if len(ids) < 2 {
+				return nil, fmt.Errorf("%s: line %d: a window needs at least 2 tokens, got %d", path, line, len(ids))
+			}
+			windows = append(windows, ids)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+	} else {
+		ids := tok.Encode(string(data))
+		for a := 0; a+1 < len(ids); a += n {
+			windows = append(windows, ids[a:min(a+n, len(ids))])
+		}
+	}
+	if len(windows) == 0 {
+		return nil, fmt.Errorf("%s: no window of at least 2 tokens", path)
+	}
+	return windows, nil
+}
+
+func parseIDs(text string) ([]int, error) {
+	var ids []int
+	if err := json.Unmarshal([]byte(text), &ids); err == nil {
+		return ids, nil
+	}
+	var obj struct {
+		IDs []int `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(text), &obj); err != nil || obj.IDs == nil {
+		return nil, fmt.Errorf(`want [ids...] or {"ids": [...]}, got %.40q`, text)
+	}
+	return obj.IDs, nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"logitscope/checkpoint"
+	"logitscope/quant"
+	"logitscope/variant"
+)
+
+// quantize writes a sealed variant of a checkpoint.
+func quantize(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	modelDir := fs.String("model", "", "model directory; default $LOGITSCOPE_MODEL, else the demo model")
+	schemeName := fs.String("scheme", "", "q8, q6 or q4 (required)")
+	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	scheme, err := quant.ParseScheme(*schemeName)
+	if err != nil {
+		return err
+	}
+	dir, err := modelPath(*modelDir)
+	if err != nil {
+		return err
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	if *out == "" {
+		*out = variant.DefaultDir(ck.Dir, string(scheme))
+	}
+	progress := func(done, total int, name string) {
+		fmt.Fprintf(stderr, "\rquantize %s: %3d/%d tensors %-48.48s", scheme, done, total, name)
+		if done == total {
+			fmt.Fprintln(stderr)
+		}
+	}
+	if err := variant.Write(ck, scheme, *out, variant.Options{Progress: progress}); err != nil {
+		return err
+	}
+	v, err := variant.Open(*out)
+	if err != nil {
+		return fmt.Errorf("the variant just written does not verify: %w", err)
+	}
+	var size int64
+	for _, s := range v.Manifest.Shards {
+		size += s.Size
+	}
+	fmt.Fprintf(stdout, "wrote %s variant: %d shards, %.1f MB, manifest_sha256 %s -> %s\n",
+		scheme, len(v.Manifest.Shards), float64(size)/1e6, v.Manifest.Seal, *out)
+	return nil
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"logitscope/dump"
+	"logitscope/margins"
+	"logitscope/receipt"
+	"logitscope/tokenizer"
+)
+
+// side is one dump of a report and, when present, its verified receipt.
+type side struct {
+	Path    string           `json:"path"`
+	Receipt *receipt.Receipt `json:"receipt,omitempty"`
+	logits  *dump.Logits
+}
+
+// reportJSON is what --json prints: both sides, their provenance, and the
+// margins report.
+type reportJSON struct {
+	Ref        side                `json:"ref"`
+	Test       side                `json:"test"`
+	Provenance *receipt.Provenance `json:"provenance,omitempty"`
+	*margins.Report
+}
+
+// report compares two dumps position by position.
+func report(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (required)")
+	testPath := fs.String("test", "", "test dump, same geometry (required)")
+	asJSON := fs.Bool("json", false, "print JSON for machines")
+	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
+	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
+	globalSigma := fs.Bool("global-sigma", false, "pool σ over the whole capture instead of each position's own")
+	topK := fs.Int("top-k", margins.DefaultTopK, "top tokens listed per side")
+	flips := fs.Int("flips", margins.DefaultMaxFlips, "flips listed in the text report")
+	tokPath := fs.String("tokenizer", "", "tokenizer.json to show token text")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	if *refPath == "" || *testPath == "" {
+		return fmt.Errorf("--ref and --test are both required")
+	}
+	if *k <= 0 {
+		return fmt.Errorf("--close-margin %g: must be > 0", *k)
+	}
+	ref, err := readSide(*refPath)
+	if err != nil {
+		return err
+	}
+	test, err := readSide(*testPath)
+	if err != nil {
+		return err
+	}
+	if ref.logits.Rows != test.logits.Rows || ref.logits.Vocab != test.logits.Vocab {
+		return fmt.Errorf("%s is %d rows × %d vocab, %s is %d rows × %d vocab: not the same geometry",
+			ref.Path, ref.logits.Rows, ref.logits.Vocab, test.Path, test.logits.Rows, test.logits.Vocab)
+	}
+	out := reportJSON{Ref: ref, Test: test}
+	var targets []int
+	if ref.Receipt != nil && test.Receipt != nil {
+		p := receipt.Compare(ref.Receipt, test.Receipt)
+		out.Provenance = &p
+	}
+	// A panel's targets are the text's next tokens: they make Δp and PPL
+	// about the real text, and both sides must agree on them.
+	if ref.Receipt != nil && ref.Receipt.Targets != nil {
+		targets = ref.Receipt.Targets
+		if test.Receipt != nil && !slices.Equal(targets, test.Receipt.Targets) {
+			return fmt.Errorf("%s and %s were captured on different panels", ref.Path, test.Path)
+		}
+	}
+	opt := margins.Options{TopK: *topK, K: *k, AbsMargin: *absMargin, GlobalSigma: *globalSigma, MaxFlips: *flips}
+	if *tokPath != "" {
+		tok, err := tokenizer.Load(*tokPath)
+		if err != nil {
+			return err
+		}
+		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
+	}
+	rep, err := margins.Compare(ref.logits, test.logits, targets, opt)
+	if err != nil {
+		return err
+	}
+	out.Report = rep
+	if *asJSON {
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	fmt.Fprintf(stdout, "ref:  %s%s\ntest: %s%s\n", ref.Path, describe(ref.Receipt), test.Path, describe(test.Receipt))
+	if p := out.Provenance; p != nil {
+		fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: %s\n", yesNo(p.SameModel), yesNo(p.SameSequence))
+	}
+	return rep.WriteText(stdout)
+}
+
+// readSide reads a dump and, if a receipt lies beside it, verifies the
+// receipt's seal and that it describes this very dump.
+func readSide(path string) (side, error) {
+	l, _, err := dump.ReadAny(path)
+	if err != nil {
+		return side{}, err
+	}
+	s := side{Path: path, logits: l}
+	rp := receipt.Path(path)
+	if _, err := os.Stat(rp); err == nil {
+		if s.Receipt, err = receipt.Read(rp); err != nil {
+			return side{}, err
+		}
+		if err := s.Receipt.CheckDump(path); err != nil {
+			return side{}, err
+		}
+	}
+	return s, nil
+}
+
+func describe(r *receipt.Receipt) string {
+	if r == nil {
+		return " (no receipt)"
+	}
+	return fmt.Sprintf(" (%s, %s, %d rows, model %.12s…)", r.Variant, r.Request.Mode, r.Dump.Rows, r.Model)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

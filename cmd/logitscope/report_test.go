@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/dump"
+	"logitscope/receipt"
+)
+
+func quantizeCmd(args []string, out, errb *bytes.Buffer) error { return quantize(args, out, errb) }
+func reportCmd(args []string, out, errb *bytes.Buffer) error   { return report(args, out, errb) }
+
+// quantized copies the tiny model and writes its q8, q6 and q4 variants.
+func quantized(t *testing.T) string {
+	dir := copyModel(t)
+	for _, s := range []string{"q8", "q6", "q4"} {
+		if _, err := run(t, quantizeCmd, "--model", dir, "--scheme", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func panelFile(t *testing.T) string {
+	corpus, err := os.ReadFile("../../synth/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "panel.txt")
+	os.WriteFile(path, corpus, 0o644)
+	return path
+}
+
+type reportOut struct {
+	Provenance *receipt.Provenance `json:"provenance"`
+	Summary    struct {
+		Positions  int `json:"positions"`
+		Flips      int `json:"flips"`
+		CloseFlips int `json:"close_flips"`
+		ClearFlips int `json:"clear_flips"`
+		KLD        struct {
+			Value float64 `json:"value"`
+		} `json:"kld_mean"`
+		PPL *struct{} `json:"ppl"`
+	} `json:"summary"`
+}
+
+// On the tiny preset, mean KLD against f32 grows from q8 to q6 to q4, and
+// the reports show close and clear flips.
+func TestReportSchemes(t *testing.T) {
+	dir := quantized(t)
+	panel := panelFile(t)
+	out := t.TempDir()
+	for _, v := range []string{"f32", "q8", "q6", "q4"} {
+		got, err := run(t, captureCmd, "--model", dir, "--variant", v, "--panel", panel, "--window", "64",
+			"--dump-logits", filepath.Join(out, v+".dump"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(got, "panel_windows: 18\n") {
+			t.Fatalf("%s:\n%s", v, got)
+		}
+	}
+	var klds []float64
+	var close, clear int
+	for _, v := range []string{"q8", "q6", "q4"} {
+		got, err := run(t, reportCmd, "--ref", filepath.Join(out, "f32.dump"), "--test", filepath.Join(out, v+".dump"), "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r reportOut
+		if err := json.Unmarshal([]byte(got), &r); err != nil {
+			t.Fatal(err)
+		}
+		s := r.Summary
+		t.Logf("%s: mean KLD %.6f, %d flips (%d close, %d clear) of %d positions", v, s.KLD.Value, s.Flips, s.CloseFlips, s.ClearFlips, s.Positions)
+		if r.Provenance == nil || !r.Provenance.SameModel || !r.Provenance.SameSequence || s.PPL == nil {
+			t.Fatalf("%s: provenance %+v, ppl %v", v, r.Provenance, s.PPL)
+		}
+		klds = append(klds, s.KLD.Value)
+		close += s.CloseFlips
+		clear += s.ClearFlips
+	}
+	if !(0 < klds[0] && klds[0] < klds[1] && klds[1] < klds[2]) {
+		t.Errorf("mean KLD q8 %g, q6 %g, q4 %g: not increasing", klds[0], klds[1], klds[2])
+	}
+	if close == 0 || clear == 0 {
+		t.Errorf("%d close and %d clear flips: the report must show both", close, clear)
+	}
+	text, err := run(t, reportCmd, "--ref", filepath.Join(out, "f32.dump"), "--test", filepath.Join(out, "q4.dump"),
+		"--tokenizer", filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"same checkpoint: yes; same token sequence: yes", "Mean PPL(Q)", "Mean    KLD", "clear", "close"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// The receipts of a greedy capture say which variant and request made the
+// dump; a dry run prints the plan and writes nothing.
+func TestCaptureReceiptAndDryRun(t *testing.T) {
+	dir := quantized(t)
+	path := filepath.Join(t.TempDir(), "q.dump")
+	plan, err := run(t, captureCmd, "--model", dir, "--variant", "q6", "--dry-run", "--dump-logits", path, "Hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal([]byte(plan), &p); err != nil || p["variant"] != "q6" || p["request"] == nil {
+		t.Fatalf("plan %s: %v", plan, err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("a dry run wrote a dump")
+	}
+	if _, err := run(t, captureCmd, "--model", dir, "--variant", "q6", "--max-new", "3", "--dump-logits", path, "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := receipt.Read(receipt.Path(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Variant != "q6" || r.VariantManifest == "" || r.Request.Mode != "greedy" || len(r.Request.PromptIDs) == 0 ||
+		r.Request.MaxNew != 3 || len(r.OutputIDs) != r.Dump.Rows || r.Dump.Vocab != 512 {
+		t.Fatalf("receipt %+v", r)
+	}
+	if err := r.CheckDump(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Bad input to report: a clear error naming the file, nothing printed.
+func TestReportErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, rows, vocab int) string {
+		p := filepath.Join(dir, name)
+		if err := dump.WriteFile(p, &dump.Logits{Rows: rows, Vocab: vocab, Data: make([]float32, rows*vocab)}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, other := write("a.dump", 2, 8), write("b.dump", 2, 9)
+	trunc := write("t.dump", 2, 8)
+	b, _ := os.ReadFile(trunc)
+	os.WriteFile(trunc, b[:len(b)-3], 0o644)
+	forged := write("f.dump", 2, 8)
+	receipt.Write(receipt.Path(forged), &receipt.Receipt{Dump: receipt.Dump{SHA256: "00", Rows: 2, Vocab: 8}})
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"other vocabulary", []string{"--ref", a, "--test", other}, "a.dump is 2 rows × 8 vocab, " + other + " is 2 rows × 9 vocab"},
+		{"truncated", []string{"--ref", a, "--test", trunc}, "t.dump: truncated dump"},
+		{"receipt of another dump", []string{"--ref", a, "--test", forged}, "f.dump: sha256"},
+		{"missing", []string{"--ref", a, "--test", filepath.Join(dir, "nope.dump")}, "nope.dump"},
+		{"bad k", []string{"--ref", a, "--test", a, "--close-margin", "0"}, "--close-margin 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := run(t, reportCmd, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) || out != "" {
+				t.Fatalf("err = %v, out %q; want %q", err, out, c.want)
+			}
+		})
+	}
+}

@@ -38,12 +38,15 @@ type Receipt struct {
 
 // Request is what was asked for.
 type Request struct {
-	Mode      string `json:"mode"` // greedy or panel
+	Mode      string `json:"mode"` // greedy, forced (the reference's tokens fed back) or panel
 	PromptIDs []int  `json:"prompt_ids,omitempty"`
 	MaxNew    int    `json:"max_new,omitempty"`
 	Stops     []int  `json:"stops,omitempty"`
 	Panel     string `json:"panel_sha256,omitempty"` // PanelSHA256 of the windows
 	Windows   int    `json:"windows,omitempty"`
+	// Follow is the sha256 of the dump whose prompt and output tokens a
+	// forced capture fed back.
+	Follow string `json:"follow_sha256,omitempty"`
 }
 
 // Dump describes the dump file.
@@ -138,11 +141,16 @@ type Provenance struct {
 }
 
 // Compare says whether ref and test came from the same checkpoint and token
-// sequence.
+// sequence: the same panel, the same prompt fed back with the same output
+// tokens (a forced capture of the other), or greedy decodes that chose
+// the same tokens.
 func Compare(ref, test *Receipt) Provenance {
-	return Provenance{
-		SameModel: ref.Model == test.Model,
-		SameSequence: ref.Request.Mode == test.Request.Mode && ref.Request.Panel == test.Request.Panel &&
-			slices.Equal(ref.Request.PromptIDs, test.Request.PromptIDs),
+	a, b := ref.Request, test.Request
+	same := a.Panel == b.Panel && slices.Equal(a.PromptIDs, b.PromptIDs)
+	if a.Mode == "panel" || b.Mode == "panel" {
+		same = same && a.Mode == b.Mode
+	} else {
+		same = same && slices.Equal(ref.OutputIDs, test.OutputIDs)
 	}
+	return Provenance{SameModel: ref.Model == test.Model, SameSequence: same}
 }

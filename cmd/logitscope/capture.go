@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,16 +40,19 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	idsPath := fs.String("prompt-ids", "", `write the templated prompt's ids as {"ids": [...]} to FILE, or - for stdout`)
 	panelPath := fs.String("panel", "", "teacher-forced panel instead of a PROMPT: a text file, or .jsonl token-id windows")
 	window := fs.Int("window", 128, "tokens per window when --panel is text")
+	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
 		return err
 	}
 	switch {
-	case *panelPath == "" && len(pos) != 1:
-		return fmt.Errorf("want exactly one PROMPT argument (or --panel FILE), got %d", len(pos))
-	case *panelPath != "" && len(pos) != 0:
-		return fmt.Errorf("--panel takes no PROMPT argument, got %q", pos[0])
+	case *panelPath != "" && *follow != "":
+		return fmt.Errorf("--panel and --follow are two different requests: give one")
+	case *panelPath == "" && *follow == "" && len(pos) != 1:
+		return fmt.Errorf("want exactly one PROMPT argument (or --panel FILE, or --follow DUMP), got %d", len(pos))
+	case (*panelPath != "" || *follow != "") && len(pos) != 0:
+		return fmt.Errorf("--panel and --follow take no PROMPT argument, got %q", pos[0])
 	case *dumpPath == "":
 		return fmt.Errorf("--dump-logits FILE is required")
 	case *maxNew < 1:
@@ -77,7 +81,27 @@ func capture(args []string, stdout, stderr io.Writer) error {
 
 	req := receipt.Request{Mode: "greedy", MaxNew: *maxNew, Stops: stops.ids}
 	var windows [][]int
-	if *panelPath != "" {
+	var followed []int // the output tokens a forced capture feeds back
+	switch {
+	case *follow != "":
+		ref, err := readSide(*follow)
+		if err != nil {
+			return err
+		}
+		if ref.Receipt == nil || ref.Receipt.Request.Mode == "panel" {
+			return fmt.Errorf("%s: --follow needs a greedy or forced capture with its receipt beside it", *follow)
+		}
+		req = receipt.Request{Mode: "forced", PromptIDs: ref.Receipt.Request.PromptIDs, Stops: ref.Receipt.Request.Stops,
+			Follow: ref.Receipt.Dump.SHA256}
+		followed = ref.Receipt.OutputIDs
+		if len(req.PromptIDs) == 0 {
+			return fmt.Errorf("%s: its receipt has no prompt ids to feed back", *follow)
+		}
+		if len(req.PromptIDs)+len(followed) > maxPos {
+			return fmt.Errorf("%s: %d prompt + %d output tokens exceed %s's context of %d tokens",
+				*follow, len(req.PromptIDs), len(followed), dir, maxPos)
+		}
+	case *panelPath != "":
 		if windows, err = readPanel(*panelPath, tok, *window); err != nil {
 			return err
 		}
@@ -87,7 +111,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), dir, maxPos)
 			}
 		}
-	} else {
+	default:
 		req.PromptIDs = tok.Encode(tokenizer.ChatML(chatTurns(*system, pos[0]), true))
 		if *idsPath != "" {
 			if err := writeIDs(*idsPath, req.PromptIDs, stdout); err != nil {
@@ -114,9 +138,13 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 	start := time.Now()
 	var res captured
-	if req.Mode == "panel" {
+	switch req.Mode {
+	case "panel":
 		res, err = runPanel(m, windows)
-	} else {
+	case "forced":
+		res, err = runForced(m, req.PromptIDs, followed)
+		res.stopped = len(followed) > 0 && slices.Contains(req.Stops, followed[len(followed)-1])
+	default:
 		res, err = runGreedy(m, req.PromptIDs, *maxNew, stops.ids)
 	}
 	if err != nil {
@@ -144,17 +172,23 @@ func capture(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	if req.Mode == "panel" {
+	switch req.Mode {
+	case "panel":
 		fmt.Fprintf(stdout, "panel_windows: %d\n", len(windows))
 		fmt.Fprintf(stdout, "panel_tokens: %d\n", len(res.targets)+len(windows))
-	} else {
+	case "forced":
+		fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(req.PromptIDs))
+		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.output))
+		fmt.Fprintf(stdout, "argmax_ids: %s\n", idsString(res.argmax))
+		fmt.Fprintf(stdout, "first_disagreement: %d\n", firstDifference(res.output, res.argmax))
+	default:
 		fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(req.PromptIDs))
 		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.output))
 		fmt.Fprintf(stdout, "stop_reason: %d\n", boolInt(res.stopped))
 	}
 	fmt.Fprintf(stdout, "wall_time_seconds: %.3f\n", wall)
 	fmt.Fprintf(stdout, "logit_rows_dumped: %d rows x %d vocab -> %s\n", logits.Rows, logits.Vocab, *dumpPath)
-	if req.Mode == "greedy" {
+	if req.Mode != "panel" {
 		text := res.output
 		if res.stopped {
 			text = text[:len(text)-1]
@@ -166,10 +200,11 @@ func capture(args []string, stdout, stderr io.Writer) error {
 }
 
 // captured is what a run produced: rows[i] is the logit row before
-// output[i] (greedy) or predicting targets[i] (panel).
+// output[i] (greedy, forced) or predicting targets[i] (panel).
 type captured struct {
 	rows    [][]float32
 	output  []int
+	argmax  []int // forced: this model's own top-1 at each row
 	stopped bool
 	targets []int
 }
@@ -181,6 +216,43 @@ func runGreedy(m *model.Model, prompt []int, maxNew int, stops []int) (captured,
 	}
 	res, err := generate.Greedy(state, prompt, maxNew, stops)
 	return captured{rows: res.Rows, output: res.Output, stopped: res.Stopped}, err
+}
+
+// runForced feeds prompt and the followed outputs back in one pass and
+// keeps the rows that chose each output: the same positions as the
+// followed capture's rows, whatever this model would have chosen.
+func runForced(m *model.Model, prompt, outputs []int) (captured, error) {
+	c := captured{output: outputs}
+	if len(outputs) == 0 {
+		return c, nil
+	}
+	seq := append(slices.Clip(prompt), outputs[:len(outputs)-1]...)
+	state, err := cpu.New(m, len(seq))
+	if err != nil {
+		return c, err
+	}
+	rows, err := state.Forward(seq, true)
+	if err != nil {
+		return c, err
+	}
+	c.rows = rows[len(prompt)-1:]
+	for _, r := range c.rows {
+		c.argmax = append(c.argmax, generate.Argmax(r))
+	}
+	return c, nil
+}
+
+// firstDifference is the first index where a and b differ, −1 if none.
+func firstDifference(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }
 
 // runPanel teacher-forces each window from an empty cache: a window of n

@@ -104,6 +104,10 @@ func report(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "ref:  %s%s\ntest: %s%s\n", ref.Path, describe(ref.Receipt), test.Path, describe(test.Receipt))
 	if p := out.Provenance; p != nil {
 		fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: %s\n", yesNo(p.SameModel), yesNo(p.SameSequence))
+		if !p.SameSequence && ref.Receipt.Request.Mode != "panel" && test.Receipt.Request.Mode != "panel" {
+			fmt.Fprintf(stdout, "note: the sides decoded different tokens, so rows after the first difference compare different contexts;\n"+
+				"      capture the test with --follow %s to feed it the reference's tokens\n", ref.Path)
+		}
 	}
 	return rep.WriteText(stdout)
 }

@@ -172,3 +172,40 @@ func TestReportErrors(t *testing.T) {
 		})
 	}
 }
+
+// --follow feeds the reference's tokens back: following an f32 greedy
+// capture with f32 reproduces its dump bit for bit (teacher forcing equals
+// KV-cache decoding), and a q4 capture that follows it lines up row by row.
+func TestCaptureFollow(t *testing.T) {
+	dir := quantized(t)
+	out := t.TempDir()
+	ref := filepath.Join(out, "ref.dump")
+	if _, err := run(t, captureCmd, "--model", dir, "--max-new", "12", "--dump-logits", ref, "What is the capital of France?"); err != nil {
+		t.Fatal(err)
+	}
+	same := filepath.Join(out, "same.dump")
+	got, err := run(t, captureCmd, "--model", dir, "--follow", ref, "--dump-logits", same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "first_disagreement: -1\n") {
+		t.Fatalf("f32 following itself disagreed:\n%s", got)
+	}
+	if fileSHA(t, ref) != fileSHA(t, same) {
+		t.Fatal("teacher-forced rows differ from the greedy capture's rows")
+	}
+	q4 := filepath.Join(out, "q4.dump")
+	if got, err = run(t, captureCmd, "--model", dir, "--variant", "q4", "--follow", ref, "--dump-logits", q4); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(t, reportCmd, "--ref", ref, "--test", q4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep, "same checkpoint: yes; same token sequence: yes") || !strings.Contains(got, "argmax_ids: [") {
+		t.Fatalf("capture:\n%s\nreport:\n%s", got, rep)
+	}
+	if _, err := run(t, captureCmd, "--model", dir, "--follow", filepath.Join(out, "nope.dump"), "--dump-logits", q4); err == nil {
+		t.Fatal("--follow of a missing dump succeeded")
+	}
+}

@@ -1,0 +1,77 @@
+// Package gpu is the engine's whole view of a WebGPU device: integer
+// handles for buffers, shader modules, compute pipelines and bind groups;
+// dispatches recorded and submitted together (one submission per token or
+// prefill chunk); blocking readback. The engine uses nothing else, so the
+// same engine runs on a native WebGPU (package gpu/native) and, compiled to
+// wasm, on the host's WebGPU through imports that mirror these methods one
+// to one.
+package gpu
+
+// Handles name device objects; 0 is never a valid handle.
+type (
+	Buffer    uint32
+	Module    uint32
+	Pipeline  uint32
+	BindGroup uint32
+)
+
+// Limits are the device limits the engine plans with. WebGPU's defaults
+// (and gogpu/wgpu's hard limits on Vulkan) are 128 MiB per storage binding
+// and 256 MiB per buffer.
+type Limits struct {
+	MaxStorageBufferBindingSize       int64
+	MaxBufferSize                     int64
+	MaxComputeWorkgroupsPerDimension  uint32
+	MaxComputeInvocationsPerWorkgroup uint32
+	MaxComputeWorkgroupSizeX          uint32
+	MaxStorageBuffersPerShaderStage   uint32
+	MinStorageBufferOffsetAlignment   uint32
+	MinUniformBufferOffsetAlignment   uint32
+}
+
+// Info describes the adapter behind a device.
+type Info struct {
+	Adapter   string // e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+	Backend   string // e.g. "vulkan"
+	Limits    Limits
+	Subgroups bool // the subgroups feature is usable from WGSL
+}
+
+// Binding binds [Offset, Offset+Size) of a buffer at @binding(Binding);
+// Size 0 means to the end of the buffer.
+type Binding struct {
+	Binding uint32
+	Buffer  Buffer
+	Offset  int64
+	Size    int64
+}
+
+// Device is a WebGPU device. Buffers are usable as storage and uniform
+// buffers and as copy source and destination. Methods are not safe for
+// concurrent use.
+type Device interface {
+	Info() Info
+
+	CreateBuffer(label string, size int64) (Buffer, error)
+	// WriteBuffer queues a write of data at offset; it is ordered before
+	// the commands of the next Submit.
+	WriteBuffer(b Buffer, offset int64, data []byte) error
+	DestroyBuffer(b Buffer)
+
+	CreateShaderModule(label, wgsl string) (Module, error)
+	// CreateComputePipeline uses the "auto" layout.
+	CreateComputePipeline(label string, m Module, entryPoint string) (Pipeline, error)
+	CreateBindGroup(p Pipeline, group uint32, entries []Binding) (BindGroup, error)
+	DestroyBindGroup(g BindGroup)
+
+	// Dispatch records a dispatch of p with groups[i] bound at @group(i).
+	Dispatch(p Pipeline, groups []BindGroup, x, y, z uint32) error
+	// CopyBuffer records a copy; offsets and size are multiples of 4.
+	CopyBuffer(src Buffer, srcOffset int64, dst Buffer, dstOffset int64, size int64) error
+	// Submit sends everything recorded since the last Submit.
+	Submit() error
+	// ReadBuffer waits for submitted work and returns size bytes at offset.
+	ReadBuffer(b Buffer, offset, size int64) ([]byte, error)
+
+	Close() error
+}

@@ -6,3 +6,12 @@ require (
 	github.com/x448/float16 v0.8.4
 	golang.org/x/text v0.44.0
 )
+
+require (
+	github.com/go-webgpu/goffi v0.6.3 // indirect
+	github.com/go-webgpu/webgpu v0.5.5 // indirect
+	github.com/gogpu/gpucontext v0.28.0 // indirect
+	github.com/gogpu/gputypes v0.5.2
+	github.com/gogpu/naga v0.18.0
+	github.com/gogpu/wgpu v0.31.5
+)

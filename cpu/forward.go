@@ -31,12 +31,7 @@ func New(m *model.Model, capacity int) (*State, error) {
 		s.k[l] = make([]float32, capacity*kvDim)
 		s.v[l] = make([]float32, capacity*kvDim)
 	}
-	// As transformers computes it: in float32, 1/θ^(2i/hd).
-	half := m.HeadDim / 2
-	s.invFreq = make([]float32, half)
-	for i := range s.invFreq {
-		s.invFreq[i] = float32(1 / math.Pow(m.RopeTheta, float64(float32(2*i)/float32(m.HeadDim))))
-	}
+	s.invFreq = m.InvFreq()
 	return s, nil
 }
 
@@ -120,9 +115,7 @@ func (s *State) rope(v []float32, pos int) {
 	hd := s.m.HeadDim
 	half := hd / 2
 	for i, f := range s.invFreq {
-		// The angle is a float32 product, as in transformers.
-		a := float64(float32(pos) * f)
-		c, sn := float32(math.Cos(a)), float32(math.Sin(a))
+		c, sn := model.Rotation(pos, f)
 		for h := 0; h < len(v); h += hd {
 			x1, x2 := v[h+i], v[h+i+half]
 			v[h+i] = x1*c - x2*sn
@@ -203,3 +196,6 @@ func add(x, y []float32) {
 		x[i] += y[i]
 	}
 }
+
+// Reset empties the sequence; the cache is reused.
+func (s *State) Reset() { s.pos = 0 }

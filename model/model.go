@@ -5,6 +5,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -100,7 +101,9 @@ type Weights interface {
 	Float32(name string) ([]float32, []int, error)
 }
 
-// checkpointWeights serves a checkpoint's own tensors, decoded to float32.
+// CheckpointWeights serves a checkpoint's own tensors, decoded to float32.
+func CheckpointWeights(ck *checkpoint.Checkpoint) Weights { return checkpointWeights{ck} }
+
 type checkpointWeights struct{ *checkpoint.Checkpoint }
 
 func (c checkpointWeights) Shape(name string) ([]int, string, int64, bool) {
@@ -113,119 +116,140 @@ func Load(ck *checkpoint.Checkpoint, progress func(done, total int64)) (*Model, 
 	return LoadWeights(ck, checkpointWeights{ck}, progress)
 }
 
-// LoadWeights builds the model that ck's config describes from w, checking
-// each tensor's shape against the config and refusing tensors the forward
-// pass would ignore. progress, if not nil, is told the stored bytes read so
-// far after each tensor.
+// LoadWeights builds the model that ck's config describes from w, after
+// Check. progress, if not nil, is told the stored bytes read so far after
+// each tensor.
 func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total int64)) (*Model, error) {
 	g, err := GeometryOf(ck.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
 	}
 	g.EOSFromCfg = ck.Generation.EOSTokenIDs
-	l := loader{w: w, dir: ck.Dir, used: map[string]bool{}, progress: progress}
-	for _, n := range w.Names() {
-		_, _, size, _ := w.Shape(n)
-		l.total += size
+	if err := Check(ck.Dir, g, w); err != nil {
+		return nil, err
 	}
-	d, q, kv := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
-	m := &Model{Geometry: g}
-	m.Embed = l.matrix("model.embed_tokens.weight", g.Vocab, d)
-	m.Layers = make([]Layer, g.NumLayers)
-	for i := range m.Layers {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		L := &m.Layers[i]
-		L.AttnNorm = l.vector(p+"input_layernorm.weight", d)
-		L.Wq = l.matrix(p+"self_attn.q_proj.weight", q, d)
-		L.Wk = l.matrix(p+"self_attn.k_proj.weight", kv, d)
-		L.Wv = l.matrix(p+"self_attn.v_proj.weight", kv, d)
-		L.Wo = l.matrix(p+"self_attn.o_proj.weight", d, q)
-		if g.QKVBias {
-			L.Bq = l.vector(p+"self_attn.q_proj.bias", q)
-			L.Bk = l.vector(p+"self_attn.k_proj.bias", kv)
-			L.Bv = l.vector(p+"self_attn.v_proj.bias", kv)
+	specs := g.Specs()
+	var done, total int64
+	for _, s := range specs {
+		_, _, size, _ := w.Shape(s.Name)
+		total += size
+	}
+	data := map[string]*Matrix{}
+	for _, s := range specs {
+		v, _, err := w.Float32(s.Name)
+		if err != nil {
+			return nil, err
 		}
-		if g.OBias {
-			L.Bo = l.vector(p+"self_attn.o_proj.bias", d)
+		m := &Matrix{Rows: s.Shape[0], Cols: 1, Data: v}
+		if len(s.Shape) == 2 {
+			m.Cols = s.Shape[1]
 		}
-		L.MLPNorm = l.vector(p+"post_attention_layernorm.weight", d)
-		L.Wgate = l.matrix(p+"mlp.gate_proj.weight", g.Hidden, d)
-		L.Wup = l.matrix(p+"mlp.up_proj.weight", g.Hidden, d)
-		L.Wdown = l.matrix(p+"mlp.down_proj.weight", d, g.Hidden)
-		if l.err != nil {
-			break
+		data[s.Name] = m
+		_, _, size, _ := w.Shape(s.Name)
+		if done += size; progress != nil {
+			progress(done, total)
 		}
 	}
-	m.Norm = l.vector("model.norm.weight", d)
+	vec := func(name string) []float32 {
+		if m := data[name]; m != nil {
+			return m.Data
+		}
+		return nil // a bias this architecture does not have
+	}
+	m := &Model{Geometry: g, Embed: data[EmbedName], Norm: vec(NormName), Head: data[HeadName]}
 	if g.TiedHead {
 		m.Head = m.Embed
-		l.used["lm_head.weight"] = true // some tied checkpoints still store a copy
-	} else {
-		m.Head = l.matrix("lm_head.weight", g.Vocab, d)
 	}
-	if l.err != nil {
-		return nil, l.err
-	}
-	if extra := l.unused(); len(extra) > 0 {
-		return nil, fmt.Errorf("%s: %d tensors the %s forward pass would ignore, e.g. %s (a config field may be missing)",
-			ck.Dir, len(extra), g.Arch, strings.Join(extra[:min(3, len(extra))], ", "))
+	m.Layers = make([]Layer, g.NumLayers)
+	for i := range m.Layers {
+		n := NamesOf(i)
+		m.Layers[i] = Layer{
+			AttnNorm: vec(n.AttnNorm), MLPNorm: vec(n.MLPNorm),
+			Wq: data[n.Wq], Wk: data[n.Wk], Wv: data[n.Wv], Wo: data[n.Wo],
+			Bq: vec(n.Bq), Bk: vec(n.Bk), Bv: vec(n.Bv), Bo: vec(n.Bo),
+			Wgate: data[n.Wgate], Wup: data[n.Wup], Wdown: data[n.Wdown],
+		}
 	}
 	return m, nil
 }
 
-// loader keeps the first error so that Load reads as a list of tensors.
-type loader struct {
-	w           Weights
-	dir         string
-	used        map[string]bool
-	err         error
-	progress    func(done, total int64)
-	done, total int64
+// Spec is a tensor the forward pass reads, with the shape config.json
+// implies.
+type Spec struct {
+	Name  string
+	Shape []int
 }
 
-func (l *loader) tensor(name string, shape ...int) []float32 {
-	if l.err != nil {
-		return nil
+// Specs lists the tensors of g in load order.
+func (g Geometry) Specs() []Spec {
+	d, q, kv := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
+	s := []Spec{{EmbedName, []int{g.Vocab, d}}}
+	for i := 0; i < g.NumLayers; i++ {
+		n := NamesOf(i)
+		s = append(s, Spec{n.AttnNorm, []int{d}},
+			Spec{n.Wq, []int{q, d}}, Spec{n.Wk, []int{kv, d}}, Spec{n.Wv, []int{kv, d}}, Spec{n.Wo, []int{d, q}})
+		if g.QKVBias {
+			s = append(s, Spec{n.Bq, []int{q}}, Spec{n.Bk, []int{kv}}, Spec{n.Bv, []int{kv}})
+		}
+		if g.OBias {
+			s = append(s, Spec{n.Bo, []int{d}})
+		}
+		s = append(s, Spec{n.MLPNorm, []int{d}},
+			Spec{n.Wgate, []int{g.Hidden, d}}, Spec{n.Wup, []int{g.Hidden, d}}, Spec{n.Wdown, []int{d, g.Hidden}})
 	}
-	l.used[name] = true
-	stored, file, size, ok := l.w.Shape(name)
-	if !ok {
-		l.err = fmt.Errorf("%s: missing tensor %s", l.dir, name)
-		return nil
+	s = append(s, Spec{NormName, []int{d}})
+	if !g.TiedHead {
+		s = append(s, Spec{HeadName, []int{g.Vocab, d}})
 	}
-	if !slices.Equal(stored, shape) {
-		l.err = fmt.Errorf("%s: tensor %s has shape %v, config.json implies %v", file, name, stored, shape)
-		return nil
-	}
-	data, _, err := l.w.Float32(name)
-	if err != nil {
-		l.err = err
-	}
-	if l.done += size; l.progress != nil {
-		l.progress(l.done, l.total)
-	}
-	return data
+	return s
 }
 
-func (l *loader) vector(name string, n int) []float32 { return l.tensor(name, n) }
-
-func (l *loader) matrix(name string, rows, cols int) *Matrix {
-	data := l.tensor(name, rows, cols)
-	if data == nil {
-		return nil
-	}
-	return &Matrix{Rows: rows, Cols: cols, Data: data}
-}
-
-// unused lists stored tensors that no field consumed. Rotary inverse
-// frequencies stored by old exporters are recomputed, not read.
-func (l *loader) unused() []string {
-	var out []string
-	for _, n := range l.w.Names() {
-		if !l.used[n] && !strings.HasSuffix(n, "rotary_emb.inv_freq") {
-			out = append(out, n)
+// Check verifies that w holds every tensor of g with the shape the config
+// implies, and nothing the forward pass would ignore: a stored tensor
+// without a reader usually means a config field is missing. Errors name
+// the directory or the file.
+func Check(dir string, g Geometry, w Weights) error {
+	used := map[string]bool{}
+	for _, s := range g.Specs() {
+		used[s.Name] = true
+		stored, file, _, ok := w.Shape(s.Name)
+		if !ok {
+			return fmt.Errorf("%s: missing tensor %s", dir, s.Name)
+		}
+		if !slices.Equal(stored, s.Shape) {
+			return fmt.Errorf("%s: tensor %s has shape %v, config.json implies %v", file, s.Name, stored, s.Shape)
 		}
 	}
-	sort.Strings(out)
-	return out
+	var extra []string
+	for _, n := range w.Names() {
+		// A tied checkpoint may still store a copy of the head, and old
+		// exporters stored the rotary frequencies, which are recomputed.
+		if !used[n] && !(g.TiedHead && n == HeadName) && !strings.HasSuffix(n, "rotary_emb.inv_freq") {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("%s: %d tensors the %s forward pass would ignore, e.g. %s (a config field may be missing)",
+			dir, len(extra), g.Arch, strings.Join(extra[:min(3, len(extra))], ", "))
+	}
+	return nil
+}
+
+// InvFreq is RoPE's inverse frequencies (HeadDim/2,), computed as
+// transformers does: in float32, 1/θ^(2i/hd).
+func (g Geometry) InvFreq() []float32 {
+	f := make([]float32, g.HeadDim/2)
+	for i := range f {
+		f[i] = float32(1 / math.Pow(g.RopeTheta, float64(float32(2*i)/float32(g.HeadDim))))
+	}
+	return f
+}
+
+// Rotation is the cosine and sine of RoPE's angle pos·invFreq, the angle a
+// float32 product as in transformers. Every engine uses it, so rotations
+// agree bit for bit.
+func Rotation(pos int, invFreq float32) (cos, sin float32) {
+	a := float64(float32(pos) * invFreq)
+	return float32(math.Cos(a)), float32(math.Sin(a))
 }

@@ -72,6 +72,9 @@ func (v *Variant) CheckSource(fp string) error {
 	return nil
 }
 
+// Pieces lists a tensor's stored pieces in row order.
+func (v *Variant) Pieces(name string) []Piece { return v.pieces[name] }
+
 // Names lists the tensors in manifest order.
 func (v *Variant) Names() []string { return v.names }
 

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"logitscope/checkpoint"
-	"logitscope/cpu"
 	"logitscope/dump"
 	"logitscope/generate"
-	"logitscope/model"
 	"logitscope/receipt"
 	"logitscope/synth"
 	"logitscope/tokenizer"
@@ -42,6 +40,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	window := fs.Int("window", 128, "tokens per window when --panel is text")
 	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
+	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
 		return err
@@ -132,27 +131,47 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, manifest, err := loadModel(ck, vdir, fp, stderr)
+	capacity := len(req.PromptIDs) + *maxNew
+	switch req.Mode {
+	case "forced":
+		capacity = len(req.PromptIDs) + len(followed)
+	case "panel":
+		capacity = 0
+		for _, w := range windows {
+			capacity = max(capacity, len(w))
+		}
+	}
+	v, err := openVariant(ck, vdir, fp)
 	if err != nil {
 		return err
 	}
+	manifest := ""
+	if v != nil {
+		manifest = v.Manifest.Seal
+	}
+	eng, err := openEngine(ck, v, *device, capacity, stderr)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
 	start := time.Now()
 	var res captured
 	switch req.Mode {
 	case "panel":
-		res, err = runPanel(m, windows)
+		res, err = runPanel(eng, windows)
 	case "forced":
-		res, err = runForced(m, req.PromptIDs, followed)
+		res, err = runForced(eng, req.PromptIDs, followed)
 		res.stopped = len(followed) > 0 && slices.Contains(req.Stops, followed[len(followed)-1])
 	default:
-		res, err = runGreedy(m, req.PromptIDs, *maxNew, stops.ids)
+		res, err = runGreedy(eng, req.PromptIDs, *maxNew, stops.ids)
 	}
 	if err != nil {
 		return err
 	}
 	wall := time.Since(start).Seconds()
 
-	logits := &dump.Logits{Rows: len(res.rows), Vocab: m.Vocab, Data: make([]float32, 0, len(res.rows)*m.Vocab)}
+	vocab := ck.Config.VocabSize
+	logits := &dump.Logits{Rows: len(res.rows), Vocab: vocab, Data: make([]float32, 0, len(res.rows)*vocab)}
 	for _, r := range res.rows {
 		logits.Data = append(logits.Data, r...)
 	}
@@ -165,7 +184,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 	rc := &receipt.Receipt{
 		Version: receipt.Version(), Model: fp, Variant: variantLabel(*variantName), VariantManifest: manifest,
-		Device: "cpu", Request: req, OutputIDs: res.output, Targets: res.targets,
+		Device: eng.Name(), Request: req, OutputIDs: res.output, Targets: res.targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}
 	if err := receipt.Write(receipt.Path(*dumpPath), rc); err != nil {
@@ -209,29 +228,21 @@ type captured struct {
 	targets []int
 }
 
-func runGreedy(m *model.Model, prompt []int, maxNew int, stops []int) (captured, error) {
-	state, err := cpu.New(m, len(prompt)+maxNew)
-	if err != nil {
-		return captured{}, err
-	}
-	res, err := generate.Greedy(state, prompt, maxNew, stops)
+func runGreedy(eng engine, prompt []int, maxNew int, stops []int) (captured, error) {
+	res, err := generate.Greedy(eng, prompt, maxNew, stops)
 	return captured{rows: res.Rows, output: res.Output, stopped: res.Stopped}, err
 }
 
 // runForced feeds prompt and the followed outputs back in one pass and
 // keeps the rows that chose each output: the same positions as the
 // followed capture's rows, whatever this model would have chosen.
-func runForced(m *model.Model, prompt, outputs []int) (captured, error) {
+func runForced(eng engine, prompt, outputs []int) (captured, error) {
 	c := captured{output: outputs}
 	if len(outputs) == 0 {
 		return c, nil
 	}
 	seq := append(slices.Clip(prompt), outputs[:len(outputs)-1]...)
-	state, err := cpu.New(m, len(seq))
-	if err != nil {
-		return c, err
-	}
-	rows, err := state.Forward(seq, true)
+	rows, err := eng.Forward(seq, true)
 	if err != nil {
 		return c, err
 	}
@@ -257,14 +268,11 @@ func firstDifference(a, b []int) int {
 
 // runPanel teacher-forces each window from an empty cache: a window of n
 // tokens gives the n−1 rows that predict its tokens 1..n−1.
-func runPanel(m *model.Model, windows [][]int) (captured, error) {
+func runPanel(eng engine, windows [][]int) (captured, error) {
 	var c captured
 	for i, w := range windows {
-		state, err := cpu.New(m, len(w))
-		if err != nil {
-			return c, err
-		}
-		rows, err := state.Forward(w, true)
+		eng.Reset()
+		rows, err := eng.Forward(w, true)
 		if err != nil {
 			return c, fmt.Errorf("window %d: %w", i+1, err)
 		}

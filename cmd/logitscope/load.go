@@ -3,12 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
-	"logitscope/checkpoint"
-	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/variant"
 )
@@ -36,27 +33,6 @@ func variantLabel(name string) string {
 		return name
 	}
 	return filepath.Base(name)
-}
-
-// loadModel decodes the checkpoint (vdir "") or a verified variant of it,
-// showing progress; it returns the variant's manifest seal ("" for f32).
-func loadModel(ck *checkpoint.Checkpoint, vdir, fp string, stderr io.Writer) (*model.Model, string, error) {
-	if vdir == "" {
-		m, err := model.Load(ck, loadProgress(stderr))
-		return m, "", err
-	}
-	if _, err := os.Stat(filepath.Join(vdir, "manifest.json")); os.IsNotExist(err) {
-		return nil, "", fmt.Errorf("no variant at %s: run logitscope quantize --model %s --scheme %s", vdir, ck.Dir, filepath.Base(vdir))
-	}
-	v, err := variant.Open(vdir)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := v.CheckSource(fp); err != nil {
-		return nil, "", err
-	}
-	m, err := model.LoadWeights(ck, v, loadProgress(stderr))
-	return m, v.Manifest.Seal, err
 }
 
 // loadProgress reports weight loading on the terminal, at most every 5%.

@@ -85,7 +85,7 @@ var wallTime = regexp.MustCompile(`wall_time_seconds: [0-9.]+`)
 // The printed fields and the dump bytes of a fixed capture are golden.
 func TestCaptureGolden(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ref.dump")
-	out, err := run(t, captureCmd, "--model", tiny(t), "--max-new", "8", "--dump-logits", path, "What is the capital of France?")
+	out, err := run(t, captureCmd, "--model", tiny(t), "--device", "cpu", "--max-new", "8", "--dump-logits", path, "What is the capital of France?")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,315 @@
+package gpuengine
+
+import (
+	"fmt"
+	"math"
+
+	"logitscope/gpu"
+	"logitscope/model"
+	"logitscope/shaders"
+)
+
+// matrix is an uploaded weight matrix: one buffer per row-piece.
+type matrix struct {
+	pieces []Piece
+	bufs   []gpu.Buffer
+}
+
+// pending is an op before its bind group exists: the params buffer is
+// sized once the whole program is known.
+type pending struct {
+	op
+	bindings []gpu.Binding
+	paramsAt uint32 // @binding of the Params uniform
+}
+
+// build allocates activations and the KV cache, uploads the weights and
+// lays out the program of one forward step.
+func (e *Engine) build(src Source, progress func(done, total int64)) error {
+	g := e.g
+	d, qDim, kvDim, ff := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim, g.Hidden
+	c, f := int64(e.chunk), int64(4)
+	var err error
+	alloc := func(label string, size int64) gpu.Buffer {
+		var b gpu.Buffer
+		if err == nil {
+			b, err = e.buffer(label, size)
+		}
+		return b
+	}
+	e.ids = alloc("ids", c*4)
+	e.x = alloc("x", c*int64(d)*f)
+	e.h = alloc("h", c*int64(d)*f)
+	e.q = alloc("q", c*int64(qDim)*f)
+	e.att = alloc("att", c*int64(qDim)*f)
+	e.o = alloc("o", c*int64(d)*f)
+	e.gate = alloc("gate", c*int64(ff)*f)
+	e.up = alloc("up", c*int64(ff)*f)
+	e.logits = alloc("logits", c*int64(g.Vocab)*f)
+	e.scores = alloc("scores", c*int64(g.Heads*e.capacity)*f)
+	e.none = alloc("no-bias", 4)
+	for l := 0; l < g.NumLayers; l++ {
+		e.kc = append(e.kc, alloc(fmt.Sprintf("k-cache.%d", l), int64(e.capacity*kvDim)*f))
+		e.vc = append(e.vc, alloc(fmt.Sprintf("v-cache.%d", l), int64(e.capacity*kvDim)*f))
+	}
+	if err != nil {
+		return err
+	}
+	if err := e.uploadRope(); err != nil {
+		return err
+	}
+
+	up := uploader{e: e, src: src, total: int64(2 + g.NumLayers*13), progress: progress}
+	embed := up.matrix(model.EmbedName)
+	prog := e.embedOps(embed)
+	for l := 0; l < g.NumLayers; l++ {
+		n := model.NamesOf(l)
+		attnNorm, mlpNorm := up.vector(n.AttnNorm), up.vector(n.MLPNorm)
+		wq, wk, wv, wo := up.matrix(n.Wq), up.matrix(n.Wk), up.matrix(n.Wv), up.matrix(n.Wo)
+		bq, bk, bv, bo := e.none, e.none, e.none, e.none
+		if g.QKVBias {
+			bq, bk, bv = up.vector(n.Bq), up.vector(n.Bk), up.vector(n.Bv)
+		}
+		if g.OBias {
+			bo = up.vector(n.Bo)
+		}
+		wg, wu, wd := up.matrix(n.Wgate), up.matrix(n.Wup), up.matrix(n.Wdown)
+		if up.err != nil {
+			return up.err
+		}
+		kvOff := func(s step) int { return s.pos0 * kvDim }
+		zero := func(step) int { return 0 }
+		T := func(s step) int { return s.T }
+		prog = append(prog, e.rmsnormOp("attn-norm", e.x, attnNorm, e.h, T, zero))
+		prog = append(prog, e.matmulOps("q", wq, e.h, zero, e.q, zero, qDim, bq, T)...)
+		prog = append(prog, e.matmulOps("k", wk, e.h, zero, e.kc[l], kvOff, kvDim, bk, T)...)
+		prog = append(prog, e.matmulOps("v", wv, e.h, zero, e.vc[l], kvOff, kvDim, bv, T)...)
+		prog = append(prog, e.ropeOp("rope-q", e.q, g.Heads, zero, qDim), e.ropeOp("rope-k", e.kc[l], g.KVHeads, kvOff, kvDim))
+		prog = append(prog, e.attentionOp(l))
+		prog = append(prog, e.matmulOps("o", wo, e.att, zero, e.o, zero, d, bo, T)...)
+		prog = append(prog, e.elementwiseOp("add", e.x, e.o, d))
+		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero))
+		prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, ff, e.none, T)...)
+		prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, ff, e.none, T)...)
+		prog = append(prog, e.elementwiseOp("silu_mul", e.gate, e.up, ff))
+		prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, e.none, T)...)
+		prog = append(prog, e.elementwiseOp("add", e.x, e.o, d))
+	}
+	norm := up.vector(model.NormName)
+	head := embed
+	if !g.TiedHead {
+		head = up.matrix(model.HeadName)
+	}
+	if up.err != nil {
+		return up.err
+	}
+	// The final norm writes the rows whose logits are wanted to h's top.
+	lastRows := func(s step) int { return (s.T - s.rows()) * d }
+	prog = append(prog, e.rmsnormOp("final-norm", e.x, norm, e.h, step.rows, lastRows))
+	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab, e.none, step.rows)...)
+	return e.finish(prog)
+}
+
+// finish sizes the params buffer and creates each op's bind group.
+func (e *Engine) finish(prog []pending) error {
+	var err error
+	if e.params, err = e.buffer("params", int64(len(prog))*paramSlot); err != nil {
+		return err
+	}
+	for i, p := range prog {
+		if p.pipe == 0 {
+			return fmt.Errorf("%s: %w", p.name, e.buildErr)
+		}
+		b := append(p.bindings, gpu.Binding{Binding: p.paramsAt, Buffer: e.params, Offset: int64(i) * paramSlot, Size: paramSlot})
+		if p.group, err = e.dev.CreateBindGroup(p.pipe, 0, b); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		e.prog = append(e.prog, p.op)
+	}
+	return nil
+}
+
+// uploadRope writes the (capacity, HeadDim/2) cos/sin table.
+func (e *Engine) uploadRope() error {
+	inv := e.g.InvFreq()
+	tab := make([]float32, 0, e.capacity*len(inv)*2)
+	for pos := 0; pos < e.capacity; pos++ {
+		for _, f := range inv {
+			c, s := model.Rotation(pos, f)
+			tab = append(tab, c, s)
+		}
+	}
+	var err error
+	e.rope, err = e.uploadF32("rope", tab)
+	return err
+}
+
+// uploader uploads tensors from a source, keeping the first error.
+type uploader struct {
+	e           *Engine
+	src         Source
+	err         error
+	done, total int64
+	progress    func(done, total int64)
+}
+
+func (u *uploader) tick() {
+	if u.done++; u.progress != nil {
+		u.progress(min(u.done, u.total), u.total)
+	}
+}
+
+func (u *uploader) matrix(name string) matrix {
+	var m matrix
+	if u.err != nil {
+		return m
+	}
+	m.pieces, u.err = u.src.Matrix(name, u.e.maxPiece)
+	for i, p := range m.pieces {
+		if u.err != nil {
+			break
+		}
+		var b gpu.Buffer
+		b, u.err = u.e.upload(fmt.Sprintf("%s[%d]", name, i), p.Data)
+		m.bufs = append(m.bufs, b)
+		m.pieces[i].Data = nil // uploaded: let the bytes go
+	}
+	u.tick()
+	return m
+}
+
+func (u *uploader) vector(name string) gpu.Buffer {
+	if u.err != nil {
+		return 0
+	}
+	v, err := u.src.Vector(name)
+	if err != nil {
+		u.err = err
+		return 0
+	}
+	var b gpu.Buffer
+	b, u.err = u.e.uploadF32(name, v)
+	u.tick()
+	return b
+}
+
+// kernel is pipeline for the op builders: a failure is kept in
+// e.buildErr and surfaces in finish, where the op has no pipeline.
+func (e *Engine) kernel(name, src, entry string) gpu.Pipeline {
+	p, err := e.pipeline(name, src, entry)
+	if err != nil && e.buildErr == nil {
+		e.buildErr = err
+	}
+	return p
+}
+
+// matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
+// dispatch per piece of W.
+func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
+	var out []pending
+	for i, p := range W.pieces {
+		pipe := e.kernel("matmul-"+p.Format.String(), shaders.Matmul(p.Format), "main")
+		base, _ := p.scaleBase()
+		groups := uint32((p.Cols + 31) / 32)
+		hasBias := uint32(0)
+		if bias != e.none {
+			hasBias = 1
+		}
+		out = append(out, pending{
+			op: op{
+				name: fmt.Sprintf("%s[%d]", name, i), pipe: pipe,
+				dims: func(s step) (uint32, uint32, uint32) {
+					return uint32(min(p.Rows, 32768)), ceilDiv(p.Rows, 32768), uint32(tokens(s))
+				},
+				params: func(s step) []uint32 {
+					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
+						uint32(yOff(s)), hasBias, uint32(xOff(s))}
+				},
+			},
+			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},
+			paramsAt: 4,
+		})
+	}
+	return out
+}
+
+func (e *Engine) embedOps(E matrix) []pending {
+	var out []pending
+	for i, p := range E.pieces {
+		pipe := e.kernel("embed-"+p.Format.String(), shaders.Embed(p.Format), "main")
+		base, _ := p.scaleBase()
+		groups := (p.Cols + 31) / 32
+		out = append(out, pending{
+			op: op{
+				name: fmt.Sprintf("embed[%d]", i), pipe: pipe,
+				dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(groups, 64), uint32(s.T), 1 },
+				params: func(step) []uint32 {
+					return []uint32{uint32(p.Rows), uint32(p.Cols), uint32(groups), base, uint32(p.Row0)}
+				},
+			},
+			bindings: []gpu.Binding{{Binding: 0, Buffer: E.bufs[i]}, {Binding: 1, Buffer: e.ids}, {Binding: 2, Buffer: e.x}},
+			paramsAt: 4,
+		})
+	}
+	return out
+}
+
+// rmsnormOp normalizes rows(s) rows of x starting at element xOff(s) into
+// out's first rows.
+func (e *Engine) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int, xOff func(step) int) pending {
+	d := e.g.Dim
+	return pending{
+		op: op{
+			name: name, pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "main"),
+			dims:   func(s step) (uint32, uint32, uint32) { return uint32(rows(s)), 1, 1 },
+			params: func(s step) []uint32 { return []uint32{uint32(d), f32(e.g.NormEps), uint32(xOff(s)), 0} },
+		},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: w}, {Binding: 2, Buffer: out}},
+		paramsAt: 3,
+	}
+}
+
+func (e *Engine) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int, ld int) pending {
+	hd := e.g.HeadDim
+	return pending{
+		op: op{
+			name: name, pipe: e.kernel("rope", shaders.RoPE(), "main"),
+			dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(heads*hd/2, 64), uint32(s.T), 1 },
+			params: func(s step) []uint32 {
+				return []uint32{uint32(heads), uint32(hd), uint32(s.pos0), uint32(off(s)), uint32(ld)}
+			},
+		},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: v}, {Binding: 1, Buffer: e.rope}},
+		paramsAt: 2,
+	}
+}
+
+func (e *Engine) attentionOp(l int) pending {
+	g := e.g
+	scale := float32(1 / math.Sqrt(float64(g.HeadDim)))
+	return pending{
+		op: op{
+			name: fmt.Sprintf("attention.%d", l), pipe: e.kernel("attention", shaders.Attention(), "main"),
+			dims: func(s step) (uint32, uint32, uint32) { return uint32(g.Heads), uint32(s.T), 1 },
+			params: func(s step) []uint32 {
+				return []uint32{uint32(g.Heads), uint32(g.KVHeads), uint32(g.HeadDim), uint32(s.pos0), uint32(e.capacity), f32(scale)}
+			},
+		},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: e.q}, {Binding: 1, Buffer: e.kc[l]}, {Binding: 2, Buffer: e.vc[l]},
+			{Binding: 3, Buffer: e.att}, {Binding: 4, Buffer: e.scores}},
+		paramsAt: 5,
+	}
+}
+
+// elementwiseOp runs entry (add or silu_mul) over T rows of width n.
+func (e *Engine) elementwiseOp(entry string, a, b gpu.Buffer, width int) pending {
+	return pending{
+		op: op{
+			name: entry, pipe: e.kernel("elementwise", shaders.Elementwise(), entry),
+			dims:   func(s step) (uint32, uint32, uint32) { return ceilDiv(s.T*width, 64), 1, 1 },
+			params: func(s step) []uint32 { return []uint32{uint32(s.T * width)} },
+		},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: a}, {Binding: 1, Buffer: b}},
+		paramsAt: 2,
+	}
+}

@@ -1,0 +1,155 @@
+package gpuengine
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"sync"
+	"testing"
+
+	"logitscope/gpu"
+	"logitscope/gpu/native"
+)
+
+var shared struct {
+	once sync.Once
+	dev  gpu.Device
+	err  error
+}
+
+// device opens the native WebGPU device once per test binary. Without an
+// adapter the GPU tests skip on a developer machine and fail in CI, which
+// installs Mesa's Vulkan drivers.
+func device(t testing.TB) gpu.Device {
+	t.Helper()
+	shared.once.Do(func() { shared.dev, shared.err = native.Open() })
+	if shared.err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(shared.err)
+		}
+		t.Skip(shared.err)
+	}
+	return shared.dev
+}
+
+// buf uploads data (float32, uint32 or raw bytes) into a new buffer.
+func buf(t testing.TB, dev gpu.Device, data any) gpu.Buffer {
+	t.Helper()
+	var b []byte
+	switch v := data.(type) {
+	case []float32:
+		b = make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+	case []uint32:
+		b = make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], x)
+		}
+	case []byte:
+		b = append(v[:len(v):len(v)], make([]byte, (4-len(v)%4)%4)...)
+	}
+	if len(b) < 256 {
+		b = append(b, make([]byte, 256-len(b))...) // room for a uniform Params slot
+	}
+	h, err := dev.CreateBuffer("test", int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.DestroyBuffer(h) })
+	if err := dev.WriteBuffer(h, 0, b); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// params packs uniform values (uint32 or float32).
+func params(vals ...any) []uint32 {
+	out := make([]uint32, 0, len(vals))
+	for _, v := range vals {
+		switch x := v.(type) {
+		case int:
+			out = append(out, uint32(x))
+		case uint32:
+			out = append(out, x)
+		case float32:
+			out = append(out, math.Float32bits(x))
+		}
+	}
+	for len(out)%4 != 0 {
+		out = append(out, 0)
+	}
+	return out
+}
+
+// dispatch compiles src, binds bufs at @binding(0..) and runs it once.
+func dispatch(t testing.TB, dev gpu.Device, src, entry string, bufs []gpu.Buffer, x, y, z uint32) {
+	t.Helper()
+	m, err := dev.CreateShaderModule("test", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := dev.CreateComputePipeline("test", m, entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bs []gpu.Binding
+	for i, b := range bufs {
+		if b != 0 {
+			bs = append(bs, gpu.Binding{Binding: uint32(i), Buffer: b})
+		}
+	}
+	g, err := dev.CreateBindGroup(p, 0, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Dispatch(p, []gpu.BindGroup{g}, x, y, z); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Submit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t testing.TB, dev gpu.Device, b gpu.Buffer, n int) []float32 {
+	t.Helper()
+	raw, err := dev.ReadBuffer(b, 0, int64(4*n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out
+}
+
+// errors is the NMSE and the max abs error of got against want, as
+// llama.cpp's test-backend-ops reports them.
+func errors(got []float32, want []float64) (nmse, maxAbs float64) {
+	var num, den float64
+	for i := range want {
+		d := float64(got[i]) - want[i]
+		num += d * d
+		den += want[i] * want[i]
+		maxAbs = max(maxAbs, math.Abs(d))
+	}
+	return num / max(den, 1e-30), maxAbs
+}
+
+// rnd is a deterministic stream for test data.
+type rnd uint64
+
+func (r *rnd) f() float32 {
+	*r = *r*6364136223846793005 + 1442695040888963407
+	return float32(int64(*r>>11))/float32(1<<52) - 1
+}
+
+func (r *rnd) fill(n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = scale * r.f()
+	}
+	return v
+}

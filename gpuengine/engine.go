@@ -1,0 +1,248 @@
+// Package gpuengine runs the forward pass as WGSL compute shaders on a
+// gpu.Device: weights uploaded as stored (bf16/f16/f32 bytes or quantized
+// blobs, decoded in the shaders), one submission per decoded token or
+// prefill chunk, the logits read back once per step.
+package gpuengine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"logitscope/gpu"
+	"logitscope/model"
+)
+
+// MaxChunk is the most tokens one submission processes: longer inputs
+// (prefill, teacher forcing) run in chunks that share the KV cache.
+const MaxChunk = 32
+
+// paramSlot is the bytes of uniform parameters each dispatch owns (WebGPU's
+// minimum uniform buffer offset alignment).
+const paramSlot = 256
+
+// Engine is one sequence on the GPU: the uploaded model, its KV cache and
+// the fixed program of dispatches that one forward step records.
+type Engine struct {
+	dev      gpu.Device
+	g        model.Geometry
+	capacity int // KV cache length in tokens
+	chunk    int // tokens per step (≤ MaxChunk)
+	pos      int // tokens in the cache
+	maxPiece int64
+
+	pipes map[string]gpu.Pipeline
+	owned []gpu.Buffer
+
+	ids, x, h, q, att, o, gate, up, logits, scores, rope, params gpu.Buffer
+	kc, vc                                                       []gpu.Buffer
+	none                                                         gpu.Buffer // bound where an op has no bias
+
+	prog     []op
+	buildErr error // the first pipeline that failed to compile, while building
+}
+
+// step is what changes between forward steps: the tokens it holds, their
+// first position, and whether every row's logits are wanted.
+type step struct {
+	T, pos0 int
+	all     bool
+}
+
+// rows is how many logit rows a step computes.
+func (s step) rows() int {
+	if s.all {
+		return s.T
+	}
+	return 1
+}
+
+// op is one dispatch of the program: fixed pipeline and bindings, with
+// dimensions and parameters computed per step.
+type op struct {
+	name   string
+	pipe   gpu.Pipeline
+	group  gpu.BindGroup
+	dims   func(s step) (x, y, z uint32)
+	params func(s step) []uint32
+}
+
+// Options for New.
+type Options struct {
+	// Capacity is the KV cache length in tokens.
+	Capacity int
+	// MaxPieceBytes, if set, splits weight matrices into smaller pieces
+	// than the device's binding limit requires (tests use it to exercise
+	// the split path on small models).
+	MaxPieceBytes int64
+	// Progress, if not nil, is told the tensors uploaded so far.
+	Progress func(done, total int64)
+}
+
+// New uploads the model described by g from src and prepares its KV cache.
+// src must hold what model.Check verifies of the same weights.
+func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*Engine, error) {
+	if opt.Capacity > g.MaxPos {
+		return nil, fmt.Errorf("%d tokens exceed the model's context of %d (max_position_embeddings)", opt.Capacity, g.MaxPos)
+	}
+	e := &Engine{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
+	lim := dev.Info().Limits
+	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)
+	if opt.MaxPieceBytes > 0 {
+		e.maxPiece = min(e.maxPiece, opt.MaxPieceBytes)
+	}
+	// The attention scratch holds (chunk, heads, capacity) scores in one
+	// binding: shrink the chunk for very long contexts.
+	e.chunk = MaxChunk
+	for e.chunk > 1 && int64(e.chunk*g.Heads*e.capacity*4) > lim.MaxStorageBufferBindingSize {
+		e.chunk /= 2
+	}
+	if err := e.build(src, opt.Progress); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Pos is the number of tokens in the cache.
+func (e *Engine) Pos() int { return e.pos }
+
+// Close releases every buffer the engine made.
+func (e *Engine) Close() {
+	for _, b := range e.owned {
+		e.dev.DestroyBuffer(b)
+	}
+	e.owned = nil
+}
+
+// Forward appends tokens to the sequence and returns logit rows (Vocab,):
+// one per token when all is set, else only the last. It runs in steps of
+// at most the engine's chunk, one submission and one readback each.
+func (e *Engine) Forward(tokens []int, all bool) ([][]float32, error) {
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	if e.pos+len(tokens) > e.capacity {
+		return nil, fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", e.pos+len(tokens), e.capacity, e.g.MaxPos)
+	}
+	for i, id := range tokens {
+		if id < 0 || id >= e.g.Vocab {
+			return nil, fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, e.pos+i, e.g.Vocab)
+		}
+	}
+	var rows [][]float32
+	for a := 0; a < len(tokens); a += e.chunk {
+		b := min(len(tokens), a+e.chunk)
+		s := step{T: b - a, pos0: e.pos, all: all}
+		last := b == len(tokens)
+		r, err := e.run(tokens[a:b], s, all || last)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r...)
+		e.pos += s.T
+	}
+	return rows, nil
+}
+
+// run records and submits one step and, if read, returns its logit rows.
+func (e *Engine) run(tokens []int, s step, read bool) ([][]float32, error) {
+	ids := make([]byte, 4*len(tokens))
+	for i, id := range tokens {
+		binary.LittleEndian.PutUint32(ids[4*i:], uint32(id))
+	}
+	if err := e.dev.WriteBuffer(e.ids, 0, ids); err != nil {
+		return nil, err
+	}
+	params := make([]byte, len(e.prog)*paramSlot)
+	for i, o := range e.prog {
+		for j, v := range o.params(s) {
+			binary.LittleEndian.PutUint32(params[i*paramSlot+4*j:], v)
+		}
+	}
+	if err := e.dev.WriteBuffer(e.params, 0, params); err != nil {
+		return nil, err
+	}
+	for _, o := range e.prog {
+		x, y, z := o.dims(s)
+		if x*y*z == 0 {
+			continue
+		}
+		if err := e.dev.Dispatch(o.pipe, []gpu.BindGroup{o.group}, x, y, z); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.name, err)
+		}
+	}
+	if err := e.dev.Submit(); err != nil {
+		return nil, err
+	}
+	if !read {
+		return nil, nil
+	}
+	n := s.rows()
+	raw, err := e.dev.ReadBuffer(e.logits, 0, int64(n*e.g.Vocab*4))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]float32, n)
+	for i := range rows {
+		row := make([]float32, e.g.Vocab)
+		for j := range row {
+			row[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*e.g.Vocab+j):]))
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+func f32(v float32) uint32 { return math.Float32bits(v) }
+
+func ceilDiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
+
+// pipeline compiles a kernel once per (source, entry point).
+func (e *Engine) pipeline(name, src, entry string) (gpu.Pipeline, error) {
+	key := name + "/" + entry
+	if p, ok := e.pipes[key]; ok {
+		return p, nil
+	}
+	m, err := e.dev.CreateShaderModule(name, src)
+	if err != nil {
+		return 0, err
+	}
+	p, err := e.dev.CreateComputePipeline(key, m, entry)
+	if err != nil {
+		return 0, err
+	}
+	e.pipes[key] = p
+	return p, nil
+}
+
+func (e *Engine) buffer(label string, size int64) (gpu.Buffer, error) {
+	b, err := e.dev.CreateBuffer(label, max(size, 4))
+	if err == nil {
+		e.owned = append(e.owned, b)
+	}
+	return b, err
+}
+
+// upload copies data into a new buffer, padded to a multiple of 4 bytes.
+func (e *Engine) upload(label string, data []byte) (gpu.Buffer, error) {
+	if len(data)%4 != 0 {
+		data = append(data[:len(data):len(data)], make([]byte, 4-len(data)%4)...)
+	}
+	b, err := e.buffer(label, int64(len(data)))
+	if err != nil {
+		return 0, err
+	}
+	return b, e.dev.WriteBuffer(b, 0, data)
+}
+
+func (e *Engine) uploadF32(label string, v []float32) (gpu.Buffer, error) {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return e.upload(label, b)
+}
+
+// Reset empties the sequence; the cache is reused.
+func (e *Engine) Reset() { e.pos = 0 }

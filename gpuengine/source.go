@@ -1,0 +1,117 @@
+package gpuengine
+
+import (
+	"fmt"
+
+	"logitscope/checkpoint"
+	"logitscope/quant"
+	"logitscope/safetensors"
+	"logitscope/shaders"
+	"logitscope/variant"
+)
+
+// Piece is rows [Row0, Row0+Rows) of a weight matrix as the GPU reads it:
+// the stored bytes in Format's layout (shaders/weights.wgsl).
+type Piece struct {
+	Row0, Rows, Cols int
+	Format           shaders.Format
+	Data             []byte
+}
+
+// Source serves a model's weights for upload: matrices as stored (decoded
+// on the GPU), vectors (norms, biases) as float32.
+type Source interface {
+	// Matrix splits a matrix into pieces of at most maxBytes each.
+	Matrix(name string, maxBytes int64) ([]Piece, error)
+	Vector(name string) ([]float32, error)
+}
+
+// CheckpointSource uploads a checkpoint's own bf16, f16 or f32 bytes: the
+// f32 variant, decoded in the shader.
+func CheckpointSource(ck *checkpoint.Checkpoint) Source { return ckSource{ck} }
+
+type ckSource struct{ ck *checkpoint.Checkpoint }
+
+func (s ckSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
+	raw, info, err := s.ck.Raw(name)
+	if err != nil {
+		return nil, err
+	}
+	var f shaders.Format
+	switch info.DType {
+	case safetensors.F32:
+		f = shaders.F32
+	case safetensors.BF16:
+		f = shaders.BF16
+	case safetensors.F16:
+		f = shaders.F16
+	default:
+		return nil, fmt.Errorf("%s: %s is %s; the GPU reads F32, BF16 and F16", s.ck.Dir, name, info.DType)
+	}
+	if len(info.Shape) != 2 {
+		return nil, fmt.Errorf("%s: %s has shape %v, not a matrix", s.ck.Dir, name, info.Shape)
+	}
+	rows, cols := info.Shape[0], info.Shape[1]
+	rowBytes := int64(cols * info.DType.Size())
+	// Pieces of whole rows, and an even number of them so that 16-bit
+	// elements never straddle two pieces' words.
+	per := max(2, int(maxBytes/rowBytes)/2*2)
+	var out []Piece
+	for a := 0; a < rows; a += per {
+		b := min(rows, a+per)
+		out = append(out, Piece{Row0: a, Rows: b - a, Cols: cols, Format: f, Data: raw[int64(a)*rowBytes : int64(b)*rowBytes]})
+	}
+	return out, nil
+}
+
+func (s ckSource) Vector(name string) ([]float32, error) {
+	v, _, err := s.ck.Float32(name)
+	return v, err
+}
+
+// VariantSource uploads a quantized variant's pieces as stored.
+func VariantSource(v *variant.Variant) Source { return varSource{v} }
+
+type varSource struct{ v *variant.Variant }
+
+var schemeFormats = map[string]shaders.Format{"q8": shaders.Q8, "q6": shaders.Q6, "q4": shaders.Q4}
+
+func (s varSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
+	var out []Piece
+	for _, p := range s.v.Pieces(name) {
+		f, ok := schemeFormats[p.Scheme]
+		if !ok || len(p.Shape) != 2 {
+			return nil, fmt.Errorf("%s: %s is %s %v, not a quantized matrix", s.v.Dir, name, p.Scheme, p.Shape)
+		}
+		if p.Length > maxBytes {
+			return nil, fmt.Errorf("%s: a piece of %s is %d bytes, over the device's %d-byte binding limit", s.v.Dir, name, p.Length, maxBytes)
+		}
+		data, err := s.v.Raw(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Piece{Row0: p.Rows[0], Rows: p.Rows[1] - p.Rows[0], Cols: p.Shape[1], Format: f, Data: data})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no tensor %s", s.v.Dir, name)
+	}
+	return out, nil
+}
+
+func (s varSource) Vector(name string) ([]float32, error) {
+	v, _, err := s.v.Float32(name)
+	return v, err
+}
+
+// scaleBase is the first word of a quantized piece's scale region.
+func (p Piece) scaleBase() (uint32, error) {
+	s, ok := map[shaders.Format]quant.Scheme{shaders.Q8: quant.Q8, shaders.Q6: quant.Q6, shaders.Q4: quant.Q4}[p.Format]
+	if !ok {
+		return 0, nil
+	}
+	l, err := quant.NewLayout(s, p.Rows, p.Cols)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(l.QuantBytes() / 4), nil
+}

@@ -1,0 +1,36 @@
+package shaders
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gogpu/naga"
+)
+
+// Every kernel compiles to SPIR-V with naga, the compiler gogpu/wgpu uses,
+// for every weight format: a syntax or type error fails here without a GPU.
+func TestCompile(t *testing.T) {
+	sources := map[string]string{
+		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(),
+	}
+	for f := F32; f <= Q4; f++ {
+		sources["matmul/"+f.String()] = Matmul(f)
+		sources["embed/"+f.String()] = Embed(f)
+	}
+	for name, src := range sources {
+		t.Run(name, func(t *testing.T) {
+			if _, err := naga.Compile(src); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		})
+	}
+}
+
+func TestHeaders(t *testing.T) {
+	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+		"rope": rope, "attention": attention, "elementwise": elementwise} {
+		if !strings.HasPrefix(src, "// "+name+".wgsl — ") || !strings.Contains(src, "Binding") && name != "weights" {
+			t.Errorf("%s.wgsl lacks its header comment (name, bindings, shapes)", name)
+		}
+	}
+}

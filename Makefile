@@ -29,10 +29,12 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 		echo "npm not found: the tokenizer oracle test will skip (apt-get install nodejs npm)"; \
 	fi
 
-# Benchmarks print a table; the qwen2.5-0.5b checkpoint (1 GB) is generated
-# once into the cache on first use.
+# Benchmarks print one table: decode tokens/s and weight bandwidth per
+# preset, variant and device, and the GPU's time per op. The qwen2.5-0.5b
+# checkpoint (1 GB) and its q4 variant are generated once into the cache.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3s ./cpu/ | $(GO) run ./cmd/benchtable
+	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./gpuengine/; \
+	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./gpuengine/; } | $(GO) run ./cmd/benchtable
 
 # Every fuzz target, FUZZTIME each.
 fuzz:

@@ -217,7 +217,7 @@ func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 		}
 		out = append(out, pending{
 			op: op{
-				name: fmt.Sprintf("%s[%d]", name, i), pipe: pipe,
+				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) {
 					return uint32(min(p.Rows, 32768)), ceilDiv(p.Rows, 32768), uint32(tokens(s))
 				},
@@ -241,7 +241,7 @@ func (e *Engine) embedOps(E matrix) []pending {
 		groups := (p.Cols + 31) / 32
 		out = append(out, pending{
 			op: op{
-				name: fmt.Sprintf("embed[%d]", i), pipe: pipe,
+				name: fmt.Sprintf("embed[%d]", i), family: "embed", pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(groups, 64), uint32(s.T), 1 },
 				params: func(step) []uint32 {
 					return []uint32{uint32(p.Rows), uint32(p.Cols), uint32(groups), base, uint32(p.Row0)}
@@ -260,7 +260,7 @@ func (e *Engine) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) in
 	d := e.g.Dim
 	return pending{
 		op: op{
-			name: name, pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "main"),
+			name: name, family: "rmsnorm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "main"),
 			dims:   func(s step) (uint32, uint32, uint32) { return uint32(rows(s)), 1, 1 },
 			params: func(s step) []uint32 { return []uint32{uint32(d), f32(e.g.NormEps), uint32(xOff(s)), 0} },
 		},
@@ -273,7 +273,7 @@ func (e *Engine) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int
 	hd := e.g.HeadDim
 	return pending{
 		op: op{
-			name: name, pipe: e.kernel("rope", shaders.RoPE(), "main"),
+			name: name, family: "rope", pipe: e.kernel("rope", shaders.RoPE(), "main"),
 			dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(heads*hd/2, 64), uint32(s.T), 1 },
 			params: func(s step) []uint32 {
 				return []uint32{uint32(heads), uint32(hd), uint32(s.pos0), uint32(off(s)), uint32(ld)}
@@ -289,7 +289,7 @@ func (e *Engine) attentionOp(l int) pending {
 	scale := float32(1 / math.Sqrt(float64(g.HeadDim)))
 	return pending{
 		op: op{
-			name: fmt.Sprintf("attention.%d", l), pipe: e.kernel("attention", shaders.Attention(), "main"),
+			name: fmt.Sprintf("attention.%d", l), family: "attention", pipe: e.kernel("attention", shaders.Attention(), "main"),
 			dims: func(s step) (uint32, uint32, uint32) { return uint32(g.Heads), uint32(s.T), 1 },
 			params: func(s step) []uint32 {
 				return []uint32{uint32(g.Heads), uint32(g.KVHeads), uint32(g.HeadDim), uint32(s.pos0), uint32(e.capacity), f32(scale)}
@@ -305,7 +305,7 @@ func (e *Engine) attentionOp(l int) pending {
 func (e *Engine) elementwiseOp(entry string, a, b gpu.Buffer, width int) pending {
 	return pending{
 		op: op{
-			name: entry, pipe: e.kernel("elementwise", shaders.Elementwise(), entry),
+			name: entry, family: entry, pipe: e.kernel("elementwise", shaders.Elementwise(), entry),
 			dims:   func(s step) (uint32, uint32, uint32) { return ceilDiv(s.T*width, 64), 1, 1 },
 			params: func(s step) []uint32 { return []uint32{uint32(s.T * width)} },
 		},

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	"logitscope/gpu"
 	"logitscope/model"
@@ -61,6 +62,7 @@ func (s step) rows() int {
 // dimensions and parameters computed per step.
 type op struct {
 	name   string
+	family string // what Profile sums under
 	pipe   gpu.Pipeline
 	group  gpu.BindGroup
 	dims   func(s step) (x, y, z uint32)
@@ -147,29 +149,12 @@ func (e *Engine) Forward(tokens []int, all bool) ([][]float32, error) {
 
 // run records and submits one step and, if read, returns its logit rows.
 func (e *Engine) run(tokens []int, s step, read bool) ([][]float32, error) {
-	ids := make([]byte, 4*len(tokens))
-	for i, id := range tokens {
-		binary.LittleEndian.PutUint32(ids[4*i:], uint32(id))
-	}
-	if err := e.dev.WriteBuffer(e.ids, 0, ids); err != nil {
-		return nil, err
-	}
-	params := make([]byte, len(e.prog)*paramSlot)
-	for i, o := range e.prog {
-		for j, v := range o.params(s) {
-			binary.LittleEndian.PutUint32(params[i*paramSlot+4*j:], v)
-		}
-	}
-	if err := e.dev.WriteBuffer(e.params, 0, params); err != nil {
+	if err := e.prepare(tokens, s); err != nil {
 		return nil, err
 	}
 	for _, o := range e.prog {
-		x, y, z := o.dims(s)
-		if x*y*z == 0 {
-			continue
-		}
-		if err := e.dev.Dispatch(o.pipe, []gpu.BindGroup{o.group}, x, y, z); err != nil {
-			return nil, fmt.Errorf("%s: %w", o.name, err)
+		if err := e.dispatch(o, s); err != nil {
+			return nil, err
 		}
 	}
 	if err := e.dev.Submit(); err != nil {
@@ -192,6 +177,67 @@ func (e *Engine) run(tokens []int, s step, read bool) ([][]float32, error) {
 		rows[i] = row
 	}
 	return rows, nil
+}
+
+// prepare writes a step's token ids and every op's parameters.
+func (e *Engine) prepare(tokens []int, s step) error {
+	ids := make([]byte, 4*len(tokens))
+	for i, id := range tokens {
+		binary.LittleEndian.PutUint32(ids[4*i:], uint32(id))
+	}
+	if err := e.dev.WriteBuffer(e.ids, 0, ids); err != nil {
+		return err
+	}
+	params := make([]byte, len(e.prog)*paramSlot)
+	for i, o := range e.prog {
+		for j, v := range o.params(s) {
+			binary.LittleEndian.PutUint32(params[i*paramSlot+4*j:], v)
+		}
+	}
+	return e.dev.WriteBuffer(e.params, 0, params)
+}
+
+func (e *Engine) dispatch(o op, s step) error {
+	x, y, z := o.dims(s)
+	if x*y*z == 0 {
+		return nil
+	}
+	if err := e.dev.Dispatch(o.pipe, []gpu.BindGroup{o.group}, x, y, z); err != nil {
+		return fmt.Errorf("%s: %w", o.name, err)
+	}
+	return nil
+}
+
+// Profile decodes token id with a submission and a wait after every
+// dispatch, and returns the time spent per op, summed over layers and
+// pieces (keys like "matmul q", "attention", "rmsnorm"). The token is
+// appended to the sequence. For benchmarks: waiting after each dispatch
+// makes the whole step slower than Forward.
+func (e *Engine) Profile(id int) (map[string]time.Duration, error) {
+	if e.pos+1 > e.capacity || id < 0 || id >= e.g.Vocab {
+		return nil, fmt.Errorf("cannot decode token %d at position %d", id, e.pos)
+	}
+	s := step{T: 1, pos0: e.pos}
+	if err := e.prepare([]int{id}, s); err != nil {
+		return nil, err
+	}
+	// Let the writes land before timing the first op.
+	if _, err := e.dev.ReadBuffer(e.ids, 0, 4); err != nil {
+		return nil, err
+	}
+	times := map[string]time.Duration{}
+	for _, o := range e.prog {
+		start := time.Now()
+		if err := e.dispatch(o, s); err != nil {
+			return nil, err
+		}
+		if _, err := e.dev.ReadBuffer(e.ids, 0, 4); err != nil { // submits and waits
+			return nil, err
+		}
+		times[o.family] += time.Since(start)
+	}
+	e.pos++
+	return times, nil
 }
 
 func f32(v float32) uint32 { return math.Float32bits(v) }

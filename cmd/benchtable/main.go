@@ -29,12 +29,27 @@ func main() {
 			continue
 		}
 		// Name-GOMAXPROCS  N  value unit  value unit ...
-		r := row{name: strings.TrimPrefix(f[0], "Benchmark"), vals: map[string]string{}}
+		name := strings.TrimPrefix(f[0], "Benchmark")
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			name = name[:i] // the GOMAXPROCS suffix
+		}
+		r := row{name: name, vals: map[string]string{}}
 		for i := 2; i+1 < len(f); i += 2 {
-			r.vals[f[i+1]] = f[i]
-			if !seen[f[i+1]] {
-				seen[f[i+1]] = true
-				units = append(units, f[i+1])
+			val, unit := f[i], f[i+1]
+			// Per-op profiles report "<op>-ms": one row per op.
+			if op, ok := strings.CutSuffix(unit, "-ms"); ok {
+				rows = append(rows, row{name: name + " " + op, vals: map[string]string{"ms/op": val}})
+				unit = "ms/op"
+				if !seen[unit] {
+					seen[unit] = true
+					units = append(units, unit)
+				}
+				continue
+			}
+			r.vals[unit] = val
+			if !seen[unit] {
+				seen[unit] = true
+				units = append(units, unit)
 			}
 		}
 		rows = append(rows, r)

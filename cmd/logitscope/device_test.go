@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -55,5 +56,36 @@ func TestCaptureDeviceGPU(t *testing.T) {
 	_, err := run(t, captureCmd, "--model", dir, "--device", "tpu", "--dump-logits", filepath.Join(out, "x.dump"), "Hi")
 	if err == nil || !strings.Contains(err.Error(), `--device "tpu"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Without a Vulkan driver, --device gpu says what to install and --device
+// auto falls back to the CPU. Run in a child process, since the Vulkan
+// loader reads its driver list once per process.
+func TestCaptureNoAdapter(t *testing.T) {
+	if args := os.Getenv("LOGITSCOPE_CHILD_CAPTURE"); args != "" {
+		err := capture(strings.Split(args, "\x1f"), os.Stdout, os.Stdout)
+		if err != nil {
+			os.Stdout.WriteString("error: " + err.Error() + "\n")
+		}
+		os.Exit(0)
+	}
+	dir := tiny(t)
+	for _, c := range []struct{ device, want string }{
+		{"gpu", "error: gpu/native: no WebGPU adapter: install Mesa's Vulkan drivers (apt-get install mesa-vulkan-drivers libvulkan1) or use --device cpu"},
+		{"auto", "device: cpu (gpu/native: no WebGPU adapter"},
+	} {
+		args := strings.Join([]string{"--model", dir, "--device", c.device, "--max-new", "2",
+			"--dump-logits", filepath.Join(t.TempDir(), "x.dump"), "Hi"}, "\x1f")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCaptureNoAdapter$")
+		cmd.Env = append(os.Environ(), "LOGITSCOPE_CHILD_CAPTURE="+args,
+			"VK_ICD_FILENAMES=/nonexistent", "VK_DRIVER_FILES=/nonexistent")
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), c.want) {
+			t.Errorf("--device %s without a driver:\n%s\nwant %q", c.device, out, c.want)
+		}
+		if c.device == "auto" && !strings.Contains(string(out), "logit_rows_dumped: 2 rows") {
+			t.Errorf("--device auto did not fall back to the CPU:\n%q", out)
+		}
 	}
 }

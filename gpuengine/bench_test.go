@@ -10,8 +10,11 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/cpu"
+	"logitscope/gpu"
 	"logitscope/model"
 	"logitscope/quant"
+	"logitscope/safetensors"
+	"logitscope/shaders"
 	"logitscope/synth"
 	"logitscope/variant"
 )
@@ -191,5 +194,51 @@ func BenchmarkOps(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkMatmulKernel times one decode-shaped matmul (T = 1) at
+// Qwen2.5-0.5B's MLP shape, per weight format.
+func BenchmarkMatmulKernel(b *testing.B) {
+	dev := device(b)
+	const rows, cols = 4864, 896
+	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4} {
+		b.Run(f.String(), func(b *testing.B) {
+			r := rnd(1)
+			w := r.fill(rows*cols, 0.05)
+			var raw []byte
+			switch f {
+			case shaders.BF16:
+				raw = safetensors.EncodeBF16(w)
+			default:
+				raw, _ = quant.Quantize(quant.Scheme(f.String()), w, rows, cols)
+			}
+			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
+			m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := dev.CreateComputePipeline("bench", m, "main")
+			if err != nil {
+				b.Fatal(err)
+			}
+			y := buf(b, dev, make([]float32, rows))
+			g, err := dev.CreateBindGroup(p, 0, []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, raw)}, {Binding: 1, Buffer: buf(b, dev, r.fill(cols, 1))},
+				{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
+				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+matmulRows-1)/matmulRows), 1, 1); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(raw))*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
+		})
 	}
 }

@@ -203,6 +203,9 @@ func (e *Engine) kernel(name, src, entry string) gpu.Pipeline {
 	return p
 }
 
+// matmulRows is matmul.wgsl's ROWS: output rows per workgroup.
+const matmulRows = 8
+
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
 func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
@@ -219,7 +222,8 @@ func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 			op: op{
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) {
-					return uint32(min(p.Rows, 32768)), ceilDiv(p.Rows, 32768), uint32(tokens(s))
+					blocks := (p.Rows + matmulRows - 1) / matmulRows
+					return uint32(min(blocks, 32768)), ceilDiv(blocks, 32768), uint32(tokens(s))
 				},
 				params: func(s step) []uint32 {
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),

@@ -42,29 +42,13 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	p("\n====== KL divergence statistics ======\n")
 	p("Mean    KLD: %s\n", est(&s.KLD, 1, "%10.6f", "%10.6f"))
-	q := s.KLDQuant
-	for _, row := range []struct {
-		label string
-		v     float64
-	}{
-		{"Maximum", q.Max}, {"99.9%  ", q.P99_9}, {"99.0%  ", q.P99}, {"95.0%  ", q.P95},
-		{"90.0%  ", q.P90}, {"Median ", q.Median}, {"10.0%  ", q.P10}, {" 5.0%  ", q.P5},
-		{" 1.0%  ", q.P1}, {" 0.1%  ", q.P0_1}, {"Minimum", q.Min},
-	} {
+	for _, row := range s.KLDQuant.rows() {
 		p("%s KLD: %10.6f\n", row.label, row.v)
 	}
 
 	p("\n====== Token probability statistics ======\n")
 	p("Mean    Δp: %s %%\n", est(&s.DeltaP, 100, "%6.3f", "%5.3f"))
-	q = s.DeltaPQ
-	for _, row := range []struct {
-		label string
-		v     float64
-	}{
-		{"Maximum", q.Max}, {"99.9%  ", q.P99_9}, {"99.0%  ", q.P99}, {"95.0%  ", q.P95},
-		{"90.0%  ", q.P90}, {"Median ", q.Median}, {"10.0%  ", q.P10}, {" 5.0%  ", q.P5},
-		{" 1.0%  ", q.P1}, {" 0.1%  ", q.P0_1}, {"Minimum", q.Min},
-	} {
+	for _, row := range s.DeltaPQ.rows() {
 		p("%s Δp: %6.3f%%\n", row.label, 100*row.v)
 	}
 	p("RMS Δp    : %s %%\n", est(&s.DeltaPRMS, 100, "%6.3f", "%5.3f"))
@@ -131,6 +115,20 @@ func (r *Report) token(id int) string {
 		text = string(runes[:7]) + "…"
 	}
 	return label + " " + text
+}
+
+type labeled struct {
+	label string
+	v     float64
+}
+
+// rows lists the quantiles that llama.cpp prints, with its labels.
+func (q Quantiles) rows() []labeled {
+	return []labeled{
+		{"Maximum", q.Max}, {"99.9%  ", q.P99_9}, {"99.0%  ", q.P99}, {"95.0%  ", q.P95},
+		{"90.0%  ", q.P90}, {"Median ", q.Median}, {"10.0%  ", q.P10}, {" 5.0%  ", q.P5},
+		{" 1.0%  ", q.P1}, {" 0.1%  ", q.P0_1}, {"Minimum", q.Min},
+	}
 }
 
 // est formats value ± error the way llama.cpp does, scaled (100 for

@@ -60,15 +60,12 @@ func capture(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
 	}
 
-	dir, err := modelPath(*modelDir)
-	if err != nil {
-		return err
-	}
-	ck, err := checkpoint.Open(dir)
+	ck, err := openModel(*modelDir)
 	if err != nil {
 		return err
 	}
 	defer ck.Close()
+	dir := ck.Dir
 	tok, err := tokenizer.Load(ck.TokenizerPath())
 	if err != nil {
 		return err
@@ -310,6 +307,15 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// openModel opens the checkpoint that modelPath names.
+func openModel(flagValue string) (*checkpoint.Checkpoint, error) {
+	dir, err := modelPath(flagValue)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.Open(dir)
 }
 
 // modelPath is the --model flag, else $LOGITSCOPE_MODEL, else the demo.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"logitscope/checkpoint"
 	"logitscope/quant"
 	"logitscope/variant"
 )
@@ -26,11 +25,7 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := modelPath(*modelDir)
-	if err != nil {
-		return err
-	}
-	ck, err := checkpoint.Open(dir)
+	ck, err := openModel(*modelDir)
 	if err != nil {
 		return err
 	}

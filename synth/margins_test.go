@@ -94,3 +94,28 @@ func TestTinyMargins(t *testing.T) {
 		}
 	}
 }
+
+// Every preset's built-in tokenizer loads, puts the ChatML tokens where the
+// preset says, and round-trips text.
+func TestPresetTokenizers(t *testing.T) {
+	for _, name := range PresetNames() {
+		p := Presets[name]
+		b, special, err := tokenizerFor(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := tokenizer.Parse(b, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i, s := range specials {
+			if id, ok := tok.TokenID(s); !ok || id != special+i || (p.SpecialBase != 0 && id != p.SpecialBase+i) {
+				t.Errorf("%s: %s is %d, want %d", name, s, id, special+i)
+			}
+		}
+		text := "Hello, world! 123 café"
+		if got := tok.Decode(tok.Encode(text), false); got != text {
+			t.Errorf("%s: round trip gave %q", name, got)
+		}
+	}
+}

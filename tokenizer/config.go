@@ -82,11 +82,13 @@ type component struct {
 }
 
 // maxID and sparseSlack bound ids so that a hostile or broken file cannot
-// make us allocate gigabytes for the id table; real files number their
-// tokens densely.
+// make us allocate gigabytes for the id table. Real files number their
+// tokens densely, but a small vocabulary may put its special tokens at a
+// large model's ids (logitscope's synthetic qwen2.5-0.5b puts them at
+// 151643..), so the slack covers any vocabulary up to 2^18 ids.
 const (
 	maxID       = 1 << 24
-	sparseSlack = 1 << 16
+	sparseSlack = 1 << 18
 )
 
 func build(data []byte) (*Tokenizer, error) {

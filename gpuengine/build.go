@@ -59,7 +59,7 @@ func (e *Engine) build(src Source, progress func(done, total int64)) error {
 		return err
 	}
 
-	up := uploader{e: e, src: src, total: int64(2 + g.NumLayers*13), progress: progress}
+	up := uploader{e: e, src: src, total: int64(len(g.Specs())), progress: progress}
 	embed := up.matrix(model.EmbedName)
 	prog := e.embedOps(embed)
 	for l := 0; l < g.NumLayers; l++ {

@@ -18,29 +18,54 @@ type Result struct {
 	Stopped bool // the last output token is a stop id
 }
 
-// Greedy feeds prompt, then appends the argmax token until maxNew tokens
-// are out or a stop id is emitted (the stop id is kept in Output).
+// Decoder is greedy decoding as a state machine, for hosts that cannot
+// block on a readback (a browser awaits it): Next says which tokens to feed,
+// Feed takes the logit row computed for the last of them.
+type Decoder struct {
+	Result
+	prompt []int
+	maxNew int
+	stops  []int
+}
+
+// NewDecoder starts a greedy decode of at most maxNew tokens after prompt,
+// stopping after a stop id (which is kept in Output).
+func NewDecoder(prompt []int, maxNew int, stops []int) *Decoder {
+	return &Decoder{prompt: prompt, maxNew: maxNew, stops: stops}
+}
+
+// Next is the tokens to feed next: the prompt, then each new token; nil
+// when decoding is done.
+func (d *Decoder) Next() []int {
+	switch {
+	case d.maxNew <= 0 || d.Stopped || len(d.Output) == d.maxNew:
+		return nil
+	case len(d.Output) == 0:
+		return d.prompt
+	}
+	return d.Output[len(d.Output)-1:]
+}
+
+// Feed appends the argmax of row, the logits after the tokens Next gave.
+func (d *Decoder) Feed(row []float32) {
+	next := Argmax(row)
+	d.Output = append(d.Output, next)
+	d.Rows = append(d.Rows, row)
+	d.Stopped = slices.Contains(d.stops, next)
+}
+
+// Greedy runs a Decoder on f: feed prompt, then append the argmax token
+// until maxNew tokens are out or a stop id is emitted.
 func Greedy(f Forwarder, prompt []int, maxNew int, stops []int) (Result, error) {
-	var r Result
-	if maxNew <= 0 {
-		return r, nil
-	}
-	rows, err := f.Forward(prompt, false)
-	for err == nil {
-		row := rows[len(rows)-1]
-		next := Argmax(row)
-		r.Output = append(r.Output, next)
-		r.Rows = append(r.Rows, row)
-		if slices.Contains(stops, next) {
-			r.Stopped = true
-			break
+	d := NewDecoder(prompt, maxNew, stops)
+	for toks := d.Next(); toks != nil; toks = d.Next() {
+		rows, err := f.Forward(toks, false)
+		if err != nil {
+			return d.Result, err
 		}
-		if len(r.Output) == maxNew {
-			break
-		}
-		rows, err = f.Forward([]int{next}, false)
+		d.Feed(rows[len(rows)-1])
 	}
-	return r, err
+	return d.Result, nil
 }
 
 // Argmax is the index of the largest value; ties go to the lowest index, as

@@ -44,15 +44,19 @@ type Engine struct {
 }
 
 // step is what changes between forward steps: the tokens it holds, their
-// first position, and whether every row's logits are wanted.
+// first position, whether any logits are wanted (not for the early chunks
+// of a prefill), and whether every row's are.
 type step struct {
-	T, pos0 int
-	all     bool
+	T, pos0   int
+	read, all bool
 }
 
 // rows is how many logit rows a step computes.
 func (s step) rows() int {
-	if s.all {
+	switch {
+	case !s.read:
+		return 0
+	case s.all:
 		return s.T
 	}
 	return 1
@@ -118,65 +122,96 @@ func (e *Engine) Close() {
 }
 
 // Forward appends tokens to the sequence and returns logit rows (Vocab,):
-// one per token when all is set, else only the last. It runs in steps of
-// at most the engine's chunk, one submission and one readback each.
+// one per token when all is set, else only the last. It runs the split
+// step loop with a blocking readback: Submit each chunk, read its region,
+// Consume the bytes.
 func (e *Engine) Forward(tokens []int, all bool) ([][]float32, error) {
-	if len(tokens) == 0 {
-		return nil, nil
-	}
-	if e.pos+len(tokens) > e.capacity {
-		return nil, fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", e.pos+len(tokens), e.capacity, e.g.MaxPos)
-	}
-	for i, id := range tokens {
-		if id < 0 || id >= e.g.Vocab {
-			return nil, fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, e.pos+i, e.g.Vocab)
-		}
+	if err := e.check(tokens); err != nil {
+		return nil, err
 	}
 	var rows [][]float32
 	for a := 0; a < len(tokens); a += e.chunk {
 		b := min(len(tokens), a+e.chunk)
-		s := step{T: b - a, pos0: e.pos, all: all}
-		last := b == len(tokens)
-		r, err := e.run(tokens[a:b], s, all || last)
+		r, err := e.Submit(tokens[a:b], all, all || b == len(tokens))
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, r...)
-		e.pos += s.T
+		if r.Rows == 0 {
+			continue
+		}
+		raw, err := e.dev.ReadBuffer(r.Buffer, r.Offset, r.Size)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, Rows(raw, r.Rows, e.g.Vocab)...)
 	}
 	return rows, nil
 }
 
-// run records and submits one step and, if read, returns its logit rows.
-func (e *Engine) run(tokens []int, s step, read bool) ([][]float32, error) {
+// Chunk is the most tokens one Submit takes.
+func (e *Engine) Chunk() int { return e.chunk }
+
+// Region is where a submitted step's logits lie on the device: Rows rows
+// of Vocab little-endian float32.
+type Region struct {
+	Buffer       gpu.Buffer
+	Offset, Size int64
+	Rows         int
+}
+
+// Submit records and submits one step of at most Chunk tokens, appending
+// them to the sequence, and names the region that will hold its logits:
+// every row with all, else the last row, and none without read (the early
+// chunks of a prefill). The host reads the region (blocking natively,
+// awaiting mapAsync in a browser) before the next Submit overwrites it.
+func (e *Engine) Submit(tokens []int, all, read bool) (Region, error) {
+	if len(tokens) > e.chunk {
+		return Region{}, fmt.Errorf("%d tokens in one step, the engine's chunk is %d", len(tokens), e.chunk)
+	}
+	if err := e.check(tokens); err != nil {
+		return Region{}, err
+	}
+	s := step{T: len(tokens), pos0: e.pos, read: read, all: all}
 	if err := e.prepare(tokens, s); err != nil {
-		return nil, err
+		return Region{}, err
 	}
 	for _, o := range e.prog {
 		if err := e.dispatch(o, s); err != nil {
-			return nil, err
+			return Region{}, err
 		}
 	}
 	if err := e.dev.Submit(); err != nil {
-		return nil, err
+		return Region{}, err
 	}
-	if !read {
-		return nil, nil
-	}
+	e.pos += s.T
 	n := s.rows()
-	raw, err := e.dev.ReadBuffer(e.logits, 0, int64(n*e.g.Vocab*4))
-	if err != nil {
-		return nil, err
-	}
-	rows := make([][]float32, n)
-	for i := range rows {
-		row := make([]float32, e.g.Vocab)
+	return Region{Buffer: e.logits, Size: int64(n * e.g.Vocab * 4), Rows: n}, nil
+}
+
+// Rows decodes rows×vocab little-endian float32 into rows.
+func Rows(raw []byte, rows, vocab int) [][]float32 {
+	out := make([][]float32, rows)
+	for i := range out {
+		row := make([]float32, vocab)
 		for j := range row {
-			row[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*e.g.Vocab+j):]))
+			row[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*vocab+j):]))
 		}
-		rows[i] = row
+		out[i] = row
 	}
-	return rows, nil
+	return out
+}
+
+// check refuses tokens that do not fit the cache or the vocabulary.
+func (e *Engine) check(tokens []int) error {
+	if e.pos+len(tokens) > e.capacity {
+		return fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", e.pos+len(tokens), e.capacity, e.g.MaxPos)
+	}
+	for i, id := range tokens {
+		if id < 0 || id >= e.g.Vocab {
+			return fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, e.pos+i, e.g.Vocab)
+		}
+	}
+	return nil
 }
 
 // prepare writes a step's token ids and every op's parameters.
@@ -217,7 +252,7 @@ func (e *Engine) Profile(id int) (map[string]time.Duration, error) {
 	if e.pos+1 > e.capacity || id < 0 || id >= e.g.Vocab {
 		return nil, fmt.Errorf("cannot decode token %d at position %d", id, e.pos)
 	}
-	s := step{T: 1, pos0: e.pos}
+	s := step{T: 1, pos0: e.pos, read: true}
 	if err := e.prepare([]int{id}, s); err != nil {
 		return nil, err
 	}

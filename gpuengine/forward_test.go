@@ -173,3 +173,37 @@ func TestUploadProgress(t *testing.T) {
 		}
 	}
 }
+
+// The split step: Submit names the region, the host reads it, Rows decodes
+// it; a prefill chunk without read names no region; a step larger than the
+// chunk is refused.
+func TestSubmitRegion(t *testing.T) {
+	c, g := bothEngines(t, synth.Presets["tiny"], "q4", 40)
+	ids := []int{5, 6, 7, 8}
+	want, err := c.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := g.Submit(ids[:2], false, false); err != nil || r.Rows != 0 {
+		t.Fatalf("unread prefill chunk: %+v, %v", r, err)
+	}
+	r, err := g.Submit(ids[2:], true, true)
+	if err != nil || r.Rows != 2 || r.Size != int64(2*512*4) {
+		t.Fatalf("region %+v, %v", r, err)
+	}
+	raw, err := device(t).ReadBuffer(r.Buffer, r.Offset, r.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Rows(raw, r.Rows, 512)
+	for i, row := range got {
+		for j := range row {
+			if math.Abs(float64(row[j]-want[2+i][j])) > 1e-3 {
+				t.Fatalf("row %d token %d: %g, CPU %g", i, j, row[j], want[2+i][j])
+			}
+		}
+	}
+	if _, err := g.Submit(make([]int, g.Chunk()+1), false, true); err == nil || !strings.Contains(err.Error(), "the engine's chunk is 32") {
+		t.Fatalf("oversized step: %v", err)
+	}
+}

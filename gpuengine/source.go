@@ -74,12 +74,13 @@ func VariantSource(v *variant.Variant) Source { return varSource{v} }
 
 type varSource struct{ v *variant.Variant }
 
-var schemeFormats = map[string]shaders.Format{"q8": shaders.Q8, "q6": shaders.Q6, "q4": shaders.Q4}
+// schemeFormats pairs each quantization scheme with the shaders' format.
+var schemeFormats = map[quant.Scheme]shaders.Format{quant.Q8: shaders.Q8, quant.Q6: shaders.Q6, quant.Q4: shaders.Q4}
 
 func (s varSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
 	var out []Piece
 	for _, p := range s.v.Pieces(name) {
-		f, ok := schemeFormats[p.Scheme]
+		f, ok := schemeFormats[quant.Scheme(p.Scheme)]
 		if !ok || len(p.Shape) != 2 {
 			return nil, fmt.Errorf("%s: %s is %s %v, not a quantized matrix", s.v.Dir, name, p.Scheme, p.Shape)
 		}
@@ -103,15 +104,17 @@ func (s varSource) Vector(name string) ([]float32, error) {
 	return v, err
 }
 
-// scaleBase is the first word of a quantized piece's scale region.
+// scaleBase is the first word of a quantized piece's scale region (0 for
+// float formats, which have none).
 func (p Piece) scaleBase() (uint32, error) {
-	s, ok := map[shaders.Format]quant.Scheme{shaders.Q8: quant.Q8, shaders.Q6: quant.Q6, shaders.Q4: quant.Q4}[p.Format]
-	if !ok {
-		return 0, nil
+	for s, f := range schemeFormats {
+		if f == p.Format {
+			l, err := quant.NewLayout(s, p.Rows, p.Cols)
+			if err != nil {
+				return 0, err
+			}
+			return uint32(l.QuantBytes() / 4), nil
+		}
 	}
-	l, err := quant.NewLayout(s, p.Rows, p.Cols)
-	if err != nil {
-		return 0, err
-	}
-	return uint32(l.QuantBytes() / 4), nil
+	return 0, nil
 }

@@ -45,57 +45,64 @@ func encode(t *testing.T, f shaders.Format, w []float32, rows, cols int) ([]byte
 }
 
 // Y = X @ Wᵀ + b for every format, with W split in two row-pieces (the
-// split-tensor path), 130 rows and 70 columns (neither a multiple of the
-// workgroup size nor of the 32-wide groups), offsets into X and Y, and a
-// Y wider than W so that untouched columns can be checked.
+// split-tensor path), 130 rows and 70 or 300 columns (not multiples of the
+// workgroup size nor of the 32-wide groups; 300 gives an invocation
+// several groups), 1 token (decode) or 11 (two prefill tiles), offsets into
+// X and Y, and a Y wider than W so that untouched columns can be checked.
 func TestMatmulKernel(t *testing.T) {
+	for _, shape := range [][2]int{{70, 3}, {300, 1}, {300, 11}} {
+		for f := shaders.F32; f <= shaders.Q4; f++ {
+			t.Run(fmt.Sprintf("%s/cols%d/T%d", f, shape[0], shape[1]), func(t *testing.T) {
+				testMatmul(t, f, shape[0], shape[1])
+			})
+		}
+	}
+}
+
+func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
 	dev := device(t)
-	const rows, cols, T, ldy, xOff, yOff = 130, 70, 3, 132, 5, 7
-	for f := shaders.F32; f <= shaders.Q4; f++ {
-		t.Run(f.String(), func(t *testing.T) {
-			r := rnd(f + 1)
-			w := r.fill(rows*cols, 0.5)
-			w[17] = 4 // an outlier
-			x := append(make([]float32, xOff), r.fill(T*cols, 1)...)
-			bias := r.fill(rows, 0.1)
-			y := buf(t, dev, make([]float32, yOff+T*ldy))
-			xb, bb := buf(t, dev, x), buf(t, dev, bias)
-			deq := make([]float32, 0, rows*cols)
-			for _, piece := range [][2]int{{0, 64}, {64, rows}} {
-				n := piece[1] - piece[0]
-				raw, d := encode(t, f, w[piece[0]*cols:piece[1]*cols], n, cols)
-				deq = append(deq, d...)
-				base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
-				p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff))
-				dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+matmulRows-1)/matmulRows, 1, T)
-			}
-			got := read(t, dev, y, yOff+T*ldy)
-			var want []float64
-			var gotVals []float32
-			for tk := 0; tk < T; tk++ {
-				for n := 0; n < ldy; n++ {
-					v := 0.0
-					if n < rows {
-						v = float64(bias[n])
-						for k := 0; k < cols; k++ {
-							v += float64(deq[n*cols+k]) * float64(x[xOff+tk*cols+k])
-						}
-					}
-					want = append(want, v)
-					gotVals = append(gotVals, got[yOff+tk*ldy+n])
+	const rows, ldy, xOff, yOff = 130, 132, 5, 7
+	r := rnd(f + 1)
+	w := r.fill(rows*cols, 0.5)
+	w[17] = 4 // an outlier
+	x := append(make([]float32, xOff), r.fill(T*cols, 1)...)
+	bias := r.fill(rows, 0.1)
+	y := buf(t, dev, make([]float32, yOff+T*ldy))
+	xb, bb := buf(t, dev, x), buf(t, dev, bias)
+	deq := make([]float32, 0, rows*cols)
+	for _, piece := range [][2]int{{0, 64}, {64, rows}} {
+		n := piece[1] - piece[0]
+		raw, d := encode(t, f, w[piece[0]*cols:piece[1]*cols], n, cols)
+		deq = append(deq, d...)
+		base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
+		p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff, T))
+		dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+matmulRows-1)/matmulRows, 1, uint32(T+matmulTile-1)/matmulTile)
+	}
+	got := read(t, dev, y, yOff+T*ldy)
+	var want []float64
+	var gotVals []float32
+	for tk := 0; tk < T; tk++ {
+		for n := 0; n < ldy; n++ {
+			v := 0.0
+			if n < rows {
+				v = float64(bias[n])
+				for k := 0; k < cols; k++ {
+					v += float64(deq[n*cols+k]) * float64(x[xOff+tk*cols+k])
 				}
 			}
-			nmse, maxAbs := errors(gotVals, want)
-			t.Logf("%s: NMSE %.2e, max abs %.2e", f, nmse, maxAbs)
-			if nmse > 1e-10 || maxAbs > 1e-4 {
-				t.Fatalf("matmul %s: NMSE %g, max abs %g", f, nmse, maxAbs)
-			}
-			for i := 0; i < yOff; i++ {
-				if got[i] != 0 {
-					t.Fatal("wrote before y_off")
-				}
-			}
-		})
+			want = append(want, v)
+			gotVals = append(gotVals, got[yOff+tk*ldy+n])
+		}
+	}
+	nmse, maxAbs := errors(gotVals, want)
+	t.Logf("%s cols %d T %d: NMSE %.2e, max abs %.2e", f, cols, T, nmse, maxAbs)
+	if nmse > 1e-10 || maxAbs > 1e-4 {
+		t.Fatalf("matmul %s: NMSE %g, max abs %g", f, nmse, maxAbs)
+	}
+	for i := 0; i < yOff; i++ {
+		if got[i] != 0 {
+			t.Fatal("wrote before y_off")
+		}
 	}
 }
 

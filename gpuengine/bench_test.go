@@ -225,7 +225,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			y := buf(b, dev, make([]float32, rows))
 			g, err := dev.CreateBindGroup(p, 0, []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, raw)}, {Binding: 1, Buffer: buf(b, dev, r.fill(cols, 1))},
 				{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
-				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 1))}})
+				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -203,12 +203,8 @@ func (e *Engine) kernel(name, src, entry string) gpu.Pipeline {
 	return p
 }
 
-// matmulRows and matmulTile are matmul.wgsl's ROWS and TILE: output rows
-// and tokens per workgroup.
-const (
-	matmulRows = 8
-	matmulTile = 8
-)
+// matmulRows is matmul.wgsl's ROWS: output rows per workgroup.
+const matmulRows = 8
 
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
@@ -227,11 +223,11 @@ func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) {
 					blocks := (p.Rows + matmulRows - 1) / matmulRows
-					return uint32(min(blocks, 32768)), ceilDiv(blocks, 32768), ceilDiv(tokens(s), matmulTile)
+					return uint32(min(blocks, 32768)), ceilDiv(blocks, 32768), uint32(tokens(s))
 				},
 				params: func(s step) []uint32 {
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
-						uint32(yOff(s)), hasBias, uint32(xOff(s)), uint32(tokens(s))}
+						uint32(yOff(s)), hasBias, uint32(xOff(s))}
 				},
 			},
 			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},

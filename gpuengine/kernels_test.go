@@ -47,7 +47,7 @@ func encode(t *testing.T, f shaders.Format, w []float32, rows, cols int) ([]byte
 // Y = X @ Wᵀ + b for every format, with W split in two row-pieces (the
 // split-tensor path), 130 rows and 70 or 300 columns (not multiples of the
 // workgroup size nor of the 32-wide groups; 300 gives an invocation
-// several groups), 1 token (decode) or 11 (two prefill tiles), offsets into
+// several groups), 1 token (decode) or 11 (prefill), offsets into
 // X and Y, and a Y wider than W so that untouched columns can be checked.
 func TestMatmulKernel(t *testing.T) {
 	for _, shape := range [][2]int{{70, 3}, {300, 1}, {300, 11}} {
@@ -75,8 +75,8 @@ func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
 		raw, d := encode(t, f, w[piece[0]*cols:piece[1]*cols], n, cols)
 		deq = append(deq, d...)
 		base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
-		p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff, T))
-		dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+matmulRows-1)/matmulRows, 1, uint32(T+matmulTile-1)/matmulTile)
+		p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff))
+		dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+matmulRows-1)/matmulRows, 1, uint32(T))
 	}
 	got := read(t, dev, y, yOff+T*ldy)
 	var want []float64

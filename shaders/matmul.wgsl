@@ -7,15 +7,13 @@
 //   2 y: array<f32>   Y, element (t, col0 + n) at y_off + t*ldy + col0 + n
 //   3 b: array<f32>   bias for the whole matrix (indexed col0 + n); read only when has_bias
 //   4 p: Params
-// Dispatch: (min(B, 32768), ceil(B/32768), ceil(T/TILE)) workgroups of 64,
-// where B = ceil(n_rows/ROWS): workgroup (x, y, z) computes ROWS output rows
-// starting at (y*32768 + x)*ROWS for tokens z*TILE.. (at most TILE of
-// them), LANES invocations per row. Each invocation sums whole groups of 32
-// (quantized formats scale once per group), decoding each weight once for
-// all the tile's tokens; then each row's LANES partial sums are added in a
-// tree. Few invocations per row keep the workgroup count (and barriers)
-// low, which software Vulkan (lavapipe) needs; real GPUs would prefer more
-// lanes.
+// Dispatch: (min(B, 32768), ceil(B/32768), T) workgroups of 64, where
+// B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
+// starting at (y*32768 + x)*ROWS for token t, LANES invocations per row.
+// Each invocation sums whole groups of 32 (quantized formats scale once per
+// group), then each row's LANES partial sums are added in a tree. Few
+// invocations per row keep the workgroup count (and barriers) low, which
+// software Vulkan (lavapipe) needs; real GPUs would prefer more lanes.
 
 struct Params {
     n_rows: u32,     // rows of this piece
@@ -27,7 +25,7 @@ struct Params {
     y_off: u32,      // element offset of Y's row 0
     has_bias: u32,
     x_off: u32,      // element offset of X's row 0
-    tokens: u32,     // T
+    _pad0: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -40,63 +38,48 @@ struct Params {
 
 const LANES: u32 = 8u;
 const ROWS: u32 = 64u / LANES;
-const TILE: u32 = 8u;
-var<workgroup> partial: array<f32, 512>; // 64 invocations × TILE tokens
+var<workgroup> partial: array<f32, 64>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let lane = lid % LANES;
     let n = (wid.y * 32768u + wid.x) * ROWS + lid / LANES;
-    let t0 = wid.z * TILE;
-    let nt = min(TILE, p.tokens - t0); // uniform across the workgroup
+    let t = wid.z;
     let in_range = n < p.n_rows;
-    var acc = array<f32, 8>();
+    var acc = 0.0;
     if (in_range) {
+        let xrow = p.x_off + t * p.cols;
         for (var g = lane; g < p.groups; g += LANES) {
             let c0 = g * 32u;
-            var s = array<f32, 8>(); // explicit: naga hoists the variable out of the loop
-            if (nt == 1u && c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
-                // Decode: whole words at a time.
-                s[0] = group_dot(n, g, p.cols, p.groups, p.x_off + t0 * p.cols + c0);
+            var s = 0.0;
+            if (c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
+                s = group_dot(n, g, p.cols, p.groups, xrow + c0);
             } else {
-                // Prefill tiles, the short last group, 16-bit rows that
-                // start mid-word: one weight at a time, for every token.
+                // The short last group, or 16-bit rows that start mid-word.
                 for (var k = 0u; k < p.cols - c0 && k < 32u; k++) {
-                    let wv = weight_at(n, g, k, p.cols, p.groups);
-                    for (var tt = 0u; tt < nt; tt++) {
-                        s[tt] += wv * x[p.x_off + (t0 + tt) * p.cols + c0 + k];
-                    }
+                    s += weight_at(n, g, k, p.cols, p.groups) * x[xrow + c0 + k];
                 }
             }
-            var scale = 1.0;
             if (is_quantized()) {
-                scale = group_scale(n, g, p.groups, p.scale_base);
+                s *= group_scale(n, g, p.groups, p.scale_base);
             }
-            for (var tt = 0u; tt < nt; tt++) {
-                acc[tt] += s[tt] * scale;
-            }
+            acc += s;
         }
     }
-    for (var tt = 0u; tt < TILE; tt++) {
-        partial[lid * TILE + tt] = acc[tt];
-    }
+    partial[lid] = acc;
     workgroupBarrier();
     for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
         if (lane < stride) {
-            for (var tt = 0u; tt < nt; tt++) {
-                partial[lid * TILE + tt] += partial[(lid + stride) * TILE + tt];
-            }
+            partial[lid] += partial[lid + stride];
         }
         workgroupBarrier();
     }
     if (lane == 0u && in_range) {
-        var bias = 0.0;
+        var v = partial[lid];
         if (p.has_bias != 0u) {
-            bias = b[p.col0 + n];
+            v += b[p.col0 + n];
         }
-        for (var tt = 0u; tt < nt; tt++) {
-            y[p.y_off + (t0 + tt) * p.ldy + p.col0 + n] = partial[lid * TILE + tt] + bias;
-        }
+        y[p.y_off + t * p.ldy + p.col0 + n] = v;
     }
 }
 

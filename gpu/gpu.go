@@ -75,3 +75,12 @@ type Device interface {
 
 	Close() error
 }
+
+// FileUploader is a Device that copies a file region straight into a
+// buffer. The wasm host implements it so that weights never cross the
+// engine's wasm memory; the engine uses it whenever the device offers it.
+type FileUploader interface {
+	// UploadFile writes length bytes of path, from fileOffset, at offset
+	// of b; a length that is not a multiple of 4 is zero-padded.
+	UploadFile(b Buffer, offset int64, path string, fileOffset, length int64) error
+}

@@ -170,9 +170,8 @@ func (u *uploader) matrix(name string) matrix {
 			break
 		}
 		var b gpu.Buffer
-		b, u.err = u.e.upload(fmt.Sprintf("%s[%d]", name, i), p.Data)
+		b, u.err = u.e.uploadPiece(fmt.Sprintf("%s[%d]", name, i), p)
 		m.bufs = append(m.bufs, b)
-		m.pieces[i].Data = nil // uploaded: let the bytes go
 	}
 	u.tick()
 	return m

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"logitscope/gpu"
@@ -315,6 +316,28 @@ func (e *Engine) upload(label string, data []byte) (gpu.Buffer, error) {
 		return 0, err
 	}
 	return b, e.dev.WriteBuffer(b, 0, data)
+}
+
+// uploadPiece copies a weight piece from its file into a new buffer: by
+// the device itself when it can (the wasm host), else through memory.
+func (e *Engine) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
+	if fu, ok := e.dev.(gpu.FileUploader); ok {
+		b, err := e.buffer(label, (p.Length+3)/4*4)
+		if err != nil {
+			return 0, err
+		}
+		return b, fu.UploadFile(b, 0, p.File, p.Offset, p.Length)
+	}
+	f, err := os.Open(p.File)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	data := make([]byte, p.Length)
+	if _, err := f.ReadAt(data, p.Offset); err != nil {
+		return 0, fmt.Errorf("%s: reading %s at %d: %w", p.File, label, p.Offset, err)
+	}
+	return e.upload(label, data)
 }
 
 func (e *Engine) uploadF32(label string, v []float32) (gpu.Buffer, error) {

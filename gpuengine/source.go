@@ -2,6 +2,7 @@ package gpuengine
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"logitscope/checkpoint"
 	"logitscope/quant"
@@ -11,11 +12,14 @@ import (
 )
 
 // Piece is rows [Row0, Row0+Rows) of a weight matrix as the GPU reads it:
-// the stored bytes in Format's layout (shaders/weights.wgsl).
+// Length stored bytes at Offset of File, in Format's layout
+// (shaders/weights.wgsl). Pieces name file regions rather than hold bytes
+// so that a device can copy them from the file straight into a buffer.
 type Piece struct {
 	Row0, Rows, Cols int
 	Format           shaders.Format
-	Data             []byte
+	File             string
+	Offset, Length   int64
 }
 
 // Source serves a model's weights for upload: matrices as stored (decoded
@@ -33,9 +37,9 @@ func CheckpointSource(ck *checkpoint.Checkpoint) Source { return ckSource{ck} }
 type ckSource struct{ ck *checkpoint.Checkpoint }
 
 func (s ckSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
-	raw, info, err := s.ck.Raw(name)
-	if err != nil {
-		return nil, err
+	info, file, ok := s.ck.Info(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: no tensor %s", s.ck.Dir, name)
 	}
 	var f shaders.Format
 	switch info.DType {
@@ -59,7 +63,8 @@ func (s ckSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
 	var out []Piece
 	for a := 0; a < rows; a += per {
 		b := min(rows, a+per)
-		out = append(out, Piece{Row0: a, Rows: b - a, Cols: cols, Format: f, Data: raw[int64(a)*rowBytes : int64(b)*rowBytes]})
+		out = append(out, Piece{Row0: a, Rows: b - a, Cols: cols, Format: f,
+			File: file, Offset: info.Offset + int64(a)*rowBytes, Length: int64(b-a) * rowBytes})
 	}
 	return out, nil
 }
@@ -87,11 +92,8 @@ func (s varSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
 		if p.Length > maxBytes {
 			return nil, fmt.Errorf("%s: a piece of %s is %d bytes, over the device's %d-byte binding limit", s.v.Dir, name, p.Length, maxBytes)
 		}
-		data, err := s.v.Raw(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Piece{Row0: p.Rows[0], Rows: p.Rows[1] - p.Rows[0], Cols: p.Shape[1], Format: f, Data: data})
+		out = append(out, Piece{Row0: p.Rows[0], Rows: p.Rows[1] - p.Rows[0], Cols: p.Shape[1], Format: f,
+			File: filepath.Join(s.v.Dir, p.Shard), Offset: p.Offset, Length: p.Length})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no tensor %s", s.v.Dir, name)

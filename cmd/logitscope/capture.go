@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"logitscope/checkpoint"
 	"logitscope/dump"
-	"logitscope/generate"
 	"logitscope/receipt"
+	"logitscope/session"
 	"logitscope/synth"
 	"logitscope/tokenizer"
 )
@@ -75,7 +74,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 	maxPos := ck.Config.MaxPositionEmbeddings
 
-	req := receipt.Request{Mode: "greedy", MaxNew: *maxNew, Stops: stops.ids}
+	req := receipt.Request{Mode: session.Greedy, MaxNew: *maxNew, Stops: stops.ids}
 	var windows [][]int
 	var followed []int // the output tokens a forced capture feeds back
 	switch {
@@ -84,10 +83,10 @@ func capture(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if ref.Receipt == nil || ref.Receipt.Request.Mode == "panel" {
+		if ref.Receipt == nil || ref.Receipt.Request.Mode == session.Panel {
 			return fmt.Errorf("%s: --follow needs a greedy or forced capture with its receipt beside it", *follow)
 		}
-		req = receipt.Request{Mode: "forced", PromptIDs: ref.Receipt.Request.PromptIDs, Stops: ref.Receipt.Request.Stops,
+		req = receipt.Request{Mode: session.Forced, PromptIDs: ref.Receipt.Request.PromptIDs, Stops: ref.Receipt.Request.Stops,
 			Follow: ref.Receipt.Dump.SHA256}
 		followed = ref.Receipt.OutputIDs
 		if len(req.PromptIDs) == 0 {
@@ -101,7 +100,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 		if windows, err = readPanel(*panelPath, tok, *window); err != nil {
 			return err
 		}
-		req = receipt.Request{Mode: "panel", Panel: receipt.PanelSHA256(windows), Windows: len(windows)}
+		req = receipt.Request{Mode: session.Panel, Panel: receipt.PanelSHA256(windows), Windows: len(windows)}
 		for i, w := range windows {
 			if len(w) > maxPos {
 				return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), dir, maxPos)
@@ -128,16 +127,8 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	capacity := len(req.PromptIDs) + *maxNew
-	switch req.Mode {
-	case "forced":
-		capacity = len(req.PromptIDs) + len(followed)
-	case "panel":
-		capacity = 0
-		for _, w := range windows {
-			capacity = max(capacity, len(w))
-		}
-	}
+	run := session.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: *maxNew, Stops: req.Stops,
+		Outputs: followed, Windows: windows}
 	v, err := openVariant(ck, vdir, fp)
 	if err != nil {
 		return err
@@ -146,30 +137,21 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	if v != nil {
 		manifest = v.Manifest.Seal
 	}
-	eng, err := openEngine(ck, v, *device, capacity, stderr)
+	eng, err := openEngine(ck, v, *device, run.Capacity(), stderr)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
 	start := time.Now()
-	var res captured
-	switch req.Mode {
-	case "panel":
-		res, err = runPanel(eng, windows)
-	case "forced":
-		res, err = runForced(eng, req.PromptIDs, followed)
-		res.stopped = len(followed) > 0 && slices.Contains(req.Stops, followed[len(followed)-1])
-	default:
-		res, err = runGreedy(eng, req.PromptIDs, *maxNew, stops.ids)
-	}
+	res, err := session.Drive(eng, run)
 	if err != nil {
 		return err
 	}
 	wall := time.Since(start).Seconds()
 
 	vocab := ck.Config.VocabSize
-	logits := &dump.Logits{Rows: len(res.rows), Vocab: vocab, Data: make([]float32, 0, len(res.rows)*vocab)}
-	for _, r := range res.rows {
+	logits := &dump.Logits{Rows: len(res.Rows), Vocab: vocab, Data: make([]float32, 0, len(res.Rows)*vocab)}
+	for _, r := range res.Rows {
 		logits.Data = append(logits.Data, r...)
 	}
 	if err := dump.WriteFile(*dumpPath, logits); err != nil {
@@ -181,7 +163,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 	rc := &receipt.Receipt{
 		Version: receipt.Version(), Model: fp, Variant: variantLabel(*variantName), VariantManifest: manifest,
-		Device: eng.Name(), Request: req, OutputIDs: res.output, Targets: res.targets,
+		Device: eng.Name(), Request: req, OutputIDs: res.Output, Targets: res.Targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}
 	if err := receipt.Write(receipt.Path(*dumpPath), rc); err != nil {
@@ -189,65 +171,30 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 
 	switch req.Mode {
-	case "panel":
+	case session.Panel:
 		fmt.Fprintf(stdout, "panel_windows: %d\n", len(windows))
-		fmt.Fprintf(stdout, "panel_tokens: %d\n", len(res.targets)+len(windows))
-	case "forced":
+		fmt.Fprintf(stdout, "panel_tokens: %d\n", len(res.Targets)+len(windows))
+	case session.Forced:
 		fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(req.PromptIDs))
-		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.output))
-		fmt.Fprintf(stdout, "argmax_ids: %s\n", idsString(res.argmax))
-		fmt.Fprintf(stdout, "first_disagreement: %d\n", firstDifference(res.output, res.argmax))
+		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.Output))
+		fmt.Fprintf(stdout, "argmax_ids: %s\n", idsString(res.Argmax))
+		fmt.Fprintf(stdout, "first_disagreement: %d\n", firstDifference(res.Output, res.Argmax))
 	default:
 		fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(req.PromptIDs))
-		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.output))
-		fmt.Fprintf(stdout, "stop_reason: %d\n", boolInt(res.stopped))
+		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.Output))
+		fmt.Fprintf(stdout, "stop_reason: %d\n", boolInt(res.Stopped))
 	}
 	fmt.Fprintf(stdout, "wall_time_seconds: %.3f\n", wall)
 	fmt.Fprintf(stdout, "logit_rows_dumped: %d rows x %d vocab -> %s\n", logits.Rows, logits.Vocab, *dumpPath)
-	if req.Mode != "panel" {
-		text := res.output
-		if res.stopped {
+	if req.Mode != session.Panel {
+		text := res.Output
+		if res.Stopped {
 			text = text[:len(text)-1]
 		}
 		fmt.Fprintln(stdout, "---DECODED---")
 		fmt.Fprintln(stdout, tok.Decode(text, false))
 	}
 	return nil
-}
-
-// captured is what a run produced: rows[i] is the logit row before
-// output[i] (greedy, forced) or predicting targets[i] (panel).
-type captured struct {
-	rows    [][]float32
-	output  []int
-	argmax  []int // forced: this model's own top-1 at each row
-	stopped bool
-	targets []int
-}
-
-func runGreedy(eng engine, prompt []int, maxNew int, stops []int) (captured, error) {
-	res, err := generate.Greedy(eng, prompt, maxNew, stops)
-	return captured{rows: res.Rows, output: res.Output, stopped: res.Stopped}, err
-}
-
-// runForced feeds prompt and the followed outputs back in one pass and
-// keeps the rows that chose each output: the same positions as the
-// followed capture's rows, whatever this model would have chosen.
-func runForced(eng engine, prompt, outputs []int) (captured, error) {
-	c := captured{output: outputs}
-	if len(outputs) == 0 {
-		return c, nil
-	}
-	seq := append(slices.Clip(prompt), outputs[:len(outputs)-1]...)
-	rows, err := eng.Forward(seq, true)
-	if err != nil {
-		return c, err
-	}
-	c.rows = rows[len(prompt)-1:]
-	for _, r := range c.rows {
-		c.argmax = append(c.argmax, generate.Argmax(r))
-	}
-	return c, nil
 }
 
 // firstDifference is the first index where a and b differ, −1 if none.
@@ -261,22 +208,6 @@ func firstDifference(a, b []int) int {
 		return min(len(a), len(b))
 	}
 	return -1
-}
-
-// runPanel teacher-forces each window from an empty cache: a window of n
-// tokens gives the n−1 rows that predict its tokens 1..n−1.
-func runPanel(eng engine, windows [][]int) (captured, error) {
-	var c captured
-	for i, w := range windows {
-		eng.Reset()
-		rows, err := eng.Forward(w, true)
-		if err != nil {
-			return c, fmt.Errorf("window %d: %w", i+1, err)
-		}
-		c.rows = append(c.rows, rows[:len(w)-1]...)
-		c.targets = append(c.targets, w[1:]...)
-	}
-	return c, nil
 }
 
 func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name, vdir string, req receipt.Request, windows [][]int, dumpPath string) error {

@@ -11,6 +11,7 @@ import (
 	"logitscope/dump"
 	"logitscope/margins"
 	"logitscope/receipt"
+	"logitscope/session"
 	"logitscope/tokenizer"
 )
 
@@ -104,7 +105,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "ref:  %s%s\ntest: %s%s\n", ref.Path, describe(ref.Receipt), test.Path, describe(test.Receipt))
 	if p := out.Provenance; p != nil {
 		fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: %s\n", yesNo(p.SameModel), yesNo(p.SameSequence))
-		if !p.SameSequence && ref.Receipt.Request.Mode != "panel" && test.Receipt.Request.Mode != "panel" {
+		if !p.SameSequence && ref.Receipt.Request.Mode != session.Panel && test.Receipt.Request.Mode != session.Panel {
 			fmt.Fprintf(stdout, "note: the sides decoded different tokens, so rows after the first difference compare different contexts;\n"+
 				"      capture the test with --follow %s to feed it the reference's tokens\n", ref.Path)
 		}

@@ -3,14 +3,12 @@ module logitscope
 go 1.26.8
 
 require (
+	github.com/tetratelabs/wazero v1.12.0
 	github.com/x448/float16 v0.8.4
 	golang.org/x/text v0.44.0
 )
 
-require (
-	github.com/tetratelabs/wazero v1.12.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-)
+require golang.org/x/sys v0.47.0 // indirect
 
 require (
 	github.com/go-webgpu/goffi v0.6.3 // indirect

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"logitscope/generate"
+)
+
+// Per decoded token on tiny: the wasm engine under wazero against the Go
+// gpuengine on the same device. Each iteration decodes 16 tokens after a
+// 40-token prompt; the metric is per token.
+func BenchmarkGreedy(b *testing.B) {
+	setup(b)
+	dev := device(b)
+	ctx := context.Background()
+	const maxNew = 16
+	b.Run("native", func(b *testing.B) {
+		e := nativeEngine(b, dev, fixtures.modelDir, "q4", 64)
+		for b.Loop() {
+			e.Reset()
+			if _, err := generate.Greedy(e, testPrompt(), maxNew, []int{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*maxNew), "µs/token")
+	})
+	b.Run("wasm", func(b *testing.B) {
+		e, err := fixtures.mod.Open(ctx, dev, fixtures.modelDir, "q4", 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close(ctx)
+		for b.Loop() {
+			if _, _, _, err := e.Greedy(ctx, testPrompt(), maxNew, []int{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*maxNew), "µs/token")
+	})
+}
+
+// TestCompileTimes logs engine.wasm's compile time cold and from the cache
+// (go test -v -run CompileTimes).
+func TestCompileTimes(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	cache := filepath.Join(t.TempDir(), "cache")
+	for _, label := range []string{"cold", "cached"} {
+		start := time.Now()
+		m, err := Load(ctx, fixtures.wasm, cache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("compile %s: %v", label, time.Since(start))
+		m.Close(ctx)
+	}
+	if st, err := os.Stat(filepath.Join(fixtures.tmp, "engine.wasm")); err == nil {
+		t.Logf("engine.wasm: %d bytes", st.Size())
+	}
+}

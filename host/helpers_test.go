@@ -1,0 +1,108 @@
+package host
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/gpu"
+	"logitscope/gpu/native"
+	"logitscope/quant"
+	"logitscope/synth"
+	"logitscope/variant"
+)
+
+// fixtures are built once per test binary: engine.wasm, the tiny model
+// with a q4 variant, the compiled module, the native device.
+var fixtures struct {
+	once     sync.Once
+	err      error
+	tmp      string
+	wasm     []byte
+	modelDir string
+	mod      *Module
+
+	devOnce sync.Once
+	dev     gpu.Device
+	devErr  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtures.mod != nil {
+		fixtures.mod.Close(context.Background())
+	}
+	if fixtures.dev != nil {
+		fixtures.dev.Close()
+	}
+	if fixtures.tmp != "" {
+		os.RemoveAll(fixtures.tmp)
+	}
+	os.Exit(code)
+}
+
+// buildWasm compiles ./wasm as the wasip1 reactor into dir.
+func buildWasm(dir string) ([]byte, error) {
+	out := filepath.Join(dir, "engine.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "logitscope/wasm")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, &buildError{err, string(b)}
+	}
+	return os.ReadFile(out)
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "building engine.wasm: " + e.err.Error() + "\n" + e.out }
+
+func setup(t testing.TB) {
+	t.Helper()
+	f := &fixtures
+	f.once.Do(func() {
+		if f.tmp, f.err = os.MkdirTemp("", "logitscope-host-"); f.err != nil {
+			return
+		}
+		if f.wasm, f.err = buildWasm(f.tmp); f.err != nil {
+			return
+		}
+		f.modelDir = filepath.Join(f.tmp, "tiny")
+		if f.err = synth.Write(synth.Presets["tiny"], f.modelDir, synth.Options{}); f.err != nil {
+			return
+		}
+		ck, err := checkpoint.Open(f.modelDir)
+		if f.err = err; err != nil {
+			return
+		}
+		defer ck.Close()
+		if f.err = variant.Write(ck, quant.Q4, variant.DefaultDir(f.modelDir, "q4"), variant.Options{}); f.err != nil {
+			return
+		}
+		f.mod, f.err = Load(context.Background(), f.wasm, filepath.Join(f.tmp, "cache"))
+	})
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+}
+
+// device is the native WebGPU device: skipped without an adapter on a
+// developer machine, a failure in CI.
+func device(t testing.TB) gpu.Device {
+	t.Helper()
+	f := &fixtures
+	f.devOnce.Do(func() { f.dev, f.devErr = native.Open() })
+	if f.devErr != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(f.devErr)
+		}
+		t.Skip(f.devErr)
+	}
+	return f.dev
+}

@@ -1,0 +1,96 @@
+// Package host runs engine.wasm (package logitscope/wasm) under wazero, the
+// GPU imports served by a gpu.Device: the native side of the engine ABI
+// (wasm/ABI.md). Pure Go; the device does the GPU work.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"logitscope/gpu"
+)
+
+// Mount is where an instance sees the model directory.
+const Mount = "/model"
+
+// Module is engine.wasm compiled for a runtime that holds the WASI and gpu
+// host modules; each Open instantiates it afresh.
+type Module struct {
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	n        atomic.Int64 // instance names must be unique in a runtime
+	// Stdout and Stderr receive the instances' output (os.Stderr by default).
+	Stdout, Stderr *os.File
+}
+
+// Load compiles wasm, caching the machine code under cacheDir ("" for no
+// cache): a cached compile takes milliseconds instead of a second.
+func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
+	cfg := wazero.NewRuntimeConfig()
+	if cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("host: compilation cache: %w", err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+	}
+	ctx = withAllocator(ctx)
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	if _, err := gpuModule(rt).Instantiate(ctx); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("host: gpu module: %w", err)
+	}
+	compiled, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("host: compiling engine.wasm: %w", err)
+	}
+	return &Module{rt: rt, compiled: compiled, Stdout: os.Stdout, Stderr: os.Stderr}, nil
+}
+
+// Close releases the runtime and every instance.
+func (m *Module) Close(ctx context.Context) error { return m.rt.Close(ctx) }
+
+// Open instantiates the engine with modelDir mounted read-only at Mount
+// and opens variant ("f32", "q8", "q6", "q4") of it on dev for sequences
+// of up to capacity tokens. dev stays the caller's.
+func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant string, capacity int) (*Engine, error) {
+	e, err := m.instantiate(ctx, dev, modelDir)
+	if err != nil {
+		return nil, err
+	}
+	args := fmt.Sprintf(`{"model":%q,"variant":%q,"capacity":%d}`, Mount, variant, capacity)
+	if _, err := e.callIn(ctx, "ls_open", []byte(args)); err != nil {
+		e.Close(ctx)
+		return nil, err
+	}
+	return e, nil
+}
+
+// instantiate starts a fresh instance (its _initialize runs the Go
+// runtime's init) without opening a model.
+func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir string) (*Engine, error) {
+	st := &state{dev: dev, modelDir: modelDir}
+	ctx = withState(withAllocator(ctx), st)
+	cfg := wazero.NewModuleConfig().
+		WithName(fmt.Sprintf("engine-%d", m.n.Add(1))).
+		WithStartFunctions("_initialize").
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithStdout(m.Stdout).WithStderr(m.Stderr).
+		WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount(modelDir, Mount))
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("host: instantiating engine.wasm: %w", err)
+	}
+	return &Engine{mod: mod, st: st}, nil
+}
+
+// ErrClosed is returned by an Engine whose instance trapped or was closed.
+var ErrClosed = errors.New("host: the engine instance is closed (it trapped or was closed); Open a new one")

@@ -1,0 +1,142 @@
+package host
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/generate"
+	"logitscope/gpu"
+	"logitscope/gpuengine"
+	"logitscope/model"
+	"logitscope/variant"
+)
+
+// nativeEngine opens the same model with the Go gpuengine on dev.
+func nativeEngine(t testing.TB, dev gpu.Device, dir, v string, capacity int) *gpuengine.Engine {
+	t.Helper()
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	g, err := model.GeometryOf(ck.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := gpuengine.CheckpointSource(ck)
+	if v != "f32" {
+		vv, err := variant.Open(variant.DefaultDir(dir, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = gpuengine.VariantSource(vv)
+	}
+	e, err := gpuengine.New(dev, g, src, gpuengine.Options{Capacity: capacity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+// prompt and windows span more than one chunk (32) so that the prefill and
+// panel paths both split.
+func testPrompt() []int {
+	p := make([]int, 40)
+	for i := range p {
+		p[i] = (i*37 + 11) % 500
+	}
+	return p
+}
+
+func testWindows() [][]int {
+	w := [][]int{make([]int, 45), make([]int, 33)}
+	for i := range w {
+		for j := range w[i] {
+			w[i][j] = (j*53 + 7*i + 3) % 500
+		}
+	}
+	return w
+}
+
+func TestBitIdentical(t *testing.T) {
+	setup(t)
+	dev := device(t)
+	ctx := context.Background()
+	for _, v := range []string{"f32", "q4"} {
+		t.Run(v, func(t *testing.T) {
+			prompt := testPrompt()
+			const maxNew = 6
+			nat := nativeEngine(t, dev, fixtures.modelDir, v, 64)
+			want, err := generate.Greedy(nat, prompt, maxNew, []int{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := fixtures.mod.Open(ctx, dev, fixtures.modelDir, v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(ctx)
+			rows, out, stopped, err := e.Greedy(ctx, prompt, maxNew, []int{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stopped || !equalInts(out, want.Output) {
+				t.Fatalf("greedy output %v (stopped %v), native %v", out, stopped, want.Output)
+			}
+			sameBits(t, "greedy", rows, want.Rows)
+
+			var wantRows [][]float32
+			var wantTargets []int
+			for _, w := range testWindows() {
+				nat.Reset()
+				r, err := nat.Forward(w, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantRows = append(wantRows, r[:len(w)-1]...)
+				wantTargets = append(wantTargets, w[1:]...)
+			}
+			rows, targets, err := e.Panel(ctx, testWindows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equalInts(targets, wantTargets) {
+				t.Fatalf("panel targets %v, want %v", targets, wantTargets)
+			}
+			sameBits(t, "panel", rows, wantRows)
+		})
+	}
+}
+
+func sameBits(t *testing.T, what string, got, want [][]float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d rows, native %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("%s row %d: %d values, native %d", what, i, len(got[i]), len(want[i]))
+		}
+		for j := range got[i] {
+			if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+				t.Fatalf("%s row %d [%d]: %v (%#x), native %v (%#x)", what, i, j,
+					got[i][j], math.Float32bits(got[i][j]), want[i][j], math.Float32bits(want[i][j]))
+			}
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -4,7 +4,7 @@ ORACLE  := tokenizer/testdata/oracle
 OUT     := .out
 FUZZTIME ?= 10s
 
-.PHONY: run test deps vet bench fuzz clean
+.PHONY: run test deps vet bench fuzz wasm clean
 
 # Until the server exists, "run" is a greedy capture on the built-in demo
 # model (generated on first use into the user cache directory).
@@ -35,6 +35,11 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 bench:
 	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./gpuengine/; \
 	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./gpuengine/; } | $(GO) run ./cmd/benchtable
+
+# engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).
+wasm:
+	@mkdir -p $(OUT)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(OUT)/engine.wasm ./wasm
 
 # Every fuzz target, FUZZTIME each.
 fuzz:

@@ -40,6 +40,8 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
+	runtime := fs.String("runtime", "native", "native (the Go engine) or wasm (engine.wasm under wazero, on the GPU)")
+	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+defaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
 		return err
@@ -137,17 +139,29 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	if v != nil {
 		manifest = v.Manifest.Seal
 	}
-	eng, err := openEngine(ck, v, *device, run.Capacity(), stderr)
+	var res session.Result
+	var deviceName string
+	var took time.Duration
+	switch *runtime {
+	case "wasm":
+		res, deviceName, took, err = runWasm(ck, *variantName, *enginePath, run, stderr)
+	case "native":
+		var eng engine
+		if eng, err = openEngine(ck, v, *device, run.Capacity(), stderr); err != nil {
+			return err
+		}
+		defer eng.Close()
+		deviceName = eng.Name()
+		start := time.Now()
+		res, err = session.Drive(eng, run)
+		took = time.Since(start)
+	default:
+		err = fmt.Errorf("--runtime %q: want native or wasm", *runtime)
+	}
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-	start := time.Now()
-	res, err := session.Drive(eng, run)
-	if err != nil {
-		return err
-	}
-	wall := time.Since(start).Seconds()
+	wall := took.Seconds()
 
 	vocab := ck.Config.VocabSize
 	logits := &dump.Logits{Rows: len(res.Rows), Vocab: vocab, Data: make([]float32, 0, len(res.Rows)*vocab)}
@@ -163,7 +177,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 	rc := &receipt.Receipt{
 		Version: receipt.Version(), Model: fp, Variant: variantLabel(*variantName), VariantManifest: manifest,
-		Device: eng.Name(), Request: req, OutputIDs: res.Output, Targets: res.Targets,
+		Device: deviceName, Request: req, OutputIDs: res.Output, Targets: res.Targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}
 	if err := receipt.Write(receipt.Path(*dumpPath), rc); err != nil {

@@ -89,3 +89,46 @@ func TestCaptureNoAdapter(t *testing.T) {
 		}
 	}
 }
+
+// capture --runtime wasm runs engine.wasm under wazero: its dumps are
+// byte-identical to the native Go engine's on the same GPU, greedy and
+// panel, f32 and q4.
+func TestCaptureRuntimeWasm(t *testing.T) {
+	if dev, err := native.Open(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	} else {
+		dev.Close()
+	}
+	wasm := filepath.Join(t.TempDir(), "engine.wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "../../wasm")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building engine.wasm: %v\n%s", err, out)
+	}
+	dir := quantized(t)
+	out := t.TempDir()
+	panel := panelFile(t)
+	for _, v := range []string{"f32", "q4"} {
+		for _, mode := range [][]string{{"--max-new", "5", "Hello"}, {"--panel", panel, "--window", "48"}} {
+			var sums [2]string
+			for i, rt := range []string{"native", "wasm"} {
+				path := filepath.Join(out, v+rt+".dump")
+				args := append([]string{"--model", dir, "--variant", v, "--device", "gpu", "--runtime", rt, "--engine", wasm, "--dump-logits", path}, mode...)
+				if _, err := run(t, captureCmd, args...); err != nil {
+					t.Fatalf("%s %v: %v", rt, mode, err)
+				}
+				sums[i] = fileSHA(t, path)
+			}
+			if sums[0] != sums[1] {
+				t.Fatalf("%s %v: the wasm dump differs from the native one", v, mode)
+			}
+		}
+	}
+	_, err := run(t, captureCmd, "--model", dir, "--runtime", "wasm", "--engine", filepath.Join(out, "none.wasm"), "--dump-logits", filepath.Join(out, "x.dump"), "Hi")
+	if err == nil || !strings.Contains(err.Error(), "make wasm") {
+		t.Fatalf("missing engine: %v", err)
+	}
+}

@@ -13,17 +13,24 @@ import (
 	"logitscope/gpu/native"
 )
 
-// The GPU capture of every variant decodes the same tokens as the CPU
-// capture, with logits within the engine's documented tolerance.
-func TestCaptureDeviceGPU(t *testing.T) {
-	if dev, err := native.Open(); err != nil {
+// needGPU skips a test on a developer machine without a WebGPU adapter
+// and fails it in CI, which installs Mesa's Vulkan drivers.
+func needGPU(t *testing.T) {
+	t.Helper()
+	dev, err := native.Open()
+	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
 		}
 		t.Skip(err)
-	} else {
-		dev.Close()
 	}
+	dev.Close()
+}
+
+// The GPU capture of every variant decodes the same tokens as the CPU
+// capture, with logits within the engine's documented tolerance.
+func TestCaptureDeviceGPU(t *testing.T) {
+	needGPU(t)
 	dir := quantized(t)
 	out := t.TempDir()
 	ids := regexp.MustCompile(`output_ids: .*`)
@@ -94,14 +101,7 @@ func TestCaptureNoAdapter(t *testing.T) {
 // byte-identical to the native Go engine's on the same GPU, greedy and
 // panel, f32 and q4.
 func TestCaptureRuntimeWasm(t *testing.T) {
-	if dev, err := native.Open(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	} else {
-		dev.Close()
-	}
+	needGPU(t)
 	wasm := filepath.Join(t.TempDir(), "engine.wasm")
 	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "../../wasm")
 	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")

@@ -53,6 +53,13 @@ func (e *Engine) Greedy(ctx context.Context, promptIDs []int, maxNew int, stops 
 	return rows, res.Output, res.Stopped, err
 }
 
+// Forced feeds promptIDs and outputs back and returns the rows that chose
+// each output (teacher-forced agreement with a reference capture).
+func (e *Engine) Forced(ctx context.Context, promptIDs, outputs []int) ([][]float32, error) {
+	rows, _, err := e.Run(ctx, map[string]any{"mode": "forced", "prompt_ids": promptIDs, "outputs": outputs})
+	return rows, err
+}
+
 // Panel teacher-forces each window from an empty cache and returns the
 // rows that predict each window's tokens 1..n−1, and those tokens.
 func (e *Engine) Panel(ctx context.Context, windows [][]int) (rows [][]float32, targets []int, err error) {

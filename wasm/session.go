@@ -31,13 +31,14 @@ type openArgs struct {
 
 // requestArgs is ls_request's JSON.
 type requestArgs struct {
-	Mode      string  `json:"mode"` // greedy | panel
+	Mode      string  `json:"mode"` // greedy | forced | panel
 	PromptIDs []int   `json:"prompt_ids"`
 	Text      *string `json:"text"`   // greedy: a user turn templated with ChatML
 	System    *string `json:"system"` // with text; absent: the default system prompt
 	MaxNew    int     `json:"max_new"`
 	Stops     *[]int  `json:"stops"` // absent: generation_config.json's eos ids
 	Windows   [][]int `json:"windows"`
+	Outputs   []int   `json:"outputs"` // forced: fed back after the prompt
 }
 
 // result is ls_result's JSON.
@@ -169,6 +170,10 @@ func (s *session) request(data []byte) error {
 			stops = *r.Stops
 		}
 		s.dec = generate.NewDecoder(r.PromptIDs, r.MaxNew, stops)
+	case "forced":
+		if len(r.PromptIDs) == 0 {
+			return errors.New("ls_request: forced needs prompt_ids")
+		}
 	case "panel":
 		for i, w := range r.Windows {
 			if len(w) < 2 {
@@ -176,7 +181,7 @@ func (s *session) request(data []byte) error {
 			}
 		}
 	default:
-		return fmt.Errorf("ls_request: mode %q: want greedy or panel", r.Mode)
+		return fmt.Errorf("ls_request: mode %q: want greedy, forced or panel", r.Mode)
 	}
 	s.req = &r
 	return nil
@@ -211,10 +216,50 @@ func (s *session) step() (bool, error) {
 	case s.done:
 		return false, nil
 	}
-	if s.req.Mode == "greedy" {
+	switch s.req.Mode {
+	case "greedy":
 		return s.greedyStep()
+	case "forced":
+		return s.forcedStep()
 	}
 	return s.panelStep()
+}
+
+// forcedStep feeds the prompt and the outputs but the last, as
+// Forward(seq, true) would, and names only the rows that chose each output
+// (from the prompt's last token on): earlier chunks read nothing, and the
+// first region that matters starts past the rows before it.
+func (s *session) forcedStep() (bool, error) {
+	p, out := s.req.PromptIDs, s.req.Outputs
+	if len(out) == 0 {
+		s.done = true
+		return false, nil
+	}
+	seq := append(p[:len(p):len(p)], out[:len(out)-1]...)
+	for s.at < len(seq) {
+		a := s.at
+		b := min(len(seq), a+s.eng.Chunk())
+		s.at = b
+		if a == 0 {
+			s.eng.Reset()
+		}
+		read := b-1 >= len(p)-1
+		r, err := s.eng.Submit(seq[a:b], true, read)
+		if err != nil {
+			return false, err
+		}
+		if !read {
+			continue
+		}
+		skip := max(0, len(p)-1-a)
+		r.Rows -= skip
+		r.Offset += int64(skip * s.vocab * 4)
+		r.Size = int64(r.Rows * s.vocab * 4)
+		s.pending = &r
+		return true, nil
+	}
+	s.done = true
+	return false, nil
 }
 
 // greedyStep submits what the Decoder wants next exactly as
@@ -313,11 +358,15 @@ func (s *session) result() ([]byte, error) {
 		return nil, errors.New("ls_result: no request")
 	}
 	res := result{Mode: s.req.Mode, Rows: s.rows, Done: s.done, Output: []int{}, Targets: []int{}, PromptIDs: []int{}}
-	if s.dec != nil {
+	switch {
+	case s.dec != nil:
 		res.PromptIDs = append(res.PromptIDs, s.req.PromptIDs...)
 		res.Output = append(res.Output, s.dec.Output...)
 		res.Stopped = s.dec.Stopped
-	} else {
+	case s.req.Mode == "forced":
+		res.PromptIDs = append(res.PromptIDs, s.req.PromptIDs...)
+		res.Output = append(res.Output, s.req.Outputs...)
+	default:
 		for _, w := range s.req.Windows {
 			res.Targets = append(res.Targets, w[1:]...)
 		}

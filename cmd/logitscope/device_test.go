@@ -99,7 +99,8 @@ func TestCaptureNoAdapter(t *testing.T) {
 
 // capture --runtime wasm runs engine.wasm under wazero: its dumps are
 // byte-identical to the native Go engine's on the same GPU, greedy and
-// panel, f32 and q4.
+// panel and forced (--follow; 40 outputs make the fed sequence span
+// several chunks), f32 and q4.
 func TestCaptureRuntimeWasm(t *testing.T) {
 	needGPU(t)
 	wasm := filepath.Join(t.TempDir(), "engine.wasm")
@@ -112,7 +113,11 @@ func TestCaptureRuntimeWasm(t *testing.T) {
 	out := t.TempDir()
 	panel := panelFile(t)
 	for _, v := range []string{"f32", "q4"} {
-		for _, mode := range [][]string{{"--max-new", "5", "Hello"}, {"--panel", panel, "--window", "48"}} {
+		ref := filepath.Join(out, v+"-ref.dump")
+		if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--max-new", "40", "--stop", "9999", "--dump-logits", ref, "Hi"); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range [][]string{{"--max-new", "5", "Hello"}, {"--panel", panel, "--window", "48"}, {"--follow", ref}} {
 			var sums [2]string
 			for i, rt := range []string{"native", "wasm"} {
 				path := filepath.Join(out, v+rt+".dump")

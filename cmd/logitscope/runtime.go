@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"logitscope/checkpoint"
+	"logitscope/generate"
 	"logitscope/gpu/native"
 	"logitscope/host"
 	"logitscope/session"
@@ -34,8 +35,9 @@ func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath string, run sess
 	if variantName != "f32" && variantDir(ck.Dir, variantName) != filepath.Join(ck.Dir, "variants", variantName) {
 		return res, "", 0, fmt.Errorf("--runtime wasm opens variants by scheme under MODEL/variants, not %s", variantName)
 	}
-	if run.Mode == session.Forced {
-		return res, "", 0, fmt.Errorf("--follow is not in engine.wasm's ABI yet: use --runtime native")
+	base, err := session.New(run) // checks the request; forced outputs and stop
+	if err != nil {
+		return res, "", 0, err
 	}
 	dev, err := native.Open()
 	if err != nil {
@@ -63,9 +65,17 @@ func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath string, run sess
 	}
 	defer eng.Close(ctx)
 	start := time.Now()
-	if run.Mode == session.Panel {
+	switch run.Mode {
+	case session.Panel:
 		res.Rows, res.Targets, err = eng.Panel(ctx, run.Windows)
-	} else {
+	case session.Forced:
+		res = base.Result()
+		if res.Rows, err = eng.Forced(ctx, run.PromptIDs, run.Outputs); err == nil {
+			for _, row := range res.Rows {
+				res.Argmax = append(res.Argmax, generate.Argmax(row))
+			}
+		}
+	default:
 		res.Rows, res.Output, res.Stopped, err = eng.Greedy(ctx, run.PromptIDs, run.MaxNew, run.Stops)
 	}
 	return res, name, time.Since(start), err

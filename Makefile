@@ -7,9 +7,9 @@ FUZZTIME ?= 10s
 .PHONY: run test deps vet bench fuzz wasm clean
 
 # Until the server exists, "run" is a greedy capture on the built-in demo
-# model (generated on first use into the user cache directory).
-run:
-	@mkdir -p $(OUT)
+# model (generated on first use into the user cache directory), through
+# engine.wasm on the GPU when there is one, else the native engine.
+run: wasm
 	$(GO) run ./cmd/logitscope capture --max-new 16 --dump-logits $(OUT)/demo.dump "What is the capital of France?"
 
 test: deps vet

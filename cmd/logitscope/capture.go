@@ -15,6 +15,7 @@ import (
 	"logitscope/session"
 	"logitscope/synth"
 	"logitscope/tokenizer"
+	"logitscope/variant"
 )
 
 // defaultStops are Qwen's <|im_end|> and <|endoftext|>, used when the
@@ -40,7 +41,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
-	runtime := fs.String("runtime", "native", "native (the Go engine) or wasm (engine.wasm under wazero, on the GPU)")
+	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
 	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+defaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
@@ -142,6 +143,9 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	var res session.Result
 	var deviceName string
 	var took time.Duration
+	if *runtime == "auto" {
+		*runtime = autoRuntime(*enginePath, *device, vdir == "" || vdir == variant.DefaultDir(ck.Dir, *variantName), stderr)
+	}
 	switch *runtime {
 	case "wasm":
 		res, deviceName, took, err = runWasm(ck, *variantName, *enginePath, run, stderr)

@@ -18,17 +18,44 @@ import (
 // defaultEngine is where `make wasm` puts engine.wasm.
 const defaultEngine = ".out/engine.wasm"
 
+// enginePathOf is --engine, else $LOGITSCOPE_ENGINE, else defaultEngine.
+func enginePathOf(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if env := os.Getenv("LOGITSCOPE_ENGINE"); env != "" {
+		return env
+	}
+	return defaultEngine
+}
+
+// autoRuntime picks engine.wasm, the module browsers run, when it is built
+// and the GPU is asked for (--device gpu or auto) and present; else the
+// native engine. It says which on stderr.
+func autoRuntime(enginePath, device string, schemeVariant bool, stderr io.Writer) string {
+	why := ""
+	if _, err := os.Stat(enginePathOf(enginePath)); err != nil {
+		why = "no engine.wasm (make wasm)"
+	} else if device == "cpu" {
+		why = "--device cpu"
+	} else if !schemeVariant {
+		why = "a variant outside MODEL/variants"
+	} else if dev, err := native.Open(); err != nil {
+		why = "no GPU adapter"
+	} else {
+		dev.Close()
+		return "wasm"
+	}
+	fmt.Fprintf(stderr, "runtime: native (%s)\n", why)
+	return "native"
+}
+
 // runWasm runs a request through engine.wasm under wazero, its GPU calls
 // served by the native WebGPU: the same module the browser runs. It
 // returns the result, the device name for the receipt, and the time the
 // request took once the model was loaded.
 func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath string, run session.Request, stderr io.Writer) (res session.Result, name string, wall time.Duration, err error) {
-	if enginePath == "" {
-		if enginePath = os.Getenv("LOGITSCOPE_ENGINE"); enginePath == "" {
-			enginePath = defaultEngine
-		}
-	}
-	wasm, err := os.ReadFile(enginePath)
+	wasm, err := os.ReadFile(enginePathOf(enginePath))
 	if err != nil {
 		return res, "", 0, fmt.Errorf("%w (build it with make wasm, or give --engine FILE)", err)
 	}

@@ -4,7 +4,7 @@ ORACLE  := tokenizer/testdata/oracle
 OUT     := .out
 FUZZTIME ?= 10s
 
-.PHONY: run test deps vet bench fuzz wasm clean
+.PHONY: run test deps vet bench fuzz wasm conform clean
 
 # Until the server exists, "run" is a greedy capture on the built-in demo
 # model (generated on first use into the user cache directory), through
@@ -40,6 +40,11 @@ bench:
 wasm:
 	@mkdir -p $(OUT)
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(OUT)/engine.wasm ./wasm
+
+# The tiny preset's conformance suite through engine.wasm, with JUnit XML
+# (make test runs the same suite from cmd/logitscope's tests).
+conform: wasm
+	$(GO) run ./cmd/logitscope conform --suite conform/tiny.json --out $(OUT)/conform --junit $(OUT)/conform/junit.xml
 
 # Every fuzz target, FUZZTIME each.
 fuzz:

@@ -6,6 +6,7 @@
 //	                    [--prompt-ids FILE|-] [--dry-run] --dump-logits FILE (PROMPT | --panel FILE [--window N])
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
 //	logitscope tokenize [--tokenizer FILE | --model DIR] [--chat] [--system S] < lines
+//	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
 package main
 
 import (
@@ -23,11 +24,12 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"tokenize": tokenize,
 	"quantize": quantize,
 	"report":   report,
+	"conform":  conform,
 }
 
 func main() {
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize [flags] (logitscope CMD -h for its flags)")
+		fmt.Fprintln(os.Stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize|conform [flags] (logitscope CMD -h for its flags)")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr); err != nil {

@@ -35,7 +35,7 @@ func enginePathOf(flagValue string) string {
 func autoRuntime(enginePath, device string, schemeVariant bool, stderr io.Writer) string {
 	why := ""
 	if _, err := os.Stat(enginePathOf(enginePath)); err != nil {
-		why = "no engine.wasm (make wasm)"
+		why = "no engine.wasm; make wasm builds it"
 	} else if device == "cpu" {
 		why = "--device cpu"
 	} else if !schemeVariant {

@@ -56,11 +56,15 @@ type Result struct {
 
 // Step is the next feed: Tokens appended to the sequence (after a Reset of
 // the engine when Reset is set), wanting every row's logits when All, else
-// only the last row's.
+// only the last row's. Keep is the range of the step's rows (one per token)
+// that the result keeps: a panel window's last row predicts past the
+// window, and a forced sequence's rows before the prompt's last token chose
+// nothing. A host that streams rows in chunks reads only those.
 type Step struct {
 	Tokens []int
 	Reset  bool
 	All    bool
+	Keep   [2]int
 }
 
 // Run is one request in progress.
@@ -104,50 +108,62 @@ func (r *Run) Next() (Step, bool) {
 	switch r.req.Mode {
 	case Greedy:
 		toks := r.dec.Next()
-		return Step{Tokens: toks, Reset: len(r.dec.Output) == 0}, toks != nil
+		return Step{Tokens: toks, Reset: len(r.dec.Output) == 0, Keep: [2]int{len(toks) - 1, len(toks)}}, toks != nil
 	case Forced:
 		if r.done || len(r.req.Outputs) == 0 {
 			return Step{}, false
 		}
 		seq := append(slices.Clip(r.req.PromptIDs), r.req.Outputs[:len(r.req.Outputs)-1]...)
-		return Step{Tokens: seq, Reset: true, All: true}, true
+		return Step{Tokens: seq, Reset: true, All: true, Keep: [2]int{len(r.req.PromptIDs) - 1, len(seq)}}, true
 	default:
 		if r.window == len(r.req.Windows) {
 			return Step{}, false
 		}
-		return Step{Tokens: r.req.Windows[r.window], Reset: true, All: true}, true
+		w := r.req.Windows[r.window]
+		return Step{Tokens: w, Reset: true, All: true, Keep: [2]int{0, len(w) - 1}}, true
 	}
 }
 
-// Feed hands back the rows the last step computed: one per token when the
-// step wanted all, else the last.
+// Feed hands back the kept rows of the last step (Step.Keep).
 func (r *Run) Feed(rows [][]float32) error {
 	step, ok := r.Next()
 	if !ok {
 		return fmt.Errorf("fed %d rows after the request was complete", len(rows))
 	}
-	want := 1
-	if step.All {
-		want = len(step.Tokens)
+	if want := step.Keep[1] - step.Keep[0]; len(rows) != want {
+		return fmt.Errorf("fed %d rows, the step keeps %d", len(rows), want)
 	}
-	if len(rows) != want {
-		return fmt.Errorf("fed %d rows, the step computes %d", len(rows), want)
-	}
-	switch r.req.Mode {
-	case Greedy:
+	if r.req.Mode == Greedy {
 		r.dec.Feed(rows[0])
 		r.res.Rows, r.res.Output, r.res.Stopped = r.dec.Rows, r.dec.Output, r.dec.Stopped
-	case Forced:
-		// The rows that chose each output: from the prompt's last token on.
-		r.res.Rows = rows[len(r.req.PromptIDs)-1:]
-		for _, row := range r.res.Rows {
+		return nil
+	}
+	r.res.Rows = append(r.res.Rows, rows...)
+	if r.req.Mode == Forced {
+		for _, row := range rows {
 			r.res.Argmax = append(r.res.Argmax, generate.Argmax(row))
+		}
+	}
+	return r.Advance()
+}
+
+// Advance finishes a forced or panel step whose rows the host keeps itself
+// (a wasm host streams them out chunk by chunk): the result then records
+// targets and outputs but no rows.
+func (r *Run) Advance() error {
+	switch r.req.Mode {
+	case Greedy:
+		return fmt.Errorf("a greedy step needs its row: use Feed")
+	case Forced:
+		if r.done {
+			return fmt.Errorf("advanced after the request was complete")
 		}
 		r.done = true
 	default:
-		w := r.req.Windows[r.window]
-		r.res.Rows = append(r.res.Rows, rows[:len(w)-1]...)
-		r.res.Targets = append(r.res.Targets, w[1:]...)
+		if r.window == len(r.req.Windows) {
+			return fmt.Errorf("advanced after the request was complete")
+		}
+		r.res.Targets = append(r.res.Targets, r.req.Windows[r.window][1:]...)
 		r.window++
 	}
 	return nil
@@ -176,6 +192,9 @@ func Drive(e Engine, req Request) (Result, error) {
 		rows, err := e.Forward(step.Tokens, step.All)
 		if err != nil {
 			return r.Result(), err
+		}
+		if step.All {
+			rows = rows[step.Keep[0]:step.Keep[1]]
 		}
 		if err := r.Feed(rows); err != nil {
 			return r.Result(), err

@@ -84,7 +84,39 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	r, _ := New(Request{Mode: Panel, Windows: [][]int{{1, 2}}})
-	if err := r.Feed(make([][]float32, 1)); err == nil || !strings.Contains(err.Error(), "fed 1 rows, the step computes 2") {
+	if err := r.Feed(make([][]float32, 2)); err == nil || !strings.Contains(err.Error(), "fed 2 rows, the step keeps 1") {
 		t.Errorf("short feed: %v", err)
+	}
+}
+
+// The kept rows of each step, and a streaming host that advances without
+// handing rows back.
+func TestKeepAndAdvance(t *testing.T) {
+	r, _ := New(Request{Mode: Forced, PromptIDs: []int{1, 2, 3}, Outputs: []int{4, 5}})
+	if st, _ := r.Next(); st.Keep != [2]int{2, 4} || len(st.Tokens) != 4 {
+		t.Fatalf("forced step %+v", st)
+	}
+	r, _ = New(Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5}}})
+	for i, want := range [][2]int{{0, 2}, {0, 1}} {
+		st, ok := r.Next()
+		if !ok || st.Keep != want {
+			t.Fatalf("window %d: %+v", i, st)
+		}
+		if err := r.Advance(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := r.Next(); ok || !reflect.DeepEqual(r.Result().Targets, []int{2, 3, 5}) || r.Result().Rows != nil {
+		t.Fatalf("after streaming: %+v", r.Result())
+	}
+	if err := r.Advance(); err == nil {
+		t.Fatal("advanced past the end")
+	}
+	g, _ := New(Request{Mode: Greedy, PromptIDs: []int{1, 2}, MaxNew: 1})
+	if st, _ := g.Next(); st.Keep != [2]int{1, 2} {
+		t.Fatalf("greedy step %+v", st)
+	}
+	if err := g.Advance(); err == nil {
+		t.Fatal("a greedy step advanced without its row")
 	}
 }

@@ -27,6 +27,9 @@ type Request struct {
 	Stops     []int   // greedy (and forced, to report whether the outputs stopped)
 	Outputs   []int   // forced: the tokens to feed back after the prompt
 	Windows   [][]int // panel
+	// StreamRows says the host keeps the rows it reads (a wasm host streams
+	// them out): the result then holds no rows, so memory stays flat.
+	StreamRows bool
 }
 
 // Capacity is the KV cache a request needs.
@@ -135,6 +138,9 @@ func (r *Run) Feed(rows [][]float32) error {
 	}
 	if r.req.Mode == Greedy {
 		r.dec.Feed(rows[0])
+		if r.req.StreamRows {
+			r.dec.Rows = nil
+		}
 		r.res.Rows, r.res.Output, r.res.Stopped = r.dec.Rows, r.dec.Output, r.dec.Stopped
 		return nil
 	}

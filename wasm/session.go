@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 
 	"logitscope/checkpoint"
-	"logitscope/generate"
 	"logitscope/gpu"
 	"logitscope/gpuengine"
 	"logitscope/model"
 	"logitscope/quant"
+	lssession "logitscope/session"
 	"logitscope/tokenizer"
 	"logitscope/variant"
 )
@@ -60,14 +60,15 @@ type session struct {
 	vocab int
 	stops []int
 
-	req    *requestArgs
-	dec    *generate.Decoder
-	window int // panel: the window being fed
-	at     int // panel: its next token
-	rows   int // rows handed to the host so far
-	done   bool
+	req  *requestArgs
+	run  *lssession.Run  // the request's policy, shared with the native CLI
+	cur  *lssession.Step // the step being submitted chunk by chunk
+	at   int             // its next token
+	rows int             // rows handed to the host so far
+	done bool
 
-	pending *gpuengine.Region // submitted, awaiting ls_feed
+	pending     *gpuengine.Region // submitted, awaiting ls_feed
+	pendingLast bool              // the pending region ends the current step
 }
 
 // open loads the model at a.Model (a guest path) onto dev.
@@ -148,42 +149,28 @@ func (s *session) request(data []byte) error {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("ls_request: %w", err)
 	}
-	s.req, s.dec, s.window, s.at, s.rows, s.done, s.pending = nil, nil, 0, 0, 0, false, nil
+	s.req, s.run, s.cur, s.at, s.rows, s.done, s.pending = nil, nil, nil, 0, 0, false, nil
 	s.eng.Reset()
-	switch r.Mode {
-	case "greedy":
-		if r.Text != nil {
-			if len(r.PromptIDs) > 0 {
-				return errors.New("ls_request: give prompt_ids or text, not both")
-			}
-			ids, err := s.chatML(*r.Text, r.System)
-			if err != nil {
-				return err
-			}
-			r.PromptIDs = ids
+	if r.Text != nil {
+		if len(r.PromptIDs) > 0 {
+			return errors.New("ls_request: give prompt_ids or text, not both")
 		}
-		if len(r.PromptIDs) == 0 {
-			return errors.New("ls_request: greedy needs prompt_ids or text")
+		ids, err := s.chatML(*r.Text, r.System)
+		if err != nil {
+			return err
 		}
-		stops := s.stops
-		if r.Stops != nil {
-			stops = *r.Stops
-		}
-		s.dec = generate.NewDecoder(r.PromptIDs, r.MaxNew, stops)
-	case "forced":
-		if len(r.PromptIDs) == 0 {
-			return errors.New("ls_request: forced needs prompt_ids")
-		}
-	case "panel":
-		for i, w := range r.Windows {
-			if len(w) < 2 {
-				return fmt.Errorf("ls_request: window %d has %d tokens, want at least 2", i+1, len(w))
-			}
-		}
-	default:
-		return fmt.Errorf("ls_request: mode %q: want greedy, forced or panel", r.Mode)
+		r.PromptIDs = ids
 	}
-	s.req = &r
+	stops := s.stops
+	if r.Stops != nil {
+		stops = *r.Stops
+	}
+	run, err := lssession.New(lssession.Request{Mode: r.Mode, PromptIDs: r.PromptIDs, MaxNew: r.MaxNew,
+		Stops: stops, Outputs: r.Outputs, Windows: r.Windows, StreamRows: true})
+	if err != nil {
+		return fmt.Errorf("ls_request: %w", err)
+	}
+	s.req, s.run = &r, run
 	return nil
 }
 
@@ -216,106 +203,53 @@ func (s *session) step() (bool, error) {
 	case s.done:
 		return false, nil
 	}
-	switch s.req.Mode {
-	case "greedy":
-		return s.greedyStep()
-	case "forced":
-		return s.forcedStep()
-	}
-	return s.panelStep()
-}
-
-// forcedStep feeds the prompt and the outputs but the last, as
-// Forward(seq, true) would, and names only the rows that chose each output
-// (from the prompt's last token on): earlier chunks read nothing, and the
-// first region that matters starts past the rows before it.
-func (s *session) forcedStep() (bool, error) {
-	p, out := s.req.PromptIDs, s.req.Outputs
-	if len(out) == 0 {
-		s.done = true
-		return false, nil
-	}
-	seq := append(p[:len(p):len(p)], out[:len(out)-1]...)
-	for s.at < len(seq) {
-		a := s.at
-		b := min(len(seq), a+s.eng.Chunk())
-		s.at = b
-		if a == 0 {
-			s.eng.Reset()
-		}
-		read := b-1 >= len(p)-1
-		r, err := s.eng.Submit(seq[a:b], true, read)
-		if err != nil {
-			return false, err
-		}
-		if !read {
-			continue
-		}
-		skip := max(0, len(p)-1-a)
-		r.Rows -= skip
-		r.Offset += int64(skip * s.vocab * 4)
-		r.Size = int64(r.Rows * s.vocab * 4)
-		s.pending = &r
-		return true, nil
-	}
-	s.done = true
-	return false, nil
-}
-
-// greedyStep submits what the Decoder wants next exactly as
-// gpuengine.Engine.Forward(tokens, false) does, so logits match it bit for bit.
-func (s *session) greedyStep() (bool, error) {
-	toks := s.dec.Next()
-	if toks == nil {
-		s.done = true
-		return false, nil
-	}
-	c := s.eng.Chunk()
-	for a := 0; a < len(toks); a += c {
-		b := min(len(toks), a+c)
-		r, err := s.eng.Submit(toks[a:b], false, b == len(toks))
-		if err != nil {
-			return false, err
-		}
-		if r.Rows > 0 {
-			s.pending = &r
-		}
-	}
-	return true, nil
-}
-
-// panelStep submits the next chunk of the current window as Forward(w,
-// true) would, trimming the window's last row (it predicts past the
-// window); a last chunk holding only that row is not submitted at all.
-func (s *session) panelStep() (bool, error) {
+	c, v := s.eng.Chunk(), s.vocab
 	for {
-		if s.window == len(s.req.Windows) {
-			s.done = true
-			return false, nil
+		if s.cur == nil {
+			st, ok := s.run.Next()
+			if !ok {
+				s.done = true
+				return false, nil
+			}
+			s.cur, s.at = &st, 0
+			if st.Reset {
+				s.eng.Reset()
+			}
 		}
-		w := s.req.Windows[s.window]
-		a := s.at
-		b := min(len(w), a+s.eng.Chunk())
-		if b == len(w) {
-			s.window, s.at = s.window+1, 0
-		} else {
-			s.at = b
-		}
-		if a == 0 {
-			s.eng.Reset()
-		}
-		if b == len(w) && b-a == 1 {
+		// The chunk [a, b) of the step, and the kept rows within it.
+		st, a := s.cur, s.at
+		b := min(len(st.Tokens), a+c)
+		s.at = b
+		last := b == len(st.Tokens)
+		lo, hi := max(a, st.Keep[0]), min(b, st.Keep[1])
+		if lo >= hi {
+			if last {
+				// Nothing kept and nothing after it in this step: a panel
+				// window's last token predicts past the window.
+				s.cur = nil
+				if err := s.run.Advance(); err != nil {
+					return false, err
+				}
+				continue
+			}
+			if _, err := s.eng.Submit(st.Tokens[a:b], false, false); err != nil {
+				return false, err
+			}
 			continue
 		}
-		r, err := s.eng.Submit(w[a:b], true, true)
+		// Only the last row: the engine computes just that one, exactly as
+		// Forward(tokens, false) does.
+		all := !(lo == b-1 && hi == b)
+		r, err := s.eng.Submit(st.Tokens[a:b], all, true)
 		if err != nil {
-			return false, fmt.Errorf("window %d: %w", s.window+1, err)
+			return false, err
 		}
-		if b == len(w) {
-			r.Rows--
-			r.Size = int64(r.Rows * s.vocab * 4)
+		if all {
+			r.Offset += int64((lo - a) * v * 4)
+			r.Rows = hi - lo
+			r.Size = int64(r.Rows * v * 4)
 		}
-		s.pending = &r
+		s.pending, s.pendingLast = &r, last
 		return true, nil
 	}
 }
@@ -344,31 +278,30 @@ func (s *session) feed(raw []byte) error {
 	}
 	s.pending = nil
 	s.rows += r.Rows
-	if s.dec != nil {
-		rows := gpuengine.Rows(raw, r.Rows, s.vocab)
-		s.dec.Feed(rows[len(rows)-1])
-		// The host keeps the rows for the dump; the guest needs only the argmax.
-		s.dec.Rows[len(s.dec.Rows)-1] = nil
+	if !s.pendingLast {
+		return nil
 	}
-	return nil
+	st := s.cur
+	s.cur = nil
+	if st.All {
+		// Panel and forced rows stay with the host, which keeps them for
+		// the dump: the guest never holds a window's rows.
+		return s.run.Advance()
+	}
+	// Greedy: the decoder needs the row to pick the next token.
+	return s.run.Feed(gpuengine.Rows(raw, r.Rows, s.vocab))
 }
 
 func (s *session) result() ([]byte, error) {
 	if s.req == nil {
 		return nil, errors.New("ls_result: no request")
 	}
-	res := result{Mode: s.req.Mode, Rows: s.rows, Done: s.done, Output: []int{}, Targets: []int{}, PromptIDs: []int{}}
-	switch {
-	case s.dec != nil:
-		res.PromptIDs = append(res.PromptIDs, s.req.PromptIDs...)
-		res.Output = append(res.Output, s.dec.Output...)
-		res.Stopped = s.dec.Stopped
-	case s.req.Mode == "forced":
-		res.PromptIDs = append(res.PromptIDs, s.req.PromptIDs...)
-		res.Output = append(res.Output, s.req.Outputs...)
-	default:
-		for _, w := range s.req.Windows {
-			res.Targets = append(res.Targets, w[1:]...)
+	r := s.run.Result()
+	res := result{Mode: s.req.Mode, Rows: s.rows, Done: s.done, Output: r.Output, Stopped: r.Stopped,
+		Targets: r.Targets, PromptIDs: s.req.PromptIDs}
+	for _, p := range []*[]int{&res.Output, &res.Targets, &res.PromptIDs} {
+		if *p == nil {
+			*p = []int{}
 		}
 	}
 	return json.Marshal(res)

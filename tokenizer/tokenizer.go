@@ -137,6 +137,16 @@ type Message struct{ Role, Content string }
 // DefaultSystem is Qwen2.5's default system prompt.
 const DefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 
+// Turns is the conversation for one user prompt; an empty system prompt
+// leaves the system turn out.
+func Turns(system, user string) []Message {
+	var msgs []Message
+	if system != "" {
+		msgs = append(msgs, Message{Role: "system", Content: system})
+	}
+	return append(msgs, Message{Role: "user", Content: user})
+}
+
 // ChatML renders messages as <|im_start|>role\ncontent<|im_end|>\n and, with
 // addGenerationPrompt, a trailing "<|im_start|>assistant\n".
 func ChatML(msgs []Message, addGenerationPrompt bool) string {

@@ -183,12 +183,7 @@ func (s *session) chatML(text string, system *string) ([]int, error) {
 	if system != nil {
 		sys = *system
 	}
-	var msgs []tokenizer.Message
-	if sys != "" {
-		msgs = append(msgs, tokenizer.Message{Role: "system", Content: sys})
-	}
-	msgs = append(msgs, tokenizer.Message{Role: "user", Content: text})
-	return tok.Encode(tokenizer.ChatML(msgs, true)), nil
+	return tok.Encode(tokenizer.ChatML(tokenizer.Turns(sys, text), true)), nil
 }
 
 // step submits until a logits region is pending (true) or the request is

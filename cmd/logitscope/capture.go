@@ -110,7 +110,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	default:
-		req.PromptIDs = tok.Encode(tokenizer.ChatML(chatTurns(*system, pos[0]), true))
+		req.PromptIDs = tok.Encode(tokenizer.ChatML(tokenizer.Turns(*system, pos[0]), true))
 		if *idsPath != "" {
 			if err := writeIDs(*idsPath, req.PromptIDs, stdout); err != nil {
 				return err

@@ -57,7 +57,7 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("stdin line %d: %v", line, err)
 		}
 		if *chat {
-			text = tokenizer.ChatML(chatTurns(*system, text), true)
+			text = tokenizer.ChatML(tokenizer.Turns(*system, text), true)
 		}
 		b, _ := json.Marshal(struct {
 			IDs []int `json:"ids"`
@@ -79,16 +79,6 @@ func parseTextLine(b []byte) (string, error) {
 		return "", fmt.Errorf(`want a JSON string or {"text": ...}, got %.40q`, b)
 	}
 	return *obj.Text, nil
-}
-
-// chatTurns is the conversation for one user prompt; an empty system
-// prompt leaves the system turn out.
-func chatTurns(system, user string) []tokenizer.Message {
-	var msgs []tokenizer.Message
-	if system != "" {
-		msgs = append(msgs, tokenizer.Message{Role: "system", Content: system})
-	}
-	return append(msgs, tokenizer.Message{Role: "user", Content: user})
 }
 
 func nonNil(ids []int) []int {

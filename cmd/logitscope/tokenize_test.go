@@ -62,7 +62,7 @@ func TestTokenizeMatchesHuggingFace(t *testing.T) {
 	for _, l := range lines {
 		var s string
 		json.Unmarshal([]byte(l), &s)
-		b, _ := json.Marshal(tokenizer.ChatML(chatTurns(tokenizer.DefaultSystem, s), true))
+		b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns(tokenizer.DefaultSystem, s), true))
 		chat.Write(append(b, '\n'))
 	}
 	for _, c := range []struct {
@@ -136,7 +136,7 @@ func TestMkmodelWithQwenTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	idsOut.WriteString(strings.SplitN(out, "\n", 2)[0])
-	b, _ := json.Marshal(tokenizer.ChatML(chatTurns(tokenizer.DefaultSystem, "Give me a short introduction to large language models."), true))
+	b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns(tokenizer.DefaultSystem, "Give me a short introduction to large language models."), true))
 	want := strings.TrimSpace(string(oracle(t, append(b, '\n'), "encode")))
 	if idsOut.String() != want {
 		t.Fatalf("prompt ids\n got %s\nwant %s", idsOut.String(), want)

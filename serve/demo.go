@@ -1,0 +1,51 @@
+package serve
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"logitscope/checkpoint"
+	"logitscope/quant"
+	"logitscope/synth"
+	"logitscope/variant"
+)
+
+// PrepareDemo returns the built-in demo model's directory: the tiny preset
+// from synth.Demo with its q8, q6 and q4 variants, generating whatever is
+// missing and reporting progress to out. Later starts find it all cached.
+func PrepareDemo(out io.Writer) (string, error) {
+	fmt.Fprintln(out, "logitscope serve: preparing the demo model (tiny preset)…")
+	dir, err := synth.Demo()
+	if err != nil {
+		return "", err
+	}
+	var ck *checkpoint.Checkpoint
+	defer func() {
+		if ck != nil {
+			ck.Close()
+		}
+	}()
+	for _, scheme := range quant.Schemes {
+		vdir := variant.DefaultDir(dir, string(scheme))
+		if _, err := os.Stat(filepath.Join(vdir, "manifest.json")); err == nil {
+			continue
+		}
+		if ck == nil {
+			if ck, err = checkpoint.Open(dir); err != nil {
+				return "", err
+			}
+		}
+		fmt.Fprintf(out, "logitscope serve: quantizing the demo to %s…\n", scheme)
+		progress := func(done, total int, name string) {
+			if done == total || done%10 == 0 {
+				fmt.Fprintf(out, "  %s: %d/%d tensors\n", scheme, done, total)
+			}
+		}
+		if err := variant.Write(ck, scheme, vdir, variant.Options{Progress: progress}); err != nil {
+			return "", fmt.Errorf("demo variant %s: %w", scheme, err)
+		}
+	}
+	return dir, nil
+}

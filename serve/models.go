@@ -1,0 +1,110 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"logitscope/checkpoint"
+	"logitscope/quant"
+	"logitscope/variant"
+)
+
+// Model is one servable checkpoint directory and what /models/ says of it.
+type Model struct {
+	Name         string        `json:"name"`
+	Architecture string        `json:"architecture"`
+	Vocab        int           `json:"vocab"`
+	Variants     []VariantInfo `json:"variants"`
+	dir          string        // symlinks resolved: the prefix every file must keep
+}
+
+// VariantInfo names a quantized variant by its manifest's seal, which pins
+// every shard's sha256: the page can cache shards forever under it.
+type VariantInfo struct {
+	Scheme         string `json:"scheme"`
+	ManifestSHA256 string `json:"manifest_sha256"`
+	Bytes          int64  `json:"bytes"` // all shards together, for a download estimate
+}
+
+// LoadModel reads dir's config.json and every variant under dir/variants.
+// A variant that fails verification is left out with a warning rather than
+// failing the model: the float checkpoint is still worth serving.
+func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model, error) {
+	if _, err := cleanRel(name); err != nil || filepath.Base(name) != name {
+		return nil, fmt.Errorf("model name %q: not a single plain path segment", name)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(real, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := checkpoint.ParseConfig(data, filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Name: name, Architecture: cfg.Arch(), Vocab: cfg.VocabSize, Variants: []VariantInfo{}, dir: real}
+	schemes, _ := os.ReadDir(filepath.Join(real, "variants"))
+	for _, e := range schemes {
+		if !e.IsDir() || e.Name()[0] == '.' {
+			continue // hidden: an unfinished or replaced variant.Write
+		}
+		v, err := variant.Open(filepath.Join(real, "variants", e.Name()))
+		if err != nil {
+			if !os.IsNotExist(err) {
+				warn("serve: model %s: variant %s skipped: %v", name, e.Name(), err)
+			}
+			continue
+		}
+		info := VariantInfo{Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal}
+		for _, s := range v.Manifest.Shards {
+			info.Bytes += s.Size
+		}
+		m.Variants = append(m.Variants, info)
+	}
+	// Most precise first, as quant.Schemes lists them, for a stable listing.
+	rank := func(s string) int {
+		for i, q := range quant.Schemes {
+			if string(q) == s {
+				return i
+			}
+		}
+		return len(quant.Schemes)
+	}
+	sort.SliceStable(m.Variants, func(i, j int) bool { return rank(m.Variants[i].Scheme) < rank(m.Variants[j].Scheme) })
+	return m, nil
+}
+
+// ScanModels loads every subdirectory of root that holds a config.json,
+// named by its directory name, in name order.
+func ScanModels(root string, warn func(format string, args ...any)) ([]*Model, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var models []*Model
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if e.Name()[0] == '.' {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+			continue
+		}
+		m, err := LoadModel(e.Name(), dir, warn)
+		if err != nil {
+			warn("serve: %s skipped: %v", dir, err)
+			continue
+		}
+		models = append(models, m)
+	}
+	sort.Slice(models, func(i, j int) bool { return models[i].Name < models[j].Name })
+	return models, nil
+}

@@ -11,6 +11,7 @@ import (
 
 	"logitscope/gpu"
 	"logitscope/gpuengine"
+	"logitscope/wasm/abi"
 )
 
 // Engine is one instance of engine.wasm with a model open. Not safe for
@@ -31,23 +32,15 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // Result is what ls_result reports.
-type Result struct {
-	Mode      string `json:"mode"`
-	PromptIDs []int  `json:"prompt_ids"`
-	Output    []int  `json:"output"`
-	Stopped   bool   `json:"stopped"`
-	Targets   []int  `json:"targets"`
-	Rows      int    `json:"rows"`
-	Done      bool   `json:"done"`
-}
+type Result = abi.Result
 
 // Greedy decodes at most maxNew tokens after promptIDs, stopping after a
 // stop id (nil: the model's eos ids), and returns the logit row before each
 // output token.
 func (e *Engine) Greedy(ctx context.Context, promptIDs []int, maxNew int, stops []int) (rows [][]float32, output []int, stopped bool, err error) {
-	req := map[string]any{"mode": "greedy", "prompt_ids": promptIDs, "max_new": maxNew}
+	req := abi.Request{Mode: "greedy", PromptIDs: promptIDs, MaxNew: maxNew}
 	if stops != nil {
-		req["stops"] = stops
+		req.Stops = &stops
 	}
 	rows, res, err := e.Run(ctx, req)
 	return rows, res.Output, res.Stopped, err
@@ -56,14 +49,14 @@ func (e *Engine) Greedy(ctx context.Context, promptIDs []int, maxNew int, stops 
 // Forced feeds promptIDs and outputs back and returns the rows that chose
 // each output (teacher-forced agreement with a reference capture).
 func (e *Engine) Forced(ctx context.Context, promptIDs, outputs []int) ([][]float32, error) {
-	rows, _, err := e.Run(ctx, map[string]any{"mode": "forced", "prompt_ids": promptIDs, "outputs": outputs})
+	rows, _, err := e.Run(ctx, abi.Request{Mode: "forced", PromptIDs: promptIDs, Outputs: outputs})
 	return rows, err
 }
 
 // Panel teacher-forces each window from an empty cache and returns the
 // rows that predict each window's tokens 1..n−1, and those tokens.
 func (e *Engine) Panel(ctx context.Context, windows [][]int) (rows [][]float32, targets []int, err error) {
-	rows, res, err := e.Run(ctx, map[string]any{"mode": "panel", "windows": windows})
+	rows, res, err := e.Run(ctx, abi.Request{Mode: "panel", Windows: windows})
 	return rows, res.Targets, err
 }
 

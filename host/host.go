@@ -5,6 +5,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"logitscope/gpu"
+	"logitscope/wasm/abi"
 )
 
 // Mount is where an instance sees the model directory.
@@ -66,8 +68,11 @@ func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant str
 	if err != nil {
 		return nil, err
 	}
-	args := fmt.Sprintf(`{"model":%q,"variant":%q,"capacity":%d}`, Mount, variant, capacity)
-	if _, err := e.callIn(ctx, "ls_open", []byte(args)); err != nil {
+	args, err := json.Marshal(abi.Open{Model: Mount, Variant: variant, Capacity: capacity})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.callIn(ctx, "ls_open", args); err != nil {
 		e.Close(ctx)
 		return nil, err
 	}

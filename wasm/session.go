@@ -16,41 +16,12 @@ import (
 	lssession "logitscope/session"
 	"logitscope/tokenizer"
 	"logitscope/variant"
+	"logitscope/wasm/abi"
 )
 
 // defaultStops are Qwen's <|im_end|> and <|endoftext|>, as the CLI uses
 // when generation_config.json names no eos ids.
 var defaultStops = []int{151645, 151643}
-
-// openArgs is ls_open's JSON.
-type openArgs struct {
-	Model    string `json:"model"`
-	Variant  string `json:"variant"`
-	Capacity int    `json:"capacity"`
-}
-
-// requestArgs is ls_request's JSON.
-type requestArgs struct {
-	Mode      string  `json:"mode"` // greedy | forced | panel
-	PromptIDs []int   `json:"prompt_ids"`
-	Text      *string `json:"text"`   // greedy: a user turn templated with ChatML
-	System    *string `json:"system"` // with text; absent: the default system prompt
-	MaxNew    int     `json:"max_new"`
-	Stops     *[]int  `json:"stops"` // absent: generation_config.json's eos ids
-	Windows   [][]int `json:"windows"`
-	Outputs   []int   `json:"outputs"` // forced: fed back after the prompt
-}
-
-// result is ls_result's JSON.
-type result struct {
-	Mode      string `json:"mode"`
-	PromptIDs []int  `json:"prompt_ids"`
-	Output    []int  `json:"output"`
-	Stopped   bool   `json:"stopped"`
-	Targets   []int  `json:"targets"`
-	Rows      int    `json:"rows"`
-	Done      bool   `json:"done"`
-}
 
 // session is the one open model of this instance and its request.
 type session struct {
@@ -60,7 +31,7 @@ type session struct {
 	vocab int
 	stops []int
 
-	req  *requestArgs
+	req  *abi.Request
 	run  *lssession.Run  // the request's policy, shared with the native CLI
 	cur  *lssession.Step // the step being submitted chunk by chunk
 	at   int             // its next token
@@ -73,7 +44,7 @@ type session struct {
 
 // open loads the model at a.Model (a guest path) onto dev.
 func open(dev gpu.Device, data []byte) (*session, error) {
-	var a openArgs
+	var a abi.Open
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("ls_open: %w", err)
 	}
@@ -98,7 +69,7 @@ func open(dev gpu.Device, data []byte) (*session, error) {
 	return s, nil
 }
 
-func (s *session) load(a openArgs) error {
+func (s *session) load(a abi.Open) error {
 	g, err := model.GeometryOf(s.ck.Config)
 	if err != nil {
 		return fmt.Errorf("%s/%w", s.ck.Dir, err)
@@ -145,7 +116,7 @@ func (s *session) close() {
 
 // request starts a greedy decode or a panel, dropping any unfinished one.
 func (s *session) request(data []byte) error {
-	var r requestArgs
+	var r abi.Request
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("ls_request: %w", err)
 	}
@@ -292,7 +263,7 @@ func (s *session) result() ([]byte, error) {
 		return nil, errors.New("ls_result: no request")
 	}
 	r := s.run.Result()
-	res := result{Mode: s.req.Mode, Rows: s.rows, Done: s.done, Output: r.Output, Stopped: r.Stopped,
+	res := abi.Result{Mode: s.req.Mode, Rows: s.rows, Done: s.done, Output: r.Output, Stopped: r.Stopped,
 		Targets: r.Targets, PromptIDs: s.req.PromptIDs}
 	for _, p := range []*[]int{&res.Output, &res.Targets, &res.PromptIDs} {
 		if *p == nil {

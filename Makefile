@@ -46,12 +46,17 @@ wasm:
 conform: wasm
 	$(GO) run ./cmd/logitscope conform --suite conform/tiny.json --out $(OUT)/conform --junit $(OUT)/conform/junit.xml
 
-# Every fuzz target, FUZZTIME each.
+# Every fuzz target, FUZZTIME each; a failure prints the fuzzer's log. A
+# failing target is run once more: a real finding is saved under testdata/fuzz
+# and replayed first, so it fails again, while a fuzzer that died of load
+# (seen once, with nothing saved) gets a second chance.
+FUZZ1 = $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s > $(OUT)/fuzz.log 2>&1
 fuzz:
+	@mkdir -p $(OUT)
 	@for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$f"; \
-			$(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s >/dev/null || exit 1; \
+			$(FUZZ1) || { cat $(OUT)/fuzz.log; echo "retrying $$f once"; $(FUZZ1) || { cat $(OUT)/fuzz.log; exit 1; }; }; \
 		done; \
 	done
 

@@ -111,13 +111,20 @@ func current() (*session, error) {
 	return sess, nil
 }
 
-//go:wasmexport ls_request
-func lsRequest(p, n uint32) int32 {
+// withSession is guard for the exports that need an open model.
+func withSession(f func(s *session) (int32, error)) int32 {
 	return guard(func() (int32, error) {
 		s, err := current()
 		if err != nil {
 			return 0, err
 		}
+		return f(s)
+	})
+}
+
+//go:wasmexport ls_request
+func lsRequest(p, n uint32) int32 {
+	return withSession(func(s *session) (int32, error) {
 		data, err := mem(p, n)
 		if err != nil {
 			return 0, err
@@ -128,11 +135,7 @@ func lsRequest(p, n uint32) int32 {
 
 //go:wasmexport ls_step
 func lsStep() int32 {
-	return guard(func() (int32, error) {
-		s, err := current()
-		if err != nil {
-			return 0, err
-		}
+	return withSession(func(s *session) (int32, error) {
 		ok, err := s.step()
 		if ok {
 			return 1, err
@@ -143,11 +146,7 @@ func lsStep() int32 {
 
 //go:wasmexport ls_region
 func lsRegion(p uint32) int32 {
-	return guard(func() (int32, error) {
-		s, err := current()
-		if err != nil {
-			return 0, err
-		}
+	return withSession(func(s *session) (int32, error) {
 		out, err := mem(p, 24)
 		if err != nil {
 			return 0, err
@@ -158,11 +157,7 @@ func lsRegion(p uint32) int32 {
 
 //go:wasmexport ls_feed
 func lsFeed(p, n uint32) int32 {
-	return guard(func() (int32, error) {
-		s, err := current()
-		if err != nil {
-			return 0, err
-		}
+	return withSession(func(s *session) (int32, error) {
 		data, err := mem(p, n)
 		if err != nil {
 			return 0, err
@@ -173,11 +168,7 @@ func lsFeed(p, n uint32) int32 {
 
 //go:wasmexport ls_result
 func lsResult(p, cap uint32) int32 {
-	return guard(func() (int32, error) {
-		s, err := current()
-		if err != nil {
-			return 0, err
-		}
+	return withSession(func(s *session) (int32, error) {
 		js, err := s.result()
 		if err != nil {
 			return 0, err

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/checkpoint"
 	"logitscope/model"
 	"logitscope/synth"
 )
@@ -19,12 +18,7 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 	if err := synth.Write(p, dir, synth.Options{Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	m, err := model.Load(ck, nil)
+	m, err := model.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/safetensors"
+	"logitscope/session"
 	"logitscope/shaders"
 	"logitscope/synth"
 	"logitscope/variant"
@@ -42,12 +43,6 @@ func benchModel(b *testing.B, preset string) (*checkpoint.Checkpoint, *variant.V
 		b.Fatal(err)
 	}
 	return ck, v
-}
-
-// stepper is either engine.
-type stepper interface {
-	Forward(tokens []int, all bool) ([][]float32, error)
-	Reset()
 }
 
 // storedBytes is what one decode step reads of the weights as the engine
@@ -91,7 +86,7 @@ func BenchmarkDecode(b *testing.B) {
 						b.Fatal(err)
 					}
 					const prompt, span = 32, 256
-					var s stepper
+					var s session.Engine
 					if dname == "cpu" {
 						w := model.CheckpointWeights(ck)
 						if v != nil {

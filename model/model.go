@@ -111,6 +111,16 @@ func (c checkpointWeights) Shape(name string) ([]int, string, int64, bool) {
 	return info.Shape, file, info.Length, ok
 }
 
+// Open loads the checkpoint at dir (see checkpoint.Open and Load).
+func Open(dir string) (*Model, error) {
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	return Load(ck, nil)
+}
+
 // Load decodes every weight of ck to float32; see LoadWeights.
 func Load(ck *checkpoint.Checkpoint, progress func(done, total int64)) (*Model, error) {
 	return LoadWeights(ck, checkpointWeights{ck}, progress)

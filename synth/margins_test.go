@@ -6,7 +6,6 @@ import (
 	"sort"
 	"testing"
 
-	"logitscope/checkpoint"
 	"logitscope/cpu"
 	"logitscope/model"
 	"logitscope/tokenizer"
@@ -21,16 +20,11 @@ func marginStats(t *testing.T, preset string) (margins, p1 []float64, repeat flo
 	if err := Write(Presets[preset], dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ck, err := checkpoint.Open(dir)
+	m, err := model.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ck.Close()
-	m, err := model.Load(ck, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(ck.TokenizerPath())
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

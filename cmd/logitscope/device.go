@@ -8,18 +8,17 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/cpu"
-	"logitscope/generate"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/gpuengine"
 	"logitscope/model"
+	"logitscope/session"
 	"logitscope/variant"
 )
 
 // engine is one sequence on a device: the CPU reference or the GPU.
 type engine interface {
-	generate.Forwarder
-	Reset()
+	session.Engine
 	Name() string // for receipts: "cpu", or "gpu: <adapter>"
 	Close()
 }

@@ -82,8 +82,7 @@ func PanelSHA256(windows [][]int) string {
 
 // Write seals r and writes it atomically.
 func Write(path string, r *Receipt) error {
-	r.Format = Format
-	data, err := seal.Marshal(r, "receipt_sha256", func(s string) { r.Seal = s })
+	data, err := Marshal(r)
 	if err != nil {
 		return err
 	}
@@ -102,21 +101,33 @@ func Write(path string, r *Receipt) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// Marshal seals r (setting its Format and Seal) and encodes it.
+func Marshal(r *Receipt) ([]byte, error) {
+	r.Format = Format
+	return seal.Marshal(r, "receipt_sha256", func(s string) { r.Seal = s })
+}
+
 // Read verifies the seal of the receipt at path and decodes it.
 func Read(path string) (*Receipt, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := seal.Verify(data, "receipt_sha256", path); err != nil {
+	return Parse(data, path)
+}
+
+// Parse verifies the seal of a receipt's bytes and decodes them; name is
+// for messages (the page passes a dropped file's name).
+func Parse(data []byte, name string) (*Receipt, error) {
+	if err := seal.Verify(data, "receipt_sha256", name); err != nil {
 		return nil, err
 	}
 	var r Receipt
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %v", name, err)
 	}
 	if r.Format != Format {
-		return nil, fmt.Errorf("%s: format %q, want %q", path, r.Format, Format)
+		return nil, fmt.Errorf("%s: format %q, want %q", name, r.Format, Format)
 	}
 	return &r, nil
 }
@@ -127,8 +138,14 @@ func (r *Receipt) CheckDump(dumpPath string) error {
 	if err != nil {
 		return err
 	}
+	return r.CheckSHA256(sum, dumpPath)
+}
+
+// CheckSHA256 says whether sum (hex) is the sha256 of the dump the receipt
+// describes; name is the dump's, for the message.
+func (r *Receipt) CheckSHA256(sum, name string) error {
 	if sum != r.Dump.SHA256 {
-		return fmt.Errorf("%s: sha256 %.12s…, its receipt says %.12s…: the dump is not the one the receipt describes", dumpPath, sum, r.Dump.SHA256)
+		return fmt.Errorf("%s: sha256 %.12s…, its receipt says %.12s…: the dump is not the one the receipt describes", name, sum, r.Dump.SHA256)
 	}
 	return nil
 }

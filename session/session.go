@@ -208,3 +208,13 @@ func Drive(e Engine, req Request) (Result, error) {
 	}
 	return r.Result(), nil
 }
+
+// Windows cuts a tokenized text into panel windows of n tokens; a last
+// window shorter than 2 tokens predicts nothing and is dropped.
+func Windows(ids []int, n int) [][]int {
+	var windows [][]int
+	for a := 0; a+1 < len(ids); a += n {
+		windows = append(windows, ids[a:min(a+n, len(ids))])
+	}
+	return windows
+}

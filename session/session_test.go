@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -119,4 +120,12 @@ func TestKeepAndAdvance(t *testing.T) {
 	if err := g.Advance(); err == nil {
 		t.Fatal("a greedy step advanced without its row")
 	}
+}
+
+func ExampleWindows() {
+	fmt.Println(Windows([]int{1, 2, 3, 4, 5, 6, 7, 8}, 3))
+	fmt.Println(Windows([]int{1, 2, 3, 4}, 3)) // [4] alone predicts nothing
+	// Output:
+	// [[1 2 3] [4 5 6] [7 8]]
+	// [[1 2 3]]
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"logitscope/session"
 	"logitscope/tokenizer"
 )
 
@@ -41,10 +42,7 @@ func readPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 	} else {
-		ids := tok.Encode(string(data))
-		for a := 0; a+1 < len(ids); a += n {
-			windows = append(windows, ids[a:min(a+n, len(ids))])
-		}
+		windows = session.Windows(tok.Encode(string(data)), n)
 	}
 	if len(windows) == 0 {
 		return nil, fmt.Errorf("%s: no window of at least 2 tokens", path)

@@ -1,0 +1,210 @@
+package snapshot
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"logitscope/session"
+	"logitscope/tokenizer"
+	"logitscope/wasm/abi"
+)
+
+// Modes a page run can take.
+const (
+	Greedy = "greedy" // the reference decodes; the test side follows its tokens
+	Panel  = "panel"  // both sides are teacher-forced on windows of a text
+)
+
+// Defaults of a Spec's fields, as a bare link gets them.
+const (
+	DefaultModel  = "demo"
+	DefaultRef    = "f32"
+	DefaultTest   = "q4"
+	DefaultMaxNew = 16
+	DefaultWindow = 64
+	DefaultDevice = "auto"
+)
+
+// Spec is one run as the page's URL carries it: a link reruns it.
+type Spec struct {
+	Model  string  `json:"model"`
+	Ref    string  `json:"ref"`  // f32 | q8 | q6 | q4
+	Test   string  `json:"test"` // the same choices
+	Mode   string  `json:"mode"`
+	System *string `json:"system,omitempty"`  // greedy; nil: Qwen's default, "": no system turn
+	Prompt string  `json:"prompt,omitempty"`  // greedy: the user turn
+	MaxNew int     `json:"max_new,omitempty"` // greedy
+	Stops  *[]int  `json:"stops,omitempty"`   // greedy; nil: the model's eos ids, []: none
+	Panel  string  `json:"panel,omitempty"`   // panel: the text
+	Window int     `json:"window,omitempty"`  // panel: tokens per window
+	Device string  `json:"device"`            // auto | gpu | cpu
+}
+
+// NewSpec is the spec a link without parameters means.
+func NewSpec() Spec {
+	return Spec{Model: DefaultModel, Ref: DefaultRef, Test: DefaultTest, Mode: Greedy,
+		MaxNew: DefaultMaxNew, Window: DefaultWindow, Device: DefaultDevice}
+}
+
+var variants = []string{"f32", "q8", "q6", "q4"}
+
+// Check names the first field that cannot run.
+func (s Spec) Check() error {
+	switch {
+	case s.Model == "":
+		return fmt.Errorf("model: empty")
+	case !slices.Contains(variants, s.Ref):
+		return fmt.Errorf("ref %q: want one of %s", s.Ref, strings.Join(variants, ", "))
+	case !slices.Contains(variants, s.Test):
+		return fmt.Errorf("test %q: want one of %s", s.Test, strings.Join(variants, ", "))
+	case s.Device != "auto" && s.Device != "gpu" && s.Device != "cpu":
+		return fmt.Errorf("device %q: want auto, gpu or cpu", s.Device)
+	}
+	switch s.Mode {
+	case Greedy:
+		if s.Prompt == "" {
+			return fmt.Errorf("prompt: empty")
+		}
+		if s.MaxNew < 1 {
+			return fmt.Errorf("max_new %d: want at least 1", s.MaxNew)
+		}
+	case Panel:
+		if strings.TrimSpace(s.Panel) == "" {
+			return fmt.Errorf("panel: empty text")
+		}
+		if s.Window < 2 {
+			return fmt.Errorf("window %d: want at least 2 tokens", s.Window)
+		}
+	default:
+		return fmt.Errorf("mode %q: want greedy or panel", s.Mode)
+	}
+	return nil
+}
+
+// Query encodes s for a link. Fields of the other mode are left out, so a
+// link says only what the run uses.
+func (s Spec) Query() url.Values {
+	q := url.Values{}
+	q.Set("model", s.Model)
+	q.Set("ref", s.Ref)
+	q.Set("test", s.Test)
+	q.Set("mode", s.Mode)
+	q.Set("device", s.Device)
+	switch s.Mode {
+	case Panel:
+		q.Set("panel", s.Panel)
+		q.Set("window", strconv.Itoa(s.Window))
+	default:
+		q.Set("prompt", s.Prompt)
+		q.Set("max_new", strconv.Itoa(s.MaxNew))
+		if s.System != nil {
+			q.Set("system", *s.System)
+		}
+		if s.Stops != nil {
+			q.Set("stops", joinInts(*s.Stops))
+		}
+	}
+	return q
+}
+
+// ParseQuery reads a link's spec; absent parameters take NewSpec's values
+// and parameters it does not know (autorun, view state) are ignored.
+func ParseQuery(q url.Values) (Spec, error) {
+	s := NewSpec()
+	str := func(key string, dst *string) {
+		if q.Has(key) {
+			*dst = q.Get(key)
+		}
+	}
+	str("model", &s.Model)
+	str("ref", &s.Ref)
+	str("test", &s.Test)
+	str("mode", &s.Mode)
+	str("device", &s.Device)
+	str("prompt", &s.Prompt)
+	str("panel", &s.Panel)
+	if q.Has("system") {
+		v := q.Get("system")
+		s.System = &v
+	}
+	for key, dst := range map[string]*int{"max_new": &s.MaxNew, "window": &s.Window} {
+		if !q.Has(key) {
+			continue
+		}
+		n, err := strconv.Atoi(q.Get(key))
+		if err != nil {
+			return s, fmt.Errorf("%s=%q: not an integer", key, q.Get(key))
+		}
+		*dst = n
+	}
+	if q.Has("stops") {
+		ids, err := parseInts(q.Get("stops"))
+		if err != nil {
+			return s, fmt.Errorf("stops=%q: %v", q.Get("stops"), err)
+		}
+		s.Stops = &ids
+	}
+	return s, nil
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseInts reads "1, 2,3"; "" is the empty list.
+func parseInts(s string) ([]int, error) {
+	ids := []int{}
+	for f := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a token id", f)
+		}
+		ids = append(ids, n)
+	}
+	return ids, nil
+}
+
+// RefRequest is the engine request of the reference side. The page
+// tokenizes (the same tokenizer package as the engine), so the request
+// carries ids and the snapshot can show the prompt's tokens.
+func (s Spec) RefRequest(tok *tokenizer.Tokenizer) (abi.Request, error) {
+	if err := s.Check(); err != nil {
+		return abi.Request{}, err
+	}
+	if s.Mode == Panel {
+		w := session.Windows(tok.Encode(s.Panel), s.Window)
+		if len(w) == 0 {
+			return abi.Request{}, fmt.Errorf("panel: the text is %d token(s): a window needs at least 2", len(tok.Encode(s.Panel)))
+		}
+		return abi.Request{Mode: session.Panel, Windows: w}, nil
+	}
+	sys := tokenizer.DefaultSystem
+	if s.System != nil {
+		sys = *s.System
+	}
+	ids := tok.Encode(tokenizer.ChatML(tokenizer.Turns(sys, s.Prompt), true))
+	return abi.Request{Mode: session.Greedy, PromptIDs: ids, MaxNew: s.MaxNew, Stops: s.Stops}, nil
+}
+
+// TestRequest is the test side's request given the reference's: the same
+// panel, or the reference's prompt and output fed back (teacher-forced
+// agreement), so that row i of both sides predicts the same position.
+func TestRequest(ref abi.Request, res abi.Result) abi.Request {
+	if ref.Mode == session.Panel {
+		return ref
+	}
+	return abi.Request{Mode: session.Forced, PromptIDs: res.PromptIDs, Outputs: res.Output}
+}
+
+// Capacity is the KV cache (tokens) a request needs.
+func Capacity(r abi.Request) int {
+	return session.Request{Mode: r.Mode, PromptIDs: r.PromptIDs, MaxNew: r.MaxNew,
+		Outputs: r.Outputs, Windows: r.Windows}.Capacity()
+}

@@ -1,0 +1,64 @@
+package snapshot
+
+import (
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func ExampleSpec_Query() {
+	s := NewSpec()
+	s.Prompt = "What is 2+2?"
+	s.Stops = &[]int{}
+	fmt.Println(s.Query().Encode())
+	// Output:
+	// device=auto&max_new=16&mode=greedy&model=demo&prompt=What+is+2%2B2%3F&ref=f32&stops=&test=q4
+}
+
+func TestQueryRoundTrip(t *testing.T) {
+	sys, empty := "Be brief.", ""
+	for _, s := range []Spec{
+		{Model: "demo", Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "hi & bye", MaxNew: 8, Device: "gpu", Window: DefaultWindow},
+		{Model: "m", Ref: "q8", Test: "q6", Mode: Greedy, Prompt: "x", MaxNew: 1, System: &sys, Stops: &[]int{1, 2}, Device: "cpu", Window: DefaultWindow},
+		{Model: "m", Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "x", MaxNew: 3, System: &empty, Stops: &[]int{}, Device: "auto", Window: DefaultWindow},
+		{Model: "demo", Ref: "f32", Test: "q8", Mode: Panel, Panel: "one\ntwo", Window: 5, Device: "auto", MaxNew: DefaultMaxNew},
+	} {
+		q, err := url.ParseQuery(s.Query().Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseQuery(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, s) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, s)
+		}
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	for _, c := range []struct{ query, want string }{
+		{"max_new=ten&prompt=x", `max_new="ten": not an integer`},
+		{"stops=1,x&prompt=x", `stops="1,x": "x" is not a token id`},
+		{"ref=q3&prompt=x", `ref "q3": want one of f32, q8, q6, q4`},
+		{"test=bf16&prompt=x", `test "bf16"`},
+		{"device=tpu&prompt=x", `device "tpu"`},
+		{"mode=chat&prompt=x", `mode "chat"`},
+		{"", "prompt: empty"},
+		{"prompt=x&max_new=0", "max_new 0"},
+		{"mode=panel&panel=+", "panel: empty text"},
+		{"mode=panel&panel=abc&window=1", "window 1"},
+	} {
+		q, _ := url.ParseQuery(c.query)
+		s, err := ParseQuery(q)
+		if err == nil {
+			err = s.Check()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.query, err, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -85,7 +86,7 @@ func (e *Engine) Run(ctx context.Context, req any) ([][]float32, Result, error) 
 		if err != nil {
 			return rows, Result{}, err
 		}
-		raw, err := e.st.dev.ReadBuffer(reg.Buffer, reg.Offset, reg.Size)
+		raw, err := e.read(reg)
 		if err != nil {
 			return rows, Result{}, err
 		}
@@ -120,6 +121,23 @@ func (e *Engine) region(ctx context.Context) (gpuengine.Region, error) {
 		Size:   int64(binary.LittleEndian.Uint64(b[12:])),
 		Rows:   int(binary.LittleEndian.Uint32(b[20:])),
 	}, nil
+}
+
+// read copies a region's bytes: from the device, or from guest memory
+// when the guest computed the rows itself (buffer 0, offset = address).
+// A copy, because the guest reuses that memory on the next step.
+func (e *Engine) read(reg gpuengine.Region) ([]byte, error) {
+	if reg.Buffer != 0 {
+		return e.st.dev.ReadBuffer(reg.Buffer, reg.Offset, reg.Size)
+	}
+	if reg.Offset < 0 || reg.Size < 0 || reg.Offset+reg.Size > math.MaxUint32 {
+		return nil, fmt.Errorf("host: ls_region: guest rows at %#x, %d bytes: outside wasm32 memory", reg.Offset, reg.Size)
+	}
+	b, ok := e.mod.Memory().Read(uint32(reg.Offset), uint32(reg.Size))
+	if !ok {
+		return nil, fmt.Errorf("host: ls_region: guest rows [%#x, +%d) are outside guest memory", reg.Offset, reg.Size)
+	}
+	return append([]byte(nil), b...), nil
 }
 
 func (e *Engine) result(ctx context.Context) (Result, error) {

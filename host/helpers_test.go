@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"logitscope/checkpoint"
+	"logitscope/cpu"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
+	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/synth"
 	"logitscope/variant"
@@ -105,4 +107,32 @@ func device(t testing.TB) gpu.Device {
 		t.Skip(f.devErr)
 	}
 	return f.dev
+}
+
+// nativeCPU opens variant v ("f32" or a scheme under dir/variants) of the
+// model in dir on the Go CPU reference, the way the CLI's --device cpu does.
+func nativeCPU(t testing.TB, dir, v string, capacity int) *cpu.State {
+	t.Helper()
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	w := model.CheckpointWeights(ck)
+	if v != "f32" {
+		vv, err := variant.Open(variant.DefaultDir(dir, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = vv
+	}
+	m, err := model.LoadWeights(ck, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cpu.New(m, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -62,13 +62,19 @@ func (m *Module) Close(ctx context.Context) error { return m.rt.Close(ctx) }
 
 // Open instantiates the engine with modelDir mounted read-only at Mount
 // and opens variant ("f32", "q8", "q6", "q4") of it on dev for sequences
-// of up to capacity tokens. dev stays the caller's.
+// of up to capacity tokens. dev stays the caller's. A nil dev opens it on
+// the engine's CPU path ("device":"cpu"): the guest computes in its own
+// memory, the way a browser without WebGPU runs it.
 func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant string, capacity int) (*Engine, error) {
 	e, err := m.instantiate(ctx, dev, modelDir)
 	if err != nil {
 		return nil, err
 	}
-	args, err := json.Marshal(abi.Open{Model: Mount, Variant: variant, Capacity: capacity})
+	open := abi.Open{Model: Mount, Variant: variant, Capacity: capacity}
+	if dev == nil {
+		open.Device = "cpu"
+	}
+	args, err := json.Marshal(open)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +86,12 @@ func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant str
 }
 
 // instantiate starts a fresh instance (its _initialize runs the Go
-// runtime's init) without opening a model.
+// runtime's init) without opening a model. A nil dev serves the gpu
+// imports with noGPU.
 func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir string) (*Engine, error) {
+	if dev == nil {
+		dev = noGPU{}
+	}
 	st := &state{dev: dev, modelDir: modelDir}
 	ctx = withState(withAllocator(ctx), st)
 	cfg := wazero.NewModuleConfig().

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"unsafe"
+
+	"logitscope/gpu"
 )
 
 // Exports return ≥ 0 on success and errStatus on failure, with the
@@ -91,17 +93,23 @@ func lsOpen(p, n uint32) int32 {
 			sess.close()
 			sess = nil
 		}
-		dev, err := newHostDevice()
-		if err != nil {
-			return 0, err
-		}
-		s, err := open(dev, data)
+		s, err := open(data, hostGPU)
 		if err != nil {
 			return 0, err
 		}
 		sess = s
 		return 0, nil
 	})
+}
+
+// hostGPU is the gpu imports as a device. open calls it only for device
+// "gpu": it asks the host for info, which a CPU session must never do.
+func hostGPU() (gpu.Device, error) {
+	d, err := newHostDevice()
+	if err != nil {
+		return nil, err // not a nil *hostDevice inside a non-nil interface
+	}
+	return d, nil
 }
 
 func current() (*session, error) {

@@ -23,11 +23,24 @@ import (
 // when generation_config.json names no eos ids.
 var defaultStops = []int{151645, 151643}
 
+// forward is the engine the request policy drives, chunk by chunk: the
+// WGSL program through the gpu imports (gpuengine.Engine), or the CPU
+// reference in guest memory (cpuForward, for browsers without WebGPU).
+// Both name the region that holds a step's rows; the host reads it before
+// the next Submit overwrites it.
+type forward interface {
+	Submit(tokens []int, all, read bool) (gpuengine.Region, error)
+	Chunk() int
+	Reset()
+	Close()
+}
+
+var _ forward = (*gpuengine.Engine)(nil)
+
 // session is the one open model of this instance and its request.
 type session struct {
-	dev   gpu.Device
 	ck    *checkpoint.Checkpoint
-	eng   *gpuengine.Engine
+	eng   forward
 	vocab int
 	stops []int
 
@@ -42,8 +55,10 @@ type session struct {
 	pendingLast bool              // the pending region ends the current step
 }
 
-// open loads the model at a.Model (a guest path) onto dev.
-func open(dev gpu.Device, data []byte) (*session, error) {
+// open loads the model at a.Model (a guest path) on a.Device. newDevice
+// opens the gpu imports; only the GPU path calls it, so a CPU session never
+// calls an import (not even info).
+func open(data []byte, newDevice func() (gpu.Device, error)) (*session, error) {
 	var a abi.Open
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("ls_open: %w", err)
@@ -51,60 +66,94 @@ func open(dev gpu.Device, data []byte) (*session, error) {
 	if a.Model == "" {
 		a.Model = "/model"
 	}
-	if a.Capacity < 1 {
+	switch {
+	case a.Capacity < 1:
 		return nil, fmt.Errorf("ls_open: capacity %d: want at least 1", a.Capacity)
+	case a.Device != "" && a.Device != "gpu" && a.Device != "cpu":
+		return nil, fmt.Errorf("ls_open: device %q: want gpu or cpu", a.Device)
 	}
 	ck, err := checkpoint.Open(a.Model)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{dev: dev, ck: ck, vocab: ck.Config.VocabSize, stops: defaultStops}
+	s := &session{ck: ck, vocab: ck.Config.VocabSize, stops: defaultStops}
 	if len(ck.Generation.EOSTokenIDs) > 0 {
 		s.stops = ck.Generation.EOSTokenIDs
 	}
-	if err := s.load(a); err != nil {
+	if err := s.load(a, newDevice); err != nil {
 		ck.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *session) load(a abi.Open) error {
+// load verifies the weights a.Variant names, the same for both devices,
+// then builds the engine: the GPU uploads them as stored (src), the CPU
+// decodes them to float32 (w).
+func (s *session) load(a abi.Open, newDevice func() (gpu.Device, error)) error {
 	g, err := model.GeometryOf(s.ck.Config)
 	if err != nil {
 		return fmt.Errorf("%s/%w", s.ck.Dir, err)
 	}
 	src, w := gpuengine.CheckpointSource(s.ck), model.CheckpointWeights(s.ck)
-	switch a.Variant {
-	case "", "f32":
-	default:
-		if _, err := quant.ParseScheme(a.Variant); err != nil {
-			return fmt.Errorf("ls_open: variant %q: want f32, q8, q6 or q4", a.Variant)
-		}
-		vdir := variant.DefaultDir(s.ck.Dir, a.Variant)
-		if _, err := os.Stat(filepath.Join(vdir, "manifest.json")); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("no variant at %s: run logitscope quantize --scheme %s", vdir, a.Variant)
-		}
-		// variant.Open and Fingerprint hash every shard through WASI: the
-		// bytes stream through a small buffer, never held in wasm memory.
-		v, err := variant.Open(vdir)
-		if err != nil {
-			return err
-		}
-		fp, err := s.ck.Fingerprint()
-		if err != nil {
-			return err
-		}
-		if err := v.CheckSource(fp); err != nil {
-			return err
-		}
+	v, err := s.openVariant(a.Variant)
+	if err != nil {
+		return err
+	}
+	if v != nil {
 		src, w = gpuengine.VariantSource(v), v
 	}
 	if err := model.Check(s.ck.Dir, g, w); err != nil {
 		return err
 	}
-	s.eng, err = gpuengine.New(s.dev, g, src, gpuengine.Options{Capacity: a.Capacity})
-	return err
+	if a.Device == "cpu" {
+		f, err := newCPUForward(s.ck, w, a.Capacity)
+		if err != nil {
+			return err
+		}
+		s.eng = f
+		return nil
+	}
+	dev, err := newDevice()
+	if err != nil {
+		return err
+	}
+	e, err := gpuengine.New(dev, g, src, gpuengine.Options{Capacity: a.Capacity})
+	if err != nil {
+		return err
+	}
+	s.eng = e // only on success: a nil *Engine would make a non-nil forward
+	return nil
+}
+
+// openVariant opens model/variants/<name> verified against the checkpoint;
+// nil for f32 (the checkpoint's own weights).
+func (s *session) openVariant(name string) (*variant.Variant, error) {
+	switch name {
+	case "", "f32":
+		return nil, nil
+	}
+	if _, err := quant.ParseScheme(name); err != nil {
+		return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6 or q4", name)
+	}
+	vdir := variant.DefaultDir(s.ck.Dir, name)
+	if _, err := os.Stat(filepath.Join(vdir, "manifest.json")); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no variant at %s: run logitscope quantize --scheme %s", vdir, name)
+	}
+	// variant.Open and Fingerprint hash every shard through WASI: the
+	// bytes stream through a small buffer, never held in wasm memory.
+	v, err := variant.Open(vdir)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := s.ck.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	if err := v.CheckSource(fp); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func (s *session) close() {

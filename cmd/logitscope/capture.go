@@ -41,7 +41,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
-	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
+	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
 	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+defaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
@@ -148,7 +148,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	}
 	switch *runtime {
 	case "wasm":
-		res, deviceName, took, err = runWasm(ck, *variantName, *enginePath, run, stderr)
+		res, deviceName, took, err = runWasm(ck, *variantName, *enginePath, *device, run, stderr)
 	case "native":
 		var eng engine
 		if eng, err = openEngine(ck, v, *device, run.Capacity(), stderr); err != nil {

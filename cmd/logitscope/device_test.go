@@ -11,6 +11,7 @@ import (
 
 	"logitscope/dump"
 	"logitscope/gpu/native"
+	"logitscope/receipt"
 )
 
 // needGPU skips a test on a developer machine without a WebGPU adapter
@@ -135,5 +136,42 @@ func TestCaptureRuntimeWasm(t *testing.T) {
 	_, err := run(t, captureCmd, "--model", dir, "--runtime", "wasm", "--engine", filepath.Join(out, "none.wasm"), "--dump-logits", filepath.Join(out, "x.dump"), "Hi")
 	if err == nil || !strings.Contains(err.Error(), "make wasm") {
 		t.Fatalf("missing engine: %v", err)
+	}
+}
+
+// capture --runtime wasm --device cpu runs engine.wasm on its own CPU path
+// (a browser without WebGPU): its dumps are byte-identical to the native
+// CPU engine's, greedy and panel and forced, f32 and q4. No GPU needed.
+func TestCaptureRuntimeWasmCPU(t *testing.T) {
+	wasm := engineWasm(t)
+	dir := quantized(t)
+	out := t.TempDir()
+	panel := panelFile(t)
+	for _, v := range []string{"f32", "q4"} {
+		ref := filepath.Join(out, v+"-ref.dump")
+		if _, err := run(t, captureCmd, "--model", dir, "--variant", v, "--device", "cpu", "--runtime", "native", "--max-new", "40", "--stop", "9999", "--dump-logits", ref, "Hi"); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range [][]string{{"--max-new", "5", "Hello"}, {"--panel", panel, "--window", "48"}, {"--follow", ref}} {
+			var sums [2]string
+			for i, rt := range []string{"native", "wasm"} {
+				path := filepath.Join(out, v+rt+".dump")
+				args := append([]string{"--model", dir, "--variant", v, "--device", "cpu", "--runtime", rt, "--engine", wasm, "--dump-logits", path}, mode...)
+				if _, err := run(t, captureCmd, args...); err != nil {
+					t.Fatalf("%s %v: %v", rt, mode, err)
+				}
+				sums[i] = fileSHA(t, path)
+			}
+			if sums[0] != sums[1] {
+				t.Fatalf("%s %v: the wasm CPU dump differs from the native CPU one", v, mode)
+			}
+			rc, err := receipt.Read(receipt.Path(filepath.Join(out, v+"wasm.dump")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.Device != "wasm+cpu" {
+				t.Fatalf("%s %v: receipt device %q, want wasm+cpu", v, mode, rc.Device)
+			}
+		}
 	}
 }

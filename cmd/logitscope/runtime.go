@@ -10,6 +10,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/generate"
+	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/host"
 	"logitscope/session"
@@ -51,10 +52,10 @@ func autoRuntime(enginePath, device string, schemeVariant bool, stderr io.Writer
 }
 
 // runWasm runs a request through engine.wasm under wazero, its GPU calls
-// served by the native WebGPU: the same module the browser runs. It
-// returns the result, the device name for the receipt, and the time the
-// request took once the model was loaded.
-func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath string, run session.Request, stderr io.Writer) (res session.Result, name string, wall time.Duration, err error) {
+// served by the native WebGPU, or on the engine's own CPU path: the same
+// module the browser runs. It returns the result, the device name for the
+// receipt, and the time the request took once the model was loaded.
+func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath, device string, run session.Request, stderr io.Writer) (res session.Result, name string, wall time.Duration, err error) {
 	wasm, err := os.ReadFile(enginePathOf(enginePath))
 	if err != nil {
 		return res, "", 0, fmt.Errorf("%w (build it with make wasm, or give --engine FILE)", err)
@@ -66,14 +67,13 @@ func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath string, run sess
 	if err != nil {
 		return res, "", 0, err
 	}
-	dev, err := native.Open()
+	dev, name, err := wasmDevice(device, stderr)
 	if err != nil {
 		return res, "", 0, err
 	}
-	defer dev.Close()
-	info := dev.Info()
-	name = fmt.Sprintf("wasm+gpu: %s (%s)", info.Adapter, info.Backend)
-	fmt.Fprintf(stderr, "device: %s\n", name)
+	if dev != nil {
+		defer dev.Close()
+	}
 
 	ctx := context.Background()
 	cache := ""
@@ -106,4 +106,30 @@ func runWasm(ck *checkpoint.Checkpoint, variantName, enginePath string, run sess
 		res.Rows, res.Output, res.Stopped, err = eng.Greedy(ctx, run.PromptIDs, run.MaxNew, run.Stops)
 	}
 	return res, name, time.Since(start), err
+}
+
+// wasmDevice serves engine.wasm's gpu imports: the native WebGPU for
+// --device gpu or auto, nil (the engine's CPU path, as in a browser
+// without WebGPU) for cpu and for auto without an adapter. It says which
+// on stderr and returns the name for the receipt.
+func wasmDevice(device string, stderr io.Writer) (gpu.Device, string, error) {
+	switch device {
+	case "gpu", "auto":
+		dev, err := native.Open()
+		if err == nil {
+			info := dev.Info()
+			name := fmt.Sprintf("wasm+gpu: %s (%s)", info.Adapter, info.Backend)
+			fmt.Fprintf(stderr, "device: %s\n", name)
+			return dev, name, nil
+		}
+		if device == "gpu" {
+			return nil, "", err
+		}
+		fmt.Fprintf(stderr, "device: wasm+cpu (%v)\n", err)
+	case "cpu":
+		fmt.Fprintln(stderr, "device: wasm+cpu")
+	default:
+		return nil, "", fmt.Errorf("--device %q: want gpu, cpu or auto", device)
+	}
+	return nil, "wasm+cpu", nil
 }

@@ -8,6 +8,9 @@ type Open struct {
 	Model    string `json:"model"`
 	Variant  string `json:"variant"`
 	Capacity int    `json:"capacity"`
+	// Device is "gpu" (absent or "": the gpu imports) or "cpu": the guest
+	// computes in its own memory and calls no gpu import.
+	Device string `json:"device,omitempty"`
 }
 
 // Request is ls_request's JSON.

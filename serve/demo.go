@@ -14,9 +14,11 @@ import (
 
 // PrepareDemo returns the built-in demo model's directory: the tiny preset
 // from synth.Demo with its q8, q6 and q4 variants, generating whatever is
-// missing and reporting progress to out. Later starts find it all cached.
+// missing and reporting progress to out. Later starts find it all cached
+// and print nothing, so the server's URL is the first line a user sees.
+// (Generating the tiny checkpoint itself takes well under a second; only
+// quantizing is worth a progress line.)
 func PrepareDemo(out io.Writer) (string, error) {
-	fmt.Fprintln(out, "logitscope serve: preparing the demo model (tiny preset)…")
 	dir, err := synth.Demo()
 	if err != nil {
 		return "", err

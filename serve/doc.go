@@ -1,5 +1,20 @@
-// Package serve is logitscope's HTTP layer: it lists models and serves
-// their files (checkpoint JSON, safetensors, variant manifests and shards)
-// to the browser page with HTTP ranges, strong sha256 ETags and gzip for
-// JSON, and it never serves a byte from outside a model directory.
+// Package serve is logitscope's HTTP layer. It serves
+//
+//   - GET /models/: the models, each with its verified variants and every
+//     file the page may fetch (path, size, sha256, sorted by path);
+//   - GET /models/<name>/<path>: those files (checkpoint JSON, safetensors,
+//     variant manifests and shards) with HTTP ranges, strong sha256 ETags,
+//     immutable caching for weights and gzip for JSON;
+//   - POST /api/runs, GET /api/runs/<id>, GET /r/<id>: shared runs, snapshot
+//     documents stored by content hash under Options.Data/runs, and the page
+//     that reopens one;
+//   - GET /shaders/ and /shaders/<name>.wgsl: the engine's WGSL kernels;
+//   - GET /, /static/<file>: the page (Options.Static), .wasm as
+//     application/wasm.
+//
+// It never serves a byte from outside a model, page or runs directory:
+// paths are checked strictly rather than cleaned, symlinks are resolved and
+// must stay inside, and every refusal is a plain 404 whose reason goes to
+// the log only. POST is accepted on /api/runs alone, GET and HEAD
+// everywhere else.
 package serve

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,9 +24,46 @@ type fixture struct {
 	root   string // holds models/ and secret.txt
 	model  string // models/tiny
 	shard  string // the q4 variant's first shard
+	static string // web/, once withPage has run
+	runs   string // data/runs, once withPage has run
 	srv    *Server
 	mu     sync.Mutex
 	logged []string
+}
+
+// Names of traps that withPage plants in the runs directory: files that
+// exist under names a run id must not take, holding the secret.
+var (
+	upperID = strings.Repeat("AB", idLen/2) // a real file, but not lowercase
+	shortID = strings.Repeat("a", idLen-1)  // a real file, one digit short
+	linkID  = strings.Repeat("0", idLen)    // a symlink to secret.txt
+	wasmBin = "\x00asm\x01\x00\x00\x00" + strings.Repeat("(module)", 512)
+)
+
+const indexHTML = "<!doctype html><title>logitscope</title>"
+
+// withPage restarts f's server with a page directory and a data directory,
+// so that /, /r/ and /api/runs are live, and plants traps in runs/.
+func (f *fixture) withPage(t *testing.T) {
+	t.Helper()
+	f.static = filepath.Join(f.root, "web")
+	if err := os.Mkdir(f.static, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(f.static, "index.html"), indexHTML)
+	write(t, filepath.Join(f.static, "engine.wasm"), wasmBin)
+	srv, err := New(Options{Models: f.srv.list, Static: f.static, Data: filepath.Join(f.root, "data"), Logf: f.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	f.runs = filepath.Join(f.root, "data", "runs")
+	for _, name := range []string{upperID, shortID} {
+		write(t, filepath.Join(f.runs, name+".json"), `{"s":"`+secret+`"}`)
+	}
+	if err := os.Symlink(filepath.Join(f.root, "secret.txt"), filepath.Join(f.runs, linkID+".json")); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // newFixture builds the tiny preset and its q4 variant in t.TempDir, as the
@@ -76,14 +114,25 @@ func (f *fixture) logf(format string, args ...any) {
 // would receive it, so that no client normalises the path first.
 func (f *fixture) do(t *testing.T, target string, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodGet, target, nil)
+	return f.request(t, http.MethodGet, target, nil, header)
+}
+
+// post sends body to target.
+func (f *fixture) post(t *testing.T, target string, body []byte) *httptest.ResponseRecorder {
+	t.Helper()
+	return f.request(t, http.MethodPost, target, body, map[string]string{"Content-Type": "application/json"})
+}
+
+func (f *fixture) request(t *testing.T, method, target string, body []byte, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, target, bytes.NewReader(body))
 	for k, v := range header {
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
 	f.srv.ServeHTTP(w, r)
 	if strings.Contains(w.Body.String(), secret) {
-		t.Fatalf("GET %s leaked the secret", target)
+		t.Fatalf("%s %s leaked the secret", method, target)
 	}
 	return w
 }

@@ -17,7 +17,16 @@ type Model struct {
 	Architecture string        `json:"architecture"`
 	Vocab        int           `json:"vocab"`
 	Variants     []VariantInfo `json:"variants"`
+	Files        []ModelFile   `json:"files"`
 	dir          string        // symlinks resolved: the prefix every file must keep
+}
+
+// ModelFile is one file the page may fetch. The page keys its Cache Storage
+// by SHA256, so it is the file's real hash, the same one its ETag carries.
+type ModelFile struct {
+	Path   string `json:"path"` // relative to the model directory, slash-separated
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // VariantInfo names a quantized variant by its manifest's seal, which pins
@@ -79,6 +88,9 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 		return len(quant.Schemes)
 	}
 	sort.SliceStable(m.Variants, func(i, j int) bool { return rank(m.Variants[i].Scheme) < rank(m.Variants[j].Scheme) })
+	if m.Files, err = listFiles(real, m.Variants); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

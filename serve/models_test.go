@@ -1,8 +1,13 @@
 package serve
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"logitscope/variant"
@@ -64,5 +69,174 @@ func TestStatic(t *testing.T) {
 	}
 	if c := f.do(t, "/static/../models/secret.json", nil).Code; c != 404 {
 		t.Errorf("static traversal: %d", c)
+	}
+}
+
+// TestModelFiles checks the files list against the directory itself:
+// every listed file is served with the listed size and sha256 (its ETag
+// too), and what may not be served is not listed.
+func TestModelFiles(t *testing.T) {
+	f := newFixture(t)
+	// More traps: a hidden shard, a stray file in a variant, a variant that
+	// fails verification, and an alias inside the directory (served, so
+	// listed).
+	write(t, filepath.Join(f.model, "variants", "q4", ".partial.bin"), secret)
+	write(t, filepath.Join(f.model, "variants", "q4", "README.md"), secret)
+	if err := os.MkdirAll(filepath.Join(f.model, "variants", "q9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(f.model, "variants", "q9", "manifest.json"), `{"s":"`+secret+`"}`)
+	write(t, filepath.Join(f.model, "variants", "q9", "shard-00001.bin"), secret)
+	if err := os.Symlink("config.json", filepath.Join(f.model, "alias.json")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel("tiny", f.model, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Models: []*Model{m}, Logf: f.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	var got []Model
+	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
+		t.Fatalf("list: %v, %d models", err, len(got))
+	}
+	listed := map[string]bool{}
+	for i, fi := range got[0].Files {
+		listed[fi.Path] = true
+		if i > 0 && got[0].Files[i-1].Path >= fi.Path {
+			t.Errorf("not sorted: %s before %s", got[0].Files[i-1].Path, fi.Path)
+		}
+		checkListedFile(t, f, fi)
+	}
+	for _, want := range []string{"config.json", "tokenizer.json", "model.safetensors", "alias.json",
+		"variants/q4/manifest.json", "variants/q4/shard-00001.bin"} {
+		if !listed[want] {
+			t.Errorf("%s not listed", want)
+		}
+	}
+	for _, hidden := range []string{".hidden.json", "notes.md", "leak.json", "leak.safetensors",
+		"variants/q4/shard-99999.bin", "variants/q4/.partial.bin", "variants/q4/README.md",
+		"variants/q9/manifest.json", "variants/q9/shard-00001.bin"} {
+		if listed[hidden] {
+			t.Errorf("%s listed", hidden)
+		}
+	}
+	checkAllListed(t, f.model, listed)
+}
+
+// checkListedFile compares one entry with the file on disk and with what
+// the server sends for it.
+func checkListedFile(t *testing.T, f *fixture, fi ModelFile) {
+	t.Helper()
+	data := read(t, filepath.Join(f.model, filepath.FromSlash(fi.Path)))
+	sum := sha256.Sum256(data)
+	if fi.Size != int64(len(data)) || fi.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("%s: listed size %d sha256 %s; the file has %d, %x", fi.Path, fi.Size, fi.SHA256, len(data), sum)
+	}
+	w := f.do(t, "/models/tiny/"+fi.Path, nil)
+	if w.Code != 200 || w.Header().Get("ETag") != `"sha256-`+fi.SHA256+`"` {
+		t.Errorf("%s: listed but served with %d, ETag %q", fi.Path, w.Code, w.Header().Get("ETag"))
+	}
+}
+
+// checkAllListed walks the model directory: every file the server serves
+// must be listed, so that the page never misses one.
+func checkAllListed(t *testing.T, dir string, listed map[string]bool) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if strings.HasPrefix(rel, "variants/q9/") { // refused by variant.Open
+			return nil
+		}
+		if _, ok := modelFileKind(rel); ok && !listed[rel] {
+			if f, _, err := openUnder(dir, rel); err == nil {
+				f.Close()
+				t.Errorf("%s is served but not listed", rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LoadModel hashes each listed file into fileHashes, so that serving it
+// later finds the hash instead of reading the file again.
+func TestModelFilesHashedOnce(t *testing.T) {
+	f := newFixture(t)
+	for _, m := range f.srv.list {
+		for _, fi := range m.Files {
+			file, st, err := openUnder(m.dir, fi.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file.Close()
+			fileHashes.mu.Lock()
+			e := fileHashes.entries[etagKey{file.Name(), st.Size(), st.ModTime()}]
+			fileHashes.mu.Unlock()
+			if e == nil || e.sum != fi.SHA256 {
+				t.Errorf("%s: not in the ETag cache after LoadModel", fi.Path)
+			}
+		}
+	}
+}
+
+// TestStaticTypes: the page's files get fixed content types (a wasm file
+// must be application/wasm for WebAssembly.instantiateStreaming) and text
+// and wasm are gzipped for clients that take it, but never a range.
+func TestStaticTypes(t *testing.T) {
+	f := newFixture(t)
+	f.withPage(t)
+	files := map[string]string{"app.js": "console.log(1)", "ui.css": "p{}", "notes.txt": "hi",
+		"k.wgsl": "fn main() {}", "logo.png": "\x89PNG\r\n\x1a\n"}
+	for name, data := range files {
+		write(t, filepath.Join(f.static, name), data)
+	}
+	files["engine.wasm"] = wasmBin
+	gz := map[string]string{"Accept-Encoding": "gzip"}
+	tests := []struct {
+		label, name, ctype string
+		header             map[string]string
+		gzipped            bool
+	}{
+		{"wasm gzip", "engine.wasm", "application/wasm", gz, true},
+		{"wasm plain", "engine.wasm", "application/wasm", nil, false},
+		{"wasm range", "engine.wasm", "application/wasm", map[string]string{"Accept-Encoding": "gzip", "Range": "bytes=0-3"}, false},
+		{"js", "app.js", "text/javascript; charset=utf-8", gz, true},
+		{"css", "ui.css", "text/css; charset=utf-8", gz, true},
+		{"txt", "notes.txt", "text/plain; charset=utf-8", gz, true},
+		{"wgsl", "k.wgsl", "text/plain; charset=utf-8", gz, true},
+		{"png", "logo.png", "image/png", gz, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.label, func(t *testing.T) {
+			w := f.do(t, "/static/"+tc.name, tc.header)
+			if got := w.Header().Get("Content-Type"); got != tc.ctype {
+				t.Errorf("Content-Type %q, want %q", got, tc.ctype)
+			}
+			want := files[tc.name]
+			switch {
+			case tc.gzipped:
+				if got := gunzip(t, w); string(got) != want {
+					t.Errorf("gzip body differs")
+				}
+			case w.Header().Get("Content-Encoding") != "":
+				t.Errorf("Content-Encoding %q", w.Header().Get("Content-Encoding"))
+			case w.Code == 206:
+				if w.Body.String() != want[:4] {
+					t.Errorf("range body %q", w.Body)
+				}
+			case w.Body.String() != want:
+				t.Errorf("status %d, body differs", w.Code)
+			}
+		})
 	}
 }

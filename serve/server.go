@@ -6,15 +6,20 @@ import (
 	"log"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Options configure a Server.
 type Options struct {
 	Models []*Model
-	// Static, if not empty, is the page's directory: "/" serves its
-	// index.html and "/static/..." its files.
+	// Static, if not empty, is the page's directory: "/" and "/r/<id>"
+	// serve its index.html and "/static/..." its files.
 	Static string
+	// Data, if not empty, is where shared runs are kept (Data/runs/<id>.json,
+	// created if missing); "" disables POST /api/runs.
+	Data string
 	// Logf receives 404 reasons and other diagnostics; nil means log.Printf.
 	Logf func(format string, args ...any)
 }
@@ -23,16 +28,19 @@ type Options struct {
 // mux cleans paths and redirects, which would turn a traversal attempt
 // into a 301 to some other path instead of the plain 404 we want.
 type Server struct {
-	models map[string]*Model
-	list   []*Model
-	static string // symlinks resolved
-	etags  *etagCache
-	logf   func(format string, args ...any)
+	models  map[string]*Model
+	list    []*Model
+	static  string // symlinks resolved
+	runs    string // Data/runs, symlinks resolved; "" when sharing is off
+	runMu   sync.Mutex
+	kernels *shaderSet
+	etags   *etagCache
+	logf    func(format string, args ...any)
 }
 
 // New returns a Server for opt.
 func New(opt Options) (*Server, error) {
-	s := &Server{models: map[string]*Model{}, list: opt.Models, etags: newETagCache(), logf: opt.Logf}
+	s := &Server{models: map[string]*Model{}, list: opt.Models, etags: fileHashes, kernels: engineShaders(), logf: opt.Logf}
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -45,26 +53,37 @@ func New(opt Options) (*Server, error) {
 		}
 		s.models[m.Name] = m
 	}
+	var err error
 	if opt.Static != "" {
-		dir, err := filepath.EvalSymlinks(opt.Static)
-		if err == nil {
-			dir, err = filepath.Abs(dir)
-		}
-		if err != nil {
+		if s.static, err = realDir(opt.Static); err != nil {
 			return nil, err
 		}
-		s.static = dir
+	}
+	if opt.Data != "" {
+		if s.runs, err = runsDir(opt.Data); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
+// realDir resolves dir's symlinks once, so that openUnder's prefix check
+// compares like with like.
+func realDir(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(real)
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
+	p := r.URL.Path
+	if allow := allowedMethods(p); !slices.Contains(strings.Split(allow, ", "), r.Method) {
+		w.Header().Set("Allow", allow)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	p := r.URL.Path
 	switch {
 	case p == "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -74,8 +93,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveList(w, r)
 	case strings.HasPrefix(p, "/models/"):
 		s.serveModelFile(w, r, strings.TrimPrefix(p, "/models/"))
-	case p == "/" && s.static != "":
-		s.serveFile(w, r, s.static, "index.html", staticKind("index.html"))
+	case p == "/api/runs":
+		s.postRun(w, r)
+	case strings.HasPrefix(p, "/api/runs/"):
+		s.serveRun(w, r, strings.TrimPrefix(p, "/api/runs/"))
+	case p == "/shaders/" || p == "/shaders":
+		s.serveShaderList(w, r)
+	case strings.HasPrefix(p, "/shaders/"):
+		s.serveShader(w, r, strings.TrimPrefix(p, "/shaders/"))
+	case p == "/":
+		s.servePage(w, r)
+	case strings.HasPrefix(p, "/r/"):
+		s.serveRunPage(w, r, strings.TrimPrefix(p, "/r/"))
 	case strings.HasPrefix(p, "/static/") && s.static != "":
 		rel := strings.TrimPrefix(p, "/static/")
 		s.serveFile(w, r, s.static, rel, staticKind(rel))
@@ -84,14 +113,40 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// allowedMethods admits POST on /api/runs alone and GET/HEAD everywhere
+// else; it is also the 405's Allow header.
+func allowedMethods(path string) string {
+	if path == "/api/runs" {
+		return http.MethodPost
+	}
+	return "GET, HEAD"
+}
+
+// servePage serves the page's index.html at "/", or says how to build it.
+func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
+	if s.static == "" {
+		s.notFoundSaying(w, r, pageNotBuilt)
+		return
+	}
+	s.serveFile(w, r, s.static, "index.html", staticKind("index.html"))
+}
+
+const pageNotBuilt = "the page is not built: run `make web` and restart the server (or start it with -static DIR); models are at /models/"
+
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
-	data, err := json.MarshalIndent(s.list, "", "  ")
+	s.writeJSON(w, http.StatusOK, "no-cache", s.list)
+}
+
+// writeJSON replies v as indented JSON with the given status and caching.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, cache string, v any) {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Cache-Control", cache)
+	w.WriteHeader(status)
 	w.Write(append(data, '\n'))
 }
 
@@ -122,7 +177,7 @@ func modelFileKind(rel string) (kind, bool) {
 	case len(segs) == 1 && ext == ".safetensors":
 		return immutableBlob, true
 	case len(segs) == 1 && ext == ".txt": // merges.txt of older tokenizers
-		return kind{contentType: "text/plain; charset=utf-8", compress: true}, true
+		return textDoc, true
 	case len(segs) == 3 && segs[0] == "variants" && segs[2] == "manifest.json":
 		return jsonDoc, true
 	case len(segs) == 3 && segs[0] == "variants" && ext == ".bin":

@@ -8,9 +8,17 @@ import (
 
 func TestTraversal(t *testing.T) {
 	f := newFixture(t)
-	// Sanity: the route itself works, so a 404 below means "refused".
-	if c := f.do(t, "/models/tiny/config.json", nil).Code; c != 200 {
-		t.Fatalf("config.json: %d", c)
+	f.withPage(t) // so that /r/, /api/runs/ and /static/ are live
+	run := snapshot("traversal")
+	id := wantID(run)
+	if c := f.post(t, "/api/runs", run).Code; c != 201 {
+		t.Fatalf("POST: %d", c)
+	}
+	// Sanity: each route itself works, so a 404 below means "refused".
+	for _, ok := range []string{"/models/tiny/config.json", "/api/runs/" + id, "/r/" + id, "/shaders/rope.wgsl", "/static/engine.wasm"} {
+		if c := f.do(t, ok, nil).Code; c != 200 {
+			t.Fatalf("%s: %d", ok, c)
+		}
 	}
 	targets := []string{
 		"/models/tiny/../secret.json",
@@ -39,7 +47,35 @@ func TestTraversal(t *testing.T) {
 		"/models/tiny/variants/q4",
 		"/models/tiny/C:/secret.json",
 		"/models/nosuch/config.json",
-		"/static/../models/secret.json", // no static dir configured
+		"/static/../models/secret.json",
+		"/static/%2e%2e/secret.txt",
+		"/r/../secret.txt",
+		"/r/%2e%2e/secret.txt",
+		"/r/..%2f..%2fsecret.txt",
+		"/r/" + id + "/../../secret.txt",
+		"/r/" + upperID, // these three exist in runs/
+		"/r/" + shortID,
+		"/r/" + linkID,
+		"/r/index.html",
+		"/api/runs/../x",
+		"/api/runs/../../secret.txt",
+		"/api/runs/%2e%2e/%2e%2e/secret.txt",
+		"/api/runs/..%2f..%2fsecret.txt",
+		"/api/runs/..%5c..%5csecret.txt",
+		"/api/runs/" + upperID,
+		"/api/runs/" + shortID,
+		"/api/runs/" + linkID,
+		"/api/runs/" + linkID + ".json",
+		"/api/runs/" + id + "%00",
+		"/shaders/../secret.txt",
+		"/shaders/%2e%2e/shaders/rope.wgsl",
+		"/shaders/..%2f..%2fsecret.txt",
+		"/shaders/rope.wgsl%00",
+		"/shaders/./rope.wgsl",
+		"/shaders//rope.wgsl",
+		"/shaders/RoPE.wgsl",
+		"/shaders/matmul.wgsl", // served per format only
+		"/shaders/shaders.go",
 	}
 	for _, target := range targets {
 		t.Run(target, func(t *testing.T) {

@@ -1,9 +1,16 @@
-// Command serve serves logitscope's models (and, later, its page) over HTTP.
+// Command serve serves logitscope's page, models, shaders and shared runs
+// over HTTP.
 //
 //	go run ./cmd/serve [-addr 127.0.0.1:8080] [-models DIR] [-data DIR] [-static DIR]
 //
 // Without -models it serves the built-in demo model (the tiny preset with
-// q8, q6 and q4 variants, generated once) as "demo".
+// q8, q6 and q4 variants, generated once) as "demo". Without -static it
+// serves the page from ./.out/web when `make web` has built it there, and
+// otherwise serves models only and says so. Shared runs (POST /api/runs,
+// /r/<id>) are kept under -data, by default
+// $LOGITSCOPE_CACHE/runs-data or the user cache directory's
+// logitscope/runs-data ($XDG_CACHE_HOME/logitscope/runs-data on Linux);
+// -data="" turns sharing off. The first line printed is the URL to open.
 package main
 
 import (
@@ -11,11 +18,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,52 +32,113 @@ import (
 	"logitscope/serve"
 )
 
+// builtPage is where `make web` puts the page, relative to the repository
+// root that `make run` and `go run ./cmd/serve` start in.
+var builtPage = filepath.Join(".out", "web")
+
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "logitscope serve:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
-	modelsDir := flag.String("models", "", "directory whose subdirectories are checkpoints (default: the built-in demo)")
-	dataDir := flag.String("data", "", "directory for shared runs (reserved; not served yet)")
-	static := flag.String("static", "", "directory of the page: / serves index.html, /static/ its files")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", flag.Args())
+// run serves until ctx ends, printing what the user needs to out.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fl.String("addr", "127.0.0.1:8080", "listen address")
+	modelsDir := fl.String("models", "", "directory whose subdirectories are checkpoints (default: the built-in demo)")
+	dataDir := fl.String("data", defaultData(), "directory for shared runs, kept in DIR/runs and created if missing; -data=\"\" turns sharing off")
+	static := fl.String("static", "", "directory of the page: / and /r/<id> serve its index.html, /static/ its files (default: "+builtPage+" when it holds index.html)")
+	if err := fl.Parse(args); err != nil {
+		return err
 	}
-	if *dataDir != "" {
-		if st, err := os.Stat(*dataDir); err != nil || !st.IsDir() {
-			return fmt.Errorf("-data %s: not a directory", *dataDir)
-		}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fl.Args())
 	}
-
-	models, err := loadModels(*modelsDir)
+	page, pageNote, err := pageDir(*static)
 	if err != nil {
 		return err
 	}
-	h, err := serve.New(serve.Options{Models: models, Static: *static})
+	models, err := loadModels(*modelsDir, out)
 	if err != nil {
 		return err
 	}
-
+	h, err := serve.New(serve.Options{Models: models, Static: page, Data: *dataDir})
+	if err != nil {
+		return err
+	}
 	// Listen before printing the URL, so the URL printed is one that works
 	// (and names the real port when -addr asks for port 0).
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(out, banner(ln.Addr().String(), page != "", models))
+	fmt.Fprintln(out, "logitscope serve:", pageNote)
+	fmt.Fprintln(out, "logitscope serve:", dataNote(*dataDir))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return serveUntil(ctx, srv, ln, out)
+}
+
+// banner is the line the user needs first: where to point the browser.
+func banner(addr string, page bool, models []*serve.Model) string {
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name
 	}
-	fmt.Printf("logitscope serve: http://%s/ (models: %s)\n", ln.Addr(), strings.Join(names, ", "))
+	verb := "open"
+	if !page {
+		verb = "serving models at" // "/" only says the page is not built
+	}
+	return fmt.Sprintf("logitscope serve: %s http://%s/ (models: %s)", verb, addr, strings.Join(names, ", "))
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// defaultData is where shared runs live unless -data says otherwise: next
+// to the demo model's cache (synth.Cached honours LOGITSCOPE_CACHE too), so
+// that `make run` can share links without flags. "" when there is no cache
+// directory: sharing is then off and POST /api/runs says so.
+func defaultData() string {
+	if root := os.Getenv("LOGITSCOPE_CACHE"); root != "" {
+		return filepath.Join(root, "runs-data")
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "logitscope", "runs-data")
+}
+
+func dataNote(data string) string {
+	if data == "" {
+		return "shared runs are off (start with -data DIR to share links)"
+	}
+	return "shared runs are kept in " + filepath.Join(data, "runs")
+}
+
+// pageDir picks the page's directory: -static as given (it must hold
+// index.html), else builtPage when `make web` has built it, else none.
+// The note says which, for the user.
+func pageDir(static string) (dir, note string, err error) {
+	if static != "" {
+		if _, err := os.Stat(filepath.Join(static, "index.html")); err != nil {
+			return "", "", fmt.Errorf("-static %s: no index.html there", static)
+		}
+		return static, "page from " + static, nil
+	}
+	if _, err := os.Stat(filepath.Join(builtPage, "index.html")); err == nil {
+		return builtPage, "page from " + builtPage, nil
+	}
+	return "", "the page is not built (`make web` builds it into " + builtPage + "); serving models only", nil
+}
+
+// serveUntil serves on ln until ctx ends, then shuts down gracefully.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, out io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -76,7 +146,7 @@ func run() error {
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Println("logitscope serve: shutting down")
+	fmt.Fprintln(out, "logitscope serve: shutting down")
 	// A shard download in flight gets a few seconds to finish.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -89,9 +159,9 @@ func run() error {
 	return nil
 }
 
-func loadModels(dir string) ([]*serve.Model, error) {
+func loadModels(dir string, out io.Writer) ([]*serve.Model, error) {
 	if dir == "" {
-		demo, err := serve.PrepareDemo(os.Stdout)
+		demo, err := serve.PrepareDemo(out)
 		if err != nil {
 			return nil, err
 		}

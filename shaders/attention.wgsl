@@ -64,7 +64,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let qo = t * qdim + h * p.hd;
     let so = (t * p.heads + h) * p.capacity;
 
-    var mx = -3.4028235e38;
+    var mx = -3.4028234663852886e38;
     for (var j = lid; j < n; j += 64u) {
         var s = 0.0;
         for (var i = 0u; i < p.hd; i++) {

@@ -1,0 +1,559 @@
+// worker.js: the engine host. In a Worker (started by bridge.js) it answers
+// {id, op: "probe"|"open"|"run", args} with {id, ok, value|error} and sends
+// {id, progress: {phase, message, loaded, total}} and {log: {level, text}}
+// on the way (web/BRIDGE.md). Loaded as a plain script on a page (after
+// wasi.js and gpu.js) it only defines self.LogitscopeHost: the Engine class
+// and the model fetching, which the ABI test page drives directly.
+//
+// A classic worker (importScripts) rather than a module worker: the same
+// three files then load unchanged as plain <script>s on a test page, with
+// no module loader and no bundler, and classic workers run in every browser
+// that has WebAssembly (module workers came to Firefox only in 114).
+"use strict";
+
+(function (global) {
+  const inWorker = typeof WorkerGlobalScope !== "undefined" && global instanceof WorkerGlobalScope;
+  if (inWorker) importScripts("wasi.js", "gpu.js");
+  const { WASI, MemFS, ProcExit, checkImports } = global.LogitscopeWASI;
+  const { GPUHost, requestDevice, probe } = global.LogitscopeGPU;
+
+  const CACHE_NAME = "logitscope-models-v1";
+  const DEFAULT_BUDGET = 1 << 30; // bytes of model files held in memory
+  const ENGINE_URL = "/static/engine.wasm";
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+
+  const fmtBytes = (n) => n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(2)} GiB`
+    : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB`
+    : n >= 1 << 10 ? `${(n / (1 << 10)).toFixed(1)} KiB` : `${n} bytes`;
+
+  // EngineError is a failed export (status -1): the message is ls_error's.
+  // The instance is still usable.
+  class EngineError extends Error {}
+  // TrapError is an export that trapped: the instance was discarded.
+  class TrapError extends Error {}
+
+  const CLOSED = "the engine instance is closed (it trapped or was closed): open the model again";
+
+  // Engine is one instance of engine.wasm with its WASI and gpu hosts, the
+  // browser's counterpart of host.Engine.
+  class Engine {
+    // create instantiates module with files (path -> Uint8Array, relative
+    // to the model dir) mounted read-only at /model, and runs _initialize.
+    // device: a GPUDevice or null (CPU). log(level, line) gets stdout and
+    // stderr lines.
+    static async create(module, { files, device = null, adapterName = "", jspi = false, log } = {}) {
+      const fs = new MemFS(files);
+      const say = log || ((level, l) => console[level === "error" ? "error" : "log"](l));
+      const wasi = new WASI({ fs, stdout: (l) => say("log", `engine: ${l}`), stderr: (l) => say("error", `engine: ${l}`) });
+      const gpu = new GPUHost({ device, adapterName, fs, jspi });
+      const imports = { ...wasi.imports(), ...gpu.imports() };
+      checkImports(module, imports);
+      const instance = await WebAssembly.instantiate(module, imports);
+      const e = new Engine(instance, wasi, gpu, fs);
+      e.raw("_initialize");
+      return e;
+    }
+
+    constructor(instance, wasi, gpu, fs) {
+      this.instance = instance;
+      this.x = instance.exports;
+      this.memory = instance.exports.memory;
+      this.wasi = wasi;
+      this.gpu = gpu;
+      this.fs = fs;
+      wasi.setMemory(this.memory);
+      gpu.setMemory(this.memory);
+      this.alive = true;
+    }
+
+    // close discards the instance and the GPU buffers it made.
+    close() {
+      if (!this.alive) return;
+      this.alive = false;
+      this.gpu.dispose();
+      this.instance = null;
+      this.x = null;
+    }
+
+    fn(name) {
+      if (!this.alive) throw new TrapError(CLOSED);
+      const f = this.x[name];
+      if (typeof f !== "function") throw new Error(`engine.wasm exports no ${name}`);
+      return f;
+    }
+
+    // trapped discards the instance after an export threw.
+    trapped(name, err) {
+      const { stderr } = this.wasi.output();
+      this.close();
+      const why = err instanceof ProcExit ? err.message : `${err && err.name || "Error"}: ${err && err.message || err}`;
+      const panic = stderr.lastIndexOf("panic:");
+      const tail = panic >= 0 ? `\n${stderr.slice(panic, panic + 2000).trimEnd()}` : "";
+      return new TrapError(`${name} trapped, instance discarded (${why}): open the model again${tail}`);
+    }
+
+    // raw calls an export and returns its result; a trap discards the
+    // instance and throws TrapError.
+    raw(name, ...args) {
+      const f = this.fn(name);
+      try {
+        return f(...args);
+      } catch (err) {
+        throw this.trapped(name, err);
+      }
+    }
+
+    // call is raw plus the status convention: a negative result throws
+    // EngineError with ls_error's message.
+    call(name, ...args) {
+      const r = this.raw(name, ...args);
+      return this.status(name, r);
+    }
+
+    status(name, r) {
+      if (typeof r === "number" && r < 0) {
+        const msg = dec.decode(this.out("ls_error"));
+        throw new EngineError(msg.startsWith(name + ":") ? msg : `${name}: ${msg}`);
+      }
+      return r;
+    }
+
+    malloc(n) { return this.raw("ls_malloc", n) >>> 0; }
+    free(p) { if (this.alive && p) this.raw("ls_free", p); }
+
+    bytes(p, n) {
+      if (p + n > this.memory.buffer.byteLength) throw new Error(`host: [${p}, +${n}) is outside guest memory`);
+      return new Uint8Array(this.memory.buffer, p, n);
+    }
+
+    // callIn copies data (bytes or a string) into a fresh guest block and
+    // calls name(ptr, len).
+    callIn(name, data) {
+      const b = typeof data === "string" ? enc.encode(data) : data;
+      const p = this.malloc(b.length);
+      try {
+        this.bytes(p, b.length).set(b);
+        return this.call(name, p, b.length);
+      } finally {
+        this.free(p);
+      }
+    }
+
+    // callInAsync is callIn through WebAssembly.promising (JSPI), for an
+    // instance made with jspi: true whose export may suspend in read_buffer.
+    async callInAsync(name, data) {
+      const b = typeof data === "string" ? enc.encode(data) : data;
+      const f = WebAssembly.promising(this.fn(name));
+      const p = this.malloc(b.length);
+      try {
+        this.bytes(p, b.length).set(b);
+        let r;
+        try {
+          r = await f(p, b.length);
+        } catch (err) {
+          throw this.trapped(name, err);
+        }
+        return this.status(name, r);
+      } finally {
+        this.free(p);
+      }
+    }
+
+    // out calls a length-returning export name(ptr, cap) -> len without
+    // the status check (ls_error itself), growing the block until it fits.
+    out(name) {
+      let cap = 4096;
+      for (;;) {
+        const p = this.malloc(cap);
+        try {
+          const n = this.raw(name, p, cap);
+          if (n < 0) return null;
+          if (n <= cap) return this.bytes(p, n).slice();
+          cap = n;
+        } finally {
+          this.free(p);
+        }
+      }
+    }
+
+    // callOut is out with the status convention.
+    callOut(name) {
+      let cap = 4096;
+      for (;;) {
+        const p = this.malloc(cap);
+        try {
+          const n = this.call(name, p, cap);
+          if (n <= cap) return this.bytes(p, n).slice();
+          cap = n;
+        } finally {
+          this.free(p);
+        }
+      }
+    }
+
+    config() {
+      const c = this.fs.file("config.json");
+      try { return c ? JSON.parse(dec.decode(c)) : {}; } catch (e) { return {}; }
+    }
+
+    // open calls ls_open and waits for the WebGPU errors of the upload.
+    async open({ variant = "f32", capacity = 64, device = "gpu" } = {}) {
+      this.callIn("ls_open", JSON.stringify({ model: "/model", variant, capacity, device }));
+      if (this.gpu.device) {
+        try {
+          await this.gpu.settle();
+        } catch (e) {
+          this.close();
+          throw new Error(`ls_open: ${e.message}`);
+        }
+      }
+    }
+
+    // run sends a request and drives the split-step loop (wasm/ABI.md):
+    // ls_step; ls_region; read the region (GPU: copy to a MAP_READ buffer
+    // and await mapAsync; CPU, buffer 0: guest memory at offset); keep the
+    // bytes as rows; ls_feed them back through one reused guest block.
+    async run(request, { onRows } = {}) {
+      const t0 = performance.now();
+      this.callIn("ls_request", typeof request === "string" ? request : JSON.stringify(request));
+      let rows = new Float32Array(0);
+      let used = 0; // floats
+      let nrows = 0;
+      let vocab = 0;
+      let firstRowMs = null;
+      const regP = this.malloc(24);
+      let feedP = 0;
+      let feedCap = 0;
+      try {
+        for (;;) {
+          if (this.call("ls_step") === 0) break;
+          this.call("ls_region", regP);
+          const dv = new DataView(this.memory.buffer, regP, 24);
+          const buffer = dv.getUint32(0, true);
+          const offset = Number(dv.getBigUint64(4, true));
+          const size = Number(dv.getBigUint64(12, true));
+          const n = dv.getUint32(20, true);
+          if (n > 0) vocab = size / 4 / n;
+          if (used + size / 4 > rows.length) {
+            const grown = new Float32Array(Math.max(2 * rows.length, used + size / 4, 1024));
+            grown.set(rows.subarray(0, used));
+            rows = grown;
+          }
+          const dest = new Uint8Array(rows.buffer, used * 4, size);
+          if (buffer === 0) {
+            dest.set(this.bytes(offset, size)); // device "cpu": the rows are in guest memory
+          } else {
+            await this.gpu.read(buffer, offset, size, dest);
+          }
+          if (firstRowMs === null) firstRowMs = performance.now() - t0;
+          if (size > feedCap) {
+            this.free(feedP);
+            feedP = 0;
+            feedP = this.malloc(size);
+            feedCap = size;
+          }
+          this.bytes(feedP, size).set(dest);
+          this.call("ls_feed", feedP, size);
+          used += size / 4;
+          nrows += n;
+          if (onRows) onRows(nrows);
+        }
+        const result = JSON.parse(dec.decode(this.callOut("ls_result")));
+        if (!vocab) vocab = this.config().vocab_size || 0;
+        return { result, vocab, rows: rows.slice(0, used), firstRowMs: firstRowMs ?? 0, ms: performance.now() - t0 };
+      } finally {
+        if (this.alive) {
+          this.free(regP);
+          this.free(feedP);
+        }
+      }
+    }
+  }
+
+  // Model files -------------------------------------------------------------
+
+  async function listModels() {
+    let r;
+    try {
+      r = await fetch("/models/", { cache: "no-cache" });
+    } catch (e) {
+      throw new Error(`/models/: ${e.message}`);
+    }
+    if (!r.ok) throw new Error(`/models/: HTTP ${r.status}`);
+    return r.json();
+  }
+
+  async function findModel(name) {
+    const list = await listModels();
+    const m = list.find((x) => x.name === name);
+    if (!m) throw new Error(`model ${name}: the server has no such model (it has ${list.map((x) => x.name).join(", ") || "none"})`);
+    if (!Array.isArray(m.files)) throw new Error(`model ${name}: the server's /models/ lists no files for it`);
+    return m;
+  }
+
+  // selectFiles is what an open of variant needs: the checkpoint's top-level
+  // files and variants/<variant>/* (none for f32).
+  function selectFiles(model, variant) {
+    const prefix = `variants/${variant}/`;
+    return model.files.filter((f) => !f.path.includes("/") || (variant !== "f32" && f.path.startsWith(prefix)));
+  }
+
+  const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+  async function openCache(note) {
+    if (typeof caches === "undefined") {
+      note("Cache Storage is not available here (not a secure context?): files are not kept");
+      return null;
+    }
+    try {
+      return await caches.open(CACHE_NAME);
+    } catch (e) {
+      note(`Cache Storage: ${e.message}: files are not kept`);
+      return null;
+    }
+  }
+
+  // fetchFiles fetches files [{path, size, sha256}] of model name into a
+  // Map path -> Uint8Array, through Cache Storage (key
+  // /models/<name>/<path>?sha256=<hex>): a hit reads no network; a miss is
+  // fetched, checked against size and sha256, and stored. onProgress gets
+  // {phase: "fetch", message, loaded, total} in bytes; cached bytes count as
+  // loaded.
+  async function fetchFiles(name, files, { onProgress, log, useCache = true } = {}) {
+    const note = log || ((l) => console.warn(l));
+    const cache = useCache ? await openCache(note) : null;
+    const total = files.reduce((n, f) => n + f.size, 0);
+    let loaded = 0;
+    let cachedBytes = 0;
+    let lastReport = 0;
+    const report = (message, force) => {
+      const now = performance.now();
+      if (!onProgress || (!force && now - lastReport < 100)) return;
+      lastReport = now;
+      onProgress({ phase: "fetch", message, loaded, total });
+    };
+    const out = new Map();
+    for (const f of files) {
+      const url = `/models/${encodeURIComponent(name)}/${f.path.split("/").map(encodeURIComponent).join("/")}`;
+      const key = `${url}?sha256=${f.sha256}`;
+      let data = null;
+      if (cache) {
+        try {
+          const hit = await cache.match(key);
+          if (hit) {
+            data = new Uint8Array(await hit.arrayBuffer());
+            if (data.length !== f.size) data = null; // a damaged entry: fetch again
+          }
+        } catch (e) {
+          data = null;
+        }
+        if (data) {
+          loaded += data.length;
+          cachedBytes += data.length;
+          report(`${f.path} (cached)`, false);
+        }
+      }
+      if (!data) {
+        data = await download(name, f, url, (n) => { loaded += n; report(f.path, false); });
+        const sum = hex(await crypto.subtle.digest("SHA-256", data));
+        if (sum !== f.sha256) throw new Error(`model ${name}: ${f.path}: sha256 ${sum}, the server listed ${f.sha256}`);
+        if (cache) {
+          try {
+            await cache.put(key, new Response(data, { headers: { "Content-Type": "application/octet-stream" } }));
+          } catch (e) {
+            note(`Cache Storage: not keeping ${f.path}: ${e.message}`);
+          }
+        }
+      }
+      out.set(f.path, data);
+    }
+    report("done", true);
+    return { files: out, bytes: total, cachedBytes };
+  }
+
+  async function download(name, f, url, progress) {
+    let r;
+    try {
+      r = await fetch(url, { cache: "no-store" });
+    } catch (e) {
+      throw new Error(`model ${name}: ${f.path}: ${e.message}`);
+    }
+    if (!r.ok) throw new Error(`model ${name}: ${f.path}: HTTP ${r.status}`);
+    let buf = new Uint8Array(f.size);
+    let n = 0;
+    if (!r.body) {
+      buf = new Uint8Array(await r.arrayBuffer());
+      progress(buf.length);
+      n = buf.length;
+    } else {
+      const reader = r.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (n + value.length > buf.length) {
+          const grown = new Uint8Array(Math.max(2 * buf.length, n + value.length));
+          grown.set(buf.subarray(0, n));
+          buf = grown;
+        }
+        buf.set(value, n);
+        n += value.length;
+        progress(value.length);
+      }
+    }
+    if (n !== f.size) throw new Error(`model ${name}: ${f.path}: got ${n} bytes, the server listed ${f.size}`);
+    return buf.length === n ? buf : buf.slice(0, n);
+  }
+
+  async function compileEngine(url = ENGINE_URL) {
+    const r = await fetch(url);
+    if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+    if (WebAssembly.compileStreaming && (r.headers.get("Content-Type") || "").startsWith("application/wasm")) {
+      return WebAssembly.compileStreaming(r);
+    }
+    return WebAssembly.compile(await r.arrayBuffer());
+  }
+
+  global.LogitscopeHost = {
+    Engine, EngineError, TrapError, listModels, findModel, selectFiles, fetchFiles, compileEngine,
+    fmtBytes, CACHE_NAME, DEFAULT_BUDGET,
+  };
+
+  if (!inWorker) return;
+
+  // The worker ---------------------------------------------------------------
+
+  // What the worker writes to its console goes to the page instead, which
+  // prints it as "[worker] …" on its own console: the page sees it, and a
+  // test reading the page's console (which the DevTools protocol also
+  // reports worker console entries to) sees it once.
+  for (const level of ["log", "info", "warn", "error"]) {
+    const orig = console[level].bind(console);
+    console[level] = (...a) => {
+      try {
+        global.postMessage({ log: { level, text: a.map((x) => (typeof x === "string" ? x : x && x.stack || String(x))).join(" ") } });
+      } catch (e) {
+        orig(...a);
+      }
+    };
+  }
+
+  let module = null; // engine.wasm, compiled once per worker
+  let gpu = null; // {device, name}: requested once, again after a loss
+  let engine = null;
+  let discarded = ""; // why the last instance went away
+  let busy = null;
+
+  async function getDevice() {
+    if (gpu && !gpu.lost) return gpu;
+    const g = await requestDevice();
+    g.lost = false;
+    g.device.lost.then(() => { g.lost = true; });
+    gpu = g;
+    return g;
+  }
+
+  const ops = {
+    async probe() {
+      return { value: await probe() };
+    },
+
+    // open {model, variant, capacity, device: "auto"|"gpu"|"cpu", budget}
+    async open(args, progress) {
+      const t0 = performance.now();
+      const name = args.model;
+      const variant = args.variant || "f32";
+      const capacity = args.capacity || 64;
+      const want = args.device || "auto";
+      const budget = args.budget || DEFAULT_BUDGET;
+      if (!name) throw new Error("open: no model named");
+      if (!["auto", "gpu", "cpu"].includes(want)) throw new Error(`open: device ${JSON.stringify(want)}: want "auto", "gpu" or "cpu"`);
+      if (engine) {
+        engine.close();
+        engine = null;
+      }
+      const model = await findModel(name);
+      const files = selectFiles(model, variant);
+      const bytes = files.reduce((n, f) => n + f.size, 0);
+      if (bytes > budget) {
+        throw new Error(`model ${name} (${variant}): its files take ${fmtBytes(bytes)}, more than this page's memory budget of ${fmtBytes(budget)}`);
+      }
+      // The device first: "gpu" without WebGPU fails before any download.
+      let g = null;
+      if (want !== "cpu") {
+        try {
+          g = await getDevice();
+        } catch (e) {
+          if (want === "gpu") throw e;
+          console.warn(`logitscope: no WebGPU, using the CPU: ${e.message}`);
+        }
+      }
+      progress({ phase: "fetch", message: `${files.length} files`, loaded: 0, total: bytes });
+      const fetched = await fetchFiles(name, files, { onProgress: progress });
+      if (!module) {
+        progress({ phase: "compile", message: "engine.wasm", loaded: 0, total: 0 });
+        module = await compileEngine();
+      }
+      progress({ phase: "open", message: `${name} ${variant} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
+      const e = await Engine.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "" });
+      try {
+        await e.open({ variant, capacity, device: g ? "gpu" : "cpu" });
+      } catch (err) {
+        e.close(); // its GPU buffers now, not at the next collection
+        throw err;
+      }
+      engine = e;
+      discarded = "";
+      return {
+        value: {
+          device: g ? "webgpu" : "cpu", adapter: g ? g.name : "", bytes, cachedBytes: fetched.cachedBytes,
+          vocab: e.config().vocab_size || 0, ms: performance.now() - t0,
+        },
+      };
+    },
+
+    // run <wasm/abi.Request> -> {result, vocab, rows, firstRowMs, ms}
+    async run(request, progress) {
+      if (!engine || !engine.alive) {
+        throw new Error(discarded || "run: no model open (call open first)");
+      }
+      try {
+        const out = await engine.run(request, { onRows: (n) => progress({ phase: "rows", message: "", loaded: n, total: 0 }) });
+        return { value: out, transfer: [out.rows.buffer] };
+      } catch (e) {
+        // A trap leaves the Go runtime unusable and a WebGPU error leaves the
+        // device state unknown: both discard the instance. An engine error
+        // (ls_error) does not.
+        if (!(e instanceof EngineError)) {
+          discarded = `run: the engine instance was discarded after an earlier failure: open the model again (${e.message.split("\n")[0]})`;
+          engine.close();
+          engine = null;
+        }
+        throw e;
+      }
+    },
+  };
+
+  global.onmessage = async (ev) => {
+    const { id, op, args } = ev.data || {};
+    if (busy) {
+      global.postMessage({ id, ok: false, error: `${op}: the engine worker is busy with ${busy} (one call at a time)` });
+      return;
+    }
+    const f = ops[op];
+    if (!f) {
+      global.postMessage({ id, ok: false, error: `unknown op ${JSON.stringify(op)}` });
+      return;
+    }
+    busy = op;
+    const progress = (p) => global.postMessage({ id, progress: p });
+    try {
+      const { value, transfer } = await f(args || {}, progress);
+      global.postMessage({ id, ok: true, value }, transfer || []);
+    } catch (e) {
+      global.postMessage({ id, ok: false, error: e && e.message || String(e) });
+    } finally {
+      busy = null;
+    }
+  };
+})(self);

@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"logitscope/gpu"
+	"logitscope/gpu/native"
+	"logitscope/host"
+	"logitscope/snapshot"
+	"logitscope/wasm/abi"
+)
+
+// pageLogits is window.logitscope.logits: both sides' rows as base64 of
+// float32 LE, row-major.
+type pageLogits struct {
+	Vocab int    `json:"vocab"`
+	Ref   string `json:"ref"`
+	Test  string `json:"test"`
+}
+
+func decodeRows(t *testing.T, b64 string) []float32 {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(raw)%4 != 0 {
+		t.Fatalf("logits: %d bytes of base64 rows: %v", len(raw), err)
+	}
+	out := make([]float32, len(raw)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out
+}
+
+// views are the parts of the page that show a document: they must read
+// the same in the run and in its shared snapshot.
+var views = []string{"#summary", "#tokens", "#inspector", "#charts"}
+
+func viewTexts(b *Browser) map[string]string {
+	out := map[string]string{}
+	for _, sel := range views {
+		out[sel] = Eval[string](b, `(document.querySelector(`+jsString(sel)+`) || {innerText: "(missing)"}).innerText`)
+	}
+	return out
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// pageDoc reads window.logitscope.result as the raw JSON the page holds.
+func pageDoc(t *testing.T, b *Browser) (*snapshot.Doc, []byte) {
+	t.Helper()
+	raw := Eval[string](b, `JSON.stringify(window.logitscope.result)`)
+	doc, err := snapshot.Parse([]byte(raw))
+	if err != nil {
+		t.Fatalf("window.logitscope.result: %v", err)
+	}
+	return doc, []byte(raw)
+}
+
+// TestUIRunShareReopen opens an autorun link for the demo model, f32
+// against q4 on WebGPU (SwiftShader), checks both sides' logits against
+// the same requests through engine.wasm under wazero (gogpu/wgpu on
+// lavapipe), shares the snapshot, and reopens /r/<id> in a fresh browser:
+// the same document and the same view, without a run.
+func TestUIRunShareReopen(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	b := NewBrowser(t)
+
+	spec := snapshot.NewSpec()
+	spec.Prompt, spec.MaxNew, spec.Device = "What is the capital of France?", 8, "gpu"
+	q := spec.Query()
+	q.Set("autorun", "1")
+	link := site.URL + "/?" + q.Encode()
+	if state := b.Open(link, 5*time.Minute); state != "done" {
+		b.Screenshot("error")
+		t.Fatalf("the run ended in %q: %s", state, Eval[string](b, `String(window.logitscope.error)`))
+	}
+	b.Screenshot("run")
+	doc, raw := pageDoc(t, b)
+	if doc.Spec == nil || !reflect.DeepEqual(*doc.Spec, spec) {
+		t.Errorf("the document's spec %+v, the link's %+v", doc.Spec, spec)
+	}
+	if doc.Ref.Device != "webgpu" || doc.Test.Device != "webgpu" || doc.Ref.Adapter == "" {
+		t.Errorf("sides ran on %q/%q (adapter %q), want webgpu", doc.Ref.Device, doc.Test.Device, doc.Ref.Adapter)
+	}
+	tm := doc.Timing
+	t.Logf("timing: page load %.0f ms, open f32 %.0f ms, first token %.0f ms, f32 run %.0f ms, open q4 %.0f ms, q4 run %.0f ms, analysis %.0f ms",
+		tm.PageLoad, tm.OpenRef, tm.FirstToken, tm.RefRun, tm.OpenTest, tm.TestRun, tm.Analysis)
+	if tm.PageLoad <= 0 || tm.FirstToken <= 0 {
+		t.Errorf("timings not measured: %+v", tm)
+	}
+	if u := Eval[string](b, `location.search`); !strings.Contains(u, "prompt=") {
+		t.Errorf("the URL does not carry the spec: %s", u)
+	}
+
+	lg := Eval[pageLogits](b, `window.logitscope.logits`)
+	compareWithWazero(t, site, doc, lg)
+
+	// Share, then reopen in a fresh browser (a new profile: nothing cached).
+	run := viewTexts(b)
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#share")),
+		chromedp.WaitVisible(chromedp.CSS("#share-link"))); err != nil {
+		t.Fatalf("share: %v", err)
+	}
+	shared := Eval[string](b, `document.querySelector("#share-link").value`)
+	u, err := url.Parse(shared)
+	if err != nil || !strings.HasPrefix(u.Path, "/r/") {
+		t.Fatalf("share link %q", shared)
+	}
+	stored, err := os.ReadFile(filepath.Join(site.Data, "runs", strings.TrimPrefix(u.Path, "/r/")+".json"))
+	if err != nil {
+		t.Fatalf("the shared run is not on the server: %v", err)
+	}
+	if !jsonEqual(t, stored, raw) {
+		t.Errorf("the stored snapshot differs from window.logitscope.result")
+	}
+
+	b2 := NewBrowser(t)
+	if state := b2.Open(site.URL+u.Path, 2*time.Minute); state != "done" {
+		b2.Screenshot("error")
+		t.Fatalf("the snapshot ended in %q: %s", state, Eval[string](b2, `String(window.logitscope.error)`))
+	}
+	b2.Screenshot("snapshot")
+	_, reopened := pageDoc(t, b2)
+	if !jsonEqual(t, reopened, raw) {
+		t.Errorf("the reopened document differs from the run's")
+	}
+	if Eval[bool](b2, `window.logitscope.logits !== undefined`) {
+		t.Errorf("the snapshot page has logits: it ran something")
+	}
+	again := viewTexts(b2)
+	for _, sel := range views {
+		if again[sel] != run[sel] {
+			t.Errorf("%s differs:\nrun:      %.300q\nsnapshot: %.300q", sel, run[sel], again[sel])
+		}
+	}
+}
+
+// compareWithWazero runs the page's two requests through engine.wasm
+// under wazero on the native WebGPU: the reference's greedy decode from
+// the document's prompt ids, then the test side fed the reference's
+// tokens. Tokens must be identical and logits within relTol.
+func compareWithWazero(t *testing.T, site *Site, doc *snapshot.Doc, lg pageLogits) {
+	t.Helper()
+	dev, err := native.Open()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("no native WebGPU for the wazero reference (apt-get install mesa-vulkan-drivers libvulkan1): %v", err)
+	}
+	defer dev.Close()
+	wasm, err := os.ReadFile(filepath.Join(site.Static, "engine.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mod, err := host.Load(ctx, wasm, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close(ctx)
+
+	refReq := abi.Request{Mode: "greedy", PromptIDs: doc.PromptIDs, MaxNew: doc.Spec.MaxNew, Stops: doc.Spec.Stops}
+	refRows, refRes := wazeroRun(t, mod, dev, site.DemoDir, doc.Spec.Ref, refReq)
+	testReq := snapshot.TestRequest(refReq, refRes)
+	testRows, testRes := wazeroRun(t, mod, dev, site.DemoDir, doc.Spec.Test, testReq)
+
+	for _, side := range []struct {
+		name string
+		b64  string
+		want [][]float32
+		res  abi.Result
+	}{{"reference f32", lg.Ref, refRows, refRes}, {"test q4", lg.Test, testRows, testRes}} {
+		t.Run(side.name, func(t *testing.T) {
+			// The document's tokens are what the page showed: the
+			// reference's greedy output, which the test side was fed.
+			got := browserRun{Output: doc.Tokens, Stopped: side.res.Stopped, Targets: side.res.Targets,
+				Vocab: lg.Vocab, Rows: decodeRows(t, side.b64)}
+			compareRows(t, got, side.want, side.res, relTol)
+		})
+	}
+}
+
+func wazeroRun(t *testing.T, mod *host.Module, dev gpu.Device, dir, variant string, req abi.Request) ([][]float32, abi.Result) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := mod.Open(ctx, dev, dir, variant, snapshot.Capacity(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	rows, res, err := e.Run(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, res
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// TestUINoWebGPU opens an autorun link in a Chromium without WebGPU: the
+// page says so and runs the demo on engine.wasm's CPU path.
+func TestUINoWebGPU(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	b := NewBrowser(t, chromedp.Flag("enable-unsafe-webgpu", false))
+	spec := snapshot.NewSpec()
+	spec.Prompt, spec.MaxNew = "Hello", 4
+	q := spec.Query()
+	q.Set("autorun", "1")
+	if state := b.Open(site.URL+"/?"+q.Encode(), 3*time.Minute); state != "done" {
+		b.Screenshot("error")
+		t.Fatalf("the run ended in %q: %s", state, Eval[string](b, `String(window.logitscope.error)`))
+	}
+	b.Screenshot("cpu")
+	doc, _ := pageDoc(t, b)
+	if doc.Ref.Device != "cpu" || doc.Test.Device != "cpu" {
+		t.Errorf("sides ran on %q/%q, want cpu", doc.Ref.Device, doc.Test.Device)
+	}
+	banner := Eval[string](b, `(document.querySelector("#no-webgpu") || {innerText: ""}).innerText`)
+	if !strings.Contains(banner, "WebGPU") {
+		t.Errorf("no banner saying WebGPU is missing: %q", banner)
+	}
+}

@@ -1,0 +1,312 @@
+// Package chart draws the page's two charts as inline SVG text: KL
+// divergence per position (bars) and the reference margin per position
+// with the argmax flips marked (a scatter). It is plain geometry and string
+// building, free of syscall/js, so it is tested natively; the page puts the
+// text into the DOM and maps clicks back to positions with [Frame.IndexAt].
+package chart
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Kind is how a position is coloured: the margins classes.
+type Kind uint8
+
+const (
+	Agree Kind = iota // same argmax
+	Close             // a flip within the noise
+	Clear             // a flip against a clear preference
+)
+
+func (k Kind) class() string {
+	switch k {
+	case Close:
+		return "close"
+	case Clear:
+		return "clear"
+	}
+	return "agree"
+}
+
+// Frame is a chart's viewBox and the plot area inside it.
+type Frame struct {
+	W, H                     float64 // the viewBox
+	Left, Right, Top, Bottom float64 // margins around the plot area
+}
+
+// Default is the frame both charts use: wide and short, room for labels.
+var Default = Frame{W: 1000, H: 240, Left: 64, Right: 16, Top: 14, Bottom: 40}
+
+// PlotW is the width of the plot area.
+func (f Frame) PlotW() float64 { return f.W - f.Left - f.Right }
+
+// PlotH is the height of the plot area.
+func (f Frame) PlotH() float64 { return f.H - f.Top - f.Bottom }
+
+// X is the centre of position i's band when n positions share the width.
+func (f Frame) X(i, n int) float64 {
+	if n <= 0 {
+		return f.Left
+	}
+	return f.Left + (float64(i)+0.5)*f.PlotW()/float64(n)
+}
+
+// Y maps v on the axis [0, top] to a viewBox y (top of the plot at top).
+func (f Frame) Y(v, top float64) float64 {
+	if top <= 0 {
+		return f.H - f.Bottom
+	}
+	v = math.Max(0, math.Min(v, top))
+	return f.H - f.Bottom - v/top*f.PlotH()
+}
+
+// IndexAt is the position under a click at fraction fx (0 at the left
+// edge of the drawn SVG, 1 at the right) of n positions, or -1 outside the
+// plot area.
+func (f Frame) IndexAt(fx float64, n int) int {
+	if n <= 0 || math.IsNaN(fx) {
+		return -1
+	}
+	x := fx * f.W
+	if x < f.Left || x > f.W-f.Right {
+		return -1
+	}
+	i := int((x - f.Left) / f.PlotW() * float64(n))
+	return min(max(i, 0), n-1)
+}
+
+// Ticks returns about n round values from 0 to at least max, and that top
+// value: the axis runs from 0 to the last tick.
+func Ticks(max float64, n int) ([]float64, float64) {
+	if n < 1 {
+		n = 1
+	}
+	if !(max > 0) || math.IsInf(max, 0) {
+		return []float64{0, 1}, 1
+	}
+	step := niceStep(max / float64(n))
+	top := math.Ceil(max/step-1e-9) * step
+	ticks := []float64{}
+	for i := 0; ; i++ {
+		v := float64(i) * step
+		if v > top+step/2 {
+			break
+		}
+		ticks = append(ticks, v)
+	}
+	return ticks, top
+}
+
+// niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.
+func niceStep(x float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*p >= x*(1-1e-12) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// Label formats a tick value briefly: 0.25, 1.5, 1e-05, 120.
+func Label(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	a := math.Abs(v)
+	if a >= 1e5 || a < 1e-3 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// posTicks are the position axis labels: about n round indexes below count.
+func posTicks(count, n int) []int {
+	if count <= 0 {
+		return nil
+	}
+	step := max(1, int(niceStep(float64(count)/float64(n))))
+	out := []int{}
+	for i := 0; i < count; i += step {
+		out = append(out, i)
+	}
+	return out
+}
+
+type svg struct{ b strings.Builder }
+
+func (s *svg) f(format string, a ...any) { fmt.Fprintf(&s.b, format, a...) }
+
+// n formats a coordinate with two decimals at most, which keeps the text short.
+func n(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
+
+func (s *svg) open(f Frame, class, title string) {
+	s.f(`<svg xmlns="http://www.w3.org/2000/svg" class="chart %s" viewBox="0 0 %s %s" role="img" aria-label="%s">`,
+		class, n(f.W), n(f.H), html.EscapeString(title))
+}
+
+// axes draws the y grid with labels, the x axis with position labels and
+// the two axis titles.
+func (s *svg) axes(f Frame, ticks []float64, top float64, count int, xTitle, yTitle string) {
+	x0, x1, yb := f.Left, f.W-f.Right, f.H-f.Bottom
+	for _, t := range ticks {
+		y := f.Y(t, top)
+		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x0), n(y), n(x1), n(y))
+		s.f(`<text class="tick" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`,
+			n(x0-6), n(y), Label(t))
+	}
+	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x0), n(yb), n(x1), n(yb))
+	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x0), n(f.Top), n(x0), n(yb))
+	for _, i := range posTicks(count, 10) {
+		x := f.X(i, count)
+		s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x), n(yb), n(x), n(yb+4))
+		s.f(`<text class="tick" x="%s" y="%s" text-anchor="middle">%d</text>`, n(x), n(yb+16), i)
+	}
+	s.f(`<text class="title" x="%s" y="%s" text-anchor="middle">%s</text>`,
+		n(f.Left+f.PlotW()/2), n(f.H-4), html.EscapeString(xTitle))
+	s.f(`<text class="title" transform="translate(12 %s) rotate(-90)" text-anchor="middle">%s</text>`,
+		n(f.Top+f.PlotH()/2), html.EscapeString(yTitle))
+}
+
+// Cursor is the band that marks position sel of count: its left edge and
+// width. The page moves the drawn cursor with it when the selection
+// changes, without redrawing the chart.
+func (f Frame) Cursor(sel, count int) (x, w float64) {
+	if count <= 0 {
+		return f.Left, 0
+	}
+	w = math.Max(f.PlotW()/float64(count), 2)
+	return f.X(sel, count) - w/2, w
+}
+
+// cursor draws the selection band; hidden when sel is not a position.
+func (s *svg) cursor(f Frame, sel, count int) {
+	if count <= 0 {
+		return
+	}
+	hidden := ""
+	if sel < 0 || sel >= count {
+		sel, hidden = 0, ` visibility="hidden"`
+	}
+	x, w := f.Cursor(sel, count)
+	s.f(`<rect class="cursor" x="%s" y="%s" width="%s" height="%s"%s/>`, n(x), n(f.Top), n(w), n(f.PlotH()), hidden)
+}
+
+func finiteMax(vs ...[]float64) float64 {
+	m := 0.0
+	for _, v := range vs {
+		for _, x := range v {
+			if !math.IsNaN(x) && !math.IsInf(x, 0) && x > m {
+				m = x
+			}
+		}
+	}
+	return m
+}
+
+// Bars draws values[i] (≥ 0) as one bar per position, coloured by kinds[i]
+// (same length as values, or nil for all Agree), with sel highlighted (-1
+// for none). Bars of a kind are one path, so thousands of positions stay
+// cheap to draw.
+func Bars(f Frame, values []float64, kinds []Kind, sel int, xTitle, yTitle string) string {
+	var s svg
+	count := len(values)
+	s.open(f, "bars", yTitle+" per position")
+	ticks, top := Ticks(finiteMax(values), 4)
+	s.axes(f, ticks, top, count, xTitle, yTitle)
+	s.cursor(f, sel, count)
+	band := f.PlotW() / math.Max(float64(count), 1)
+	w := band * 0.8
+	if band < 3 {
+		w = band // no gap when bars are thin
+	}
+	w = math.Max(w, 0.5)
+	var paths [3]strings.Builder
+	yb := f.H - f.Bottom
+	for i, v := range values {
+		if math.IsNaN(v) || v <= 0 {
+			continue
+		}
+		k := Agree
+		if i < len(kinds) {
+			k = kinds[i]
+		}
+		y := f.Y(v, top)
+		fmt.Fprintf(&paths[k], "M%s %sh%sV%sh-%sz", n(f.X(i, count)-w/2), n(yb), n(w), n(y), n(w))
+	}
+	for k := Agree; k <= Clear; k++ {
+		if paths[k].Len() > 0 {
+			s.f(`<path class="bar %s" d="%s"/>`, k.class(), paths[k].String())
+		}
+	}
+	s.f(`</svg>`)
+	return s.b.String()
+}
+
+// DotSizes are the scatter's dot diameters (flips, agreeing positions)
+// for count positions: large while there is room, down to a few units.
+func DotSizes(count int) (flip, agree float64) {
+	band := Default.PlotW() / math.Max(float64(count), 1)
+	flip = math.Min(8, math.Max(4, band))
+	return flip, flip / 2
+}
+
+// Scatter draws y[i] (≥ 0) per position as a dot coloured by kinds[i],
+// flips larger than agreeing positions; boundary, when given (same length),
+// is drawn as a dashed step line (the k·σ limit of each position), and
+// hline ≥ 0 as a dashed horizontal line (a fixed limit; < 0 for none).
+func Scatter(f Frame, y []float64, kinds []Kind, boundary []float64, hline float64, sel int, xTitle, yTitle string) string {
+	var s svg
+	count := len(y)
+	s.open(f, "scatter", yTitle+" per position")
+	ticks, top := Ticks(finiteMax(y, boundary, []float64{hline}), 4)
+	s.axes(f, ticks, top, count, xTitle, yTitle)
+	s.cursor(f, sel, count)
+	if len(boundary) == count && count > 0 {
+		var d strings.Builder
+		band := f.PlotW() / float64(count)
+		for i, b := range boundary {
+			x, yy := f.X(i, count)-band/2, f.Y(b, top)
+			if i == 0 {
+				fmt.Fprintf(&d, "M%s %s", n(x), n(yy))
+			} else {
+				fmt.Fprintf(&d, "V%s", n(yy))
+			}
+			fmt.Fprintf(&d, "H%s", n(x+band))
+		}
+		s.f(`<path class="boundary" d="%s"/>`, d.String())
+	}
+	if hline >= 0 {
+		yy := f.Y(hline, top)
+		s.f(`<line class="boundary" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(f.Left), n(yy), n(f.W-f.Right), n(yy))
+	}
+	// A zero-length segment with a round cap is a dot: one path per kind,
+	// the dots smaller as the positions get more.
+	var paths [3]strings.Builder
+	flip, agree := DotSizes(count)
+	for i, v := range y {
+		if math.IsNaN(v) {
+			continue
+		}
+		k := Agree
+		if i < len(kinds) {
+			k = kinds[i]
+		}
+		fmt.Fprintf(&paths[k], "M%s %sh0", n(f.X(i, count)), n(f.Y(v, top)))
+	}
+	for k := Agree; k <= Clear; k++ {
+		if paths[k].Len() > 0 {
+			w := flip
+			if k == Agree {
+				w = agree
+			}
+			s.f(`<path class="dot %s" stroke-width="%s" d="%s"/>`, k.class(), n(w), paths[k].String())
+		}
+	}
+	s.f(`</svg>`)
+	return s.b.String()
+}

@@ -1,0 +1,136 @@
+package main
+
+// Number and text formatting for the page. Pure Go (no syscall/js), so
+// it is tested natively with view.go.
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"logitscope/margins"
+)
+
+// fixed formats v with prec decimals; "—" for NaN or infinity.
+func fixed(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+// pct formats a share (0.25) as a percentage ("25.000%").
+func pct(v float64, prec int) string { return fixed(100*v, prec) + "%" }
+
+// est formats an estimate as llama.cpp does, "value ± err", scaled (100
+// for percentages) with prec decimals; "n/a" where undefined.
+func est(e *margins.Estimate, scale float64, prec int, unit string) string {
+	if e == nil {
+		return "n/a"
+	}
+	s := fixed(scale*e.Value, prec)
+	if e.Err == nil {
+		return s + unit + " ± n/a"
+	}
+	return s + " ± " + fixed(scale**e.Err, prec) + unit
+}
+
+// ms formats a duration in milliseconds for people: "840 ms", "12.4 s".
+func ms(v float64) string {
+	switch {
+	case v <= 0 || math.IsNaN(v):
+		return "—"
+	case v < 10:
+		return fixed(v, 1) + " ms"
+	case v < 10000:
+		return fixed(v, 0) + " ms"
+	}
+	return fixed(v/1000, 1) + " s"
+}
+
+// size formats a byte count: "512 B", "1.5 MB", "2.31 GB".
+func size(n float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB"}
+	i := 0
+	for n >= 1000 && i < len(units)-1 {
+		n /= 1000
+		i++
+	}
+	switch {
+	case i == 0:
+		return fmt.Sprintf("%.0f B", n)
+	case n < 10:
+		return fmt.Sprintf("%.2f %s", n, units[i])
+	case n < 100:
+		return fmt.Sprintf("%.1f %s", n, units[i])
+	}
+	return fmt.Sprintf("%.0f %s", n, units[i])
+}
+
+// visible shows a token's text in a table cell: whitespace made visible
+// (␣ ↵ ⇥), other control characters as \x.., the empty string as ∅.
+func visible(s string) string {
+	if s == "" {
+		return "∅"
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == ' ':
+			b.WriteString("␣")
+		case r == '\n':
+			b.WriteString("↵")
+		case r == '\t':
+			b.WriteString("⇥")
+		case r == '\r':
+			b.WriteString("␍")
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// stripText shows a token's text in the running token strip: as written,
+// so that the text reads naturally, but a newline is marked (↵) before it
+// breaks the line, other controls are escaped, and an empty token is ∅.
+func stripText(s string) string {
+	if s == "" {
+		return "∅"
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n':
+			b.WriteString("↵\n")
+		case r == '\t' || r == ' ':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// short cuts a hex digest for display.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
+
+// snapID is the id in a /r/<id> path (32 lowercase hex digits, as the
+// server names runs), or "".
+func snapID(path string) string {
+	id, ok := strings.CutPrefix(path, "/r/")
+	if !ok || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	return id
+}

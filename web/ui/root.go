@@ -1,0 +1,367 @@
+//go:build js && wasm
+
+package main
+
+// Root is the page's state and the root component (root.vugu). Every
+// other component gets a pointer to it (R) and calls its methods, so the
+// state lives in one place:
+//
+//	URL ──ParseQuery──▶ Spec ◀── form edits ──▶ history.replaceState(Spec.Query())
+//	Run ─▶ goroutine: tokenizer, bridge.open/run ×2, snapshot.Build ─▶ show(Doc)
+//	/r/<id> ─▶ goroutine: GET /api/runs/<id>, snapshot.Parse ─▶ show(Doc)
+//	dropped dumps ─▶ goroutine: File.arrayBuffer, snapshot.Offline ─▶ show(Doc)
+//	show(Doc) ─▶ window.logitscope.result (+ .logits for runs), State "done"
+//
+// Event handlers (vugu's, the keyboard's, the drop zone's) run with the
+// EventEnv locked; goroutines take the lock with update() only to change
+// state, never while they wait on a promise. body.dataset.state follows
+// State after each render, so "done" means the page shows the result.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"syscall/js"
+
+	"github.com/vugu/vugu"
+
+	"logitscope/snapshot"
+	"logitscope/tokenizer"
+)
+
+// modelInfo is one entry of GET /models/.
+type modelInfo struct {
+	Name         string `json:"name"`
+	Architecture string `json:"architecture"`
+	Vocab        int    `json:"vocab"`
+	Variants     []struct {
+		Scheme string  `json:"scheme"`
+		Bytes  float64 `json:"bytes"`
+	} `json:"variants"`
+}
+
+type Root struct {
+	// Spec is the form: what Run runs and what the URL says.
+	Spec snapshot.Spec
+	// The form's text of fields that must parse, and their errors.
+	MaxNewText, WindowText, StopsText, SystemText string
+	FieldErr                                      map[string]string
+
+	Models    []modelInfo
+	ModelsErr string
+
+	Probe     probeInfo
+	ProbeDone bool
+	BridgeErr string // no bridge or its probe failed
+
+	State     string // idle | running | done | error
+	Stage     string // what a run is working on, for the progress bar
+	StageStep string // and what it does there until the bridge reports
+	Progress  progress
+	Err       string
+
+	Doc    *snapshot.Doc
+	Source string // run | snapshot | offline
+	Sel    int
+	SnapID string // the /r/<id> this page shows, until the form is edited
+	Ran    bool   // the form's spec has been run: its URL reruns it
+
+	Share shareState
+	Drop  dropState
+
+	PageLoad float64 // ms from navigation start to the first render
+
+	ee      vugu.EventEnv
+	br      *bridge
+	ls      js.Value // window.logitscope
+	probed  chan struct{}
+	wantPos int // a link's ?pos=, for the first document shown
+
+	docSeq    int    // bumps with each document; raw DOM content is keyed by it
+	docJSON   []byte // Doc as JSON: the result object and what Share posts
+	strip     string // stripHTML(Doc)
+	summary   string // summaryHTML(Doc)
+	kldSVG    string
+	marginSVG string
+	bodyState string // what body.dataset.state says now
+
+	urlPending bool    // a syncURL is due
+	urlFlush   js.Func // its timer's callback
+
+	tokMu sync.Mutex
+	toks  map[string]*tokenizer.Tokenizer
+}
+
+// boot reads the URL and starts the background work; called once before
+// the first render (no lock needed: nothing else runs yet).
+func (r *Root) boot(ee vugu.EventEnv) {
+	r.ee = ee
+	r.State = "idle"
+	r.FieldErr = map[string]string{}
+	r.toks = map[string]*tokenizer.Tokenizer{}
+	r.probed = make(chan struct{})
+	r.wantPos = -1
+	r.ls = global.Get("logitscope")
+	if r.ls.Type() != js.TypeObject {
+		r.ls = global.Get("Object").New()
+		global.Set("logitscope", r.ls)
+	}
+	r.ls.Set("ready", true)
+
+	loc := global.Get("location")
+	q, _ := url.ParseQuery(trimQ(loc.Get("search").String()))
+	if p, err := strconv.Atoi(q.Get("pos")); err == nil && p >= 0 {
+		r.wantPos = p
+	}
+	spec, err := snapshot.ParseQuery(q)
+	r.setSpec(spec)
+
+	if br, berr := newBridge(); berr != nil {
+		r.BridgeErr = berr.Error()
+		close(r.probed)
+	} else {
+		r.br = br
+		br.onProgress(func(p progress) { r.update(func() { r.Progress = p }) })
+		go r.probe()
+	}
+	go r.loadModels()
+
+	switch id := snapID(loc.Get("pathname").String()); {
+	case id != "":
+		r.SnapID = id
+		r.begin("loading shared snapshot " + id)
+		go r.loadSnapshot(id)
+	case err != nil:
+		r.fail(fmt.Errorf("this link's spec: %v", err))
+	case q.Get("autorun") == "1":
+		r.Run()
+	default:
+		r.syncURLNow()
+	}
+}
+
+func trimQ(s string) string {
+	if len(s) > 0 && s[0] == '?' {
+		return s[1:]
+	}
+	return s
+}
+
+// update changes state from a goroutine and asks for a render.
+func (r *Root) update(f func()) {
+	r.ee.Lock()
+	defer r.ee.UnlockRender()
+	f()
+}
+
+func (r *Root) probe() {
+	p, err := r.br.probe()
+	r.update(func() {
+		r.Probe, r.ProbeDone = p, true
+		if err != nil {
+			r.BridgeErr = "the bridge's probe failed: " + err.Error()
+		}
+	})
+	close(r.probed)
+}
+
+func (r *Root) loadModels() {
+	data, err := fetchBytes("/models/")
+	var ms []modelInfo
+	if err == nil {
+		err = json.Unmarshal(data, &ms)
+	}
+	r.update(func() {
+		if err != nil {
+			r.ModelsErr = "model list: " + err.Error()
+			return
+		}
+		r.Models = ms
+	})
+}
+
+// model is the listed model called name, or nil.
+func (r *Root) model(name string) *modelInfo {
+	for i := range r.Models {
+		if r.Models[i].Name == name {
+			return &r.Models[i]
+		}
+	}
+	return nil
+}
+
+// tokenizer loads (once) and returns a model's tokenizer. Goroutines only.
+func (r *Root) tokenizer(model string) (*tokenizer.Tokenizer, error) {
+	r.tokMu.Lock()
+	defer r.tokMu.Unlock()
+	if t := r.toks[model]; t != nil {
+		return t, nil
+	}
+	data, err := fetchBytes("/models/" + url.PathEscape(model) + "/tokenizer.json")
+	if err != nil {
+		return nil, err
+	}
+	t, err := tokenizer.Parse(data, model+"/tokenizer.json")
+	if err != nil {
+		return nil, err
+	}
+	r.toks[model] = t
+	return t, nil
+}
+
+// begin enters the running state.
+func (r *Root) begin(stage string) {
+	r.Err, r.Stage, r.StageStep, r.Progress = "", stage, "", progress{}
+	r.clearDoc()
+	r.State = "running"
+	for _, k := range []string{"result", "logits", "error"} {
+		r.ls.Delete(k)
+	}
+}
+
+func (r *Root) clearDoc() {
+	r.Doc, r.docJSON, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, nil, "", "", "", ""
+	r.Share = shareState{}
+}
+
+// fail shows err as it came, in the page and in window.logitscope.error.
+func (r *Root) fail(err error) {
+	r.Err = err.Error()
+	r.State = "error"
+	r.ls.Set("error", r.Err)
+}
+
+// logitsOut is window.logitscope.logits of a run.
+type logitsOut struct {
+	Vocab     int
+	Ref, Test string // base64 of the rows, float32 little-endian
+}
+
+// show makes doc the page's document; raw is its JSON (nil: marshal it).
+func (r *Root) show(doc *snapshot.Doc, raw []byte, source string, lg *logitsOut) {
+	if raw == nil {
+		b, err := json.Marshal(doc)
+		if err != nil {
+			r.fail(fmt.Errorf("snapshot: %v", err))
+			return
+		}
+		raw = b
+	}
+	r.clearDoc()
+	r.Doc, r.docJSON, r.Source = doc, raw, source
+	r.docSeq++
+	r.strip = stripHTML(doc)
+	r.summary = summaryHTML(summaryView(doc))
+	r.kldSVG = kldChart(doc, -1)
+	r.marginSVG = marginChart(doc, -1)
+	n := len(doc.Report.Positions)
+	switch {
+	case r.wantPos >= 0 && r.wantPos < n:
+		r.Sel = r.wantPos
+	case doc.Report.Summary.FirstDisagreement >= 0:
+		r.Sel = doc.Report.Summary.FirstDisagreement
+	default:
+		r.Sel = 0
+	}
+	r.wantPos = -1
+	r.Err = ""
+	r.ls.Set("result", jsonObj.Call("parse", string(raw)))
+	if lg != nil {
+		l := global.Get("Object").New()
+		l.Set("vocab", lg.Vocab)
+		l.Set("ref", lg.Ref)
+		l.Set("test", lg.Test)
+		r.ls.Set("logits", l)
+	} else {
+		r.ls.Delete("logits")
+	}
+	r.ls.Delete("error")
+	r.State = "done"
+	r.syncURLNow()
+}
+
+// flushBody writes State to body.dataset.state; the render loop calls it
+// after each render.
+func (r *Root) flushBody() {
+	if r.State == r.bodyState {
+		return
+	}
+	r.bodyState = r.State
+	global.Get("document").Get("body").Get("dataset").Set("state", r.State)
+}
+
+// syncURL updates the address bar soon: edits and key presses come in
+// bursts, and Chromium ignores replaceState beyond a few hundred calls in
+// ten seconds.
+func (r *Root) syncURL() {
+	if r.urlPending {
+		return
+	}
+	r.urlPending = true
+	if r.urlFlush.IsUndefined() {
+		r.urlFlush = js.FuncOf(func(js.Value, []js.Value) any {
+			r.ee.Lock()
+			defer r.ee.UnlockOnly()
+			if r.urlPending {
+				r.syncURLNow()
+			}
+			return nil
+		})
+	}
+	global.Call("setTimeout", r.urlFlush, 150)
+}
+
+// syncURLNow puts the spec (or the shared snapshot's path) and the
+// selected position into the address bar, without a new history entry.
+func (r *Root) syncURLNow() {
+	r.urlPending = false
+	var u string
+	q := url.Values{}
+	if r.SnapID != "" {
+		u = "/r/" + r.SnapID
+	} else {
+		q = r.Spec.Query()
+		if r.Ran {
+			q.Set("autorun", "1")
+		}
+		u = "/"
+	}
+	if r.Doc != nil && r.Sel > 0 {
+		q.Set("pos", strconv.Itoa(r.Sel))
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	global.Get("history").Call("replaceState", js.Null(), "", u)
+}
+
+// Select makes position i (clamped) the inspected one.
+func (r *Root) Select(i int) {
+	if r.Doc == nil {
+		return
+	}
+	n := len(r.Doc.Report.Positions)
+	i = min(max(i, 0), n-1)
+	if i != r.Sel {
+		r.Sel = i
+		r.syncURL()
+	}
+}
+
+// Step moves the selection by d; false when it cannot move.
+func (r *Root) Step(d int) bool {
+	if r.Doc == nil {
+		return false
+	}
+	i := r.Sel + d
+	if i < 0 || i >= len(r.Doc.Report.Positions) {
+		return false
+	}
+	r.Select(i)
+	return true
+}
+
+// Inspect is the inspector's view of the selected position.
+func (r *Root) Inspect() inspector { return inspectorView(r.Doc, r.Sel) }

@@ -1,0 +1,99 @@
+//go:build js && wasm
+
+package main
+
+// Sharing: POST /api/runs stores the document, /r/<id> shows it again.
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"logitscope/snapshot"
+)
+
+type shareState struct {
+	Busy   bool
+	URL    string // the absolute /r/<id> link
+	Err    string
+	Copied bool
+}
+
+// ShareNow posts the document (the share button).
+func (r *Root) ShareNow() {
+	if r.Doc == nil || r.Share.Busy {
+		return
+	}
+	r.Share = shareState{Busy: true}
+	body, seq := r.docJSON, r.docSeq
+	go func() {
+		link, err := share(body)
+		r.update(func() {
+			if r.docSeq != seq {
+				return // another document is shown now
+			}
+			r.Share = shareState{URL: link}
+			if err != nil {
+				r.Share.Err = err.Error()
+			}
+		})
+	}()
+}
+
+func share(body []byte) (string, error) {
+	reply, err := postJSON("/api/runs", body)
+	if err != nil {
+		return "", fmt.Errorf("share: %v", err)
+	}
+	var v struct {
+		ID  string `json:"id"`
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(reply, &v); err != nil || v.URL == "" {
+		return "", fmt.Errorf("share: the server's reply %q has no url", string(reply))
+	}
+	return global.Get("location").Get("origin").String() + v.URL, nil
+}
+
+// CopyShare copies the link: the input's text is selected and copied
+// (inside the click, where the browser allows it), with the async
+// clipboard API as a second try.
+func (r *Root) CopyShare() {
+	if r.Share.URL == "" {
+		return
+	}
+	doc := global.Get("document")
+	in := doc.Call("getElementById", "share-link")
+	ok := false
+	if in.Truthy() {
+		in.Call("select")
+		ok = doc.Call("execCommand", "copy").Truthy()
+	}
+	if !ok {
+		if cb := global.Get("navigator").Get("clipboard"); cb.Truthy() {
+			cb.Call("writeText", r.Share.URL).Call("catch", noop)
+			ok = true
+		}
+	}
+	r.Share.Copied = ok
+}
+
+var noop = jsFunc(func() {})
+
+// loadSnapshot shows a stored document without running anything.
+func (r *Root) loadSnapshot(id string) {
+	data, err := fetchBytes("/api/runs/" + id)
+	var doc *snapshot.Doc
+	if err == nil {
+		doc, err = snapshot.Parse(data)
+	}
+	r.update(func() {
+		if err != nil {
+			r.fail(fmt.Errorf("shared snapshot %s: %v", id, err))
+			return
+		}
+		if doc.Spec != nil {
+			r.setSpec(cloneSpec(*doc.Spec))
+		}
+		r.show(doc, data, "snapshot", nil)
+	})
+}

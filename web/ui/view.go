@@ -1,0 +1,355 @@
+package main
+
+// What the page shows of a snapshot document, as plain values for the
+// .vugu templates: the summary's sections, the inspector of one position,
+// the token strip's HTML and the charts' SVG. Pure Go, tested natively.
+
+import (
+	"html"
+	"math"
+	"strconv"
+	"strings"
+
+	"logitscope/margins"
+	"logitscope/snapshot"
+	"logitscope/web/ui/chart"
+)
+
+// kv is one labelled value; Pos ≥ 0 makes it a link to that position.
+type kv struct {
+	Label, Value, Note, Class string
+	Pos                       int
+}
+
+// section is a titled list of values.
+type section struct {
+	Title string
+	Rows  []kv
+}
+
+func row(label, value string) kv { return kv{Label: label, Value: value, Pos: -1} }
+
+// summaryView lays out the report's statistics in llama.cpp's order and
+// with its labels, then the flips, the timings and both sides.
+func summaryView(d *snapshot.Doc) []section {
+	s := &d.Report.Summary
+	var out []section
+	if p := s.PPL; p != nil {
+		cor := "n/a"
+		if p.Cor != nil {
+			cor = pct(*p.Cor, 2)
+		}
+		out = append(out, section{"Perplexity", []kv{
+			row("Mean PPL(Q)", est(p.Test, 1, 6, "")),
+			row("Mean PPL(base)", est(p.Ref, 1, 6, "")),
+			row("Cor(ln(PPL(Q)), ln(PPL(base)))", cor),
+			row("Mean ln(PPL(Q)/PPL(base))", est(p.LnRatio, 1, 6, "")),
+			row("Mean PPL(Q)/PPL(base)", est(p.Ratio, 1, 6, "")),
+			row("Mean PPL(Q)-PPL(base)", est(p.Diff, 1, 6, "")),
+		}})
+	}
+	k := section{Title: "KL divergence", Rows: []kv{row("Mean KLD", est(&s.KLD, 1, 6, ""))}}
+	for _, q := range quantileRows(s.KLDQuant, false) {
+		k.Rows = append(k.Rows, row(q.label+" KLD", fixed(q.v, 6)))
+	}
+	out = append(out, k)
+
+	dp := section{Title: "Token probability", Rows: []kv{row("Mean Δp", est(&s.DeltaP, 100, 3, "%"))}}
+	for _, q := range quantileRows(s.DeltaPQ, true) {
+		dp.Rows = append(dp.Rows, row(q.label+" Δp", pct(q.v, 3)))
+	}
+	dp.Rows = append(dp.Rows,
+		row("RMS Δp", est(&s.DeltaPRMS, 100, 3, "%")),
+		row("Same top p", est(&s.SameTop, 100, 3, "%")),
+		row("Ref top-1 in test top-5", pct(s.RefTop1InTestTop5, 3)),
+		row("Test top-1 in ref top-5", pct(s.TestTop1InRefTop5, 3)))
+	out = append(out, dp)
+
+	mode := "argmax: Δp is of the reference's top-1; no PPL without targets"
+	if s.TeacherForced {
+		mode = "teacher-forced: Δp and PPL are of the given target tokens"
+	}
+	fl := section{Title: "Argmax flips", Rows: []kv{
+		row("Flips", strconv.Itoa(s.Flips)+" of "+strconv.Itoa(s.Positions)+" positions"),
+		{Label: "Close calls", Value: strconv.Itoa(s.CloseFlips), Class: "close", Pos: -1},
+		{Label: "Clear calls", Value: strconv.Itoa(s.ClearFlips), Class: "clear", Pos: -1},
+	}}
+	if f := s.FirstDisagreement; f >= 0 && f < len(d.Report.Positions) {
+		p := &d.Report.Positions[f]
+		fl.Rows = append(fl.Rows, kv{Label: "First disagreement", Pos: f, Class: string(p.Class),
+			Value: "position " + strconv.Itoa(f),
+			Note:  "reference " + quoted(d, p.RefChoice) + ", test " + quoted(d, p.TestChoice) + ", " + string(p.Class) + " call"})
+	} else {
+		fl.Rows = append(fl.Rows, row("First disagreement", "none"))
+	}
+	fl.Rows = append(fl.Rows,
+		row("Criterion", d.Report.Criterion.Text),
+		row("Capture σ", fixed(s.CaptureSigma, 6)),
+		row("Mode", mode),
+		row("Geometry", strconv.Itoa(d.Report.Rows)+" positions × "+strconv.Itoa(d.Report.Vocab)+" vocab"))
+	out = append(out, fl)
+
+	t := d.Timing
+	tm := section{Title: "Timing"}
+	for _, x := range []struct {
+		l string
+		v float64
+	}{{"Page load", t.PageLoad}, {"Open reference", t.OpenRef}, {"First token", t.FirstToken},
+		{"Reference run", t.RefRun}, {"Open test", t.OpenTest}, {"Test run", t.TestRun}, {"Analysis", t.Analysis}} {
+		if x.v > 0 {
+			tm.Rows = append(tm.Rows, row(x.l, ms(x.v)))
+		}
+	}
+	if len(tm.Rows) > 0 {
+		out = append(out, tm)
+	}
+	out = append(out, section{"Sides", []kv{sideRow("Reference", d.Ref), sideRow("Test", d.Test)}})
+	return out
+}
+
+func sideRow(label string, s snapshot.Side) kv {
+	parts := []string{s.Label}
+	if s.Device != "" {
+		parts = append(parts, s.Device)
+	}
+	if s.Adapter != "" {
+		parts = append(parts, s.Adapter)
+	}
+	parts = append(parts, strconv.Itoa(s.Rows)+" rows")
+	r := row(label, strings.Join(parts, " · "))
+	if rc := s.Receipt; rc != nil {
+		r.Note = "receipt verified: variant " + rc.Variant + ", model " + short(rc.Model) + ", " + rc.Request.Mode
+	}
+	return r
+}
+
+// summaryHTML renders the sections as tables. The summary does not change
+// while a document is shown, so the page sets it once per document rather
+// than having vugu diff its hundreds of cells at every render. A row with
+// a position links to it (data-pos).
+func summaryHTML(secs []section) string {
+	var b strings.Builder
+	esc := html.EscapeString
+	for _, s := range secs {
+		b.WriteString(`<div class="sec"><h3>` + esc(s.Title) + `</h3><table><tbody>`)
+		for _, r := range s.Rows {
+			b.WriteString(`<tr class="` + esc(r.Class) + `"><th>` + esc(r.Label) + `</th><td>`)
+			if r.Pos >= 0 {
+				b.WriteString(`<a href="#inspector" class="poslink" data-pos="` + strconv.Itoa(r.Pos) + `">` + esc(r.Value) + `</a>`)
+			} else {
+				b.WriteString(`<span>` + esc(r.Value) + `</span>`)
+			}
+			if r.Note != "" {
+				b.WriteString(` <small>` + esc(r.Note) + `</small>`)
+			}
+			b.WriteString(`</td></tr>`)
+		}
+		b.WriteString(`</tbody></table></div>`)
+	}
+	return b.String()
+}
+
+type labeled struct {
+	label string
+	v     float64
+}
+
+// quantileRows are llama.cpp's order statistics with its labels; Δp adds
+// the quartiles, as llama.cpp prints them for Δp only.
+func quantileRows(q margins.Quantiles, quartiles bool) []labeled {
+	rows := []labeled{{"Maximum", q.Max}, {"99.9%", q.P99_9}, {"99.0%", q.P99}, {"95.0%", q.P95}, {"90.0%", q.P90}}
+	if quartiles {
+		rows = append(rows, labeled{"75.0%", q.P75})
+	}
+	rows = append(rows, labeled{"Median", q.Median})
+	if quartiles {
+		rows = append(rows, labeled{"25.0%", q.P25})
+	}
+	return append(rows, labeled{"10.0%", q.P10}, labeled{"5.0%", q.P5}, labeled{"1.0%", q.P1},
+		labeled{"0.1%", q.P0_1}, labeled{"Minimum", q.Min})
+}
+
+func quoted(d *snapshot.Doc, id int) string {
+	return "“" + visible(d.Text(id)) + "” (" + strconv.Itoa(id) + ")"
+}
+
+// topRow is one line of a side's top-k table.
+type topRow struct {
+	Rank        int
+	Text, Logit string
+	Prob        string
+	ID          int
+	Mark        string // "a" (the reference's choice), "b" (the test's), "ab" both
+}
+
+// inspector is the view of one position.
+type inspector struct {
+	Index, Count int
+	Token        string // the text of the token the position predicts
+	TokenID      int
+	Class        string
+	Ref, Test    []topRow
+	Facts        []kv
+}
+
+func topRows(d *snapshot.Doc, toks []margins.Token, a, b int) []topRow {
+	out := make([]topRow, len(toks))
+	for i, t := range toks {
+		m := ""
+		if t.ID == a {
+			m += "a"
+		}
+		if t.ID == b {
+			m += "b"
+		}
+		out[i] = topRow{Rank: i + 1, Text: visible(d.Text(t.ID)), ID: t.ID,
+			Logit: fixed(t.Logit, 4), Prob: pct(t.Prob, 2), Mark: m}
+	}
+	return out
+}
+
+// inspectorView describes position i of d (i in range).
+func inspectorView(d *snapshot.Doc, i int) inspector {
+	p := &d.Report.Positions[i]
+	a, b := p.RefChoice, p.TestChoice
+	v := inspector{Index: i, Count: len(d.Report.Positions), Token: visible(d.Text(d.Tokens[i])),
+		TokenID: d.Tokens[i], Class: string(p.Class),
+		Ref: topRows(d, p.RefTop, a, b), Test: topRows(d, p.TestTop, a, b)}
+
+	ratio := "—"
+	if p.Ratio != nil {
+		ratio = fixed(*p.Ratio, 2)
+	}
+	mLabel := "m = z_ref[a] − z_ref[b]"
+	if p.MarginOf != "flip" {
+		mLabel = "m = z_ref[a] − z_ref[runner-up]"
+	}
+	crit := d.Report.Criterion
+	limit := "—"
+	switch {
+	case crit.Mode == "abs":
+		limit = fixed(crit.AbsMargin, 4) + " (fixed)"
+	case crit.K > 0:
+		limit = fixed(crit.K*p.Sigma, 4) + " (" + strconv.FormatFloat(crit.K, 'g', -1, 64) + "·σ)"
+	}
+	verdict := map[string]string{
+		"agree": "both sides chose the same token",
+		"close": "a flip within the noise: m ≤ the limit",
+		"clear": "a flip against a clear reference preference: m > the limit",
+	}[v.Class]
+	v.Facts = []kv{
+		{Label: "Class", Value: v.Class, Note: verdict, Class: v.Class, Pos: -1},
+		row("Reference choice a", quoted(d, a)),
+		row("Test choice b", quoted(d, b)),
+		{Label: mLabel, Value: fixed(p.Margin, 4) + " logits", Note: pct(p.MarginProb, 3) + " in probability", Pos: -1},
+		{Label: "Reference top-1 − top-2", Value: fixed(p.RefTop12, 4) + " logits", Note: pct(p.RefTop12Prob, 3) + " in probability", Pos: -1},
+		row("σ (pair noise)", fixed(p.Sigma, 4)),
+		row("m / σ", ratio),
+		row("Close-call limit", limit),
+		row("Pair shift d[b] − d[a]", fixed(p.PairShift, 4)),
+		row("Rank of a in test", strconv.Itoa(p.RefChoiceRankInTest)),
+		row("Rank of b in reference", strconv.Itoa(p.TestChoiceRankInRef)),
+		row("KLD", fixed(p.KLD, 6)),
+		{Label: "Δp of the target", Value: pct(p.DeltaP, 3),
+			Note: "target " + quoted(d, p.Target) + ": " + pct(p.PRefTarget, 2) + " → " + pct(p.PTestTarget, 2), Pos: -1},
+	}
+	return v
+}
+
+// kinds are the positions' classes as chart kinds.
+func kinds(d *snapshot.Doc) []chart.Kind {
+	k := make([]chart.Kind, len(d.Report.Positions))
+	for i, p := range d.Report.Positions {
+		switch p.Class {
+		case margins.Close:
+			k[i] = chart.Close
+		case margins.Clear:
+			k[i] = chart.Clear
+		}
+	}
+	return k
+}
+
+// kldScale is the KLD that saturates the strip's colour: the 99th
+// percentile (the maximum when that is 0), so that one outlier does not
+// wash out the rest.
+func kldScale(d *snapshot.Doc) float64 {
+	q := d.Report.Summary.KLDQuant
+	if q.P99 > 0 {
+		return q.P99
+	}
+	return q.Max
+}
+
+// stripHTML is the token strip's content: the prompt's tokens (greyed),
+// then one span per position with its class and KLD intensity (--k, 0–1).
+// Built once per document; the page sets it as the strip's innerHTML.
+func stripHTML(d *snapshot.Doc) string {
+	var b strings.Builder
+	b.Grow(64 * (len(d.PromptIDs) + len(d.Tokens)))
+	for _, id := range d.PromptIDs {
+		b.WriteString(`<span class="p" title="prompt · `)
+		b.WriteString(strconv.Itoa(id))
+		b.WriteString(`">`)
+		b.WriteString(html.EscapeString(stripText(d.Text(id))))
+		b.WriteString(`</span>`)
+	}
+	scale := kldScale(d)
+	for i, p := range d.Report.Positions {
+		k := 0.0
+		if scale > 0 {
+			k = math.Sqrt(math.Min(1, math.Max(0, p.KLD/scale)))
+		}
+		b.WriteString(`<span class="t `)
+		b.WriteString(string(p.Class))
+		b.WriteString(`" data-i="`)
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(`" style="--k:`)
+		b.WriteString(strconv.FormatFloat(k, 'f', 2, 64))
+		b.WriteString(`" title="`)
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(` · `)
+		b.WriteString(string(p.Class))
+		b.WriteString(` · KLD `)
+		b.WriteString(strconv.FormatFloat(p.KLD, 'g', 3, 64))
+		b.WriteString(`">`)
+		b.WriteString(html.EscapeString(stripText(d.Text(d.Tokens[i]))))
+		b.WriteString(`</span>`)
+	}
+	return b.String()
+}
+
+// kldChart is the KLD-per-position bar chart.
+func kldChart(d *snapshot.Doc, sel int) string {
+	v := make([]float64, len(d.Report.Positions))
+	for i, p := range d.Report.Positions {
+		v[i] = p.KLD
+	}
+	return chart.Bars(chart.Default, v, kinds(d), sel, "position", "KLD (nats)")
+}
+
+// marginChart plots each position's margin m (against the test's choice
+// on a flip, the runner-up elsewhere) with the close-call limit: k·σ per
+// position, k·σ of the capture, or the fixed threshold.
+func marginChart(d *snapshot.Doc, sel int) string {
+	pos := d.Report.Positions
+	y := make([]float64, len(pos))
+	var boundary []float64
+	hline := -1.0
+	c := d.Report.Criterion
+	switch {
+	case c.Mode == "abs":
+		hline = c.AbsMargin
+	case c.SigmaScope == "capture":
+		hline = c.K * d.Report.Summary.CaptureSigma
+	default:
+		boundary = make([]float64, len(pos))
+	}
+	for i, p := range pos {
+		y[i] = p.Margin
+		if boundary != nil {
+			boundary[i] = c.K * p.Sigma
+		}
+	}
+	return chart.Scatter(chart.Default, y, kinds(d), boundary, hline, sel, "position", "margin m (logits)")
+}

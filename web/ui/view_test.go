@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+
+	"logitscope/dump"
+	"logitscope/margins"
+	"logitscope/snapshot"
+)
+
+// testDoc compares two 4-row × 6-vocab captures: row 0 agrees, row 1 is a
+// near tie that flips (close), row 2 a strong preference that flips
+// (clear), row 3 agrees.
+func testDoc(t *testing.T) *snapshot.Doc {
+	t.Helper()
+	const vocab = 64
+	rows := func(r [][]float32) *dump.Logits {
+		l := &dump.Logits{Rows: len(r), Vocab: vocab, Data: make([]float32, len(r)*vocab)}
+		for i, v := range r {
+			copy(l.Data[i*vocab:], v)
+		}
+		return l
+	}
+	ref := rows([][]float32{{5, 1}, {2, 1.99}, {9}, {0, 0, 0, 4}})
+	test := rows([][]float32{{5, 1.1}, {1.98, 2}, {0, 9}, {0, 0, 0, 4.2}})
+	text := func(id int) string {
+		if id < 6 {
+			return []string{"a", " b", "\n", "", "<e>", "f"}[id]
+		}
+		return "x"
+	}
+	spec := snapshot.NewSpec()
+	spec.Prompt = "hi"
+	d, err := snapshot.Build(&spec,
+		snapshot.Capture{Side: snapshot.Side{Label: "f32", Device: "cpu"}, Logits: ref, PromptIDs: []int{5, 4}, Output: []int{0, 0, 0, 3}},
+		snapshot.Capture{Side: snapshot.Side{Label: "q4", Device: "webgpu", Adapter: "SwiftShader"}, Logits: test},
+		nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Timing.RefRun = 12.5
+	return d
+}
+
+func TestSummaryView(t *testing.T) {
+	d := testDoc(t)
+	secs := summaryView(d)
+	var titles []string
+	all := map[string]kv{}
+	for _, s := range secs {
+		titles = append(titles, s.Title)
+		for _, r := range s.Rows {
+			all[r.Label] = r
+		}
+	}
+	if got := strings.Join(titles, ","); got != "KL divergence,Token probability,Argmax flips,Timing,Sides" {
+		t.Errorf("sections %s (no PPL without targets)", got)
+	}
+	for _, l := range []string{"Mean KLD", "Maximum KLD", "99.9% KLD", "Median KLD", "0.1% KLD", "Minimum KLD",
+		"Mean Δp", "75.0% Δp", "25.0% Δp", "RMS Δp", "Same top p", "Criterion"} {
+		if _, ok := all[l]; !ok {
+			t.Errorf("no %q row", l)
+		}
+	}
+	if r := all["Flips"]; r.Value != "2 of 4 positions" {
+		t.Errorf("flips %q", r.Value)
+	}
+	if r := all["Close calls"]; r.Value != "1" {
+		t.Errorf("close %q", r.Value)
+	}
+	if r := all["Clear calls"]; r.Value != "1" {
+		t.Errorf("clear %q", r.Value)
+	}
+	if r := all["First disagreement"]; r.Pos != 1 || !strings.Contains(r.Note, "close call") {
+		t.Errorf("first disagreement %+v", r)
+	}
+	if r := all["Reference run"]; r.Value != "12 ms" && r.Value != "13 ms" {
+		t.Errorf("timing %q", r.Value)
+	}
+	if _, ok := all["Open test"]; ok {
+		t.Error("unmeasured timings are shown")
+	}
+	if r := all["Test"]; r.Value != "q4 · webgpu · SwiftShader · 4 rows" {
+		t.Errorf("test side %q", r.Value)
+	}
+	if r := all["Same top p"]; r.Value != "50.000 ± 28.868%" {
+		t.Errorf("same top p %q", r.Value)
+	}
+}
+
+func TestSummaryHTML(t *testing.T) {
+	s := summaryHTML(summaryView(testDoc(t)))
+	dec := xml.NewDecoder(strings.NewReader("<div>" + s + "</div>"))
+	tables := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%v in %s", err, s)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "table" {
+			tables++
+		}
+	}
+	if tables != 5 {
+		t.Errorf("%d tables, want 5", tables)
+	}
+	if !strings.Contains(s, `data-pos="1"`) || !strings.Contains(s, `<tr class="clear"><th>Clear calls</th>`) {
+		t.Errorf("no link to the first disagreement or no class: %s", s)
+	}
+}
+
+func TestSummaryViewPPL(t *testing.T) {
+	d := testDoc(t)
+	ref := &dump.Logits{Rows: 2, Vocab: 3, Data: []float32{1, 0, 0, 0, 2, 0}}
+	test := &dump.Logits{Rows: 2, Vocab: 3, Data: []float32{1, 0.5, 0, 0, 1.5, 0}}
+	d, err := snapshot.Build(nil, snapshot.Capture{Logits: ref, Targets: []int{0, 1}},
+		snapshot.Capture{Logits: test}, []int{0, 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := summaryView(d)
+	if secs[0].Title != "Perplexity" || len(secs[0].Rows) != 6 || !strings.Contains(secs[0].Rows[0].Value, " ± ") {
+		t.Errorf("perplexity section %+v", secs[0])
+	}
+}
+
+func TestInspectorView(t *testing.T) {
+	d := testDoc(t)
+	v := inspectorView(d, 2)
+	if v.Class != "clear" || v.Count != 4 || v.Index != 2 {
+		t.Fatalf("view %+v", v)
+	}
+	if len(v.Ref) != snapshot.TopK {
+		t.Errorf("%d ref rows", len(v.Ref))
+	}
+	if v.Ref[0].ID != 0 || v.Ref[0].Mark != "a" || v.Test[0].ID != 1 || v.Test[0].Mark != "b" {
+		t.Errorf("marks: ref %+v test %+v", v.Ref[0], v.Test[0])
+	}
+	if v.Test[0].Text != "␣b" {
+		t.Errorf("text %q, want visible space", v.Test[0].Text)
+	}
+	facts := map[string]kv{}
+	for _, f := range v.Facts {
+		facts[f.Label] = f
+	}
+	if f := facts["m = z_ref[a] − z_ref[b]"]; f.Value != "9.0000 logits" {
+		t.Errorf("margin %+v", f)
+	}
+	if f := facts["Rank of a in test"]; f.Value != "2" {
+		t.Errorf("rank %+v", f)
+	}
+	v = inspectorView(d, 0)
+	if v.Ref[0].Mark != "ab" {
+		t.Errorf("agreeing top-1 mark %q", v.Ref[0].Mark)
+	}
+	found := false
+	for _, f := range v.Facts {
+		found = found || f.Label == "m = z_ref[a] − z_ref[runner-up]"
+	}
+	if !found {
+		t.Error("no runner-up margin on an agreeing position")
+	}
+}
+
+func TestStripHTML(t *testing.T) {
+	d := testDoc(t)
+	s := stripHTML(d)
+	// Well-formed once wrapped, one span per prompt token and position.
+	dec := xml.NewDecoder(strings.NewReader("<div>" + s + "</div>"))
+	spans := map[string]int{}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%v in %s", err, s)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "span" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" {
+					spans[a.Value]++
+				}
+			}
+		}
+	}
+	if spans["p"] != 2 || spans["t agree"] != 2 || spans["t close"] != 1 || spans["t clear"] != 1 {
+		t.Errorf("spans %v", spans)
+	}
+	if !strings.Contains(s, "&lt;e&gt;") {
+		t.Error("token text not escaped")
+	}
+	if !strings.Contains(s, `data-i="3"`) || strings.Contains(s, `data-i="4"`) {
+		t.Error("positions not numbered 0..3")
+	}
+}
+
+func TestCharts(t *testing.T) {
+	d := testDoc(t)
+	for name, s := range map[string]string{"kld": kldChart(d, 1), "margin": marginChart(d, -1)} {
+		if !strings.HasPrefix(s, "<svg") || !strings.HasSuffix(s, "</svg>") {
+			t.Errorf("%s: %.80s…", name, s)
+		}
+	}
+	if !strings.Contains(marginChart(d, 0), `class="boundary"`) {
+		t.Error("no k·σ boundary in the margin chart")
+	}
+	d.Report.Criterion = margins.Criterion{Mode: "abs", AbsMargin: 1}
+	if !strings.Contains(marginChart(d, 0), `<line class="boundary"`) {
+		t.Error("no fixed threshold line")
+	}
+}
+
+func TestFormat(t *testing.T) {
+	e := 0.5
+	for got, want := range map[string]string{
+		est(&margins.Estimate{Value: 0.25, Err: &e}, 100, 3, "%"): "25.000 ± 50.000%",
+		est(&margins.Estimate{Value: 1}, 1, 2, ""):                "1.00 ± n/a",
+		est(nil, 1, 2, ""):        "n/a",
+		ms(0):                     "—",
+		ms(3.25):                  "3.2 ms",
+		ms(840):                   "840 ms",
+		ms(12400):                 "12.4 s",
+		size(512):                 "512 B",
+		size(1.5e6):               "1.50 MB",
+		size(23.4e9):              "23.4 GB",
+		visible(" a\n\t\x01"):     "␣a↵⇥\\x01",
+		visible(""):               "∅",
+		stripText("a\nb"):         "a↵\nb",
+		short("0123456789abcdef"): "0123456789ab…",
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+func TestSnapID(t *testing.T) {
+	id := "0123456789abcdef0123456789abcdef"
+	for path, want := range map[string]string{
+		"/r/" + id: id, "/": "", "/r/": "", "/r/" + id + "/": "", "/r/" + strings.ToUpper(id): "",
+		"/r/" + id[:31] + "g": "", "/x/" + id: "",
+	} {
+		if got := snapID(path); got != want {
+			t.Errorf("snapID(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

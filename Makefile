@@ -1,22 +1,23 @@
-# logitscope: `make run` captures on the demo model; `make test` runs every test.
+# logitscope: `make run` serves the page on the demo model; `make test` runs every test.
 GO      ?= go
 ORACLE  := tokenizer/testdata/oracle
 OUT     := .out
 FUZZTIME ?= 10s
 
-.PHONY: run test deps vet bench fuzz wasm conform clean
+.PHONY: run test deps vet bench fuzz wasm web conform clean
 
-# Until the server exists, "run" is a greedy capture on the built-in demo
-# model (generated on first use into the user cache directory), through
-# engine.wasm on the GPU when there is one, else the native engine.
-run: wasm
-	$(GO) run ./cmd/logitscope capture --max-new 16 --dump-logits $(OUT)/demo.dump "What is the capital of France?"
+# The server with the built-in demo model (generated on first use into the
+# user cache directory) and the page; it prints the URL to open.
+run: web
+	$(GO) run ./cmd/serve -static $(OUT)/web
 
 test: deps vet
 	$(GO) test -count=1 ./...
 
 vet:
 	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./wasm/...
+	GOOS=js GOARCH=wasm $(GO) vet ./web/ui/...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed on:"; gofmt -l .; exit 1; }
 
 # Hugging Face's tokenizer and the real Qwen vocabulary, for the tokenizer
@@ -40,6 +41,14 @@ bench:
 wasm:
 	@mkdir -p $(OUT)
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(OUT)/engine.wasm ./wasm
+
+# The page (web/BRIDGE.md): its static files, the vugu UI (GOOS=js), the
+# engine and the wasm_exec.js of the Go that built the UI, in one flat dir.
+web: wasm
+	@mkdir -p $(OUT)/web
+	cp web/static/* $(OUT)/web/
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm $(OUT)/web/
+	GOOS=js GOARCH=wasm $(GO) build -o $(OUT)/web/ui.wasm ./web/ui
 
 # The tiny preset's conformance suite through engine.wasm, with JUnit XML
 # (make test runs the same suite from cmd/logitscope's tests).

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stopped || !equalInts(out, want.Output) {
+			if stopped || !slices.Equal(out, want.Output) {
 				t.Fatalf("greedy output %v (stopped %v), native %v", out, stopped, want.Output)
 			}
 			sameBits(t, "greedy", rows, want.Rows)
@@ -54,25 +55,7 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 			}
 			sameBits(t, "forced", rows, all[len(prompt)-1:])
 
-			var wantRows [][]float32
-			var wantTargets []int
-			for _, w := range testWindows() {
-				nat.Reset()
-				r, err := nat.Forward(w, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantRows = append(wantRows, r[:len(w)-1]...)
-				wantTargets = append(wantTargets, w[1:]...)
-			}
-			rows, targets, err := e.Panel(ctx, testWindows())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !equalInts(targets, wantTargets) {
-				t.Fatalf("panel targets %v, want %v", targets, wantTargets)
-			}
-			sameBits(t, "panel", rows, wantRows)
+			samePanel(t, ctx, e, nat)
 		})
 	}
 }

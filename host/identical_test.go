@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"logitscope/checkpoint"
@@ -83,30 +84,12 @@ func TestBitIdentical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stopped || !equalInts(out, want.Output) {
+			if stopped || !slices.Equal(out, want.Output) {
 				t.Fatalf("greedy output %v (stopped %v), native %v", out, stopped, want.Output)
 			}
 			sameBits(t, "greedy", rows, want.Rows)
 
-			var wantRows [][]float32
-			var wantTargets []int
-			for _, w := range testWindows() {
-				nat.Reset()
-				r, err := nat.Forward(w, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantRows = append(wantRows, r[:len(w)-1]...)
-				wantTargets = append(wantTargets, w[1:]...)
-			}
-			rows, targets, err := e.Panel(ctx, testWindows())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !equalInts(targets, wantTargets) {
-				t.Fatalf("panel targets %v, want %v", targets, wantTargets)
-			}
-			sameBits(t, "panel", rows, wantRows)
+			samePanel(t, ctx, e, nat)
 		})
 	}
 }
@@ -129,14 +112,33 @@ func sameBits(t *testing.T, what string, got, want [][]float32) {
 	}
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+// forwarder is a native engine: gpuengine's or cpu's.
+type forwarder interface {
+	Reset()
+	Forward(tokens []int, all bool) ([][]float32, error)
+}
+
+// samePanel runs testWindows through e and, each window from an empty
+// cache, through nat: the targets must be equal and the rows bit-identical.
+func samePanel(t *testing.T, ctx context.Context, e *Engine, nat forwarder) {
+	t.Helper()
+	var wantRows [][]float32
+	var wantTargets []int
+	for _, w := range testWindows() {
+		nat.Reset()
+		r, err := nat.Forward(w, true)
+		if err != nil {
+			t.Fatal(err)
 		}
+		wantRows = append(wantRows, r[:len(w)-1]...)
+		wantTargets = append(wantTargets, w[1:]...)
 	}
-	return true
+	rows, targets, err := e.Panel(ctx, testWindows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(targets, wantTargets) {
+		t.Fatalf("panel targets %v, want %v", targets, wantTargets)
+	}
+	sameBits(t, "panel", rows, wantRows)
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +15,6 @@ import (
 
 	"logitscope/gpu"
 	"logitscope/gpu/native"
-	"logitscope/host"
 	"logitscope/wasm/abi"
 )
 
@@ -140,16 +139,8 @@ func TestABIInBrowser(t *testing.T) {
 	})
 
 	runs := Eval[[]browserRun](b, `window.identical.runs`)
-	wasm, err := os.ReadFile(filepath.Join(site.Static, "engine.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	mod, err := host.Load(ctx, wasm, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close(ctx)
+	mod := Wazero(t, site)
 	var dev gpu.Device
 	devErr := errors.New("not opened")
 	for _, device := range []string{"gpu", "cpu"} {
@@ -232,7 +223,7 @@ func TestBridgeWithoutWebGPU(t *testing.T) {
 // tol is relative to each row's largest |logit| (0: bit-identical).
 func compareRows(t *testing.T, got browserRun, want [][]float32, res abi.Result, tol float64) {
 	t.Helper()
-	if !equalInts(got.Output, res.Output) || got.Stopped != res.Stopped || !equalInts(got.Targets, res.Targets) {
+	if !slices.Equal(got.Output, res.Output) || got.Stopped != res.Stopped || !slices.Equal(got.Targets, res.Targets) {
 		t.Errorf("tokens %v (stopped %v, targets %v), wazero %v (stopped %v, targets %v)",
 			got.Output, got.Stopped, got.Targets, res.Output, res.Stopped, res.Targets)
 	}
@@ -270,16 +261,4 @@ func compareRows(t *testing.T, got browserRun, want [][]float32, res abi.Result,
 		t.Errorf("logits differ beyond the tolerance %g: max abs diff %.3g at row %d [%d] (browser %v, wazero %v)",
 			tol, worstAbs, worstRow, worstCol, got.Rows[worstRow*got.Vocab+worstCol], want[worstRow][worstCol])
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

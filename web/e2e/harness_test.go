@@ -31,6 +31,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"logitscope/host"
 	"logitscope/serve"
 )
 
@@ -207,6 +208,22 @@ func StartSite(t testing.TB) *Site {
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL
 	return s
+}
+
+// Wazero loads the site's engine.wasm under wazero (the reference the
+// browser's runs are compared with); it is closed when the test ends.
+func Wazero(t testing.TB, site *Site) *host.Module {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join(site.Static, "engine.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := host.Load(context.Background(), wasm, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mod.Close(context.Background()) })
+	return mod
 }
 
 // Browser is one headless Chromium with a fresh profile and one tab.

@@ -168,16 +168,7 @@ func compareWithWazero(t *testing.T, site *Site, doc *snapshot.Doc, lg pageLogit
 		t.Skipf("no native WebGPU for the wazero reference (apt-get install mesa-vulkan-drivers libvulkan1): %v", err)
 	}
 	defer dev.Close()
-	wasm, err := os.ReadFile(filepath.Join(site.Static, "engine.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	mod, err := host.Load(ctx, wasm, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close(ctx)
+	mod := Wazero(t, site)
 
 	refReq := abi.Request{Mode: "greedy", PromptIDs: doc.PromptIDs, MaxNew: doc.Spec.MaxNew, Stops: doc.Spec.Stops}
 	refRows, refRes := wazeroRun(t, mod, dev, site.DemoDir, doc.Spec.Ref, refReq)

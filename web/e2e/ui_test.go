@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/url"
 	"os"
@@ -16,10 +20,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"logitscope/dump"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/host"
+	"logitscope/receipt"
+	"logitscope/session"
 	"logitscope/snapshot"
+	"logitscope/tokenizer"
 	"logitscope/wasm/abi"
 )
 
@@ -218,14 +226,17 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// TestUINoWebGPU opens an autorun link in a Chromium without WebGPU: the
-// page says so and runs the demo on engine.wasm's CPU path.
+// TestUINoWebGPU opens an autorun link for a teacher-forced panel in a
+// Chromium without WebGPU: the page says so, runs both sides on
+// engine.wasm's CPU path, and its rows equal wazero's bit for bit (the same
+// wasm code, IEEE float32 in V8 and in wazero).
 func TestUINoWebGPU(t *testing.T) {
 	RequireUI(t)
 	site := StartSite(t)
 	b := NewBrowser(t, chromedp.Flag("enable-unsafe-webgpu", false))
 	spec := snapshot.NewSpec()
-	spec.Prompt, spec.MaxNew = "Hello", 4
+	spec.Mode, spec.Window = snapshot.Panel, 16
+	spec.Panel = "The float reference runs in float32. It reads the checkpoint as it is stored, in bfloat16, and never rounds again."
 	q := spec.Query()
 	q.Set("autorun", "1")
 	if state := b.Open(site.URL+"/?"+q.Encode(), 3*time.Minute); state != "done" {
@@ -237,8 +248,155 @@ func TestUINoWebGPU(t *testing.T) {
 	if doc.Ref.Device != "cpu" || doc.Test.Device != "cpu" {
 		t.Errorf("sides ran on %q/%q, want cpu", doc.Ref.Device, doc.Test.Device)
 	}
+	if s := doc.Report.Summary; !s.TeacherForced || s.PPL == nil {
+		t.Errorf("a panel's summary is not teacher-forced: %+v", s)
+	}
 	banner := Eval[string](b, `(document.querySelector("#no-webgpu") || {innerText: ""}).innerText`)
 	if !strings.Contains(banner, "WebGPU") {
 		t.Errorf("no banner saying WebGPU is missing: %q", banner)
 	}
+	tm := doc.Timing
+	t.Logf("timing (CPU): page load %.0f ms, open f32 %.0f ms, first row %.0f ms, f32 run %.0f ms, q4 run %.0f ms",
+		tm.PageLoad, tm.OpenRef, tm.FirstToken, tm.RefRun, tm.TestRun)
+
+	tok, err := tokenizer.Load(filepath.Join(site.DemoDir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := spec.RefRequest(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := Eval[pageLogits](b, `window.logitscope.logits`)
+	mod := Wazero(t, site)
+	for _, side := range []struct{ variant, b64 string }{{spec.Ref, lg.Ref}, {spec.Test, lg.Test}} {
+		t.Run(side.variant, func(t *testing.T) {
+			rows, res := wazeroRun(t, mod, nil, site.DemoDir, side.variant, req)
+			got := browserRun{Output: res.Output, Targets: doc.Tokens, Vocab: lg.Vocab, Rows: decodeRows(t, side.b64)}
+			compareRows(t, got, rows, res, 0)
+		})
+	}
+}
+
+// TestUIOfflineCompare drops two dumps on the page (the reference with its
+// receipt, from a panel through engine.wasm under wazero) and checks the
+// page's document against snapshot.Offline run natively on the same
+// bytes: the same positions, classes, texts and statistics (within float
+// rounding: the page's maths is Go in wasm, whose math.Exp may differ from
+// amd64's in the last bit).
+func TestUIOfflineCompare(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	mod := Wazero(t, site)
+	tok, err := tokenizer.Load(filepath.Join(site.DemoDir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := session.Windows(tok.Encode("Quantization maps each weight to a small integer and a shared scale. "+
+		"Most of the time the largest logit stays the largest; sometimes the reference was unsure."), 16)
+
+	dir := t.TempDir()
+	var drops []snapshot.Dropped
+	for _, variant := range []string{"f32", "q4"} {
+		rows, res := wazeroRun(t, mod, nil, site.DemoDir, variant, abi.Request{Mode: "panel", Windows: windows})
+		l := &dump.Logits{Rows: len(rows), Vocab: len(rows[0])}
+		for _, r := range rows {
+			l.Data = append(l.Data, r...)
+		}
+		var buf bytes.Buffer
+		if err := dump.Write(&buf, l); err != nil {
+			t.Fatal(err)
+		}
+		d := snapshot.Dropped{Name: variant + ".dump", Data: buf.Bytes()}
+		if variant == "f32" {
+			sum := sha256.Sum256(d.Data)
+			d.Receipt, err = receipt.Marshal(&receipt.Receipt{Variant: variant, Device: "wasm+cpu",
+				Request: receipt.Request{Mode: "panel", Windows: len(windows)}, Targets: res.Targets,
+				Dump: receipt.Dump{SHA256: hex.EncodeToString(sum[:]), Rows: l.Rows, Vocab: l.Vocab}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, d.Name+".receipt.json"), d.Receipt, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, d.Name), d.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		drops = append(drops, d)
+	}
+	want, err := snapshot.Offline(drops[0], drops[1], func(id int) string { return tok.Decode([]int{id}, false) })
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := NewBrowser(t)
+	ctx0, cancel0 := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel0()
+	if err := chromedp.Do(ctx0, chromedp.Navigate(site.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WaitState(time.Minute, "idle"); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join(dir, "f32.dump"), filepath.Join(dir, "f32.dump.receipt.json"), filepath.Join(dir, "q4.dump")}
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS("#file-input"), files)); err != nil {
+		t.Fatal(err)
+	}
+	if state, err := b.WaitState(time.Minute, "done", "error"); err != nil || state != "done" {
+		b.Screenshot("error")
+		t.Fatalf("offline comparison: state %q, %v: %s", state, err, Eval[string](b, `String(window.logitscope.error)`))
+	}
+	b.Screenshot("offline")
+	_, got := pageDoc(t, b)
+	wantJSON, _ := json.Marshal(want)
+	var g, w map[string]any
+	json.Unmarshal(got, &g)
+	json.Unmarshal(wantJSON, &w)
+	delete(g, "timing")
+	delete(g, "created")
+	delete(w, "timing")
+	if err := approxEqual(g, w, "doc"); err != nil {
+		t.Error(err)
+	}
+	s := want.Report.Summary
+	t.Logf("offline: %d positions, mean KLD %.4g, %d flips (%d close, %d clear)", s.Positions, s.KLD.Value, s.Flips, s.CloseFlips, s.ClearFlips)
+}
+
+// approxEqual compares decoded JSON, numbers within 1e-9 relative.
+func approxEqual(got, want any, path string) error {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("%s: got %.200v, want %.200v", path, got, want)
+		}
+		for k := range w {
+			if err := approxEqual(g[k], w[k], path+"."+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("%s: got %.200v, want %.200v", path, got, want)
+		}
+		for i := range w {
+			if err := approxEqual(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case float64:
+		g, ok := got.(float64)
+		if !ok || math.Abs(g-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			return fmt.Errorf("%s: got %v, want %v", path, got, w)
+		}
+	default:
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("%s: got %v, want %v", path, got, want)
+		}
+	}
+	return nil
 }

@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -65,12 +67,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, root, rel str
 		http.Error(w, "read error", http.StatusInternalServerError)
 		return
 	}
-	s.serveContent(w, r, st.Name(), st.ModTime(), f, etag, k)
+	s.serveContent(w, r, st.Name(), st.ModTime(), f, st.Size(), etag, k)
 }
 
 // serveContent is serveFile's second half, shared with content that is
 // not a file on disk (the embedded shaders).
-func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, name string, mod time.Time, content io.ReadSeeker, etag string, k kind) {
+func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, name string, mod time.Time, content io.ReadSeeker, size int64, etag string, k kind) {
 	if rh := r.Header.Get("Range"); rh != "" && !rangeSyntaxOK(rh) {
 		s.logf("serve: %s: ignoring malformed Range %q", r.URL.Path, rh)
 		r.Header.Del("Range")
@@ -85,17 +87,24 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, name strin
 		h.Set("Cache-Control", "no-cache")
 	}
 	// Never gzip a range: byte offsets must refer to the file itself.
+	// Content types are always set for compressed kinds, so ServeContent
+	// never sniffs the gzip bytes.
 	if k.compress {
 		h.Add("Vary", "Accept-Encoding")
-		if r.Header.Get("Range") == "" && acceptsGzip(r) {
+		if size <= maxGzipFile && r.Header.Get("Range") == "" && acceptsGzip(r) {
+			body, err := gzipped.get(etag, content, size)
+			if err != nil {
+				s.logf("serve: %s: gzip: %v", r.URL.Path, err)
+				http.Error(w, "read error", http.StatusInternalServerError)
+				return
+			}
 			// The gzip body is another representation, so it gets its own
 			// strong tag; If-None-Match with it still yields 304.
 			h.Set("ETag", strings.TrimSuffix(etag, `"`)+`-gzip"`)
-			gw := &gzipWriter{ResponseWriter: w}
-			http.ServeContent(gw, r, name, mod, content)
-			if err := gw.close(); err != nil {
-				s.logf("serve: %s: gzip: %v", r.URL.Path, err)
-			}
+			h.Set("Content-Encoding", "gzip")
+			// ServeContent leaves the length out of an encoded body.
+			h.Set("Content-Length", strconv.Itoa(len(body)))
+			http.ServeContent(w, r, name, mod, bytes.NewReader(body))
 			return
 		}
 	}

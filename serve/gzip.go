@@ -1,48 +1,80 @@
 package serve
 
 import (
+	"bytes"
 	"compress/gzip"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 )
 
-// gzipWriter compresses only a 200 response: http.ServeContent may instead
-// answer 304 or 412, which carry no body worth compressing. The length
-// ServeContent sets is the file's, not the compressed body's, so it goes.
-type gzipWriter struct {
-	http.ResponseWriter
-	gz      *gzip.Writer
-	started bool
+// Bodies are compressed once per content (keyed by the strong ETag, which
+// names the bytes) and kept: compressing ui.wasm on every request took
+// 234 ms of a page load on loopback, serving the kept body 2.4 ms.
+const (
+	maxGzipFile  = 64 << 20  // larger compressible files go out as they are
+	maxGzipCache = 256 << 20 // kept compressed bytes in all; past it the cache starts over
+)
+
+// gzipCache holds compressed bodies by ETag. Concurrent first requests
+// for one body wait for a single compression.
+type gzipCache struct {
+	mu      sync.Mutex
+	entries map[string]*gzipEntry
+	bytes   int64
 }
 
-func (w *gzipWriter) WriteHeader(code int) {
-	if !w.started {
-		w.started = true
-		if code == http.StatusOK {
-			h := w.Header()
-			h.Del("Content-Length")
-			h.Set("Content-Encoding", "gzip")
-			w.gz = gzip.NewWriter(w.ResponseWriter)
+type gzipEntry struct {
+	done chan struct{}
+	body []byte
+	err  error
+}
+
+var gzipped = &gzipCache{entries: map[string]*gzipEntry{}}
+
+// get returns content compressed, compressing it only the first time etag
+// is asked for; size is content's length.
+func (c *gzipCache) get(etag string, content io.ReadSeeker, size int64) ([]byte, error) {
+	c.mu.Lock()
+	e, ok := c.entries[etag]
+	if !ok {
+		if c.bytes+size > maxGzipCache {
+			c.entries, c.bytes = map[string]*gzipEntry{}, 0
 		}
+		e = &gzipEntry{done: make(chan struct{})}
+		c.entries[etag] = e
 	}
-	w.ResponseWriter.WriteHeader(code)
+	c.mu.Unlock()
+	if ok {
+		<-e.done
+		return e.body, e.err
+	}
+	e.body, e.err = compress(content)
+	c.mu.Lock()
+	if e.err != nil {
+		delete(c.entries, etag) // a read error is not the content's fault: try again next time
+	} else {
+		c.bytes += int64(len(e.body))
+	}
+	c.mu.Unlock()
+	close(e.done)
+	return e.body, e.err
 }
 
-func (w *gzipWriter) Write(b []byte) (int, error) {
-	if !w.started {
-		w.WriteHeader(http.StatusOK)
+func compress(content io.ReadSeeker) ([]byte, error) {
+	if _, err := content.Seek(0, io.SeekStart); err != nil {
+		return nil, err
 	}
-	if w.gz != nil {
-		return w.gz.Write(b)
+	var b bytes.Buffer
+	gz, _ := gzip.NewWriterLevel(&b, gzip.DefaultCompression)
+	if _, err := io.Copy(gz, content); err != nil {
+		return nil, err
 	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *gzipWriter) close() error {
-	if w.gz != nil {
-		return w.gz.Close()
+	if err := gz.Close(); err != nil {
+		return nil, err
 	}
-	return nil
+	return b.Bytes(), nil
 }
 
 // acceptsGzip reads Accept-Encoding loosely: "gzip" listed without q=0.

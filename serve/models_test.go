@@ -1,12 +1,14 @@
 package serve
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -238,5 +240,29 @@ func TestStaticTypes(t *testing.T) {
 				t.Errorf("status %d, body differs", w.Code)
 			}
 		})
+	}
+}
+
+// A compressed body is made once per content and kept; a file that
+// changes gets a new tag and so a new body.
+func TestGzipKept(t *testing.T) {
+	f := newFixture(t)
+	f.withPage(t)
+	path := filepath.Join(f.static, "app.js")
+	gz := map[string]string{"Accept-Encoding": "gzip"}
+	for _, content := range []string{strings.Repeat("console.log(1);\n", 500), strings.Repeat("console.log(22);\n", 400)} {
+		write(t, path, content)
+		first := f.do(t, "/static/app.js", gz)
+		again := f.do(t, "/static/app.js", gz)
+		if first.Code != 200 || first.Header().Get("Content-Encoding") != "gzip" {
+			t.Fatalf("%d %v", first.Code, first.Header())
+		}
+		a, b := first.Body.Bytes(), again.Body.Bytes()
+		if !bytes.Equal(a, b) || first.Header().Get("Content-Length") != strconv.Itoa(len(a)) {
+			t.Errorf("the second response differs or has the wrong length: %v", again.Header())
+		}
+		if got := string(gunzip(t, first)); got != content {
+			t.Errorf("decompressed %d bytes, want the file's %d", len(got), len(content))
+		}
 	}
 }

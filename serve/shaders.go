@@ -78,5 +78,5 @@ func (s *Server) serveShader(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	// Revalidated, not immutable: the URL names the kernel, not its bytes.
-	s.serveContent(w, r, name, time.Time{}, strings.NewReader(sf.src), sf.etag, textDoc)
+	s.serveContent(w, r, name, time.Time{}, strings.NewReader(sf.src), int64(len(sf.src)), sf.etag, textDoc)
 }

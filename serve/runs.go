@@ -10,22 +10,25 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"logitscope/snapshot"
 )
 
 const (
 	// maxRunBytes bounds a shared run: a snapshot of a few thousand
 	// positions' top-k fits with room to spare, and the server reads the
 	// whole body into memory to hash it before storing.
-	maxRunBytes = 16 << 20
-	// snapshotKind and snapshotVersion are what package snapshot writes.
-	snapshotKind    = "logitscope.snapshot"
-	snapshotVersion = "1"
+	maxRunBytes = snapshot.MaxBytes
 	// idLen hex digits of sha256 (128 bits) name a run: short enough for a
 	// link, far too long to guess or to collide by accident.
 	idLen = 32
 )
 
 // runKind: a run is content-addressed, so it never changes under its URL.
+// snapshotVersion is the version as package snapshot writes it.
+var snapshotVersion = strconv.Itoa(snapshot.Version)
+
 var runKind = kind{contentType: "application/json", immutable: true, compress: true}
 
 // runsDir creates data/runs and returns it with its symlinks resolved.
@@ -96,6 +99,11 @@ func readRun(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
 	default:
 		err = checkSnapshot(body)
 		if err == nil {
+			// The page renders /r/<id> with snapshot.Parse: store nothing
+			// it would refuse.
+			_, err = snapshot.Parse(body)
+		}
+		if err == nil {
 			return body, true
 		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -119,9 +127,9 @@ func checkSnapshot(body []byte) error {
 	}
 	var kind string
 	if raw, ok := doc["kind"]; !ok {
-		return fmt.Errorf(`"kind" is missing; want %q`, snapshotKind)
-	} else if json.Unmarshal(raw, &kind) != nil || kind != snapshotKind {
-		return fmt.Errorf(`"kind" is %s; want %q`, clip(raw), snapshotKind)
+		return fmt.Errorf(`"kind" is missing; want %q`, snapshot.Kind)
+	} else if json.Unmarshal(raw, &kind) != nil || kind != snapshot.Kind {
+		return fmt.Errorf(`"kind" is %s; want %q`, clip(raw), snapshot.Kind)
 	}
 	// Compared as written: "1" only, not 1.0 or "1", as package snapshot
 	// writes it.

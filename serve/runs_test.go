@@ -17,10 +17,13 @@ import (
 	"testing"
 )
 
-// snapshot is a minimal document POST /api/runs accepts, made distinct by
-// note.
-func snapshot(note string) []byte {
-	return []byte(`{"kind": "logitscope.snapshot", "version": 1, "note": ` + fmt.Sprintf("%q", note) + "}\n")
+// minimal is the smallest document POST /api/runs accepts (an empty
+// comparison), made distinct by note, which the page ignores.
+const minimal = `{"kind":"logitscope.snapshot","version":1,"report":{"rows":0,"positions":[]},"tokens":[]`
+
+// runDoc is a minimal document made distinct by note.
+func runDoc(note string) []byte {
+	return []byte(minimal + `, "note": ` + fmt.Sprintf("%q", note) + "}\n")
 }
 
 // wantID is the id computed here, independently of runID.
@@ -46,7 +49,7 @@ func decodeReply(t *testing.T, w *httptest.ResponseRecorder) runReply {
 func TestRunRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	f.withPage(t)
-	body := snapshot("round trip")
+	body := runDoc("round trip")
 	id := wantID(body)
 	for i, status := range []int{http.StatusCreated, http.StatusOK} {
 		w := f.post(t, "/api/runs", body)
@@ -79,7 +82,7 @@ func TestRunRoundTrip(t *testing.T) {
 	if w := f.do(t, "/r/"+id, nil); w.Code != 200 || w.Body.String() != indexHTML {
 		t.Errorf("/r/<id>: %d %q", w.Code, w.Body)
 	}
-	if c := f.do(t, "/r/"+wantID(snapshot("never posted")), nil).Code; c != 404 {
+	if c := f.do(t, "/r/"+wantID(runDoc("never posted")), nil).Code; c != 404 {
 		t.Errorf("/r/ of a run never stored: %d", c)
 	}
 }
@@ -103,7 +106,7 @@ func gunzip(t *testing.T, w *httptest.ResponseRecorder) []byte {
 
 // padded is a snapshot of exactly n bytes.
 func padded(t *testing.T, n int) []byte {
-	head := `{"kind":"logitscope.snapshot","version":1,"pad":"`
+	head := minimal + `,"pad":"`
 	if n < len(head)+2 {
 		t.Fatalf("padded(%d): too short", n)
 	}
@@ -135,6 +138,8 @@ func TestRunRejected(t *testing.T) {
 		{"version 2", []byte(`{"kind":"logitscope.snapshot","version":2}`), 400, `"version" is 2`},
 		{"version as a string", []byte(`{"kind":"logitscope.snapshot","version":"1"}`), 400, `"version" is "1"`},
 		{"version 1.0", []byte(`{"kind":"logitscope.snapshot","version":1.0}`), 400, `"version" is 1.0`},
+		{"no report", []byte(`{"kind":"logitscope.snapshot","version":1}`), 400, "snapshot: no report"},
+		{"report and tokens disagree", []byte(minimal[:len(minimal)-len(`"tokens":[]`)] + `"tokens":[1]}`), 400, "0 rows, 0 positions and 1 tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,8 +158,8 @@ func TestRunRejected(t *testing.T) {
 func TestRunBadIDs(t *testing.T) {
 	f := newFixture(t)
 	f.withPage(t)
-	id := wantID(snapshot("bad ids"))
-	if c := f.post(t, "/api/runs", snapshot("bad ids")).Code; c != 201 {
+	id := wantID(runDoc("bad ids"))
+	if c := f.post(t, "/api/runs", runDoc("bad ids")).Code; c != 201 {
 		t.Fatalf("POST: %d", c)
 	}
 	if c := f.do(t, "/api/runs/"+id, nil).Code; c != 200 { // so a 404 below means "refused"
@@ -178,11 +183,11 @@ func TestRunBadIDs(t *testing.T) {
 
 func TestRunsDisabled(t *testing.T) {
 	f := newFixture(t) // no -data, no -static
-	w := f.post(t, "/api/runs", snapshot("off"))
+	w := f.post(t, "/api/runs", runDoc("off"))
 	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "-data DIR") {
 		t.Errorf("POST: %d %q", w.Code, w.Body)
 	}
-	for _, url := range []string{"/api/runs/" + wantID(snapshot("off")), "/r/" + wantID(snapshot("off"))} {
+	for _, url := range []string{"/api/runs/" + wantID(runDoc("off")), "/r/" + wantID(runDoc("off"))} {
 		if c := f.do(t, url, nil).Code; c != 404 {
 			t.Errorf("%s: %d", url, c)
 		}
@@ -197,7 +202,7 @@ func TestRunPageNotBuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.srv = srv
-	body := snapshot("no page")
+	body := runDoc("no page")
 	if c := f.post(t, "/api/runs", body).Code; c != 201 {
 		t.Fatalf("POST: %d", c)
 	}
@@ -211,8 +216,8 @@ func TestRunPageNotBuilt(t *testing.T) {
 func TestMethods(t *testing.T) {
 	f := newFixture(t)
 	f.withPage(t)
-	id := wantID(snapshot("methods"))
-	f.post(t, "/api/runs", snapshot("methods")) // so the POST below finds it: 200
+	id := wantID(runDoc("methods"))
+	f.post(t, "/api/runs", runDoc("methods")) // so the POST below finds it: 200
 	tests := []struct {
 		method, url string
 		status      int
@@ -236,7 +241,7 @@ func TestMethods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.method+" "+tc.url, func(t *testing.T) {
-			w := f.request(t, tc.method, tc.url, snapshot("methods"), nil)
+			w := f.request(t, tc.method, tc.url, runDoc("methods"), nil)
 			if w.Code != tc.status || w.Header().Get("Allow") != tc.allow { // Allow only on a 405
 				t.Errorf("status %d Allow %q, want %d %q", w.Code, w.Header().Get("Allow"), tc.status, tc.allow)
 			}
@@ -256,7 +261,7 @@ func TestRunConcurrentPosts(t *testing.T) {
 	const n = 16
 	bodies := make([][]byte, 0, 2*n)
 	for i := range n {
-		bodies = append(bodies, padded(t, 1<<20), snapshot(fmt.Sprint("distinct ", i)))
+		bodies = append(bodies, padded(t, 1<<20), runDoc(fmt.Sprint("distinct ", i)))
 	}
 	codes := make([]int, len(bodies))
 	var wg sync.WaitGroup

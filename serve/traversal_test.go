@@ -9,7 +9,7 @@ import (
 func TestTraversal(t *testing.T) {
 	f := newFixture(t)
 	f.withPage(t) // so that /r/, /api/runs/ and /static/ are live
-	run := snapshot("traversal")
+	run := runDoc("traversal")
 	id := wantID(run)
 	if c := f.post(t, "/api/runs", run).Code; c != 201 {
 		t.Fatalf("POST: %d", c)

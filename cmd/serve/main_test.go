@@ -147,7 +147,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func postRun(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Post(url+"api/runs", "application/json", strings.NewReader(`{"kind":"logitscope.snapshot","version":1}`))
+	resp, err := http.Post(url+"api/runs", "application/json", strings.NewReader(`{"kind":"logitscope.snapshot","version":1,"report":{"rows":0,"positions":[]},"tokens":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@
 //     variant manifests and shards) with HTTP ranges, strong sha256 ETags,
 //     immutable caching for weights and gzip for JSON;
 //   - POST /api/runs, GET /api/runs/<id>, GET /r/<id>: shared runs, snapshot
-//     documents stored by content hash under Options.Data/runs, and the page
-//     that reopens one;
+//     documents (checked with snapshot.Parse) stored by content hash under
+//     Options.Data/runs, and the page that reopens one;
 //   - GET /shaders/ and /shaders/<name>.wgsl: the engine's WGSL kernels;
 //   - GET /, /static/<file>: the page (Options.Static), .wasm as
 //     application/wasm.

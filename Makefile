@@ -31,11 +31,13 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 	fi
 
 # Benchmarks print one table: decode tokens/s and weight bandwidth per
-# preset, variant and device, and the GPU's time per op. The qwen2.5-0.5b
+# preset, variant and device, the GPU's time per op, and the page's load,
+# open and first-token times in Chromium. The qwen2.5-0.5b
 # checkpoint (1 GB) and its q4 variant are generated once into the cache.
 bench:
 	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./gpuengine/; \
-	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./gpuengine/; } | $(GO) run ./cmd/benchtable
+	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./gpuengine/; \
+	  $(GO) test -run '^$$' -bench 'Page' -benchtime 3x ./web/e2e/; } | $(GO) run ./cmd/benchtable
 
 # engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).
 wasm:

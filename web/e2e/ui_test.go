@@ -70,7 +70,7 @@ func jsString(s string) string {
 }
 
 // pageDoc reads window.logitscope.result as the raw JSON the page holds.
-func pageDoc(t *testing.T, b *Browser) (*snapshot.Doc, []byte) {
+func pageDoc(t testing.TB, b *Browser) (*snapshot.Doc, []byte) {
 	t.Helper()
 	raw := Eval[string](b, `JSON.stringify(window.logitscope.result)`)
 	doc, err := snapshot.Parse([]byte(raw))

@@ -108,7 +108,13 @@ func TestOffline(t *testing.T) {
 	rc := sealed(t, &receipt.Receipt{Variant: "f32", Device: "cpu", Request: receipt.Request{Mode: "panel"},
 		Targets: []int{1, 1, 0}, Dump: receipt.Dump{SHA256: hex.EncodeToString(sum[:]), Rows: 3, Vocab: 4}})
 
-	d, err := Offline(Dropped{Name: "ref.dump", Data: refData, Receipt: rc}, Dropped{Name: "q.dump", Data: testData}, text)
+	d, err := Offline(Dropped{Name: "ref.dump", Data: refData, Receipt: rc}, Dropped{Name: "q.dump", Data: testData},
+		func(vocab int) func(int) string {
+			if vocab != 16 {
+				t.Errorf("textFor got vocab %d, want 16", vocab)
+			}
+			return text
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,13 +22,15 @@ type Dropped struct {
 
 // Offline compares two dropped dumps, as `logitscope report` compares two
 // files: receipts are verified against the bytes they describe, and a
-// panel's targets make the summary teacher-forced.
-func Offline(ref, test Dropped, text func(id int) string) (*Doc, error) {
-	a, err := ref.capture()
+// panel's targets make the summary teacher-forced. textFor gets the dumps'
+// vocabulary size and returns the token texts to show, or nil for ids
+// only: the page has a tokenizer only for the models it serves.
+func Offline(ref, test Dropped, textFor func(vocab int) func(id int) string) (*Doc, error) {
+	a, err := ref.Read()
 	if err != nil {
 		return nil, err
 	}
-	b, err := test.capture()
+	b, err := test.Read()
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +41,16 @@ func Offline(ref, test Dropped, text func(id int) string) (*Doc, error) {
 	if a.Targets != nil && b.Side.Receipt != nil && !slices.Equal(a.Targets, b.Targets) {
 		return nil, fmt.Errorf("%s and %s were captured on different panels", ref.Name, test.Name)
 	}
+	var text func(int) string
+	if textFor != nil {
+		text = textFor(a.Logits.Vocab)
+	}
 	return Build(nil, a, b, a.Targets, text)
 }
 
-func (f Dropped) capture() (Capture, error) {
+// Read parses the dump (labelled with its file name) and verifies its
+// receipt against its bytes.
+func (f Dropped) Read() (Capture, error) {
 	var l *dump.Logits
 	var err error
 	if strings.HasSuffix(strings.ToLower(f.Name), ".safetensors") {

@@ -325,7 +325,9 @@ func TestUIOfflineCompare(t *testing.T) {
 		}
 		drops = append(drops, d)
 	}
-	want, err := snapshot.Offline(drops[0], drops[1], func(id int) string { return tok.Decode([]int{id}, false) })
+	want, err := snapshot.Offline(drops[0], drops[1], func(int) func(int) string {
+		return func(id int) string { return tok.Decode([]int{id}, false) }
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ package main
 // Compare offline: two dropped dumps (and their receipts), no engine.
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"syscall/js"
@@ -16,8 +14,6 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/dump"
-	"logitscope/safetensors"
 	"logitscope/snapshot"
 )
 
@@ -210,13 +206,16 @@ func (r *Root) Compare() {
 	go func() {
 		time.Sleep(20 * time.Millisecond) // paint "running" before the work
 		t0 := now()
-		var text func(int) string
-		if v, err := dumpVocab(ref); err == nil && model != nil && model.Vocab == v {
-			if tok, err := r.tokenizer(model.Name); err == nil {
-				text = func(id int) string { return tok.Decode([]int{id}, false) }
+		doc, err := snapshot.Offline(ref, test, func(vocab int) func(int) string {
+			if model == nil || model.Vocab != vocab {
+				return nil
 			}
-		}
-		doc, err := snapshot.Offline(ref, test, text)
+			tok, err := r.tokenizer(model.Name)
+			if err != nil {
+				return nil
+			}
+			return func(id int) string { return tok.Decode([]int{id}, false) }
+		})
 		if err == nil {
 			doc.Timing.Analysis = now() - t0
 			doc.Created = time.Now().UTC().Format(time.RFC3339)
@@ -229,21 +228,4 @@ func (r *Root) Compare() {
 			r.show(doc, nil, "offline", nil)
 		})
 	}()
-}
-
-// dumpVocab reads a dump's vocabulary size from its header.
-func dumpVocab(f snapshot.Dropped) (int, error) {
-	if strings.HasSuffix(strings.ToLower(f.Name), ".safetensors") {
-		st, err := safetensors.NewFile(bytes.NewReader(f.Data), int64(len(f.Data)), f.Name)
-		if err != nil {
-			return 0, err
-		}
-		info, ok := st.Info(dump.LogitsTensor)
-		if !ok || len(info.Shape) == 0 {
-			return 0, errors.New("no logits tensor")
-		}
-		return info.Shape[len(info.Shape)-1], nil
-	}
-	_, vocab, err := dump.ParseHeader(f.Data, int64(len(f.Data)), f.Name)
-	return vocab, err
 }

@@ -13,7 +13,12 @@ import (
 // "<sha256 of file>  <file name>\n" for config.json and every weights
 // shard, in name order. Tokenizer files are left out: they change which ids
 // a text becomes, and receipts record the ids themselves.
+// It is computed once: a capture needs it to verify a variant and again
+// for its receipt, and it reads every weight byte.
 func (c *Checkpoint) Fingerprint() (string, error) {
+	if c.fp != "" {
+		return c.fp, nil
+	}
 	files := []string{filepath.Join(c.Dir, "config.json")}
 	for _, f := range c.shards {
 		files = append(files, f.Path)
@@ -26,7 +31,8 @@ func (c *Checkpoint) Fingerprint() (string, error) {
 		}
 		fmt.Fprintf(h, "%s  %s\n", sum, filepath.Base(path))
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	c.fp = hex.EncodeToString(h.Sum(nil))
+	return c.fp, nil
 }
 
 // FileSHA256 is the hex sha256 of a file's bytes.

@@ -5,7 +5,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"logitscope/model"
@@ -22,8 +21,8 @@ type State struct {
 
 // New makes an empty KV cache for up to capacity tokens.
 func New(m *model.Model, capacity int) (*State, error) {
-	if capacity > m.MaxPos {
-		return nil, fmt.Errorf("%d tokens exceed the model's context of %d (max_position_embeddings)", capacity, m.MaxPos)
+	if err := m.CheckCapacity(capacity); err != nil {
+		return nil, err
 	}
 	kvDim := m.KVHeads * m.HeadDim
 	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers)}
@@ -46,17 +45,14 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	if T == 0 {
 		return nil, nil
 	}
-	if s.pos+T > s.cap {
-		return nil, fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", s.pos+T, s.cap, m.MaxPos)
+	if err := m.CheckTokens(s.pos, s.cap, tokens); err != nil {
+		return nil, err
 	}
 	d, qDim, kvDim := m.Dim, m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
 
 	// x (T,d): the residual stream.
 	x := make([]float32, T*d)
 	for t, id := range tokens {
-		if id < 0 || id >= m.Vocab {
-			return nil, fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, s.pos+t, m.Vocab)
-		}
 		copy(x[t*d:(t+1)*d], m.Embed.Row(id))
 	}
 	h := make([]float32, T*d)

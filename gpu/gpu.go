@@ -7,6 +7,11 @@
 // to one.
 package gpu
 
+import (
+	"encoding/binary"
+	"math"
+)
+
 // Handles name device objects; 0 is never a valid handle.
 type (
 	Buffer    uint32
@@ -83,4 +88,18 @@ type FileUploader interface {
 	// UploadFile writes length bytes of path, from fileOffset, at offset
 	// of b; a length that is not a multiple of 4 is zero-padded.
 	UploadFile(b Buffer, offset int64, path string, fileOffset, length int64) error
+}
+
+// Float32Rows decodes a buffer's little-endian float32 (rows × vocab,
+// row-major, as logits lie) into rows of vocab values.
+func Float32Rows(raw []byte, vocab int) [][]float32 {
+	out := make([][]float32, len(raw)/4/max(vocab, 1))
+	for i := range out {
+		row := make([]float32, vocab)
+		for j := range row {
+			row[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*vocab+j):]))
+		}
+		out[i] = row
+	}
+	return out
 }

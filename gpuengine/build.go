@@ -104,9 +104,10 @@ func (e *Engine) build(src Source, progress func(done, total int64)) error {
 		return up.err
 	}
 	// The final norm writes the rows whose logits are wanted to h's top.
-	lastRows := func(s step) int { return (s.T - s.rows()) * d }
-	prog = append(prog, e.rmsnormOp("final-norm", e.x, norm, e.h, step.rows, lastRows))
-	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab, e.none, step.rows)...)
+	rows := func(s step) int { return s.rows }
+	lastRows := func(s step) int { return (s.T - s.rows) * d }
+	prog = append(prog, e.rmsnormOp("final-norm", e.x, norm, e.h, rows, lastRows))
+	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab, e.none, rows)...)
 	return e.finish(prog)
 }
 

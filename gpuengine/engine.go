@@ -45,22 +45,10 @@ type Engine struct {
 }
 
 // step is what changes between forward steps: the tokens it holds, their
-// first position, whether any logits are wanted (not for the early chunks
-// of a prefill), and whether every row's are.
+// first position, and how many logit rows it computes: 0 (the early chunks
+// of a prefill), 1 (the last token's) or T (teacher forcing).
 type step struct {
-	T, pos0   int
-	read, all bool
-}
-
-// rows is how many logit rows a step computes.
-func (s step) rows() int {
-	switch {
-	case !s.read:
-		return 0
-	case s.all:
-		return s.T
-	}
-	return 1
+	T, pos0, rows int
 }
 
 // op is one dispatch of the program: fixed pipeline and bindings, with
@@ -89,8 +77,8 @@ type Options struct {
 // New uploads the model described by g from src and prepares its KV cache.
 // src must hold what model.Check verifies of the same weights.
 func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*Engine, error) {
-	if opt.Capacity > g.MaxPos {
-		return nil, fmt.Errorf("%d tokens exceed the model's context of %d (max_position_embeddings)", opt.Capacity, g.MaxPos)
+	if err := g.CheckCapacity(opt.Capacity); err != nil {
+		return nil, err
 	}
 	e := &Engine{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
 	lim := dev.Info().Limits
@@ -122,96 +110,41 @@ func (e *Engine) Close() {
 	e.owned = nil
 }
 
-// Forward appends tokens to the sequence and returns logit rows (Vocab,):
-// one per token when all is set, else only the last. It runs the split
-// step loop with a blocking readback: Submit each chunk, read its region,
-// Consume the bytes.
-func (e *Engine) Forward(tokens []int, all bool) ([][]float32, error) {
-	if err := e.check(tokens); err != nil {
-		return nil, err
-	}
-	var rows [][]float32
-	for a := 0; a < len(tokens); a += e.chunk {
-		b := min(len(tokens), a+e.chunk)
-		r, err := e.Submit(tokens[a:b], all, all || b == len(tokens))
-		if err != nil {
-			return nil, err
-		}
-		if r.Rows == 0 {
-			continue
-		}
-		raw, err := e.dev.ReadBuffer(r.Buffer, r.Offset, r.Size)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, Rows(raw, r.Rows, e.g.Vocab)...)
-	}
-	return rows, nil
-}
-
 // Chunk is the most tokens one Submit takes.
 func (e *Engine) Chunk() int { return e.chunk }
 
-// Region is where a submitted step's logits lie on the device: Rows rows
-// of Vocab little-endian float32.
-type Region struct {
-	Buffer       gpu.Buffer
-	Offset, Size int64
-	Rows         int
-}
+// Logits is the buffer whose start holds a step's rows: (rows, Vocab)
+// little-endian float32.
+func (e *Engine) Logits() gpu.Buffer { return e.logits }
 
 // Submit records and submits one step of at most Chunk tokens, appending
-// them to the sequence, and names the region that will hold its logits:
-// every row with all, else the last row, and none without read (the early
-// chunks of a prefill). The host reads the region (blocking natively,
-// awaiting mapAsync in a browser) before the next Submit overwrites it.
-func (e *Engine) Submit(tokens []int, all, read bool) (Region, error) {
+// them to the sequence, computing the last rows of its logits (0, 1 or
+// len(tokens)) at the start of Logits. The host reads them (blocking
+// natively, awaiting mapAsync in a browser) before the next Submit
+// overwrites them.
+func (e *Engine) Submit(tokens []int, rows int) error {
 	if len(tokens) > e.chunk {
-		return Region{}, fmt.Errorf("%d tokens in one step, the engine's chunk is %d", len(tokens), e.chunk)
+		return fmt.Errorf("%d tokens in one step, the engine's chunk is %d", len(tokens), e.chunk)
 	}
-	if err := e.check(tokens); err != nil {
-		return Region{}, err
+	if rows < 0 || rows > len(tokens) {
+		return fmt.Errorf("%d logit rows asked of a step of %d tokens", rows, len(tokens))
 	}
-	s := step{T: len(tokens), pos0: e.pos, read: read, all: all}
+	if err := e.g.CheckTokens(e.pos, e.capacity, tokens); err != nil {
+		return err
+	}
+	s := step{T: len(tokens), pos0: e.pos, rows: rows}
 	if err := e.prepare(tokens, s); err != nil {
-		return Region{}, err
+		return err
 	}
 	for _, o := range e.prog {
 		if err := e.dispatch(o, s); err != nil {
-			return Region{}, err
+			return err
 		}
 	}
 	if err := e.dev.Submit(); err != nil {
-		return Region{}, err
+		return err
 	}
 	e.pos += s.T
-	n := s.rows()
-	return Region{Buffer: e.logits, Size: int64(n * e.g.Vocab * 4), Rows: n}, nil
-}
-
-// Rows decodes rows×vocab little-endian float32 into rows.
-func Rows(raw []byte, rows, vocab int) [][]float32 {
-	out := make([][]float32, rows)
-	for i := range out {
-		row := make([]float32, vocab)
-		for j := range row {
-			row[j] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(i*vocab+j):]))
-		}
-		out[i] = row
-	}
-	return out
-}
-
-// check refuses tokens that do not fit the cache or the vocabulary.
-func (e *Engine) check(tokens []int) error {
-	if e.pos+len(tokens) > e.capacity {
-		return fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", e.pos+len(tokens), e.capacity, e.g.MaxPos)
-	}
-	for i, id := range tokens {
-		if id < 0 || id >= e.g.Vocab {
-			return fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, e.pos+i, e.g.Vocab)
-		}
-	}
 	return nil
 }
 
@@ -250,10 +183,10 @@ func (e *Engine) dispatch(o op, s step) error {
 // appended to the sequence. For benchmarks: waiting after each dispatch
 // makes the whole step slower than Forward.
 func (e *Engine) Profile(id int) (map[string]time.Duration, error) {
-	if e.pos+1 > e.capacity || id < 0 || id >= e.g.Vocab {
-		return nil, fmt.Errorf("cannot decode token %d at position %d", id, e.pos)
+	if err := e.g.CheckTokens(e.pos, e.capacity, []int{id}); err != nil {
+		return nil, err
 	}
-	s := step{T: 1, pos0: e.pos, read: true}
+	s := step{T: 1, pos0: e.pos, rows: 1}
 	if err := e.prepare([]int{id}, s); err != nil {
 		return nil, err
 	}

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/generate"
+	"logitscope/session"
 )
 
 // Per decoded token on tiny: the wasm engine under wazero against the Go
-// gpuengine on the same device. Each iteration decodes 16 tokens after a
+// engine on the same device. Each iteration decodes 16 tokens after a
 // 40-token prompt; the metric is per token.
 func BenchmarkGreedy(b *testing.B) {
 	setup(b)
@@ -19,10 +19,9 @@ func BenchmarkGreedy(b *testing.B) {
 	ctx := context.Background()
 	const maxNew = 16
 	b.Run("native", func(b *testing.B) {
-		e := nativeEngine(b, dev, fixtures.modelDir, "q4", 64)
+		e := goEngine(b, dev, fixtures.modelDir, "q4", 64)
 		for b.Loop() {
-			e.Reset()
-			if _, err := generate.Greedy(e, testPrompt(), maxNew, []int{}); err != nil {
+			if _, err := session.Drive(e, session.Request{Mode: session.Greedy, PromptIDs: testPrompt(), MaxNew: maxNew, Stops: []int{}}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/generate"
+	"logitscope/session"
 )
 
 // engine.wasm on its CPU path ("device":"cpu") against the Go CPU
@@ -21,7 +21,7 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range []string{"f32", "q4"} {
 		t.Run(v, func(t *testing.T) {
-			nat := nativeCPU(t, fixtures.modelDir, v, 64)
+			nat := goEngine(t, nil, fixtures.modelDir, v, 64)
 			e, err := fixtures.mod.Open(ctx, nil, fixtures.modelDir, v, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -30,7 +30,7 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 
 			prompt := testPrompt()
 			const maxNew = 6
-			want, err := generate.Greedy(nat, prompt, maxNew, []int{})
+			want, err := session.Drive(nat, session.Request{Mode: session.Greedy, PromptIDs: prompt, MaxNew: maxNew, Stops: []int{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 
 			nat.Reset()
 			fed := append(append([]int(nil), prompt...), want.Output[:maxNew-1]...)
-			all, err := nat.Forward(fed, true)
+			all, err := session.Forward(nat, fed, true)
 			if err != nil {
 				t.Fatal(err)
 			}

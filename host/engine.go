@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"logitscope/gpu"
-	"logitscope/gpuengine"
 	"logitscope/wasm/abi"
 )
 
@@ -91,46 +89,44 @@ func (e *Engine) Run(ctx context.Context, req any) ([][]float32, Result, error) 
 			return rows, Result{}, err
 		}
 		if reg.Rows > 0 {
-			vocab = int(reg.Size) / 4 / reg.Rows
+			vocab = int(reg.Size / 4 / uint64(reg.Rows))
 		}
 		if _, err := e.callIn(ctx, "ls_feed", raw); err != nil {
 			return rows, Result{}, err
 		}
-		rows = append(rows, gpuengine.Rows(raw, reg.Rows, vocab)...)
+		rows = append(rows, gpu.Float32Rows(raw, vocab)...)
 	}
 	res, err := e.result(ctx)
 	return rows, res, err
 }
 
-func (e *Engine) region(ctx context.Context) (gpuengine.Region, error) {
-	p, err := e.malloc(ctx, 24)
+func (e *Engine) region(ctx context.Context) (abi.Region, error) {
+	p, err := e.malloc(ctx, abi.RegionSize)
 	if err != nil {
-		return gpuengine.Region{}, err
+		return abi.Region{}, err
 	}
 	defer e.free(ctx, p)
 	if _, err := e.call(ctx, "ls_region", uint64(p)); err != nil {
-		return gpuengine.Region{}, err
+		return abi.Region{}, err
 	}
-	b, ok := e.mod.Memory().Read(p, 24)
+	b, ok := e.mod.Memory().Read(p, abi.RegionSize)
 	if !ok {
-		return gpuengine.Region{}, errors.New("host: ls_region: block outside memory")
+		return abi.Region{}, errors.New("host: ls_region: block outside memory")
 	}
-	return gpuengine.Region{
-		Buffer: gpu.Buffer(binary.LittleEndian.Uint32(b[0:])),
-		Offset: int64(binary.LittleEndian.Uint64(b[4:])),
-		Size:   int64(binary.LittleEndian.Uint64(b[12:])),
-		Rows:   int(binary.LittleEndian.Uint32(b[20:])),
-	}, nil
+	return abi.DecodeRegion(b), nil
 }
 
 // read copies a region's bytes: from the device, or from guest memory
 // when the guest computed the rows itself (buffer 0, offset = address).
 // A copy, because the guest reuses that memory on the next step.
-func (e *Engine) read(reg gpuengine.Region) ([]byte, error) {
+func (e *Engine) read(reg abi.Region) ([]byte, error) {
 	if reg.Buffer != 0 {
-		return e.st.dev.ReadBuffer(reg.Buffer, reg.Offset, reg.Size)
+		if reg.Offset > math.MaxInt64 || reg.Size > math.MaxInt64 {
+			return nil, fmt.Errorf("host: ls_region: buffer %d at %d, %d bytes: out of range", reg.Buffer, reg.Offset, reg.Size)
+		}
+		return e.st.dev.ReadBuffer(gpu.Buffer(reg.Buffer), int64(reg.Offset), int64(reg.Size))
 	}
-	if reg.Offset < 0 || reg.Size < 0 || reg.Offset+reg.Size > math.MaxUint32 {
+	if reg.Offset+reg.Size < reg.Offset || reg.Offset+reg.Size > math.MaxUint32 {
 		return nil, fmt.Errorf("host: ls_region: guest rows at %#x, %d bytes: outside wasm32 memory", reg.Offset, reg.Size)
 	}
 	b, ok := e.mod.Memory().Read(uint32(reg.Offset), uint32(reg.Size))

@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	"logitscope/checkpoint"
-	"logitscope/cpu"
+	"logitscope/engine"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
-	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/synth"
 	"logitscope/variant"
@@ -109,30 +108,23 @@ func device(t testing.TB) gpu.Device {
 	return f.dev
 }
 
-// nativeCPU opens variant v ("f32" or a scheme under dir/variants) of the
-// model in dir on the Go CPU reference, the way the CLI's --device cpu does.
-func nativeCPU(t testing.TB, dir, v string, capacity int) *cpu.State {
+// goEngine opens the same model with the Go engine: on dev, or on the CPU
+// reference when dev is nil.
+func goEngine(t testing.TB, dev gpu.Device, dir, v string, capacity int) engine.Engine {
 	t.Helper()
 	ck, err := checkpoint.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ck.Close()
-	w := model.CheckpointWeights(ck)
-	if v != "f32" {
-		vv, err := variant.Open(variant.DefaultDir(dir, v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w = vv
-	}
-	m, err := model.LoadWeights(ck, w, nil)
+	t.Cleanup(func() { ck.Close() })
+	vv, err := engine.OpenVariant(ck, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := cpu.New(m, capacity)
+	e, err := engine.Open(ck, engine.Options{Variant: vv, Device: dev, Capacity: capacity})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	t.Cleanup(e.Close)
+	return e
 }

@@ -6,41 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"logitscope/checkpoint"
-	"logitscope/generate"
-	"logitscope/gpu"
-	"logitscope/gpuengine"
-	"logitscope/model"
-	"logitscope/variant"
+	"logitscope/engine"
+	"logitscope/session"
 )
-
-// nativeEngine opens the same model with the Go gpuengine on dev.
-func nativeEngine(t testing.TB, dev gpu.Device, dir, v string, capacity int) *gpuengine.Engine {
-	t.Helper()
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
-	g, err := model.GeometryOf(ck.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := gpuengine.CheckpointSource(ck)
-	if v != "f32" {
-		vv, err := variant.Open(variant.DefaultDir(dir, v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = gpuengine.VariantSource(vv)
-	}
-	e, err := gpuengine.New(dev, g, src, gpuengine.Options{Capacity: capacity})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	return e
-}
 
 // prompt and windows span more than one chunk (32) so that the prefill and
 // panel paths both split.
@@ -70,8 +38,8 @@ func TestBitIdentical(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			prompt := testPrompt()
 			const maxNew = 6
-			nat := nativeEngine(t, dev, fixtures.modelDir, v, 64)
-			want, err := generate.Greedy(nat, prompt, maxNew, []int{})
+			nat := goEngine(t, dev, fixtures.modelDir, v, 64)
+			want, err := session.Drive(nat, session.Request{Mode: session.Greedy, PromptIDs: prompt, MaxNew: maxNew, Stops: []int{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,21 +80,15 @@ func sameBits(t *testing.T, what string, got, want [][]float32) {
 	}
 }
 
-// forwarder is a native engine: gpuengine's or cpu's.
-type forwarder interface {
-	Reset()
-	Forward(tokens []int, all bool) ([][]float32, error)
-}
-
 // samePanel runs testWindows through e and, each window from an empty
 // cache, through nat: the targets must be equal and the rows bit-identical.
-func samePanel(t *testing.T, ctx context.Context, e *Engine, nat forwarder) {
+func samePanel(t *testing.T, ctx context.Context, e *Engine, nat engine.Engine) {
 	t.Helper()
 	var wantRows [][]float32
 	var wantTargets []int
 	for _, w := range testWindows() {
 		nat.Reset()
-		r, err := nat.Forward(w, true)
+		r, err := session.Forward(nat, w, true)
 		if err != nil {
 			t.Fatal(err)
 		}

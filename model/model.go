@@ -32,6 +32,29 @@ type Geometry struct {
 	EOSFromCfg []int   // generation_config's eos ids, if any
 }
 
+// CheckCapacity refuses a KV cache longer than the model's context.
+func (g Geometry) CheckCapacity(capacity int) error {
+	if capacity > g.MaxPos {
+		return fmt.Errorf("%d tokens exceed the model's context of %d (max_position_embeddings)", capacity, g.MaxPos)
+	}
+	return nil
+}
+
+// CheckTokens refuses tokens that would not fit a KV cache of capacity
+// holding pos tokens, or that lie outside the vocabulary: every engine
+// checks a submission here before touching its cache.
+func (g Geometry) CheckTokens(pos, capacity int, tokens []int) error {
+	if pos+len(tokens) > capacity {
+		return fmt.Errorf("%d tokens exceed the KV cache of %d (context %d)", pos+len(tokens), capacity, g.MaxPos)
+	}
+	for i, id := range tokens {
+		if id < 0 || id >= g.Vocab {
+			return fmt.Errorf("token id %d at position %d is outside the vocabulary of %d", id, pos+i, g.Vocab)
+		}
+	}
+	return nil
+}
+
 // Matrix is a row-major (Rows, Cols) float32 matrix: a Linear weight
 // W (out, in) in Hugging Face's layout.
 type Matrix struct {

@@ -1,15 +1,16 @@
 // Package session runs one capture request (greedy decoding, feeding back
-// a reference's tokens, or a teacher-forced panel) as a state machine: Next
-// says which tokens the engine must take, Feed hands back the logit rows.
-// A blocking host drives it with Drive; the wasm engine drives it one
-// split step at a time, so the browser and the CLI run the same policy.
+// a reference's tokens, or a teacher-forced panel) as a state machine over
+// an engine's submissions: Next says which chunk of tokens the engine takes
+// and which of its logit rows to keep, Feed hands those rows back. Drive
+// runs it on a blocking host; engine.wasm runs it one split step at a time,
+// so the CLI, CI and the browser run the same policy and the same chunks.
 package session
 
 import (
 	"fmt"
 	"slices"
 
-	"logitscope/generate"
+	"logitscope/engine"
 )
 
 // Modes of a request.
@@ -28,7 +29,8 @@ type Request struct {
 	Outputs   []int   // forced: the tokens to feed back after the prompt
 	Windows   [][]int // panel
 	// StreamRows says the host keeps the rows it reads (a wasm host streams
-	// them out): the result then holds no rows, so memory stays flat.
+	// them out): Feed then takes no rows for forced and panel chunks, and
+	// the result holds none, so memory stays flat.
 	StreamRows bool
 }
 
@@ -57,37 +59,76 @@ type Result struct {
 	Targets []int
 }
 
-// Step is the next feed: Tokens appended to the sequence (after a Reset of
-// the engine when Reset is set), wanting every row's logits when All, else
-// only the last row's. Keep is the range of the step's rows (one per token)
-// that the result keeps: a panel window's last row predicts past the
-// window, and a forced sequence's rows before the prompt's last token chose
-// nothing. A host that streams rows in chunks reads only those.
-type Step struct {
+// Chunk is one submission: at most the engine's chunk of tokens, after a
+// Reset of the engine when Reset is set, computing the rows Want asks for,
+// of which the result keeps [Keep[0], Keep[1]). A host reads only those.
+type Chunk struct {
 	Tokens []int
 	Reset  bool
-	All    bool
+	Want   engine.Want
 	Keep   [2]int
+}
+
+// step is one pass over a sequence: a greedy prefill or decoded token, a
+// forced sequence, a panel window. keep is the range of its rows (one per
+// token) that the result keeps: a panel window's last row predicts past
+// the window, and a forced sequence's rows before the prompt's last token
+// chose nothing.
+type step struct {
+	tokens []int
+	reset  bool
+	all    bool // rows past the last one are kept
+	keep   [2]int
+}
+
+// chunks cuts a step into submissions of at most size tokens. A chunk
+// keeping only its last row asks for that row alone, as decoding does; a
+// last chunk keeping nothing is not submitted at all.
+func (st step) chunks(size int) []Chunk {
+	var out []Chunk
+	for a := 0; a < len(st.tokens); a += size {
+		b := min(len(st.tokens), a+size)
+		lo, hi := max(a, st.keep[0]), min(b, st.keep[1])
+		c := Chunk{Tokens: st.tokens[a:b], Reset: st.reset && a == 0}
+		switch {
+		case lo >= hi && b == len(st.tokens):
+			return out
+		case lo >= hi:
+			c.Want = engine.None
+		case lo == b-1 && hi == b:
+			c.Want, c.Keep = engine.Last, [2]int{0, 1}
+		default:
+			c.Want, c.Keep = engine.All, [2]int{lo - a, hi - a}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Run is one request in progress.
 type Run struct {
-	req    Request
-	dec    *generate.Decoder // greedy
-	window int               // panel: the next window
-	done   bool              // forced: fed
-	res    Result
+	req     Request
+	size    int      // the engine's chunk
+	dec     *decoder // greedy
+	window  int      // panel: the window being run
+	fed     bool     // forced: its one step is under way or done
+	pending []Chunk  // the current step's chunks not yet fed
+	res     Result
 }
 
-// New checks a request and starts it.
-func New(req Request) (*Run, error) {
-	r := &Run{req: req}
+// New checks a request and starts it for an engine taking chunks of size
+// tokens.
+func New(req Request, size int) (*Run, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("chunk of %d tokens: want at least 1", size)
+	}
+	r := &Run{req: req, size: size}
 	switch req.Mode {
 	case Greedy:
 		if len(req.PromptIDs) == 0 {
 			return nil, fmt.Errorf("greedy request without prompt ids")
 		}
-		r.dec = generate.NewDecoder(req.PromptIDs, req.MaxNew, req.Stops)
+		r.dec = newDecoder(req.PromptIDs, req.MaxNew, req.Stops)
 	case Forced:
 		if len(req.PromptIDs) == 0 {
 			return nil, fmt.Errorf("forced request without prompt ids")
@@ -106,115 +147,82 @@ func New(req Request) (*Run, error) {
 	return r, nil
 }
 
-// Next is the next step, or false when the request is complete.
-func (r *Run) Next() (Step, bool) {
+// nextStep starts the request's next step, or says it is complete.
+func (r *Run) nextStep() (step, bool) {
 	switch r.req.Mode {
 	case Greedy:
-		toks := r.dec.Next()
-		return Step{Tokens: toks, Reset: len(r.dec.Output) == 0, Keep: [2]int{len(toks) - 1, len(toks)}}, toks != nil
+		toks := r.dec.next()
+		return step{tokens: toks, reset: len(r.dec.output) == 0, keep: [2]int{len(toks) - 1, len(toks)}}, toks != nil
 	case Forced:
-		if r.done || len(r.req.Outputs) == 0 {
-			return Step{}, false
+		if r.fed || len(r.req.Outputs) == 0 {
+			return step{}, false
 		}
+		r.fed = true
 		seq := append(slices.Clip(r.req.PromptIDs), r.req.Outputs[:len(r.req.Outputs)-1]...)
-		return Step{Tokens: seq, Reset: true, All: true, Keep: [2]int{len(r.req.PromptIDs) - 1, len(seq)}}, true
+		return step{tokens: seq, reset: true, all: true, keep: [2]int{len(r.req.PromptIDs) - 1, len(seq)}}, true
 	default:
 		if r.window == len(r.req.Windows) {
-			return Step{}, false
+			return step{}, false
 		}
 		w := r.req.Windows[r.window]
-		return Step{Tokens: w, Reset: true, All: true, Keep: [2]int{0, len(w) - 1}}, true
+		return step{tokens: w, reset: true, all: true, keep: [2]int{0, len(w) - 1}}, true
 	}
 }
 
-// Feed hands back the kept rows of the last step (Step.Keep).
+// Next is the next submission, the same one until it is fed, or false
+// when the request is complete.
+func (r *Run) Next() (Chunk, bool) {
+	if len(r.pending) == 0 {
+		st, ok := r.nextStep()
+		if !ok {
+			return Chunk{}, false
+		}
+		r.pending = st.chunks(r.size)
+	}
+	return r.pending[0], true
+}
+
+// Feed hands back the kept rows of the chunk Next gave (Chunk.Keep). With
+// StreamRows, forced and panel chunks take none: the host keeps them.
 func (r *Run) Feed(rows [][]float32) error {
-	step, ok := r.Next()
-	if !ok {
-		return fmt.Errorf("fed %d rows after the request was complete", len(rows))
+	if len(r.pending) == 0 {
+		return fmt.Errorf("fed %d rows with no chunk pending (call Next first)", len(rows))
 	}
-	if want := step.Keep[1] - step.Keep[0]; len(rows) != want {
-		return fmt.Errorf("fed %d rows, the step keeps %d", len(rows), want)
+	c := r.pending[0]
+	want := c.Keep[1] - c.Keep[0]
+	streamed := r.req.StreamRows && r.req.Mode != Greedy && rows == nil
+	if len(rows) != want && !streamed {
+		return fmt.Errorf("fed %d rows, the chunk keeps %d", len(rows), want)
 	}
-	if r.req.Mode == Greedy {
-		r.dec.Feed(rows[0])
-		if r.req.StreamRows {
-			r.dec.Rows = nil
-		}
-		r.res.Rows, r.res.Output, r.res.Stopped = r.dec.Rows, r.dec.Output, r.dec.Stopped
-		return nil
-	}
-	r.res.Rows = append(r.res.Rows, rows...)
-	if r.req.Mode == Forced {
-		for _, row := range rows {
-			r.res.Argmax = append(r.res.Argmax, generate.Argmax(row))
-		}
-	}
-	return r.Advance()
-}
-
-// Advance finishes a forced or panel step whose rows the host keeps itself
-// (a wasm host streams them out chunk by chunk): the result then records
-// targets and outputs but no rows.
-func (r *Run) Advance() error {
+	r.pending = r.pending[1:]
 	switch r.req.Mode {
 	case Greedy:
-		return fmt.Errorf("a greedy step needs its row: use Feed")
+		if want > 0 {
+			// The decoder needs the row to pick the next token.
+			r.dec.feed(rows[0])
+			r.res.Output, r.res.Stopped = r.dec.output, r.dec.stopped
+			if !r.req.StreamRows {
+				r.res.Rows = append(r.res.Rows, rows[0])
+			}
+		}
 	case Forced:
-		if r.done {
-			return fmt.Errorf("advanced after the request was complete")
+		if !r.req.StreamRows {
+			r.res.Rows = append(r.res.Rows, rows...)
 		}
-		r.done = true
-	default:
-		if r.window == len(r.req.Windows) {
-			return fmt.Errorf("advanced after the request was complete")
+		for _, row := range rows {
+			r.res.Argmax = append(r.res.Argmax, Argmax(row))
 		}
-		r.res.Targets = append(r.res.Targets, r.req.Windows[r.window][1:]...)
-		r.window++
+	case Panel:
+		if !r.req.StreamRows {
+			r.res.Rows = append(r.res.Rows, rows...)
+		}
+		if len(r.pending) == 0 {
+			r.res.Targets = append(r.res.Targets, r.req.Windows[r.window][1:]...)
+			r.window++
+		}
 	}
 	return nil
 }
 
 // Result is what the request produced so far.
 func (r *Run) Result() Result { return r.res }
-
-// Engine is a blocking engine: the CPU reference, or the GPU engine with
-// its readback.
-type Engine interface {
-	generate.Forwarder
-	Reset()
-}
-
-// Drive runs a request to completion on a blocking engine.
-func Drive(e Engine, req Request) (Result, error) {
-	r, err := New(req)
-	if err != nil {
-		return Result{}, err
-	}
-	for step, ok := r.Next(); ok; step, ok = r.Next() {
-		if step.Reset {
-			e.Reset()
-		}
-		rows, err := e.Forward(step.Tokens, step.All)
-		if err != nil {
-			return r.Result(), err
-		}
-		if step.All {
-			rows = rows[step.Keep[0]:step.Keep[1]]
-		}
-		if err := r.Feed(rows); err != nil {
-			return r.Result(), err
-		}
-	}
-	return r.Result(), nil
-}
-
-// Windows cuts a tokenized text into panel windows of n tokens; a last
-// window shorter than 2 tokens predicts nothing and is dropped.
-func Windows(ids []int, n int) [][]int {
-	var windows [][]int
-	for a := 0; a+1 < len(ids); a += n {
-		windows = append(windows, ids[a:min(a+n, len(ids))])
-	}
-	return windows
-}

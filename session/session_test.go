@@ -2,39 +2,59 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
+
+	"logitscope/engine"
 )
 
 // chain predicts (last token + 1) mod vocab, one-hot; it records resets
-// and feeds so that the steps a request takes can be checked.
+// and submissions so that the chunks a request takes can be checked.
 type chain struct {
-	vocab int
-	log   []string
-	pos   int
+	vocab, chunk int
+	log          []string
+	pos          int
+	rows         []float32
 }
 
-func (c *chain) Reset() { c.pos = 0; c.log = append(c.log, "reset") }
+func (c *chain) Name() string { return "chain" }
+func (c *chain) Vocab() int   { return c.vocab }
+func (c *chain) Chunk() int   { return c.chunk }
+func (c *chain) Close()       {}
+func (c *chain) Reset()       { c.pos = 0; c.log = append(c.log, "reset") }
 
-func (c *chain) Forward(tokens []int, all bool) ([][]float32, error) {
-	c.log = append(c.log, strings.Repeat("t", len(tokens)))
-	var rows [][]float32
+func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
+	c.log = append(c.log, strings.Repeat("t", len(tokens))+map[engine.Want]string{engine.None: "", engine.Last: "1", engine.All: "*"}[want])
+	c.pos += len(tokens)
+	if want == engine.Last {
+		tokens = tokens[len(tokens)-1:]
+	}
+	c.rows = c.rows[:0]
 	for _, t := range tokens {
 		row := make([]float32, c.vocab)
 		row[(t+1)%c.vocab] = 1
-		rows = append(rows, row)
+		c.rows = append(c.rows, row...)
 	}
-	c.pos += len(tokens)
-	if !all {
-		rows = rows[len(rows)-1:]
+	if want == engine.None {
+		return engine.Region{}, nil
 	}
-	return rows, nil
+	return engine.Region{Rows: len(tokens), Host: c.rows}, nil
+}
+
+func (c *chain) Read(r engine.Region) ([][]float32, error) {
+	var out [][]float32
+	for i := range r.Rows {
+		out = append(out, append([]float32(nil), r.Host[i*c.vocab:(i+1)*c.vocab]...))
+	}
+	return out, nil
 }
 
 func TestDrive(t *testing.T) {
 	cases := []struct {
 		name    string
+		chunk   int
 		req     Request
 		log     []string
 		output  []int
@@ -43,18 +63,27 @@ func TestDrive(t *testing.T) {
 		stopped bool
 		rows    int
 	}{
-		{"greedy", Request{Mode: Greedy, PromptIDs: []int{1, 2, 3}, MaxNew: 3},
-			[]string{"reset", "ttt", "t", "t"}, []int{4, 5, 6}, nil, nil, false, 3},
-		{"greedy stop", Request{Mode: Greedy, PromptIDs: []int{1}, MaxNew: 5, Stops: []int{3}},
-			[]string{"reset", "t", "t"}, []int{2, 3}, nil, nil, true, 2},
-		{"forced", Request{Mode: Forced, PromptIDs: []int{1, 2}, Outputs: []int{3, 9, 5}, Stops: []int{5}},
-			[]string{"reset", "tttt"}, []int{3, 9, 5}, nil, []int{3, 4, 0}, true, 3},
-		{"panel", Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {7, 8}}},
-			[]string{"reset", "ttt", "reset", "tt"}, nil, []int{2, 3, 8}, nil, false, 3},
+		{"greedy", 32, Request{Mode: Greedy, PromptIDs: []int{1, 2, 3}, MaxNew: 3},
+			[]string{"reset", "ttt1", "t1", "t1"}, []int{4, 5, 6}, nil, nil, false, 3},
+		{"greedy stop", 32, Request{Mode: Greedy, PromptIDs: []int{1}, MaxNew: 5, Stops: []int{3}},
+			[]string{"reset", "t1", "t1"}, []int{2, 3}, nil, nil, true, 2},
+		{"forced", 32, Request{Mode: Forced, PromptIDs: []int{1, 2}, Outputs: []int{3, 9, 5}, Stops: []int{5}},
+			[]string{"reset", "tttt*"}, []int{3, 9, 5}, nil, []int{3, 4, 0}, true, 3},
+		{"panel", 32, Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {7, 8}}},
+			[]string{"reset", "ttt*", "reset", "tt*"}, nil, []int{2, 3, 8}, nil, false, 3},
+		// Chunks of 2: a prefill's early chunks want no row, a forced
+		// sequence's rows start mid-chunk, and a window's last token alone
+		// predicts past the window, so it is never submitted.
+		{"greedy chunked", 2, Request{Mode: Greedy, PromptIDs: []int{1, 2, 3, 4, 5}, MaxNew: 2},
+			[]string{"reset", "tt", "tt", "t1", "t1"}, []int{6, 7}, nil, nil, false, 2},
+		{"forced chunked", 2, Request{Mode: Forced, PromptIDs: []int{1, 2, 3}, Outputs: []int{4, 5, 6}},
+			[]string{"reset", "tt", "tt*", "t1"}, []int{4, 5, 6}, nil, []int{4, 5, 6}, false, 3},
+		{"panel chunked", 2, Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5, 6, 7}}},
+			[]string{"reset", "tt*", "reset", "tt*", "tt*"}, nil, []int{2, 3, 5, 6, 7}, nil, false, 5},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := &chain{vocab: 10}
+			e := &chain{vocab: 10, chunk: c.chunk}
 			res, err := Drive(e, c.req)
 			if err != nil {
 				t.Fatal(err)
@@ -80,45 +109,63 @@ func TestErrors(t *testing.T) {
 		{Request{Mode: Greedy}, "without prompt ids"},
 		{Request{Mode: Panel, Windows: [][]int{{1, 2}, {3}}}, "panel window 2 has 1 tokens"},
 	} {
-		if _, err := New(c.req); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := New(c.req, 32); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c.req, err)
 		}
 	}
-	r, _ := New(Request{Mode: Panel, Windows: [][]int{{1, 2}}})
-	if err := r.Feed(make([][]float32, 2)); err == nil || !strings.Contains(err.Error(), "fed 2 rows, the step keeps 1") {
+	r, _ := New(Request{Mode: Panel, Windows: [][]int{{1, 2}}}, 32)
+	if err := r.Feed(nil); err == nil || !strings.Contains(err.Error(), "no chunk pending") {
+		t.Errorf("feed before next: %v", err)
+	}
+	r.Next()
+	if err := r.Feed(make([][]float32, 2)); err == nil || !strings.Contains(err.Error(), "fed 2 rows, the chunk keeps 1") {
 		t.Errorf("short feed: %v", err)
 	}
 }
 
-// The kept rows of each step, and a streaming host that advances without
-// handing rows back.
-func TestKeepAndAdvance(t *testing.T) {
-	r, _ := New(Request{Mode: Forced, PromptIDs: []int{1, 2, 3}, Outputs: []int{4, 5}})
-	if st, _ := r.Next(); st.Keep != [2]int{2, 4} || len(st.Tokens) != 4 {
-		t.Fatalf("forced step %+v", st)
+// The kept rows of each chunk, and a streaming host that feeds forced and
+// panel chunks without rows (it keeps them itself): the result has the
+// targets but no rows.
+func TestKeepAndStream(t *testing.T) {
+	r, _ := New(Request{Mode: Forced, PromptIDs: []int{1, 2, 3}, Outputs: []int{4, 5}}, 32)
+	if c, _ := r.Next(); c.Keep != [2]int{2, 4} || len(c.Tokens) != 4 || c.Want != engine.All || !c.Reset {
+		t.Fatalf("forced chunk %+v", c)
 	}
-	r, _ = New(Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5}}})
+	r, _ = New(Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5}}, StreamRows: true}, 32)
 	for i, want := range [][2]int{{0, 2}, {0, 1}} {
-		st, ok := r.Next()
-		if !ok || st.Keep != want {
-			t.Fatalf("window %d: %+v", i, st)
+		c, ok := r.Next()
+		if !ok || c.Keep != want {
+			t.Fatalf("window %d: %+v", i, c)
 		}
-		if err := r.Advance(); err != nil {
+		if err := r.Feed(nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, ok := r.Next(); ok || !reflect.DeepEqual(r.Result().Targets, []int{2, 3, 5}) || r.Result().Rows != nil {
 		t.Fatalf("after streaming: %+v", r.Result())
 	}
-	if err := r.Advance(); err == nil {
-		t.Fatal("advanced past the end")
+	g, _ := New(Request{Mode: Greedy, PromptIDs: []int{1, 2}, MaxNew: 1, StreamRows: true}, 32)
+	if c, _ := g.Next(); c.Keep != [2]int{0, 1} || c.Want != engine.Last {
+		t.Fatalf("greedy chunk %+v", c)
 	}
-	g, _ := New(Request{Mode: Greedy, PromptIDs: []int{1, 2}, MaxNew: 1})
-	if st, _ := g.Next(); st.Keep != [2]int{1, 2} {
-		t.Fatalf("greedy step %+v", st)
+	if err := g.Feed(nil); err == nil {
+		t.Fatal("a greedy chunk was fed without its row")
 	}
-	if err := g.Advance(); err == nil {
-		t.Fatal("a greedy step advanced without its row")
+}
+
+// Forward splits like a request and keeps every row, or the last.
+func TestForward(t *testing.T) {
+	e := &chain{vocab: 10, chunk: 2}
+	rows, err := Forward(e, []int{1, 2, 3, 4, 5}, true)
+	if err != nil || len(rows) != 5 || Argmax(rows[4]) != 6 {
+		t.Fatalf("all: %d rows, %v", len(rows), err)
+	}
+	rows, err = Forward(e, []int{1, 2, 3}, false)
+	if err != nil || len(rows) != 1 || Argmax(rows[0]) != 4 {
+		t.Fatalf("last: %d rows, %v", len(rows), err)
+	}
+	if want := []string{"tt*", "tt*", "t1", "tt", "t1"}; !reflect.DeepEqual(e.log, want) {
+		t.Fatalf("log %v, want %v", e.log, want)
 	}
 }
 
@@ -128,4 +175,10 @@ func ExampleWindows() {
 	// Output:
 	// [[1 2 3] [4 5 6] [7 8]]
 	// [[1 2 3]]
+}
+
+func ExampleArgmax() {
+	nan := float32(math.NaN())
+	fmt.Println(Argmax([]float32{1, 3, 3, 2}), Argmax([]float32{nan, 1, 0}), Argmax([]float32{-1}))
+	// Output: 1 1 0
 }

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"logitscope/gpu"
+	"logitscope/wasm/abi"
 )
 
 // Exports return ≥ 0 on success and errStatus on failure, with the
@@ -17,7 +18,7 @@ import (
 const errStatus = -1
 
 var (
-	sess    *session
+	sess    *model
 	lastErr string
 	// blocks are the ls_malloc'd buffers by address: they keep the memory
 	// alive and let exports check every (ptr, len) the host passes.
@@ -112,7 +113,7 @@ func hostGPU() (gpu.Device, error) {
 	return d, nil
 }
 
-func current() (*session, error) {
+func current() (*model, error) {
 	if sess == nil {
 		return nil, errors.New("no model open (call ls_open first)")
 	}
@@ -120,7 +121,7 @@ func current() (*session, error) {
 }
 
 // withSession is guard for the exports that need an open model.
-func withSession(f func(s *session) (int32, error)) int32 {
+func withSession(f func(s *model) (int32, error)) int32 {
 	return guard(func() (int32, error) {
 		s, err := current()
 		if err != nil {
@@ -132,7 +133,7 @@ func withSession(f func(s *session) (int32, error)) int32 {
 
 //go:wasmexport ls_request
 func lsRequest(p, n uint32) int32 {
-	return withSession(func(s *session) (int32, error) {
+	return withSession(func(s *model) (int32, error) {
 		data, err := mem(p, n)
 		if err != nil {
 			return 0, err
@@ -143,7 +144,7 @@ func lsRequest(p, n uint32) int32 {
 
 //go:wasmexport ls_step
 func lsStep() int32 {
-	return withSession(func(s *session) (int32, error) {
+	return withSession(func(s *model) (int32, error) {
 		ok, err := s.step()
 		if ok {
 			return 1, err
@@ -154,8 +155,8 @@ func lsStep() int32 {
 
 //go:wasmexport ls_region
 func lsRegion(p uint32) int32 {
-	return withSession(func(s *session) (int32, error) {
-		out, err := mem(p, 24)
+	return withSession(func(s *model) (int32, error) {
+		out, err := mem(p, abi.RegionSize)
 		if err != nil {
 			return 0, err
 		}
@@ -165,7 +166,7 @@ func lsRegion(p uint32) int32 {
 
 //go:wasmexport ls_feed
 func lsFeed(p, n uint32) int32 {
-	return withSession(func(s *session) (int32, error) {
+	return withSession(func(s *model) (int32, error) {
 		data, err := mem(p, n)
 		if err != nil {
 			return 0, err
@@ -176,7 +177,7 @@ func lsFeed(p, n uint32) int32 {
 
 //go:wasmexport ls_result
 func lsResult(p, cap uint32) int32 {
-	return withSession(func(s *session) (int32, error) {
+	return withSession(func(s *model) (int32, error) {
 		js, err := s.result()
 		if err != nil {
 			return 0, err

@@ -7,32 +7,27 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
+	"logitscope/capture"
 	"logitscope/checkpoint"
-	"logitscope/dump"
+	"logitscope/engine"
 	"logitscope/receipt"
 	"logitscope/session"
 	"logitscope/synth"
 	"logitscope/tokenizer"
-	"logitscope/variant"
 )
 
-// defaultStops are Qwen's <|im_end|> and <|endoftext|>, used when the
-// model has no generation_config.json eos ids.
-var defaultStops = []int{151645, 151643}
-
-// capture runs one request on one variant and dumps every logit row, with
-// a sealed receipt beside the dump. Greedy mode prints the lines that
+// captureCommand runs one request on one variant and dumps every logit
+// row, with a sealed receipt beside the dump. Greedy mode prints the lines that
 // capture scripts over transformers print.
-func capture(args []string, stdout, stderr io.Writer) error {
+func captureCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	modelDir := fs.String("model", "", "model directory or hub cache folder; default $LOGITSCOPE_MODEL, else the demo model")
 	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), or a variant directory")
 	system := fs.String("system", tokenizer.DefaultSystem, "system prompt (empty: no system turn)")
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
-	stops := &idList{ids: defaultStops}
+	stops := &idList{}
 	fs.Var(stops, "stop", "stop token ids (default: generation_config.json's eos ids, else 151645 151643)")
 	dumpPath := fs.String("dump-logits", "", "logit dump to write (required)")
 	idsPath := fs.String("prompt-ids", "", `write the templated prompt's ids as {"ids": [...]} to FILE, or - for stdout`)
@@ -42,7 +37,7 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
 	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
-	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+defaultEngine+")")
+	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+capture.DefaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {
 		return err
@@ -72,14 +67,13 @@ func capture(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !stops.set && len(ck.Generation.EOSTokenIDs) > 0 {
-		stops.ids = ck.Generation.EOSTokenIDs
+	if !stops.set {
+		stops.ids = session.Stops(ck.Generation)
 	}
 	maxPos := ck.Config.MaxPositionEmbeddings
 
-	req := receipt.Request{Mode: session.Greedy, MaxNew: *maxNew, Stops: stops.ids}
-	var windows [][]int
-	var followed []int // the output tokens a forced capture feeds back
+	req := session.Request{Mode: session.Greedy, MaxNew: *maxNew, Stops: stops.ids}
+	followed := "" // the sha256 of the dump a forced capture feeds back
 	switch {
 	case *follow != "":
 		ref, err := readSide(*follow)
@@ -89,21 +83,22 @@ func capture(args []string, stdout, stderr io.Writer) error {
 		if ref.Receipt == nil || ref.Receipt.Request.Mode == session.Panel {
 			return fmt.Errorf("%s: --follow needs a greedy or forced capture with its receipt beside it", *follow)
 		}
-		req = receipt.Request{Mode: session.Forced, PromptIDs: ref.Receipt.Request.PromptIDs, Stops: ref.Receipt.Request.Stops,
-			Follow: ref.Receipt.Dump.SHA256}
-		followed = ref.Receipt.OutputIDs
+		req = session.Request{Mode: session.Forced, PromptIDs: ref.Receipt.Request.PromptIDs, Stops: ref.Receipt.Request.Stops,
+			Outputs: ref.Receipt.OutputIDs}
+		followed = ref.Receipt.Dump.SHA256
 		if len(req.PromptIDs) == 0 {
 			return fmt.Errorf("%s: its receipt has no prompt ids to feed back", *follow)
 		}
-		if len(req.PromptIDs)+len(followed) > maxPos {
+		if len(req.PromptIDs)+len(req.Outputs) > maxPos {
 			return fmt.Errorf("%s: %d prompt + %d output tokens exceed %s's context of %d tokens",
-				*follow, len(req.PromptIDs), len(followed), dir, maxPos)
+				*follow, len(req.PromptIDs), len(req.Outputs), dir, maxPos)
 		}
 	case *panelPath != "":
-		if windows, err = readPanel(*panelPath, tok, *window); err != nil {
+		windows, err := session.ReadPanel(*panelPath, tok, *window)
+		if err != nil {
 			return err
 		}
-		req = receipt.Request{Mode: session.Panel, Panel: receipt.PanelSHA256(windows), Windows: len(windows)}
+		req = session.Request{Mode: session.Panel, Windows: windows}
 		for i, w := range windows {
 			if len(w) > maxPos {
 				return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), dir, maxPos)
@@ -121,77 +116,24 @@ func capture(args []string, stdout, stderr io.Writer) error {
 				len(req.PromptIDs), *maxNew, dir, maxPos)
 		}
 	}
-	vdir := variantDir(ck.Dir, *variantName)
+	rq := capture.ReceiptRequest(req, followed)
 	if *dryRun {
-		return printPlan(stdout, ck, *variantName, vdir, req, windows, *dumpPath)
+		return printPlan(stdout, ck, *variantName, rq, req.Windows, *dumpPath)
 	}
-
-	fp, err := ck.Fingerprint()
+	c, err := capture.Run(ck, *variantName, req, capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Log: stderr})
 	if err != nil {
 		return err
 	}
-	run := session.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: *maxNew, Stops: req.Stops,
-		Outputs: followed, Windows: windows}
-	v, err := openVariant(ck, vdir, fp)
-	if err != nil {
-		return err
-	}
-	manifest := ""
-	if v != nil {
-		manifest = v.Manifest.Seal
-	}
-	var res session.Result
-	var deviceName string
-	var took time.Duration
-	if *runtime == "auto" {
-		*runtime = autoRuntime(*enginePath, *device, vdir == "" || vdir == variant.DefaultDir(ck.Dir, *variantName), stderr)
-	}
-	switch *runtime {
-	case "wasm":
-		res, deviceName, took, err = runWasm(ck, *variantName, *enginePath, *device, run, stderr)
-	case "native":
-		var eng engine
-		if eng, err = openEngine(ck, v, *device, run.Capacity(), stderr); err != nil {
-			return err
-		}
-		defer eng.Close()
-		deviceName = eng.Name()
-		start := time.Now()
-		res, err = session.Drive(eng, run)
-		took = time.Since(start)
-	default:
-		err = fmt.Errorf("--runtime %q: want native or wasm", *runtime)
-	}
-	if err != nil {
-		return err
-	}
-	wall := took.Seconds()
-
-	vocab := ck.Config.VocabSize
-	logits := &dump.Logits{Rows: len(res.Rows), Vocab: vocab, Data: make([]float32, 0, len(res.Rows)*vocab)}
-	for _, r := range res.Rows {
-		logits.Data = append(logits.Data, r...)
-	}
-	if err := dump.WriteFile(*dumpPath, logits); err != nil {
-		return err
-	}
-	sum, err := checkpoint.FileSHA256(*dumpPath)
-	if err != nil {
-		return err
-	}
-	rc := &receipt.Receipt{
-		Version: receipt.Version(), Model: fp, Variant: variantLabel(*variantName), VariantManifest: manifest,
-		Device: deviceName, Request: req, OutputIDs: res.Output, Targets: res.Targets,
-		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
-	}
-	if err := receipt.Write(receipt.Path(*dumpPath), rc); err != nil {
+	if _, err := capture.Save(*dumpPath, ck, rq, c); err != nil {
 		return err
 	}
 
+	res := c.Result
+	rows, vocab := len(res.Rows), ck.Config.VocabSize
 	switch req.Mode {
 	case session.Panel:
-		fmt.Fprintf(stdout, "panel_windows: %d\n", len(windows))
-		fmt.Fprintf(stdout, "panel_tokens: %d\n", len(res.Targets)+len(windows))
+		fmt.Fprintf(stdout, "panel_windows: %d\n", len(req.Windows))
+		fmt.Fprintf(stdout, "panel_tokens: %d\n", len(res.Targets)+len(req.Windows))
 	case session.Forced:
 		fmt.Fprintf(stdout, "prompt_tokens: %d\n", len(req.PromptIDs))
 		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.Output))
@@ -202,8 +144,8 @@ func capture(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "output_ids: %s\n", idsString(res.Output))
 		fmt.Fprintf(stdout, "stop_reason: %d\n", boolInt(res.Stopped))
 	}
-	fmt.Fprintf(stdout, "wall_time_seconds: %.3f\n", wall)
-	fmt.Fprintf(stdout, "logit_rows_dumped: %d rows x %d vocab -> %s\n", logits.Rows, logits.Vocab, *dumpPath)
+	fmt.Fprintf(stdout, "wall_time_seconds: %.3f\n", c.Took.Seconds())
+	fmt.Fprintf(stdout, "logit_rows_dumped: %d rows x %d vocab -> %s\n", rows, vocab, *dumpPath)
 	if req.Mode != session.Panel {
 		text := res.Output
 		if res.Stopped {
@@ -228,12 +170,12 @@ func firstDifference(a, b []int) int {
 	return -1
 }
 
-func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name, vdir string, req receipt.Request, windows [][]int, dumpPath string) error {
+func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name string, req receipt.Request, windows [][]int, dumpPath string) error {
 	plan := map[string]any{
-		"model": ck.Dir, "architecture": ck.Config.Arch(), "variant": variantLabel(name), "device": "cpu",
+		"model": ck.Dir, "architecture": ck.Config.Arch(), "variant": capture.VariantLabel(name), "device": "cpu",
 		"request": req, "dump": dumpPath, "receipt": receipt.Path(dumpPath),
 	}
-	if vdir != "" {
+	if vdir := engine.VariantDir(ck.Dir, name); vdir != "" {
 		plan["variant_dir"] = vdir
 	}
 	if windows != nil {

@@ -72,7 +72,7 @@ func TestCaptureDeviceGPU(t *testing.T) {
 // loader reads its driver list once per process.
 func TestCaptureNoAdapter(t *testing.T) {
 	if args := os.Getenv("LOGITSCOPE_CHILD_CAPTURE"); args != "" {
-		err := capture(strings.Split(args, "\x1f"), os.Stdout, os.Stdout)
+		err := captureCommand(strings.Split(args, "\x1f"), os.Stdout, os.Stdout)
 		if err != nil {
 			os.Stdout.WriteString("error: " + err.Error() + "\n")
 		}

@@ -20,11 +20,11 @@ import (
 
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"mkmodel":  mkmodel,
-	"capture":  capture,
+	"capture":  captureCommand,
 	"tokenize": tokenize,
 	"quantize": quantize,
 	"report":   report,
-	"conform":  conform,
+	"conform":  conformCommand,
 }
 
 func main() {

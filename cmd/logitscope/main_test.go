@@ -77,7 +77,7 @@ func run(t *testing.T, cmd func([]string, *bytes.Buffer, *bytes.Buffer) error, a
 	return out.String(), err
 }
 
-func captureCmd(args []string, out, errb *bytes.Buffer) error { return capture(args, out, errb) }
+func captureCmd(args []string, out, errb *bytes.Buffer) error { return captureCommand(args, out, errb) }
 func mkmodelCmd(args []string, out, errb *bytes.Buffer) error { return mkmodel(args, out, errb) }
 
 var wallTime = regexp.MustCompile(`wall_time_seconds: [0-9.]+`)

@@ -33,13 +33,7 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))
 	}
-	progress := func(done, total int, name string) {
-		fmt.Fprintf(stderr, "\rquantize %s: %3d/%d tensors %-48.48s", scheme, done, total, name)
-		if done == total {
-			fmt.Fprintln(stderr)
-		}
-	}
-	if err := variant.Write(ck, scheme, *out, variant.Options{Progress: progress}); err != nil {
+	if err := variant.Write(ck, scheme, *out, variant.Options{Progress: variant.LogProgress(stderr, scheme)}); err != nil {
 		return err
 	}
 	v, err := variant.Open(*out)

@@ -3,6 +3,8 @@
 // the same.
 package abi
 
+import "encoding/binary"
+
 // Open is ls_open's JSON.
 type Open struct {
 	Model    string `json:"model"`
@@ -34,4 +36,35 @@ type Result struct {
 	Targets   []int  `json:"targets"`
 	Rows      int    `json:"rows"`
 	Done      bool   `json:"done"`
+}
+
+// RegionSize is the bytes ls_region writes.
+const RegionSize = 24
+
+// Region is ls_region's answer: Rows logit rows (Size/Rows/4 float32 each,
+// little-endian) at Offset of device buffer Buffer or, with Buffer 0 (the
+// guest's CPU path), at guest address Offset.
+type Region struct {
+	Buffer       uint32
+	Offset, Size uint64
+	Rows         uint32
+}
+
+// Encode writes r as ls_region lays it out: buffer u32 @0, offset u64 @4,
+// size u64 @12, rows u32 @20.
+func (r Region) Encode(out []byte) {
+	binary.LittleEndian.PutUint32(out[0:], r.Buffer)
+	binary.LittleEndian.PutUint64(out[4:], r.Offset)
+	binary.LittleEndian.PutUint64(out[12:], r.Size)
+	binary.LittleEndian.PutUint32(out[20:], r.Rows)
+}
+
+// DecodeRegion reads what Encode wrote.
+func DecodeRegion(b []byte) Region {
+	return Region{
+		Buffer: binary.LittleEndian.Uint32(b[0:]),
+		Offset: binary.LittleEndian.Uint64(b[4:]),
+		Size:   binary.LittleEndian.Uint64(b[12:]),
+		Rows:   binary.LittleEndian.Uint32(b[20:]),
+	}
 }

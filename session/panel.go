@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bufio"
@@ -7,15 +7,14 @@ import (
 	"os"
 	"strings"
 
-	"logitscope/session"
 	"logitscope/tokenizer"
 )
 
-// readPanel reads teacher-forced windows: JSON lines of token ids ([1, 2]
+// ReadPanel reads teacher-forced windows: JSON lines of token ids ([1, 2]
 // or {"ids": [1, 2]}) when path ends in .jsonl, else a text that is
 // tokenized whole and cut into windows of n tokens (a last window shorter
 // than 2 tokens predicts nothing and is dropped).
-func readPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
+func ReadPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -42,7 +41,7 @@ func readPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 	} else {
-		windows = session.Windows(tok.Encode(string(data)), n)
+		windows = Windows(tok.Encode(string(data)), n)
 	}
 	if len(windows) == 0 {
 		return nil, fmt.Errorf("%s: no window of at least 2 tokens", path)

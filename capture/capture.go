@@ -1,0 +1,184 @@
+// Package capture runs one request on one variant of a checkpoint, on the
+// device and runtime asked for, and saves its logit rows as a dump with a
+// sealed receipt beside it: what the capture command and conformance
+// suites both do. The native runtime is the Go engine; the wasm runtime is
+// engine.wasm under wazero, the very module a browser runs.
+package capture
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"logitscope/checkpoint"
+	"logitscope/dump"
+	"logitscope/engine"
+	"logitscope/gpu/native"
+	"logitscope/quant"
+	"logitscope/receipt"
+	"logitscope/session"
+)
+
+// Options say where a request runs.
+type Options struct {
+	Device  string    // gpu, cpu, or auto: the GPU when an adapter exists
+	Runtime string    // native, wasm, or auto (AutoRuntime)
+	Engine  string    // engine.wasm for the wasm runtime (EnginePath)
+	Log     io.Writer // which device and runtime run, loading progress
+}
+
+// Capture is what a request produced and what its receipt records.
+type Capture struct {
+	session.Result
+	Variant  string        // the variant's label: f32, a scheme, or a directory's name
+	Manifest string        // the variant's manifest seal; "" for f32
+	Device   string        // "cpu", "gpu: <adapter>", "wasm+gpu: <adapter>", "wasm+cpu"
+	Took     time.Duration // the request, once the model was loaded
+}
+
+// Run runs req on the variant of ck that variantName names (f32, q8, q6,
+// q4 or a variant directory: engine.VariantDir).
+func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt Options) (*Capture, error) {
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	// Opened natively on either runtime: verified against the checkpoint
+	// before anything runs, and its seal goes into the receipt.
+	v, err := engine.OpenVariant(ck, variantName)
+	if err != nil {
+		return nil, err
+	}
+	c := &Capture{Variant: VariantLabel(variantName)}
+	if v != nil {
+		c.Manifest = v.Manifest.Seal
+	}
+	rt := opt.Runtime
+	if rt == "auto" || rt == "" {
+		rt = AutoRuntime(opt, ownVariant(ck, variantName))
+	}
+	switch rt {
+	case "wasm":
+		err = runWasm(ck, variantName, req, opt, c)
+	case "native":
+		err = runNative(ck, engine.Options{Variant: v, Capacity: req.Capacity(), Progress: progress(opt.Log)}, req, opt, c)
+	default:
+		err = fmt.Errorf("--runtime %q: want native or wasm", opt.Runtime)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// runNative runs req on the Go engine, on the device opt asks for.
+func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request, opt Options, c *Capture) error {
+	switch opt.Device {
+	case "gpu", "auto":
+		dev, err := native.Open()
+		if err == nil {
+			defer dev.Close()
+			eo.Device = dev
+			break
+		}
+		if opt.Device == "gpu" {
+			return err
+		}
+		fmt.Fprintf(opt.Log, "device: cpu (%v)\n", err)
+	case "cpu":
+	default:
+		return fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
+	}
+	e, err := engine.Open(ck, eo)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	c.Device = e.Name()
+	if eo.Device != nil {
+		fmt.Fprintf(opt.Log, "device: %s\n", c.Device)
+	}
+	start := time.Now()
+	c.Result, err = session.Drive(e, req)
+	c.Took = time.Since(start)
+	return err
+}
+
+// progress reports weight loading on the terminal: bytes at most every 5%,
+// tensors as they upload.
+func progress(w io.Writer) func(done, total int64, unit string) {
+	last := int64(-1)
+	return func(done, total int64, unit string) {
+		switch unit {
+		case "bytes":
+			pct := done * 100 / max(total, 1)
+			if pct/5 == last/5 && done != total {
+				return
+			}
+			last = pct
+			fmt.Fprintf(w, "\rloading weights: %3d%% (%d / %d MB)", pct, done>>20, total>>20)
+		default:
+			fmt.Fprintf(w, "\ruploading weights: %d/%d %s", done, total, unit)
+		}
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// VariantLabel is the scheme a variant name stands for, for receipts: f32,
+// q8, q6, q4, or a variant directory's base name.
+func VariantLabel(name string) string {
+	if name == "" {
+		return "f32"
+	}
+	if _, err := quant.ParseScheme(name); err == nil || name == "f32" {
+		return name
+	}
+	return filepath.Base(name)
+}
+
+// ReceiptRequest is what a receipt records of a request: prompt ids and
+// decoding limits, or the panel's hash; follow is the sha256 of the dump a
+// forced request feeds back.
+func ReceiptRequest(req session.Request, follow string) receipt.Request {
+	switch req.Mode {
+	case session.Panel:
+		return receipt.Request{Mode: req.Mode, Panel: receipt.PanelSHA256(req.Windows), Windows: len(req.Windows)}
+	case session.Forced:
+		return receipt.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, Stops: req.Stops, Follow: follow}
+	}
+	return receipt.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: req.MaxNew, Stops: req.Stops}
+}
+
+// Logits is the rows as one dump of vocab-long rows.
+func (c *Capture) Logits(vocab int) *dump.Logits {
+	l := &dump.Logits{Rows: len(c.Rows), Vocab: vocab, Data: make([]float32, 0, len(c.Rows)*vocab)}
+	for _, r := range c.Rows {
+		l.Data = append(l.Data, r...)
+	}
+	return l
+}
+
+// Save writes c's rows as a dump at path (written whole or not at all) and
+// its sealed receipt beside it.
+func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture) (*receipt.Receipt, error) {
+	fp, err := ck.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	logits := c.Logits(ck.Config.VocabSize)
+	if err := dump.WriteFile(path, logits); err != nil {
+		return nil, err
+	}
+	sum, err := checkpoint.FileSHA256(path)
+	if err != nil {
+		return nil, err
+	}
+	rc := &receipt.Receipt{
+		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest,
+		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
+		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
+	}
+	return rc, receipt.Write(receipt.Path(path), rc)
+}

@@ -1,0 +1,144 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"logitscope/checkpoint"
+	"logitscope/engine"
+	"logitscope/gpu"
+	"logitscope/gpu/native"
+	"logitscope/host"
+	"logitscope/session"
+	"logitscope/variant"
+)
+
+// DefaultEngine is where `make wasm` puts engine.wasm.
+const DefaultEngine = ".out/engine.wasm"
+
+// EnginePath is the engine.wasm to run: flagValue, else
+// $LOGITSCOPE_ENGINE, else DefaultEngine.
+func EnginePath(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if env := os.Getenv("LOGITSCOPE_ENGINE"); env != "" {
+		return env
+	}
+	return DefaultEngine
+}
+
+// AutoRuntime picks engine.wasm, the module browsers run, when it is built,
+// the GPU is asked for (gpu or auto) and present, and the variant is one
+// of the model's own (the guest sees only the model directory); else the
+// native engine. It says which on opt.Log.
+func AutoRuntime(opt Options, ownVariant bool) string {
+	why := ""
+	if _, err := os.Stat(EnginePath(opt.Engine)); err != nil {
+		why = "no engine.wasm; make wasm builds it"
+	} else if opt.Device == "cpu" {
+		why = "--device cpu"
+	} else if !ownVariant {
+		why = "a variant outside MODEL/variants"
+	} else if dev, err := native.Open(); err != nil {
+		why = "no GPU adapter"
+	} else {
+		dev.Close()
+		return "wasm"
+	}
+	fmt.Fprintf(opt.Log, "runtime: native (%s)\n", why)
+	return "native"
+}
+
+// runWasm runs req through engine.wasm under wazero, its GPU calls served
+// by the native WebGPU, or on the engine's own CPU path.
+func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt Options, c *Capture) error {
+	wasm, err := os.ReadFile(EnginePath(opt.Engine))
+	if err != nil {
+		return fmt.Errorf("%w (build it with make wasm, or give --engine FILE)", err)
+	}
+	if !ownVariant(ck, variantName) {
+		return fmt.Errorf("--runtime wasm opens variants by scheme under MODEL/variants, not %s", variantName)
+	}
+	base, err := session.New(req, 1) // refused before anything loads
+	if err != nil {
+		return err
+	}
+	dev, err := wasmDevice(opt, c)
+	if err != nil {
+		return err
+	}
+	if dev != nil {
+		defer dev.Close()
+	}
+
+	ctx := context.Background()
+	cache := ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(dir, "logitscope", "wazero")
+	}
+	mod, err := host.Load(ctx, wasm, cache)
+	if err != nil {
+		return err
+	}
+	defer mod.Close(ctx)
+	mod.Stdout = os.Stderr // stdout carries capture's own lines
+	eng, err := mod.Open(ctx, dev, ck.Dir, c.Variant, req.Capacity())
+	if err != nil {
+		return err
+	}
+	defer eng.Close(ctx)
+	start := time.Now()
+	defer func() { c.Took = time.Since(start) }()
+	switch req.Mode {
+	case session.Panel:
+		c.Rows, c.Targets, err = eng.Panel(ctx, req.Windows)
+	case session.Forced:
+		c.Result = base.Result() // the outputs fed back, and whether they stopped
+		if c.Rows, err = eng.Forced(ctx, req.PromptIDs, req.Outputs); err == nil {
+			for _, row := range c.Rows {
+				c.Argmax = append(c.Argmax, session.Argmax(row))
+			}
+		}
+	default:
+		c.Rows, c.Output, c.Stopped, err = eng.Greedy(ctx, req.PromptIDs, req.MaxNew, req.Stops)
+	}
+	return err
+}
+
+// ownVariant says whether a variant name is f32 or one of the model's own
+// variants under MODEL/variants: all that engine.wasm can see.
+func ownVariant(ck *checkpoint.Checkpoint, name string) bool {
+	dir := engine.VariantDir(ck.Dir, name)
+	return dir == "" || dir == variant.DefaultDir(ck.Dir, VariantLabel(name))
+}
+
+// wasmDevice serves engine.wasm's gpu imports: the native WebGPU for
+// gpu or auto, nil (the engine's CPU path, as in a browser without
+// WebGPU) for cpu and for auto without an adapter. It names the device in
+// c and says which on opt.Log.
+func wasmDevice(opt Options, c *Capture) (gpu.Device, error) {
+	c.Device = "wasm+cpu"
+	switch opt.Device {
+	case "gpu", "auto":
+		dev, err := native.Open()
+		if err == nil {
+			info := dev.Info()
+			c.Device = fmt.Sprintf("wasm+gpu: %s (%s)", info.Adapter, info.Backend)
+			fmt.Fprintf(opt.Log, "device: %s\n", c.Device)
+			return dev, nil
+		}
+		if opt.Device == "gpu" {
+			return nil, err
+		}
+		fmt.Fprintf(opt.Log, "device: wasm+cpu (%v)\n", err)
+	case "cpu":
+		fmt.Fprintln(opt.Log, "device: wasm+cpu")
+	default:
+		return nil, fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
+	}
+	return nil, nil
+}

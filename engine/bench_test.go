@@ -1,0 +1,121 @@
+package engine_test
+
+import (
+	"os"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/engine"
+	"logitscope/gpu"
+	"logitscope/model"
+	"logitscope/quant"
+	"logitscope/session"
+	"logitscope/synth"
+	"logitscope/variant"
+)
+
+// benchModel opens a cached synthetic preset and its q4 variant (written
+// once into the cache).
+func benchModel(b *testing.B, preset string) (*checkpoint.Checkpoint, *variant.Variant) {
+	dir, err := synth.Cached(preset, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ck.Close() })
+	if _, err := variant.Ensure(ck, quant.Q4, os.Stderr); err != nil {
+		b.Fatal(err)
+	}
+	v, err := engine.OpenVariant(ck, "q4")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ck, v
+}
+
+// storedBytes is what one decode step reads of the weights as the engine
+// holds them: float32 on the CPU, the stored bytes on the GPU. A tied
+// embedding counts once: the head reads all of it.
+func storedBytes(ck *checkpoint.Checkpoint, v *variant.Variant, g model.Geometry, device string) int64 {
+	var n int64
+	for _, s := range g.Specs() {
+		elems := int64(1)
+		for _, d := range s.Shape {
+			elems *= int64(d)
+		}
+		switch {
+		case device == "cpu":
+			n += 4 * elems
+		case v != nil:
+			_, _, size, _ := v.Shape(s.Name)
+			n += size
+		default:
+			info, _, _ := ck.Info(s.Name)
+			n += info.Length
+		}
+	}
+	return n
+}
+
+// BenchmarkDecode measures KV-cache decode steps (one token in, one logit
+// row out, positions 32..288 after a 32-token prefill) for each preset,
+// variant and device, with tokens/s and the effective weight bandwidth.
+func BenchmarkDecode(b *testing.B) {
+	for _, preset := range []string{"tiny", "qwen2.5-0.5b"} {
+		for _, vname := range []string{"f32", "q4"} {
+			for _, dname := range []string{"cpu", "gpu"} {
+				b.Run(preset+"/"+vname+"/"+dname, func(b *testing.B) {
+					ck, v := benchModel(b, preset)
+					if vname == "f32" {
+						v = nil
+					}
+					g, err := model.GeometryOf(ck.Config)
+					if err != nil {
+						b.Fatal(err)
+					}
+					const prompt, span = 32, 256
+					var dev gpu.Device
+					if dname == "gpu" {
+						dev = device(b)
+					}
+					s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + span})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(s.Close)
+					ids := make([]int, prompt)
+					for i := range ids {
+						ids[i] = (i*7919 + 13) % 300
+					}
+					pos := 0
+					fresh := func() {
+						b.StopTimer()
+						s.Reset()
+						if _, err := session.Forward(s, ids, false); err != nil {
+							b.Fatal(err)
+						}
+						pos = prompt
+						b.StartTimer()
+					}
+					fresh()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if pos == prompt+span {
+							fresh()
+						}
+						if _, err := session.Forward(s, []int{ids[i%prompt]}, false); err != nil {
+							b.Fatal(err)
+						}
+						pos++
+					}
+					sec := b.Elapsed().Seconds()
+					b.ReportMetric(float64(b.N)/sec, "tok/s")
+					b.ReportMetric(float64(storedBytes(ck, v, g, dname))*float64(b.N)/sec/1e9, "weightGB/s")
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"logitscope/checkpoint"
+	"logitscope/gpu"
+	"logitscope/gpuengine"
+	"logitscope/model"
+	"logitscope/quant"
+	"logitscope/variant"
+)
+
+// Options for Open.
+type Options struct {
+	// Variant is the quantized weights to run (OpenVariant); nil runs the
+	// checkpoint's own bytes (the f32 reference).
+	Variant *variant.Variant
+	// Device runs the WGSL program; nil runs the CPU reference.
+	Device gpu.Device
+	// Capacity is the KV cache length in tokens.
+	Capacity int
+	// Progress, if set, is told how far loading has come: bytes of weights
+	// decoded for the CPU, tensors uploaded for the GPU, as unit says.
+	Progress func(done, total int64, unit string)
+	// MaxPieceBytes, if set, uploads matrices in smaller pieces than the
+	// device's binding limit asks (tests exercise the split path with it).
+	MaxPieceBytes int64
+}
+
+// Open checks the weights (the variant's, else the checkpoint's) against
+// the checkpoint's geometry, then loads them on the device or the CPU: the
+// GPU uploads them as stored, the CPU decodes them to float32.
+func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
+	g, err := model.GeometryOf(ck.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
+	}
+	src, w := gpuengine.CheckpointSource(ck), model.CheckpointWeights(ck)
+	if opt.Variant != nil {
+		src, w = gpuengine.VariantSource(opt.Variant), opt.Variant
+	}
+	if err := model.Check(ck.Dir, g, w); err != nil {
+		return nil, err
+	}
+	progress := func(unit string) func(done, total int64) {
+		if opt.Progress == nil {
+			return nil
+		}
+		return func(done, total int64) { opt.Progress(done, total, unit) }
+	}
+	if opt.Device == nil {
+		m, err := model.LoadWeights(ck, w, progress("bytes"))
+		if err != nil {
+			return nil, err
+		}
+		return newCPU(m, opt.Capacity)
+	}
+	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
+		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors")})
+	if err != nil {
+		return nil, err
+	}
+	info := opt.Device.Info()
+	return &gpuEngine{Engine: e, dev: opt.Device, vocab: g.Vocab,
+		name: fmt.Sprintf("gpu: %s (%s)", info.Adapter, info.Backend)}, nil
+}
+
+// VariantDir maps a variant name to its directory: "" for f32 (the
+// checkpoint's own bytes), MODEL/variants/SCHEME for a scheme name, else
+// the name itself as a path.
+func VariantDir(modelDir, name string) string {
+	switch {
+	case name == "f32" || name == "":
+		return ""
+	case !strings.ContainsAny(name, `/\`):
+		if _, err := quant.ParseScheme(name); err == nil {
+			return variant.DefaultDir(modelDir, name)
+		}
+	}
+	return name
+}
+
+// OpenVariant opens the variant a name stands for (VariantDir) and checks
+// that it was quantized from this checkpoint; nil for f32. Hashing streams
+// every shard through a small buffer: in wasm the bytes never stay in
+// guest memory.
+func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, error) {
+	dir := VariantDir(ck.Dir, name)
+	if dir == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no variant at %s: run logitscope quantize --model %s --scheme %s", dir, ck.Dir, filepath.Base(dir))
+	}
+	v, err := variant.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := ck.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	return v, v.CheckSource(fp)
+}

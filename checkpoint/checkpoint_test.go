@@ -24,7 +24,7 @@ var (
 	qweight = safetensors.Tensor{Name: "q.weight", DType: safetensors.I8, Shape: []int{2}, Data: []byte{1, 0xff}}
 )
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func writeFile(t *testing.T, path, content string) {
 
 // modelDir writes a model directory with one safetensors file per entry of
 // shards and, when weightMap is non-nil, an index.
-func modelDir(t *testing.T, dir string, shards map[string][]safetensors.Tensor, weightMap map[string]string) string {
+func modelDir(t testing.TB, dir string, shards map[string][]safetensors.Tensor, weightMap map[string]string) string {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "config.json"), tinyConfig)
 	writeFile(t, filepath.Join(dir, "tokenizer.json"), `{}`)

@@ -50,6 +50,34 @@ func (c Config) Arch() string {
 	return c.Architectures[0]
 }
 
+// Upper bounds on config.json's sizes. A config is read before any tensor,
+// and loaders size tables and loops by it, so a corrupt or hostile value
+// (num_hidden_layers: 1e9) must be refused here, before it costs memory or
+// time. Each bound admits the largest published models with room to spare
+// (dense models past 1T parameters, vocabularies of 1M, contexts of 10M
+// tokens):
+//
+//   - layers: Llama 3.1 405B has 126, PaLM 540B 118; 4096 layers of
+//     hidden 16384 would be 13T parameters.
+//   - hidden_size: 16384 for Llama 3.1 405B, 18432 for PaLM.
+//   - intermediate_size: 53248 for Llama 3.1 405B, 73728 for PaLM.
+//   - vocab_size: 262144 for Gemma 3; the bound admits a 1M vocabulary
+//     twice over.
+//   - heads: 128 for the largest models; head_dim: 256 for Gemma.
+//   - max_position_embeddings: 10,485,760 for Llama 4 Scout.
+//
+// Their products stay far inside int64 (vocab × hidden < 2^39, layers ×
+// intermediate × hidden < 2^49), so later size arithmetic cannot overflow.
+const (
+	MaxLayers            = 1 << 12
+	MaxHiddenSize        = 1 << 17
+	MaxIntermediateSize  = 1 << 20
+	MaxVocabSize         = 1 << 21
+	MaxHeads             = 1 << 12
+	MaxHeadDim           = 1 << 12
+	MaxPositionEmbedding = 1 << 24
+)
+
 // configPresence tells an absent field from one explicitly set to zero, and
 // picks up the spellings newer transformers versions write instead.
 type configPresence struct {
@@ -86,20 +114,36 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		return fail("architectures must have exactly one entry, got %q", c.Architectures)
 	}
 	for _, f := range []struct {
-		field string
-		v     int
+		field    string
+		v, limit int
 	}{
-		{"hidden_size", c.HiddenSize},
-		{"intermediate_size", c.IntermediateSize},
-		{"num_hidden_layers", c.NumHiddenLayers},
-		{"num_attention_heads", c.NumAttentionHeads},
-		{"vocab_size", c.VocabSize},
+		{"hidden_size", c.HiddenSize, MaxHiddenSize},
+		{"intermediate_size", c.IntermediateSize, MaxIntermediateSize},
+		{"num_hidden_layers", c.NumHiddenLayers, MaxLayers},
+		{"num_attention_heads", c.NumAttentionHeads, MaxHeads},
+		{"vocab_size", c.VocabSize, MaxVocabSize},
 	} {
 		if f.v == 0 {
 			return fail("%s is missing (or 0)", f.field)
 		}
 		if f.v < 0 {
 			return fail("%s must be > 0, got %d", f.field, f.v)
+		}
+		if f.v > f.limit {
+			return fail("%s %d: more than %d", f.field, f.v, f.limit)
+		}
+	}
+	// Optional sizes, 0 when absent; checked here so that the checks below
+	// that combine them report the bound, not a symptom of the size.
+	for _, f := range []struct {
+		field    string
+		v, limit int
+	}{
+		{"num_key_value_heads", c.NumKeyValueHeads, MaxHeads},
+		{"head_dim", c.HeadDim, MaxHeadDim},
+	} {
+		if f.v > f.limit {
+			return fail("%s %d: more than %d", f.field, f.v, f.limit)
 		}
 	}
 
@@ -121,6 +165,9 @@ func ParseConfig(data []byte, name string) (Config, error) {
 			c.HiddenSize, c.NumAttentionHeads)
 	case c.HeadDim == 0:
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	if c.HeadDim > MaxHeadDim {
+		return fail("head_dim %d (hidden_size / num_attention_heads): more than %d", c.HeadDim, MaxHeadDim)
 	}
 	if c.HeadDim%2 != 0 {
 		return fail("head_dim = %d must be even (RoPE rotates pairs of dimensions)", c.HeadDim)
@@ -148,6 +195,9 @@ func ParseConfig(data []byte, name string) (Config, error) {
 	if p.MaxPositionEmbeddings != nil {
 		if *p.MaxPositionEmbeddings <= 0 {
 			return fail("max_position_embeddings must be > 0, got %d", *p.MaxPositionEmbeddings)
+		}
+		if *p.MaxPositionEmbeddings > MaxPositionEmbedding {
+			return fail("max_position_embeddings %d: more than %d", *p.MaxPositionEmbeddings, MaxPositionEmbedding)
 		}
 		c.MaxPositionEmbeddings = *p.MaxPositionEmbeddings
 	}

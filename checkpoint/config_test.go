@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -169,6 +170,59 @@ func TestParseGenerationConfig(t *testing.T) {
 		}
 		if len(g.EOSTokenIDs) != len(tc.eos) || (len(tc.eos) > 0 && g.EOSTokenIDs[0] != tc.eos[0]) {
 			t.Errorf("%s: eos %v, want %v", tc.json, g.EOSTokenIDs, tc.eos)
+		}
+	}
+}
+
+// Size fields are bounded before anything allocates by them: a config that
+// claims a billion layers must be refused at once, naming the field, not
+// after a loader has enumerated a billion layers' tensor names.
+func TestParseConfigBounds(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		value int
+		want  string
+		also  map[string]any // other changes, if any
+	}{
+		{"num_hidden_layers", 1_000_000_000, "num_hidden_layers 1000000000: more than 4096", nil},
+		{"num_hidden_layers", 4097, "num_hidden_layers 4097: more than 4096", nil},
+		{"hidden_size", 1 << 40, "hidden_size 1099511627776: more than 131072", nil},
+		{"intermediate_size", 1 << 62, "intermediate_size 4611686018427387904: more than 1048576", nil},
+		{"vocab_size", 1<<21 + 1, "vocab_size 2097153: more than 2097152", nil},
+		{"num_attention_heads", 1 << 20, "num_attention_heads 1048576: more than 4096", nil},
+		{"num_key_value_heads", 1 << 20, "num_key_value_heads 1048576: more than 4096", nil},
+		{"head_dim", 1 << 20, "head_dim 1048576: more than 4096", nil},
+		{"max_position_embeddings", 1 << 30, "max_position_embeddings 1073741824: more than 16777216", nil},
+		{"max_position_embeddings", math.MaxInt64, "max_position_embeddings 9223372036854775807: more than 16777216", nil},
+		{"hidden_size", 1 << 17, "head_dim 8192 (hidden_size / num_attention_heads): more than 4096",
+			map[string]any{"num_attention_heads": 16, "num_key_value_heads": 16}},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			changes := map[string]any{tc.field: tc.value}
+			for k, v := range tc.also {
+				changes[k] = v
+			}
+			_, err := ParseConfig(edit(t, changes), "/m/config.json")
+			if err == nil || err.Error() != "checkpoint: /m/config.json: "+tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+
+	// The bounds admit the largest real models of the supported families,
+	// and the extremes the bounds were chosen for.
+	for name, changes := range map[string]map[string]any{
+		"Llama 3.1 405B": {"architectures": []string{"LlamaForCausalLM"}, "hidden_size": 16384, "intermediate_size": 53248,
+			"num_hidden_layers": 126, "num_attention_heads": 128, "num_key_value_heads": 8, "vocab_size": 128256,
+			"max_position_embeddings": 131072},
+		"Qwen2.5 72B": {"hidden_size": 8192, "intermediate_size": 29568, "num_hidden_layers": 80, "num_attention_heads": 64,
+			"num_key_value_heads": 8, "vocab_size": 152064, "max_position_embeddings": 131072},
+		"10M context, 1M vocab": {"max_position_embeddings": 10_485_760, "vocab_size": 1 << 20},
+		"every bound": {"num_hidden_layers": 4096, "hidden_size": 1 << 17, "intermediate_size": 1 << 20, "vocab_size": 1 << 21,
+			"num_attention_heads": 4096, "num_key_value_heads": 4096, "head_dim": 4096, "max_position_embeddings": 1 << 24},
+	} {
+		if _, err := ParseConfig(edit(t, changes), "config.json"); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

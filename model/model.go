@@ -242,6 +242,12 @@ func (g Geometry) Specs() []Spec {
 // without a reader usually means a config field is missing. Errors name
 // the directory or the file.
 func Check(dir string, g Geometry, w Weights) error {
+	// Specs lists every layer's tensors, so the layer count is checked
+	// against the stored names first: a corrupt count then fails at once
+	// instead of after enumerating (and allocating for) its layers.
+	if held := layersHeld(w.Names()); g.NumLayers != held {
+		return fmt.Errorf("%s: config.json: num_hidden_layers %d, but the weights hold %d layers", dir, g.NumLayers, held)
+	}
 	used := map[string]bool{}
 	for _, s := range g.Specs() {
 		used[s.Name] = true
@@ -267,6 +273,18 @@ func Check(dir string, g Geometry, w Weights) error {
 			dir, len(extra), g.Arch, strings.Join(extra[:min(3, len(extra))], ", "))
 	}
 	return nil
+}
+
+// layersHeld counts the distinct N of the names model.layers.N.*.
+func layersHeld(names []string) int {
+	layers := map[string]bool{}
+	for _, n := range names {
+		if rest, ok := strings.CutPrefix(n, layerPrefix); ok {
+			i, _, _ := strings.Cut(rest, ".")
+			layers[i] = true
+		}
+	}
+	return len(layers)
 }
 
 // InvFreq is RoPE's inverse frequencies (HeadDim/2,), computed as

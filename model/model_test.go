@@ -1,9 +1,15 @@
 package model
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"logitscope/checkpoint"
 	"logitscope/safetensors"
@@ -140,4 +146,67 @@ func TestLoadTiedAndUntied(t *testing.T) {
 			t.Errorf("%s: q bias presence wrong", preset)
 		}
 	}
+}
+
+// failsFast runs fn and requires it to fail within a second without
+// allocating more than 64 MiB, with an error containing want.
+func failsFast(t *testing.T, want string, fn func() error) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	err := fn()
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to say %q", err, want)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; elapsed > time.Second || alloc > 64<<20 {
+		t.Fatalf("failing took %v and %d MiB, want under a second and 64 MiB", elapsed, alloc>>20)
+	}
+}
+
+// A config that claims more layers than the weights hold must be refused
+// before anything is sized by the claim: a billion layers once grew memory
+// past 2 GB in 18 s while their tensor names were enumerated.
+func TestHugeLayerCountFailsFast(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	g, err := GeometryOf(ck.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Check takes any Geometry, not only one from a bounded config.json.
+	for _, layers := range []int{1_000_000_000, checkpoint.MaxLayers, 3, 1} {
+		t.Run(fmt.Sprint(layers), func(t *testing.T) {
+			g := g
+			g.NumLayers = layers
+			want := fmt.Sprintf("%s: config.json: num_hidden_layers %d, but the weights hold 2 layers", dir, layers)
+			failsFast(t, want, func() error { return Check(dir, g, CheckpointWeights(ck)) })
+		})
+	}
+
+	cfg := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := regexp.MustCompile(`"num_hidden_layers": *2`).ReplaceAll(data, []byte(`"num_hidden_layers": 1000000000`))
+	if bytes.Equal(huge, data) {
+		t.Fatal("synth's config.json has no num_hidden_layers 2 to replace")
+	}
+	if err := os.WriteFile(cfg, huge, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failsFast(t, cfg+": num_hidden_layers 1000000000: more than 4096", func() error {
+		_, err := Open(dir)
+		return err
+	})
 }

@@ -7,6 +7,8 @@ const (
 	EmbedName = "model.embed_tokens.weight"
 	NormName  = "model.norm.weight"
 	HeadName  = "lm_head.weight"
+
+	layerPrefix = "model.layers."
 )
 
 // LayerNames are the tensor names of one transformer block.
@@ -16,7 +18,7 @@ type LayerNames struct {
 
 // NamesOf gives layer i's tensor names.
 func NamesOf(i int) LayerNames {
-	p := fmt.Sprintf("model.layers.%d.", i)
+	p := fmt.Sprintf(layerPrefix+"%d.", i)
 	return LayerNames{
 		AttnNorm: p + "input_layernorm.weight",
 		Wq:       p + "self_attn.q_proj.weight", Bq: p + "self_attn.q_proj.bias",

@@ -136,10 +136,25 @@ func build(data []byte) (*Tokenizer, error) {
 		}
 		t.idToken[id], t.kind[id] = tok, vocabToken
 	}
-	for _, a := range f.AddedTokens {
-		t.idToken[*a.ID], t.kind[*a.ID] = a.Content, addedToken
+	// An added token may repeat a vocabulary entry (byte-level files list
+	// their special tokens in both places), but an id given to two different
+	// strings would make Encode and Decode disagree about what it means.
+	addedAt := map[int]int{} // id → index of the first added token with it
+	for i, a := range f.AddedTokens {
+		id := *a.ID
+		if prev := t.idToken[id]; t.kind[id] != noToken && prev != a.Content {
+			owner := "model.vocab"
+			if j, ok := addedAt[id]; ok {
+				owner = fmt.Sprintf("added_tokens[%d]", j)
+			}
+			return nil, fmt.Errorf("added_tokens[%d]: %q has id %d, which %s gives to %q", i, short(a.Content), id, owner, short(prev))
+		}
+		if _, ok := addedAt[id]; !ok {
+			addedAt[id] = i
+		}
+		t.idToken[id], t.kind[id] = a.Content, addedToken
 		if a.Special {
-			t.kind[*a.ID] = specialToken
+			t.kind[id] = specialToken
 		}
 	}
 	return t, nil

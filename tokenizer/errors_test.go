@@ -102,6 +102,10 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"added_tokens[0].id"}},
 		{"newline in value", mutate(t, func(d map[string]any) { model(d)["type"] = "Word\nPiece" }),
 			[]string{"model.type"}},
+		{"added id of a vocab token", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 97 }),
+			[]string{`added_tokens[0]: "<|endoftext|>" has id 97, which model.vocab gives to "a"`}},
+		{"added id of another added token", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[1])["id"] = 280 }),
+			[]string{`added_tokens[1]: "<|im_start|>" has id 280, which added_tokens[0] gives to "<|endoftext|>"`}},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.data, "dir/tok.json")
@@ -132,6 +136,12 @@ func TestParseAccepts(t *testing.T) {
 		"no merges":       mutate(t, func(d map[string]any) { delete(obj(d["model"]), "merges") }),
 		"unknown fields":  mutate(t, func(d map[string]any) { d["future"] = []any{1, "x"} }),
 		"no added tokens": mutate(t, func(d map[string]any) { delete(d, "added_tokens") }),
+		// Byte-level files often list a special token in model.vocab too,
+		// under the same id: that is one token, not a collision.
+		"added token also in vocab": mutate(t, func(d map[string]any) { obj(obj(d["model"])["vocab"])["<|endoftext|>"] = 280 }),
+		"added token listed twice": mutate(t, func(d map[string]any) {
+			d["added_tokens"] = append(d["added_tokens"].([]any), d["added_tokens"].([]any)[0])
+		}),
 	}
 	for name, data := range tests {
 		tok, err := Parse(data, name)

@@ -22,6 +22,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"Sequence","pretokenizers":[]}}`))
 	f.Add([]byte(`{"added_tokens":[{"id":3,"content":"x"}],"model":{"vocab":{"a":2}}}`))
 	f.Add([]byte(`null`))
+	f.Add(mutate(f, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 97 }))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tok, err := Parse(data, "fuzz.json")
 		if err != nil {
@@ -29,6 +30,17 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad error %q", msg)
 			}
 			return
+		}
+		// Each id names one string, whichever table lists it.
+		for s, id := range tok.vocab {
+			if got, _ := tok.Token(id); got != s {
+				t.Fatalf("model.vocab gives id %d to %q, but Token(%d) = %q", id, s, id, got)
+			}
+		}
+		for s, id := range tok.added.byContent {
+			if got, _ := tok.Token(id); got != s {
+				t.Fatalf("added_tokens give id %d to %q, but Token(%d) = %q", id, s, id, got)
+			}
 		}
 		ids := tok.Encode("hello <|im_start|> wörld 123 \xff")
 		for _, id := range ids {

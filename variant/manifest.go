@@ -5,8 +5,10 @@
 package variant
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"logitscope/quant"
@@ -100,6 +102,9 @@ func (m *Manifest) check() error {
 		if _, dup := shards[s.Name]; dup {
 			return fmt.Errorf("shard %s listed twice", s.Name)
 		}
+		if s.Size < 0 {
+			return fmt.Errorf("shard %s: size %d is negative", s.Name, s.Size)
+		}
 		shards[s.Name] = s
 	}
 	next := map[string]int{} // tensor → first row not yet covered
@@ -131,8 +136,13 @@ func (m *Manifest) check() error {
 		if !ok {
 			return fmt.Errorf("%s: shard %q is not listed", where, p.Shard)
 		}
-		if p.Offset < 0 || p.Offset > s.Size-p.Length {
-			return fmt.Errorf("%s: bytes [%d, %d) are outside %s (%d bytes)", where, p.Offset, p.Offset+p.Length, s.Name, s.Size)
+		// Size and Length are non-negative here, so neither the test nor
+		// the message can overflow.
+		if p.Offset < 0 {
+			return fmt.Errorf("%s: offset %d is negative", where, p.Offset)
+		}
+		if p.Offset > s.Size-p.Length {
+			return fmt.Errorf("%s: bytes %s are outside %s (%d bytes)", where, byteRange(p.Offset, p.Length), s.Name, s.Size)
 		}
 	}
 	for name, n := range next {
@@ -140,7 +150,52 @@ func (m *Manifest) check() error {
 			return fmt.Errorf("tensor %s: pieces cover rows [0, %d) of %d", name, n, shape[name][0])
 		}
 	}
+	return m.checkTiling()
+}
+
+// checkTiling requires each shard's pieces to cover it exactly, as Write
+// lays them out: a byte two pieces read would decode one tensor's weights
+// as another's, and a byte no piece reads means the manifest does not
+// describe the shard it seals. check has put every piece inside its shard.
+func (m *Manifest) checkTiling() error {
+	byShard := map[string][]int{} // shard → indices of its pieces
+	for i, p := range m.Tensors {
+		byShard[p.Shard] = append(byShard[p.Shard], i)
+	}
+	where := func(i int) string { return fmt.Sprintf("tensors[%d] (%s)", i, m.Tensors[i].Name) }
+	for _, s := range m.Shards {
+		idx := byShard[s.Name]
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(m.Tensors[a].Offset, m.Tensors[b].Offset) })
+		var end int64 // the first byte not yet covered
+		for k, i := range idx {
+			p := m.Tensors[i]
+			switch {
+			case p.Offset < end:
+				q := m.Tensors[idx[k-1]]
+				return fmt.Errorf("shard %s: %s bytes %s overlap %s bytes %s",
+					s.Name, where(i), byteRange(p.Offset, p.Length), where(idx[k-1]), byteRange(q.Offset, q.Length))
+			case p.Offset > end && k == 0:
+				return fmt.Errorf("shard %s: bytes [%d, %d) belong to no piece (before %s)", s.Name, end, p.Offset, where(i))
+			case p.Offset > end:
+				return fmt.Errorf("shard %s: bytes [%d, %d) belong to no piece (between %s and %s)",
+					s.Name, end, p.Offset, where(idx[k-1]), where(i))
+			}
+			end = p.Offset + p.Length
+		}
+		switch {
+		case end < s.Size && len(idx) == 0:
+			return fmt.Errorf("shard %s: bytes [0, %d) belong to no piece", s.Name, s.Size)
+		case end < s.Size:
+			return fmt.Errorf("shard %s: bytes [%d, %d) belong to no piece (after %s)", s.Name, end, s.Size, where(idx[len(idx)-1]))
+		}
+	}
 	return nil
+}
+
+// byteRange renders [off, off+n) for non-negative off and n; the end is
+// summed in uint64, where two int64s cannot wrap.
+func byteRange(off, n int64) string {
+	return fmt.Sprintf("[%d, %d)", off, uint64(off)+uint64(n))
 }
 
 // plausible: positive dims whose product cannot overflow a byte count.

@@ -2,6 +2,7 @@ package variant
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -208,6 +209,17 @@ func FuzzParseManifest(f *testing.F) {
 	seed, _ := os.ReadFile(filepath.Join(dir, "q6", "manifest.json"))
 	f.Add(seed)
 	f.Add([]byte(`{"format":"logitscope.variant/1","scheme":"q4","group_size":32,"tensors":[{"name":"w","scheme":"q4","shape":[2,40],"rows":[0,2],"shard":"s","offset":0,"length":48}],"shards":[{"name":"s","size":48}]}`))
+	for _, m := range []Manifest{
+		f32Manifest("s", 0, "s", 8, Shard{Name: "s", Size: 16}),
+		f32Manifest("s", 0, "s", 0, Shard{Name: "s", Size: 16}),
+		f32Manifest("s", 0, "s", 1<<63-9, Shard{Name: "s", Size: 1<<63 - 1}),
+	} {
+		data, err := json.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := parse(data)
 		if err != nil {
@@ -223,6 +235,22 @@ func FuzzParseManifest(f *testing.F) {
 			want, err := p.expectedLength()
 			if err != nil || want != p.Length || p.Offset+p.Length > size[p.Shard] {
 				t.Fatalf("accepted an inconsistent piece %+v", p)
+			}
+		}
+		// and the pieces tile their shards: pairwise disjoint, together
+		// exactly as long as the shard.
+		covered := map[string]int64{}
+		for i, p := range m.Tensors {
+			covered[p.Shard] += p.Length
+			for _, q := range m.Tensors[:i] {
+				if p.Shard == q.Shard && p.Offset < q.Offset+q.Length && q.Offset < p.Offset+p.Length {
+					t.Fatalf("accepted overlapping pieces %+v and %+v", q, p)
+				}
+			}
+		}
+		for _, s := range m.Shards {
+			if covered[s.Name] != s.Size {
+				t.Fatalf("accepted shard %s of %d bytes whose pieces cover %d", s.Name, s.Size, covered[s.Name])
 			}
 		}
 	})

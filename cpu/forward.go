@@ -59,8 +59,8 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	q := make([]float32, T*qDim)
 	att := make([]float32, T*qDim)
 	o := make([]float32, T*d)
-	gate := make([]float32, T*m.Hidden)
-	up := make([]float32, T*m.Hidden)
+	gate := make([]float32, T*m.Intermediate)
+	up := make([]float32, T*m.Intermediate)
 
 	for l := range m.Layers {
 		L := &m.Layers[l]

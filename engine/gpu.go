@@ -9,7 +9,7 @@ import (
 
 // gpuEngine is the WGSL program (package gpuengine) behind the seam.
 type gpuEngine struct {
-	*gpuengine.Engine
+	*gpuengine.State
 	dev   gpu.Device
 	vocab int
 	name  string
@@ -25,7 +25,7 @@ func (g *gpuEngine) Submit(tokens []int, want Want) (Region, error) {
 		return Region{}, err
 	}
 	n := want.rows(len(tokens))
-	if err := g.Engine.Submit(tokens, n); err != nil {
+	if err := g.State.Submit(tokens, n); err != nil {
 		return Region{}, err
 	}
 	return Region{Rows: n, Buffer: g.Logits(), Size: int64(n * g.vocab * 4)}, nil

@@ -67,7 +67,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return nil, err
 	}
 	info := opt.Device.Info()
-	return &gpuEngine{Engine: e, dev: opt.Device, vocab: g.Vocab,
+	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab,
 		name: fmt.Sprintf("gpu: %s (%s)", info.Adapter, info.Backend)}, nil
 }
 

@@ -122,7 +122,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+matmulRows-1)/matmulRows), 1, 1); err != nil {
+				if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+shaders.MatmulRows-1)/shaders.MatmulRows), 1, 1); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := dev.ReadBuffer(y, 0, 4); err != nil {

@@ -25,9 +25,9 @@ type pending struct {
 
 // build allocates activations and the KV cache, uploads the weights and
 // lays out the program of one forward step.
-func (e *Engine) build(src Source, progress func(done, total int64)) error {
+func (e *State) build(src Source, progress func(done, total int64)) error {
 	g := e.g
-	d, qDim, kvDim, ff := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim, g.Hidden
+	d, qDim, kvDim, ff := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim, g.Intermediate
 	c, f := int64(e.chunk), int64(4)
 	var err error
 	alloc := func(label string, size int64) gpu.Buffer {
@@ -112,7 +112,7 @@ func (e *Engine) build(src Source, progress func(done, total int64)) error {
 }
 
 // finish sizes the params buffer and creates each op's bind group.
-func (e *Engine) finish(prog []pending) error {
+func (e *State) finish(prog []pending) error {
 	var err error
 	if e.params, err = e.buffer("params", int64(len(prog))*paramSlot); err != nil {
 		return err
@@ -131,7 +131,7 @@ func (e *Engine) finish(prog []pending) error {
 }
 
 // uploadRope writes the (capacity, HeadDim/2) cos/sin table.
-func (e *Engine) uploadRope() error {
+func (e *State) uploadRope() error {
 	inv := e.g.InvFreq()
 	tab := make([]float32, 0, e.capacity*len(inv)*2)
 	for pos := 0; pos < e.capacity; pos++ {
@@ -147,7 +147,7 @@ func (e *Engine) uploadRope() error {
 
 // uploader uploads tensors from a source, keeping the first error.
 type uploader struct {
-	e           *Engine
+	e           *State
 	src         Source
 	err         error
 	done, total int64
@@ -195,7 +195,7 @@ func (u *uploader) vector(name string) gpu.Buffer {
 
 // kernel is pipeline for the op builders: a failure is kept in
 // e.buildErr and surfaces in finish, where the op has no pipeline.
-func (e *Engine) kernel(name, src, entry string) gpu.Pipeline {
+func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 	p, err := e.pipeline(name, src, entry)
 	if err != nil && e.buildErr == nil {
 		e.buildErr = err
@@ -203,12 +203,9 @@ func (e *Engine) kernel(name, src, entry string) gpu.Pipeline {
 	return p
 }
 
-// matmulRows is matmul.wgsl's ROWS: output rows per workgroup.
-const matmulRows = 8
-
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
-func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
+func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
 	var out []pending
 	for i, p := range W.pieces {
 		pipe := e.kernel("matmul-"+p.Format.String(), shaders.Matmul(p.Format), "main")
@@ -222,8 +219,8 @@ func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 			op: op{
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) {
-					blocks := (p.Rows + matmulRows - 1) / matmulRows
-					return uint32(min(blocks, 32768)), ceilDiv(blocks, 32768), uint32(tokens(s))
+					blocks := (p.Rows + shaders.MatmulRows - 1) / shaders.MatmulRows
+					return uint32(min(blocks, shaders.GridX)), ceilDiv(blocks, shaders.GridX), uint32(tokens(s))
 				},
 				params: func(s step) []uint32 {
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
@@ -237,7 +234,7 @@ func (e *Engine) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 	return out
 }
 
-func (e *Engine) embedOps(E matrix) []pending {
+func (e *State) embedOps(E matrix) []pending {
 	var out []pending
 	for i, p := range E.pieces {
 		pipe := e.kernel("embed-"+p.Format.String(), shaders.Embed(p.Format), "main")
@@ -246,7 +243,7 @@ func (e *Engine) embedOps(E matrix) []pending {
 		out = append(out, pending{
 			op: op{
 				name: fmt.Sprintf("embed[%d]", i), family: "embed", pipe: pipe,
-				dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(groups, 64), uint32(s.T), 1 },
+				dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(groups, shaders.Workgroup), uint32(s.T), 1 },
 				params: func(step) []uint32 {
 					return []uint32{uint32(p.Rows), uint32(p.Cols), uint32(groups), base, uint32(p.Row0)}
 				},
@@ -260,25 +257,25 @@ func (e *Engine) embedOps(E matrix) []pending {
 
 // rmsnormOp normalizes rows(s) rows of x starting at element xOff(s) into
 // out's first rows.
-func (e *Engine) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int, xOff func(step) int) pending {
+func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int, xOff func(step) int) pending {
 	d := e.g.Dim
 	return pending{
 		op: op{
 			name: name, family: "rmsnorm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "main"),
 			dims:   func(s step) (uint32, uint32, uint32) { return uint32(rows(s)), 1, 1 },
-			params: func(s step) []uint32 { return []uint32{uint32(d), f32(e.g.NormEps), uint32(xOff(s)), 0} },
+			params: func(s step) []uint32 { return []uint32{uint32(d), math.Float32bits(e.g.NormEps), uint32(xOff(s)), 0} },
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: w}, {Binding: 2, Buffer: out}},
 		paramsAt: 3,
 	}
 }
 
-func (e *Engine) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int, ld int) pending {
+func (e *State) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int, ld int) pending {
 	hd := e.g.HeadDim
 	return pending{
 		op: op{
 			name: name, family: "rope", pipe: e.kernel("rope", shaders.RoPE(), "main"),
-			dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(heads*hd/2, 64), uint32(s.T), 1 },
+			dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(heads*hd/2, shaders.Workgroup), uint32(s.T), 1 },
 			params: func(s step) []uint32 {
 				return []uint32{uint32(heads), uint32(hd), uint32(s.pos0), uint32(off(s)), uint32(ld)}
 			},
@@ -288,7 +285,7 @@ func (e *Engine) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int
 	}
 }
 
-func (e *Engine) attentionOp(l int) pending {
+func (e *State) attentionOp(l int) pending {
 	g := e.g
 	scale := float32(1 / math.Sqrt(float64(g.HeadDim)))
 	return pending{
@@ -296,7 +293,7 @@ func (e *Engine) attentionOp(l int) pending {
 			name: fmt.Sprintf("attention.%d", l), family: "attention", pipe: e.kernel("attention", shaders.Attention(), "main"),
 			dims: func(s step) (uint32, uint32, uint32) { return uint32(g.Heads), uint32(s.T), 1 },
 			params: func(s step) []uint32 {
-				return []uint32{uint32(g.Heads), uint32(g.KVHeads), uint32(g.HeadDim), uint32(s.pos0), uint32(e.capacity), f32(scale)}
+				return []uint32{uint32(g.Heads), uint32(g.KVHeads), uint32(g.HeadDim), uint32(s.pos0), uint32(e.capacity), math.Float32bits(scale)}
 			},
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: e.q}, {Binding: 1, Buffer: e.kc[l]}, {Binding: 2, Buffer: e.vc[l]},
@@ -306,11 +303,11 @@ func (e *Engine) attentionOp(l int) pending {
 }
 
 // elementwiseOp runs entry (add or silu_mul) over T rows of width n.
-func (e *Engine) elementwiseOp(entry string, a, b gpu.Buffer, width int) pending {
+func (e *State) elementwiseOp(entry string, a, b gpu.Buffer, width int) pending {
 	return pending{
 		op: op{
 			name: entry, family: entry, pipe: e.kernel("elementwise", shaders.Elementwise(), entry),
-			dims:   func(s step) (uint32, uint32, uint32) { return ceilDiv(s.T*width, 64), 1, 1 },
+			dims:   func(s step) (uint32, uint32, uint32) { return ceilDiv(s.T*width, shaders.Workgroup), 1, 1 },
 			params: func(s step) []uint32 { return []uint32{uint32(s.T * width)} },
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: a}, {Binding: 1, Buffer: b}},

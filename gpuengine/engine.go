@@ -23,9 +23,9 @@ const MaxChunk = 32
 // minimum uniform buffer offset alignment).
 const paramSlot = 256
 
-// Engine is one sequence on the GPU: the uploaded model, its KV cache and
+// State is one sequence on the GPU: the uploaded model, its KV cache and
 // the fixed program of dispatches that one forward step records.
-type Engine struct {
+type State struct {
 	dev      gpu.Device
 	g        model.Geometry
 	capacity int // KV cache length in tokens
@@ -76,11 +76,11 @@ type Options struct {
 
 // New uploads the model described by g from src and prepares its KV cache.
 // src must hold what model.Check verifies of the same weights.
-func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*Engine, error) {
+func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, error) {
 	if err := g.CheckCapacity(opt.Capacity); err != nil {
 		return nil, err
 	}
-	e := &Engine{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
+	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
 	lim := dev.Info().Limits
 	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)
 	if opt.MaxPieceBytes > 0 {
@@ -100,10 +100,10 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*Engine, er
 }
 
 // Pos is the number of tokens in the cache.
-func (e *Engine) Pos() int { return e.pos }
+func (e *State) Pos() int { return e.pos }
 
 // Close releases every buffer the engine made.
-func (e *Engine) Close() {
+func (e *State) Close() {
 	for _, b := range e.owned {
 		e.dev.DestroyBuffer(b)
 	}
@@ -111,18 +111,18 @@ func (e *Engine) Close() {
 }
 
 // Chunk is the most tokens one Submit takes.
-func (e *Engine) Chunk() int { return e.chunk }
+func (e *State) Chunk() int { return e.chunk }
 
 // Logits is the buffer whose start holds a step's rows: (rows, Vocab)
 // little-endian float32.
-func (e *Engine) Logits() gpu.Buffer { return e.logits }
+func (e *State) Logits() gpu.Buffer { return e.logits }
 
 // Submit records and submits one step of at most Chunk tokens, appending
 // them to the sequence, computing the last rows of its logits (0, 1 or
 // len(tokens)) at the start of Logits. The host reads them (blocking
 // natively, awaiting mapAsync in a browser) before the next Submit
 // overwrites them.
-func (e *Engine) Submit(tokens []int, rows int) error {
+func (e *State) Submit(tokens []int, rows int) error {
 	if len(tokens) > e.chunk {
 		return fmt.Errorf("%d tokens in one step, the engine's chunk is %d", len(tokens), e.chunk)
 	}
@@ -149,7 +149,7 @@ func (e *Engine) Submit(tokens []int, rows int) error {
 }
 
 // prepare writes a step's token ids and every op's parameters.
-func (e *Engine) prepare(tokens []int, s step) error {
+func (e *State) prepare(tokens []int, s step) error {
 	ids := make([]byte, 4*len(tokens))
 	for i, id := range tokens {
 		binary.LittleEndian.PutUint32(ids[4*i:], uint32(id))
@@ -166,7 +166,7 @@ func (e *Engine) prepare(tokens []int, s step) error {
 	return e.dev.WriteBuffer(e.params, 0, params)
 }
 
-func (e *Engine) dispatch(o op, s step) error {
+func (e *State) dispatch(o op, s step) error {
 	x, y, z := o.dims(s)
 	if x*y*z == 0 {
 		return nil
@@ -182,7 +182,7 @@ func (e *Engine) dispatch(o op, s step) error {
 // pieces (keys like "matmul q", "attention", "rmsnorm"). The token is
 // appended to the sequence. For benchmarks: waiting after each dispatch
 // makes the whole step slower than Forward.
-func (e *Engine) Profile(id int) (map[string]time.Duration, error) {
+func (e *State) Profile(id int) (map[string]time.Duration, error) {
 	if err := e.g.CheckTokens(e.pos, e.capacity, []int{id}); err != nil {
 		return nil, err
 	}
@@ -209,12 +209,10 @@ func (e *Engine) Profile(id int) (map[string]time.Duration, error) {
 	return times, nil
 }
 
-func f32(v float32) uint32 { return math.Float32bits(v) }
-
 func ceilDiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
 
 // pipeline compiles a kernel once per (source, entry point).
-func (e *Engine) pipeline(name, src, entry string) (gpu.Pipeline, error) {
+func (e *State) pipeline(name, src, entry string) (gpu.Pipeline, error) {
 	key := name + "/" + entry
 	if p, ok := e.pipes[key]; ok {
 		return p, nil
@@ -231,7 +229,7 @@ func (e *Engine) pipeline(name, src, entry string) (gpu.Pipeline, error) {
 	return p, nil
 }
 
-func (e *Engine) buffer(label string, size int64) (gpu.Buffer, error) {
+func (e *State) buffer(label string, size int64) (gpu.Buffer, error) {
 	b, err := e.dev.CreateBuffer(label, max(size, 4))
 	if err == nil {
 		e.owned = append(e.owned, b)
@@ -240,7 +238,7 @@ func (e *Engine) buffer(label string, size int64) (gpu.Buffer, error) {
 }
 
 // upload copies data into a new buffer, padded to a multiple of 4 bytes.
-func (e *Engine) upload(label string, data []byte) (gpu.Buffer, error) {
+func (e *State) upload(label string, data []byte) (gpu.Buffer, error) {
 	if len(data)%4 != 0 {
 		data = append(data[:len(data):len(data)], make([]byte, 4-len(data)%4)...)
 	}
@@ -253,7 +251,7 @@ func (e *Engine) upload(label string, data []byte) (gpu.Buffer, error) {
 
 // uploadPiece copies a weight piece from its file into a new buffer: by
 // the device itself when it can (the wasm host), else through memory.
-func (e *Engine) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
+func (e *State) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
 	if fu, ok := e.dev.(gpu.FileUploader); ok {
 		b, err := e.buffer(label, (p.Length+3)/4*4)
 		if err != nil {
@@ -273,7 +271,7 @@ func (e *Engine) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
 	return e.upload(label, data)
 }
 
-func (e *Engine) uploadF32(label string, v []float32) (gpu.Buffer, error) {
+func (e *State) uploadF32(label string, v []float32) (gpu.Buffer, error) {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
@@ -282,4 +280,4 @@ func (e *Engine) uploadF32(label string, v []float32) (gpu.Buffer, error) {
 }
 
 // Reset empties the sequence; the cache is reused.
-func (e *Engine) Reset() { e.pos = 0 }
+func (e *State) Reset() { e.pos = 0 }

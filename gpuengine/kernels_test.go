@@ -76,7 +76,7 @@ func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
 		deq = append(deq, d...)
 		base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
 		p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff))
-		dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+matmulRows-1)/matmulRows, 1, uint32(T))
+		dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+shaders.MatmulRows-1)/shaders.MatmulRows, 1, uint32(T))
 	}
 	got := read(t, dev, y, yOff+T*ldy)
 	var want []float64

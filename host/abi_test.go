@@ -79,7 +79,7 @@ func TestABI(t *testing.T) {
 	setup(t)
 	dev := &counting{Device: device(t), calls: map[string]int{}}
 	ctx := context.Background()
-	open := func(t *testing.T, v string) *Engine {
+	open := func(t *testing.T, v string) *Instance {
 		e, err := fixtures.mod.Open(ctx, dev, fixtures.modelDir, v, 128)
 		if err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func TestABI(t *testing.T) {
 		return e
 	}
 	// fresh is an instance with no model open.
-	fresh := func(t *testing.T) *Engine {
+	fresh := func(t *testing.T) *Instance {
 		e, err := fixtures.mod.instantiate(ctx, dev, fixtures.modelDir)
 		if err != nil {
 			t.Fatal(err)

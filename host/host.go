@@ -65,7 +65,7 @@ func (m *Module) Close(ctx context.Context) error { return m.rt.Close(ctx) }
 // of up to capacity tokens. dev stays the caller's. A nil dev opens it on
 // the engine's CPU path ("device":"cpu"): the guest computes in its own
 // memory, the way a browser without WebGPU runs it.
-func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant string, capacity int) (*Engine, error) {
+func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant string, capacity int) (*Instance, error) {
 	e, err := m.instantiate(ctx, dev, modelDir)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant str
 // instantiate starts a fresh instance (its _initialize runs the Go
 // runtime's init) without opening a model. A nil dev serves the gpu
 // imports with noGPU.
-func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir string) (*Engine, error) {
+func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir string) (*Instance, error) {
 	if dev == nil {
 		dev = noGPU{}
 	}
@@ -104,8 +104,8 @@ func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir strin
 	if err != nil {
 		return nil, fmt.Errorf("host: instantiating engine.wasm: %w", err)
 	}
-	return &Engine{mod: mod, st: st}, nil
+	return &Instance{mod: mod, st: st}, nil
 }
 
-// ErrClosed is returned by an Engine whose instance trapped or was closed.
+// ErrClosed is returned by an Instance that trapped or was closed.
 var ErrClosed = errors.New("host: the engine instance is closed (it trapped or was closed); Open a new one")

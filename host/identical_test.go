@@ -82,7 +82,7 @@ func sameBits(t *testing.T, what string, got, want [][]float32) {
 
 // samePanel runs testWindows through e and, each window from an empty
 // cache, through nat: the targets must be equal and the rows bit-identical.
-func samePanel(t *testing.T, ctx context.Context, e *Engine, nat engine.Engine) {
+func samePanel(t *testing.T, ctx context.Context, e *Instance, nat engine.Engine) {
 	t.Helper()
 	var wantRows [][]float32
 	var wantTargets []int

@@ -15,21 +15,20 @@ import (
 
 // Geometry is what the forward pass needs to know of the config.
 type Geometry struct {
-	Arch       string
-	Dim        int     // hidden size d
-	Hidden     int     // MLP intermediate size
-	NumLayers  int     //
-	Heads      int     // query heads
-	KVHeads    int     // key/value heads (GQA: Heads is a multiple)
-	HeadDim    int     //
-	Vocab      int     // rows of the embedding and of the LM head
-	MaxPos     int     // context length
-	NormEps    float32 // RMSNorm epsilon
-	RopeTheta  float64 //
-	QKVBias    bool    // q/k/v projections have biases
-	OBias      bool    // o_proj has a bias (Llama attention_bias)
-	TiedHead   bool    // LM head is the embedding
-	EOSFromCfg []int   // generation_config's eos ids, if any
+	Arch         string
+	Dim          int     // hidden size d
+	Intermediate int     // MLP intermediate size (intermediate_size)
+	NumLayers    int     //
+	Heads        int     // query heads
+	KVHeads      int     // key/value heads (GQA: Heads is a multiple)
+	HeadDim      int     //
+	Vocab        int     // rows of the embedding and of the LM head
+	MaxPos       int     // context length
+	NormEps      float32 // RMSNorm epsilon
+	RopeTheta    float64 //
+	QKVBias      bool    // q/k/v projections have biases
+	OBias        bool    // o_proj has a bias (Llama attention_bias)
+	TiedHead     bool    // LM head is the embedding
 }
 
 // CheckCapacity refuses a KV cache longer than the model's context.
@@ -71,8 +70,8 @@ type Layer struct {
 	Wq, Wk, Wv, Wo *Matrix   // (Heads*hd, d), (KVHeads*hd, d) ×2, (d, Heads*hd)
 	Bq, Bk, Bv, Bo []float32 // nil when the architecture has none
 	MLPNorm        []float32 // (d,)
-	Wgate, Wup     *Matrix   // (Hidden, d)
-	Wdown          *Matrix   // (d, Hidden)
+	Wgate, Wup     *Matrix   // (Intermediate, d)
+	Wdown          *Matrix   // (d, Intermediate)
 }
 
 // Model is a loaded checkpoint.
@@ -88,7 +87,7 @@ type Model struct {
 // architectures whose semantics this package does not implement.
 func GeometryOf(c checkpoint.Config) (Geometry, error) {
 	g := Geometry{
-		Arch: c.Arch(), Dim: c.HiddenSize, Hidden: c.IntermediateSize, NumLayers: c.NumHiddenLayers,
+		Arch: c.Arch(), Dim: c.HiddenSize, Intermediate: c.IntermediateSize, NumLayers: c.NumHiddenLayers,
 		Heads: c.NumAttentionHeads, KVHeads: c.NumKeyValueHeads, HeadDim: c.HeadDim,
 		Vocab: c.VocabSize, MaxPos: c.MaxPositionEmbeddings, NormEps: float32(c.RMSNormEps),
 		RopeTheta: c.RopeTheta, TiedHead: c.TieWordEmbeddings,
@@ -157,7 +156,6 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 	if err != nil {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
 	}
-	g.EOSFromCfg = ck.Generation.EOSTokenIDs
 	if err := Check(ck.Dir, g, w); err != nil {
 		return nil, err
 	}
@@ -228,7 +226,7 @@ func (g Geometry) Specs() []Spec {
 			s = append(s, Spec{n.Bo, []int{d}})
 		}
 		s = append(s, Spec{n.MLPNorm, []int{d}},
-			Spec{n.Wgate, []int{g.Hidden, d}}, Spec{n.Wup, []int{g.Hidden, d}}, Spec{n.Wdown, []int{d, g.Hidden}})
+			Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
 	}
 	s = append(s, Spec{NormName, []int{d}})
 	if !g.TiedHead {

@@ -18,7 +18,7 @@ import (
 const errStatus = -1
 
 var (
-	sess    *model
+	opened  *openModel
 	lastErr string
 	// blocks are the ls_malloc'd buffers by address: they keep the memory
 	// alive and let exports check every (ptr, len) the host passes.
@@ -90,21 +90,21 @@ func lsOpen(p, n uint32) int32 {
 		if err != nil {
 			return 0, err
 		}
-		if sess != nil {
-			sess.close()
-			sess = nil
+		if opened != nil {
+			opened.close()
+			opened = nil
 		}
 		s, err := open(data, hostGPU)
 		if err != nil {
 			return 0, err
 		}
-		sess = s
+		opened = s
 		return 0, nil
 	})
 }
 
 // hostGPU is the gpu imports as a device. open calls it only for device
-// "gpu": it asks the host for info, which a CPU session must never do.
+// "gpu": it asks the host for info, which a CPU model must never do.
 func hostGPU() (gpu.Device, error) {
 	d, err := newHostDevice()
 	if err != nil {
@@ -113,39 +113,39 @@ func hostGPU() (gpu.Device, error) {
 	return d, nil
 }
 
-func current() (*model, error) {
-	if sess == nil {
+func current() (*openModel, error) {
+	if opened == nil {
 		return nil, errors.New("no model open (call ls_open first)")
 	}
-	return sess, nil
+	return opened, nil
 }
 
-// withSession is guard for the exports that need an open model.
-func withSession(f func(s *model) (int32, error)) int32 {
+// withModel is guard for the exports that need an open model.
+func withModel(f func(m *openModel) (int32, error)) int32 {
 	return guard(func() (int32, error) {
-		s, err := current()
+		m, err := current()
 		if err != nil {
 			return 0, err
 		}
-		return f(s)
+		return f(m)
 	})
 }
 
 //go:wasmexport ls_request
 func lsRequest(p, n uint32) int32 {
-	return withSession(func(s *model) (int32, error) {
+	return withModel(func(m *openModel) (int32, error) {
 		data, err := mem(p, n)
 		if err != nil {
 			return 0, err
 		}
-		return 0, s.request(data)
+		return 0, m.request(data)
 	})
 }
 
 //go:wasmexport ls_step
 func lsStep() int32 {
-	return withSession(func(s *model) (int32, error) {
-		ok, err := s.step()
+	return withModel(func(m *openModel) (int32, error) {
+		ok, err := m.step()
 		if ok {
 			return 1, err
 		}
@@ -155,30 +155,30 @@ func lsStep() int32 {
 
 //go:wasmexport ls_region
 func lsRegion(p uint32) int32 {
-	return withSession(func(s *model) (int32, error) {
+	return withModel(func(m *openModel) (int32, error) {
 		out, err := mem(p, abi.RegionSize)
 		if err != nil {
 			return 0, err
 		}
-		return 0, s.region(out)
+		return 0, m.region(out)
 	})
 }
 
 //go:wasmexport ls_feed
 func lsFeed(p, n uint32) int32 {
-	return withSession(func(s *model) (int32, error) {
+	return withModel(func(m *openModel) (int32, error) {
 		data, err := mem(p, n)
 		if err != nil {
 			return 0, err
 		}
-		return 0, s.feed(data)
+		return 0, m.feed(data)
 	})
 }
 
 //go:wasmexport ls_result
 func lsResult(p, cap uint32) int32 {
-	return withSession(func(s *model) (int32, error) {
-		js, err := s.result()
+	return withModel(func(m *openModel) (int32, error) {
+		js, err := m.result()
 		if err != nil {
 			return 0, err
 		}

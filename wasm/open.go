@@ -16,11 +16,11 @@ import (
 	"logitscope/wasm/abi"
 )
 
-// model is the one open model of this instance and its request, driven one
+// openModel is the one open model of this instance and its request, driven one
 // split step at a time: ls_step submits chunks until one names rows to
 // read, the host reads them (a device buffer, or guest memory on the CPU
 // path) and hands them to ls_feed.
-type model struct {
+type openModel struct {
 	ck  *checkpoint.Checkpoint
 	eng engine.Engine
 
@@ -39,7 +39,7 @@ type model struct {
 // open loads the model at a.Model (a guest path) on a.Device. newDevice
 // opens the gpu imports; only the GPU path calls it, so a CPU model never
 // calls an import (not even info).
-func open(data []byte, newDevice func() (gpu.Device, error)) (*model, error) {
+func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error) {
 	var a abi.Open
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("ls_open: %w", err)
@@ -62,7 +62,7 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &model{ck: ck}
+	m := &openModel{ck: ck}
 	if m.eng, err = load(ck, a, newDevice); err != nil {
 		ck.Close()
 		return nil, err
@@ -84,7 +84,7 @@ func load(ck *checkpoint.Checkpoint, a abi.Open, newDevice func() (gpu.Device, e
 	return engine.Open(ck, opt)
 }
 
-func (m *model) close() {
+func (m *openModel) close() {
 	m.pin.Unpin()
 	m.eng.Close()
 	m.ck.Close()
@@ -92,7 +92,7 @@ func (m *model) close() {
 
 // request starts a greedy decode, a forced sequence or a panel, dropping
 // any unfinished request.
-func (m *model) request(data []byte) error {
+func (m *openModel) request(data []byte) error {
 	var r abi.Request
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("ls_request: %w", err)
@@ -123,7 +123,7 @@ func (m *model) request(data []byte) error {
 	return nil
 }
 
-func (m *model) chatML(text string, system *string) ([]int, error) {
+func (m *openModel) chatML(text string, system *string) ([]int, error) {
 	tok, err := tokenizer.Load(m.ck.TokenizerPath())
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (m *model) chatML(text string, system *string) ([]int, error) {
 // step submits chunks until one has rows to read (true) or the request is
 // done (false). Chunks that keep no row (early prefill chunks) are fed at
 // once: the host has nothing to read for them.
-func (m *model) step() (bool, error) {
+func (m *openModel) step() (bool, error) {
 	switch {
 	case m.req == nil:
 		return false, errors.New("ls_step: no request (call ls_request first)")
@@ -177,7 +177,7 @@ func (m *model) step() (bool, error) {
 
 // region encodes the pending region for ls_region: a device buffer, or
 // buffer 0 and the guest address of rows the CPU engine computed.
-func (m *model) region(out []byte) error {
+func (m *openModel) region(out []byte) error {
 	r := m.pending
 	if r == nil {
 		return errors.New("ls_region: no region pending (ls_step did not return 1)")
@@ -191,7 +191,7 @@ func (m *model) region(out []byte) error {
 }
 
 // feed takes the pending region's bytes and advances the request.
-func (m *model) feed(raw []byte) error {
+func (m *openModel) feed(raw []byte) error {
 	r := m.pending
 	switch {
 	case r == nil:
@@ -211,7 +211,7 @@ func (m *model) feed(raw []byte) error {
 	return m.run.Feed(gpu.Float32Rows(raw, m.eng.Vocab()))
 }
 
-func (m *model) result() ([]byte, error) {
+func (m *openModel) result() ([]byte, error) {
 	if m.req == nil {
 		return nil, errors.New("ls_result: no request")
 	}

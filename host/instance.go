@@ -13,15 +13,15 @@ import (
 	"logitscope/wasm/abi"
 )
 
-// Engine is one instance of engine.wasm with a model open. Not safe for
+// Instance is one instance of engine.wasm with a model open. Not safe for
 // concurrent use. After a trap every method returns ErrClosed.
-type Engine struct {
+type Instance struct {
 	mod api.Module
 	st  *state
 }
 
 // Close discards the instance. The device stays open.
-func (e *Engine) Close(ctx context.Context) error {
+func (e *Instance) Close(ctx context.Context) error {
 	if e.mod == nil {
 		return nil
 	}
@@ -36,7 +36,7 @@ type Result = abi.Result
 // Greedy decodes at most maxNew tokens after promptIDs, stopping after a
 // stop id (nil: the model's eos ids), and returns the logit row before each
 // output token.
-func (e *Engine) Greedy(ctx context.Context, promptIDs []int, maxNew int, stops []int) (rows [][]float32, output []int, stopped bool, err error) {
+func (e *Instance) Greedy(ctx context.Context, promptIDs []int, maxNew int, stops []int) (rows [][]float32, output []int, stopped bool, err error) {
 	req := abi.Request{Mode: "greedy", PromptIDs: promptIDs, MaxNew: maxNew}
 	if stops != nil {
 		req.Stops = &stops
@@ -47,14 +47,14 @@ func (e *Engine) Greedy(ctx context.Context, promptIDs []int, maxNew int, stops 
 
 // Forced feeds promptIDs and outputs back and returns the rows that chose
 // each output (teacher-forced agreement with a reference capture).
-func (e *Engine) Forced(ctx context.Context, promptIDs, outputs []int) ([][]float32, error) {
+func (e *Instance) Forced(ctx context.Context, promptIDs, outputs []int) ([][]float32, error) {
 	rows, _, err := e.Run(ctx, abi.Request{Mode: "forced", PromptIDs: promptIDs, Outputs: outputs})
 	return rows, err
 }
 
 // Panel teacher-forces each window from an empty cache and returns the
 // rows that predict each window's tokens 1..n−1, and those tokens.
-func (e *Engine) Panel(ctx context.Context, windows [][]int) (rows [][]float32, targets []int, err error) {
+func (e *Instance) Panel(ctx context.Context, windows [][]int) (rows [][]float32, targets []int, err error) {
 	rows, res, err := e.Run(ctx, abi.Request{Mode: "panel", Windows: windows})
 	return rows, res.Targets, err
 }
@@ -62,7 +62,7 @@ func (e *Engine) Panel(ctx context.Context, windows [][]int) (rows [][]float32, 
 // Run sends a request (ls_request's JSON) and drives the split-step loop:
 // step, read the region from the device, feed its bytes back, until the
 // guest says done. It keeps the rows in order.
-func (e *Engine) Run(ctx context.Context, req any) ([][]float32, Result, error) {
+func (e *Instance) Run(ctx context.Context, req any) ([][]float32, Result, error) {
 	js, err := json.Marshal(req)
 	if err != nil {
 		return nil, Result{}, err
@@ -100,7 +100,7 @@ func (e *Engine) Run(ctx context.Context, req any) ([][]float32, Result, error) 
 	return rows, res, err
 }
 
-func (e *Engine) region(ctx context.Context) (abi.Region, error) {
+func (e *Instance) region(ctx context.Context) (abi.Region, error) {
 	p, err := e.malloc(ctx, abi.RegionSize)
 	if err != nil {
 		return abi.Region{}, err
@@ -119,7 +119,7 @@ func (e *Engine) region(ctx context.Context) (abi.Region, error) {
 // read copies a region's bytes: from the device, or from guest memory
 // when the guest computed the rows itself (buffer 0, offset = address).
 // A copy, because the guest reuses that memory on the next step.
-func (e *Engine) read(reg abi.Region) ([]byte, error) {
+func (e *Instance) read(reg abi.Region) ([]byte, error) {
 	if reg.Buffer != 0 {
 		if reg.Offset > math.MaxInt64 || reg.Size > math.MaxInt64 {
 			return nil, fmt.Errorf("host: ls_region: buffer %d at %d, %d bytes: out of range", reg.Buffer, reg.Offset, reg.Size)
@@ -136,7 +136,7 @@ func (e *Engine) read(reg abi.Region) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-func (e *Engine) result(ctx context.Context) (Result, error) {
+func (e *Instance) result(ctx context.Context) (Result, error) {
 	var res Result
 	js, err := e.callOut(ctx, "ls_result")
 	if err == nil {
@@ -147,7 +147,7 @@ func (e *Engine) result(ctx context.Context) (Result, error) {
 
 // call calls an export. A negative status becomes the guest's message; a
 // trap closes the instance.
-func (e *Engine) call(ctx context.Context, name string, args ...uint64) (int32, error) {
+func (e *Instance) call(ctx context.Context, name string, args ...uint64) (int32, error) {
 	if e.mod == nil {
 		return 0, ErrClosed
 	}
@@ -175,7 +175,7 @@ func (e *Engine) call(ctx context.Context, name string, args ...uint64) (int32, 
 }
 
 // callIn copies data into a fresh guest block and calls name(ptr, len).
-func (e *Engine) callIn(ctx context.Context, name string, data []byte) (int32, error) {
+func (e *Instance) callIn(ctx context.Context, name string, data []byte) (int32, error) {
 	p, err := e.malloc(ctx, uint32(len(data)))
 	if err != nil {
 		return 0, err
@@ -188,7 +188,7 @@ func (e *Engine) callIn(ctx context.Context, name string, data []byte) (int32, e
 }
 
 // callOut calls name(ptr, cap) -> len, growing the block until it fits.
-func (e *Engine) callOut(ctx context.Context, name string) ([]byte, error) {
+func (e *Instance) callOut(ctx context.Context, name string) ([]byte, error) {
 	size := uint32(4096)
 	for {
 		p, err := e.malloc(ctx, size)
@@ -211,7 +211,7 @@ func (e *Engine) callOut(ctx context.Context, name string) ([]byte, error) {
 	}
 }
 
-func (e *Engine) malloc(ctx context.Context, n uint32) (uint32, error) {
+func (e *Instance) malloc(ctx context.Context, n uint32) (uint32, error) {
 	if e.mod == nil {
 		return 0, ErrClosed
 	}
@@ -223,7 +223,7 @@ func (e *Engine) malloc(ctx context.Context, n uint32) (uint32, error) {
 	return uint32(out[0]), nil
 }
 
-func (e *Engine) free(ctx context.Context, p uint32) {
+func (e *Instance) free(ctx context.Context, p uint32) {
 	if e.mod != nil {
 		e.mod.ExportedFunction("ls_free").Call(withState(ctx, e.st), uint64(p))
 	}

@@ -10,8 +10,8 @@
 //   3 out:    array<f32>  (T, heads*hd)
 //   4 scores: array<f32>  scratch (T, heads, capacity)
 //   5 p:      Params
-// Dispatch: (heads, T, 1) workgroups of 64: scores, max, exp and sum, then
-// the weighted sum of values, each spread over the 64 invocations.
+// Dispatch: (heads, T, 1) workgroups of WG (64): scores, max, exp and sum, then
+// the weighted sum of values, each spread over the WG invocations.
 
 struct Params {
     heads: u32,
@@ -31,14 +31,14 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> red: array<f32, 64>;
+var<workgroup> red: array<f32, WG>;
 
-// reduce combines the 64 values in red with op (0 max, 1 sum) and returns
+// reduce combines the WG values in red with op (0 max, 1 sum) and returns
 // the result to every invocation.
 fn reduce(lid: u32, v: f32, op: u32) -> f32 {
     red[lid] = v;
     workgroupBarrier();
-    for (var stride = 32u; stride > 0u; stride /= 2u) {
+    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
         if (lid < stride) {
             if (op == 0u) {
                 red[lid] = max(red[lid], red[lid + stride]);
@@ -53,7 +53,7 @@ fn reduce(lid: u32, v: f32, op: u32) -> f32 {
     return r;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let h = wid.x;
     let t = wid.y;
@@ -65,7 +65,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let so = (t * p.heads + h) * p.capacity;
 
     var mx = -3.4028234663852886e38;
-    for (var j = lid; j < n; j += 64u) {
+    for (var j = lid; j < n; j += WG) {
         var s = 0.0;
         for (var i = 0u; i < p.hd; i++) {
             s += q[qo + i] * k[j * kvdim + kvo + i];
@@ -76,7 +76,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     mx = reduce(lid, mx, 0u);
     var sum = 0.0;
-    for (var j = lid; j < n; j += 64u) {
+    for (var j = lid; j < n; j += WG) {
         let e = exp(scores[so + j] - mx);
         scores[so + j] = e;
         sum += e;
@@ -85,7 +85,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // The exponentials written by other invocations must be visible.
     storageBarrier();
     workgroupBarrier();
-    for (var i = lid; i < p.hd; i += 64u) {
+    for (var i = lid; i < p.hd; i += WG) {
         var acc = 0.0;
         for (var j = 0u; j < n; j++) {
             acc += scores[so + j] * vc[j * kvdim + kvo + i];

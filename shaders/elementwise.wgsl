@@ -4,7 +4,7 @@
 //   0 a: array<f32>  read_write, (n,)
 //   1 b: array<f32>  read, (n,)
 //   2 p: Params
-// Dispatch: (ceil(n/64), 1, 1) workgroups of 64.
+// Dispatch: (ceil(n/WG), 1, 1) workgroups of WG (64).
 //   add:      a[i] = a[i] + b[i]                         (residual stream)
 //   silu_mul: a[i] = a[i] / (1 + exp(-a[i])) * b[i]      (a = gate, b = up)
 
@@ -19,14 +19,14 @@ struct Params {
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < p.n) {
         a[gid.x] = a[gid.x] + b[gid.x];
     }
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn silu_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < p.n) {
         let g = a[gid.x];

@@ -6,7 +6,7 @@
 //   1 ids: array<u32>  token ids (T,)
 //   2 out: array<f32>  X (T, cols); rows whose id is outside this piece are left alone
 //   4 p:   Params
-// Dispatch: (ceil(groups/64), T, 1) workgroups of 64; one invocation
+// Dispatch: (ceil(groups/WG), T, 1) workgroups of WG (64); one invocation
 // writes one group of 32 columns of one token.
 
 struct Params {
@@ -25,7 +25,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let g = gid.x;
     let t = gid.y;

@@ -7,9 +7,9 @@
 //   2 y: array<f32>   Y, element (t, col0 + n) at y_off + t*ldy + col0 + n
 //   3 b: array<f32>   bias for the whole matrix (indexed col0 + n); read only when has_bias
 //   4 p: Params
-// Dispatch: (min(B, 32768), ceil(B/32768), T) workgroups of 64, where
+// Dispatch: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64), where
 // B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
-// starting at (y*32768 + x)*ROWS for token t, LANES invocations per row.
+// starting at (y*GRID_X + x)*ROWS for token t, LANES invocations per row.
 // Each invocation sums whole groups of 32 (quantized formats scale once per
 // group), then each row's LANES partial sums are added in a tree. Few
 // invocations per row keep the workgroup count (and barriers) low, which
@@ -36,14 +36,13 @@ struct Params {
 @group(0) @binding(3) var<storage, read> b: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-const LANES: u32 = 8u;
-const ROWS: u32 = 64u / LANES;
-var<workgroup> partial: array<f32, 64>;
+const ROWS: u32 = WG / LANES;
+var<workgroup> partial: array<f32, WG>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let lane = lid % LANES;
-    let n = (wid.y * 32768u + wid.x) * ROWS + lid / LANES;
+    let n = (wid.y * GRID_X + wid.x) * ROWS + lid / LANES;
     let t = wid.z;
     let in_range = n < p.n_rows;
     var acc = 0.0;

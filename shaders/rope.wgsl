@@ -7,7 +7,7 @@
 //                     exactly as the CPU engine does (WGSL's cos/sin are
 //                     not accurate enough for large angles)
 //   2 p:  Params
-// Dispatch: (ceil(heads*hd/2 / 64), T, 1) workgroups of 64; token t is at
+// Dispatch: (ceil(heads*hd/2 / WG), T, 1) workgroups of WG (64); token t is at
 // position pos0 + t.
 
 struct Params {
@@ -25,7 +25,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> cs: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let half = p.hd / 2u;
     if (gid.x >= p.heads * half) {

@@ -25,6 +25,29 @@ var (
 	elementwise string
 )
 
+// The workgroup geometry that the kernels and the dispatches share, stated
+// once: every kernel's source starts with these as WGSL constants (WG,
+// LANES, GRID_X), and gpuengine sizes its dispatches with the same Go
+// constants. WebGPU's pipeline-overridable constants would be the usual
+// way, but gogpu/wgpu's Vulkan backend ignores a pipeline's constants
+// (TODO(compute-constants) in its hal/vulkan/pipeline.go), so the value
+// travels in the source.
+const (
+	// Workgroup is every kernel's workgroup size. The reductions halve it
+	// down to one, so it must be a power of two.
+	Workgroup = 64
+	// MatmulLanes is how many invocations share one matmul output row;
+	// MatmulRows, the output rows of one matmul workgroup.
+	MatmulLanes = 8
+	MatmulRows  = Workgroup / MatmulLanes
+	// GridX is the most matmul workgroups along x: larger matrices wrap
+	// onto y (WebGPU allows 65535 per dimension).
+	GridX = 32768
+)
+
+// prelude declares the geometry in WGSL.
+var prelude = fmt.Sprintf("const WG: u32 = %du;\nconst LANES: u32 = %du;\nconst GRID_X: u32 = %du;\n\n", Workgroup, MatmulLanes, GridX)
+
 // Format is how a weight matrix's bytes are laid out (weights.wgsl).
 type Format uint32
 
@@ -52,14 +75,15 @@ func Matmul(f Format) string { return withFormat(f, matmul) }
 // Embed is the weight-decoding row gather for format f.
 func Embed(f Format) string { return withFormat(f, embed) }
 
-// withFormat prepends the format constant and the decoders to a kernel.
+// withFormat prepends the geometry, the format constant and the decoders
+// to a kernel.
 func withFormat(f Format, kernel string) string {
-	return fmt.Sprintf("const FORMAT: u32 = %du;\n\n%s\n%s", f, weights, kernel)
+	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s", prelude, f, weights, kernel)
 }
 
 // RMSNorm, RoPE, Attention and Elementwise (entry points add and
 // silu_mul) need no weight decoding.
-func RMSNorm() string     { return rmsnorm }
-func RoPE() string        { return rope }
-func Attention() string   { return attention }
-func Elementwise() string { return elementwise }
+func RMSNorm() string     { return prelude + rmsnorm }
+func RoPE() string        { return prelude + rope }
+func Attention() string   { return prelude + attention }
+func Elementwise() string { return prelude + elementwise }

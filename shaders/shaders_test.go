@@ -34,3 +34,14 @@ func TestHeaders(t *testing.T) {
 		}
 	}
 }
+
+// The reductions halve the workgroup down to one invocation, and matmul's
+// lanes split it evenly.
+func TestGeometry(t *testing.T) {
+	if Workgroup&(Workgroup-1) != 0 || MatmulLanes&(MatmulLanes-1) != 0 || Workgroup%MatmulLanes != 0 {
+		t.Fatalf("workgroup %d, lanes %d: both must be powers of two", Workgroup, MatmulLanes)
+	}
+	if !strings.Contains(Matmul(Q4), "const WG: u32 = 64u;") || !strings.HasPrefix(RMSNorm(), prelude) {
+		t.Fatal("a kernel lacks the geometry prelude")
+	}
+}

@@ -81,6 +81,7 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, name strin
 			r.Header.Set("Range", clean)
 		}
 	}
+	s.extendWrite(w, size)
 	h := w.Header()
 	if k.contentType != "" {
 		h.Set("Content-Type", k.contentType)

@@ -201,3 +201,36 @@ func TestUploadsAreCapped(t *testing.T) {
 		t.Errorf("second upload: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }
+
+// TestSlowDownloadCompletes: a download that takes longer than the Body
+// and Write floors, at a steady rate above MinRate, gets the whole file:
+// the timeouts cut off stalled clients, not large files.
+func TestSlowDownloadCompletes(t *testing.T) {
+	f := newFixture(t)
+	f.withPage(t)
+	big := make([]byte, 32<<20)
+	if err := os.WriteFile(filepath.Join(f.static, "big.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The file's deadline: 300 ms + 32 MiB at 16 MiB/s = 2.3 s.
+	ts := liveServer(t, f, Limits{Body: 300 * time.Millisecond, Write: 300 * time.Millisecond, MinRate: 16 << 20})
+	resp, err := http.Get(ts.URL + "/static/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	var n int64
+	buf := make([]byte, 1<<20)
+	for {
+		m, err := resp.Body.Read(buf)
+		n += int64(m)
+		if err != nil {
+			break
+		}
+		time.Sleep(40 * time.Millisecond) // about 25 MiB/s at most: 1.3 s or more in all
+	}
+	if el := time.Since(start); n != int64(len(big)) || el < 600*time.Millisecond {
+		t.Errorf("read %d of %d bytes in %v", n, len(big), time.Since(start))
+	}
+}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -100,6 +101,23 @@ func TestNoDuplicateKeys(t *testing.T) {
 		err := noDuplicateKeys([]byte(c.doc))
 		if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want) {
 			t.Errorf("%s: got %v, want %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestNoDuplicateKeysLargeObject(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"inner":{"a":1,"b":2},`)
+	for i := range 100 {
+		fmt.Fprintf(&b, `"k%d":{"a":1},`, i)
+	}
+	ok := b.String() + `"a":1}`
+	if err := noDuplicateKeys([]byte(ok)); err != nil {
+		t.Errorf("100 distinct keys: %v", err)
+	}
+	for _, dup := range []string{`"k7":1}`, `"k99":1}`, `"inner":1}`} {
+		if err := noDuplicateKeys([]byte(b.String() + dup)); err == nil {
+			t.Errorf("%s after 100 keys: no error", dup)
 		}
 	}
 }

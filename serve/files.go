@@ -73,10 +73,15 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, root, rel str
 // serveContent is serveFile's second half, shared with content that is
 // not a file on disk (the embedded shaders).
 func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, name string, mod time.Time, content io.ReadSeeker, size int64, etag string, k kind) {
-	if rh := r.Header.Get("Range"); rh != "" && !rangeSyntaxOK(rh) {
-		s.logf("serve: %s: ignoring malformed Range %q", r.URL.Path, rh)
-		r.Header.Del("Range")
+	if rh := r.Header.Get("Range"); rh != "" {
+		if clean := cleanRange(rh, size); clean == "" {
+			s.logf("serve: %s: ignoring Range %q (malformed, or over %d ranges)", r.URL.Path, clip([]byte(rh)), maxRanges)
+			r.Header.Del("Range")
+		} else {
+			r.Header.Set("Range", clean)
+		}
 	}
+	s.extendWrite(w, size)
 	h := w.Header()
 	if k.contentType != "" {
 		h.Set("Content-Type", k.contentType)

@@ -44,7 +44,7 @@ const indexHTML = "<!doctype html><title>logitscope</title>"
 
 // withPage restarts f's server with a page directory and a data directory,
 // so that /, /r/ and /api/runs are live, and plants traps in runs/.
-func (f *fixture) withPage(t *testing.T) {
+func (f *fixture) withPage(t testing.TB) {
 	t.Helper()
 	f.static = filepath.Join(f.root, "web")
 	if err := os.Mkdir(f.static, 0o755); err != nil {
@@ -68,7 +68,7 @@ func (f *fixture) withPage(t *testing.T) {
 
 // newFixture builds the tiny preset and its q4 variant in t.TempDir, as the
 // demo does, plus the traps the traversal tests aim at.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{root: t.TempDir()}
 	f.model = filepath.Join(f.root, "models", "tiny")
@@ -137,7 +137,7 @@ func (f *fixture) request(t *testing.T, method, target string, body []byte, head
 	return w
 }
 
-func write(t *testing.T, path, data string) {
+func write(t testing.TB, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)

@@ -95,9 +95,16 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 }
 
 // ScanModels loads every subdirectory of root that holds a config.json,
-// named by its directory name, in name order.
+// named by its directory name, in name order. A subdirectory that is a
+// symlink leading out of root is skipped with a warning: root is the
+// served directory, and a link out of it would serve whatever it points
+// at (a link to another directory inside root is fine).
 func ScanModels(root string, warn func(format string, args ...any)) ([]*Model, error) {
 	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	realRoot, err := realDir(root)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +115,10 @@ func ScanModels(root string, warn func(format string, args ...any)) ([]*Model, e
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+			continue
+		}
+		if real, err := realDir(dir); err != nil || !within(realRoot, real) {
+			warn("serve: %s skipped: it leads out of %s (to %s)", dir, root, real)
 			continue
 		}
 		m, err := LoadModel(e.Name(), dir, warn)

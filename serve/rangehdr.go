@@ -1,41 +1,70 @@
 package serve
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
-// rangeSyntaxOK reports whether a Range header is a well-formed bytes
-// range set. net/http answers 416 to a malformed one (or to another unit);
-// RFC 9110 §14.2 lets a server ignore such a header, and a full 200 is
-// more useful to a confused client than an error, so malformed headers
-// are dropped before http.ServeContent sees them. Satisfiability is left
-// to ServeContent, which knows the size.
-func rangeSyntaxOK(h string) bool {
+// maxRanges is the most ranges one Range header may ask for; past it the
+// header is ignored and the whole file is sent (see cleanRange).
+const maxRanges = 16
+
+// cleanRange prepares a Range header for http.ServeContent, for a file of
+// size bytes. It returns the header to use, "" to drop it:
+//
+//   - a malformed header (or another unit) is dropped: net/http would
+//     answer 416, but RFC 9110 §14.2 lets a server ignore Range, and a
+//     full 200 is more useful to a confused client than an error;
+//   - so is one with more than maxRanges ranges: each costs a part and a
+//     seek, and nothing the page does asks for more than one;
+//   - empty suffix ranges ("-0", the last zero bytes) are removed: net/http
+//     answers them with a 206, an empty body and an inverted Content-Range.
+//     When nothing else is asked for, the header becomes one that starts
+//     at the end of the file, which ServeContent answers 416 with
+//     "bytes */size" (after If-Range and the other conditions, as it must).
+//
+// Satisfiability is otherwise left to ServeContent, which knows the size.
+func cleanRange(h string, size int64) string {
 	spec, ok := strings.CutPrefix(h, "bytes=")
 	if !ok {
-		return false
+		return ""
 	}
-	any := false
+	var keep []string
+	n := 0
 	for _, ra := range strings.Split(spec, ",") {
 		ra = strings.Trim(ra, " \t")
 		if ra == "" {
 			continue
 		}
+		if n++; n > maxRanges {
+			return ""
+		}
 		first, last, ok := strings.Cut(ra, "-")
 		first, last = strings.Trim(first, " \t"), strings.Trim(last, " \t")
 		switch {
 		case !ok:
-			return false
+			return ""
 		case first == "":
 			if !digits(last) {
-				return false
+				return ""
+			}
+			if strings.Trim(last, "0") == "" {
+				continue // empty suffix
 			}
 		case !digits(first) || (last != "" && !digits(last)):
-			return false
+			return ""
 		case last != "" && less(last, first):
-			return false
+			return ""
 		}
-		any = true
+		keep = append(keep, first+"-"+last)
 	}
-	return any
+	switch {
+	case n == 0:
+		return ""
+	case len(keep) == 0:
+		return "bytes=" + strconv.FormatInt(size, 10) + "-"
+	}
+	return "bytes=" + strings.Join(keep, ",")
 }
 
 func digits(s string) bool {

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"logitscope/snapshot"
 )
@@ -67,12 +69,29 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shared runs are disabled: start the server with -data DIR", http.StatusServiceUnavailable)
 		return
 	}
+	// Only JSON: a form on another site can POST text/plain or a form
+	// encoding without asking (no CORS preflight), but not application/json.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, fmt.Sprintf("Content-Type %q: a run must be sent as application/json", r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
+		return
+	}
+	release, ok := s.takeUpload(w)
+	if !ok {
+		return
+	}
+	defer release()
 	body, ok := readRun(w, r)
 	if !ok {
 		return
 	}
 	id := runID(body)
 	created, err := s.storeRun(id, body)
+	var full *storeFullError
+	if errors.As(err, &full) {
+		s.logf("serve: run %s refused: %v", id, err)
+		http.Error(w, err.Error(), http.StatusInsufficientStorage)
+		return
+	}
 	if err != nil {
 		s.logf("serve: storing run %s: %v", id, err)
 		http.Error(w, "could not store the run", http.StatusInternalServerError)
@@ -160,6 +179,9 @@ func (s *Server) storeRun(id string, body []byte) (created bool, err error) {
 	if _, err := os.Stat(final); err == nil {
 		return false, nil
 	}
+	if err := s.roomFor(len(body)); err != nil {
+		return false, err // before writing: a full store takes no more temp files
+	}
 	tmp, err := writeTemp(s.runs, ".tmp-"+id+"-*", body)
 	if err != nil {
 		return false, err
@@ -170,15 +192,74 @@ func (s *Server) storeRun(id string, body []byte) (created bool, err error) {
 	if _, err := os.Stat(final); err == nil {
 		return false, nil
 	}
+	if err := s.stored.room(len(body), s.lim); err != nil {
+		return false, err
+	}
 	if err := os.Rename(tmp, final); err != nil {
 		return false, err
 	}
+	s.stored.add(len(body))
 	// Best effort: some file systems cannot sync a directory, and the run
 	// is stored and readable either way.
 	if err := syncDir(s.runs); err != nil {
 		s.logf("serve: run %s: syncing %s: %v", id, s.runs, err)
 	}
 	return true, nil
+}
+
+// runStore is what runs/ holds: runs and their bytes.
+type runStore struct {
+	runs  int
+	bytes int64
+}
+
+func (st *runStore) add(n int) { st.runs, st.bytes = st.runs+1, st.bytes+int64(n) }
+
+// storeFullError is a run refused because the store is at its limits.
+// Runs are never evicted: a run's link is meant to keep working, and the
+// server cannot know which links are still in use. The operator raises
+// the limits or deletes runs by hand.
+type storeFullError struct{ msg string }
+
+func (e *storeFullError) Error() string { return e.msg }
+
+// room says whether a run of n bytes fits within lim.
+func (st runStore) room(n int, lim Limits) error {
+	switch {
+	case st.runs+1 > lim.MaxRuns:
+		return &storeFullError{fmt.Sprintf("the run store is full: %d runs stored, the limit is %d", st.runs, lim.MaxRuns)}
+	case st.bytes+int64(n) > lim.MaxStoreBytes:
+		return &storeFullError{fmt.Sprintf("the run store is full: %d bytes stored, this run's %d would pass the limit of %d bytes (%.1f MiB)",
+			st.bytes, n, lim.MaxStoreBytes, float64(lim.MaxStoreBytes)/(1<<20))}
+	}
+	return nil
+}
+
+func (s *Server) roomFor(n int) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	return s.stored.room(n, s.lim)
+}
+
+// measureRuns counts the runs already in dir, so the limits hold across
+// restarts. Temp files left by a crash are hidden and not counted.
+func measureRuns(dir string) (runStore, error) {
+	var st runStore
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return st, err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") || filepath.Ext(e.Name()) != ".json" {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return st, err
+		}
+		st.add(int(info.Size()))
+	}
+	return st, nil
 }
 
 // writeTemp writes data to a new file in dir and syncs it to disk.

@@ -241,7 +241,7 @@ func TestMethods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.method+" "+tc.url, func(t *testing.T) {
-			w := f.request(t, tc.method, tc.url, runDoc("methods"), nil)
+			w := f.request(t, tc.method, tc.url, runDoc("methods"), map[string]string{"Content-Type": "application/json"})
 			if w.Code != tc.status || w.Header().Get("Allow") != tc.allow { // Allow only on a 405
 				t.Errorf("status %d Allow %q, want %d %q", w.Code, w.Header().Get("Allow"), tc.status, tc.allow)
 			}
@@ -254,11 +254,11 @@ func TestMethods(t *testing.T) {
 // parses and is named by its hash; no temp file is left.
 func TestRunConcurrentPosts(t *testing.T) {
 	data := t.TempDir()
-	srv, err := New(Options{Data: data, Logf: t.Logf})
+	const n = 16
+	srv, err := New(Options{Data: data, Logf: t.Logf, Limits: Limits{Uploads: 2 * n}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 16
 	bodies := make([][]byte, 0, 2*n)
 	for i := range n {
 		bodies = append(bodies, padded(t, 1<<20), runDoc(fmt.Sprint("distinct ", i)))
@@ -268,7 +268,9 @@ func TestRunConcurrentPosts(t *testing.T) {
 	for i, body := range bodies {
 		wg.Go(func() {
 			w := httptest.NewRecorder()
-			srv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/api/runs", bytes.NewReader(body)))
+			r := httptest.NewRequest(http.MethodPost, "/api/runs", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			srv.ServeHTTP(w, r)
 			codes[i] = w.Code
 		})
 	}

@@ -22,6 +22,9 @@ type Options struct {
 	Data string
 	// Logf receives 404 reasons and other diagnostics; nil means log.Printf.
 	Logf func(format string, args ...any)
+	// Limits bound time, uploads and the run store; zero fields take
+	// their defaults.
+	Limits Limits
 }
 
 // Server routes requests by hand rather than through http.ServeMux: the
@@ -33,6 +36,9 @@ type Server struct {
 	static  string // symlinks resolved
 	runs    string // Data/runs, symlinks resolved; "" when sharing is off
 	runMu   sync.Mutex
+	stored  runStore // what runs/ holds, under runMu
+	lim     Limits
+	uploads chan struct{} // a slot per upload in flight
 	kernels *shaderSet
 	etags   *etagCache
 	logf    func(format string, args ...any)
@@ -40,7 +46,9 @@ type Server struct {
 
 // New returns a Server for opt.
 func New(opt Options) (*Server, error) {
-	s := &Server{models: map[string]*Model{}, list: opt.Models, etags: fileHashes, kernels: engineShaders(), logf: opt.Logf}
+	s := &Server{models: map[string]*Model{}, list: opt.Models, etags: fileHashes, kernels: engineShaders(), logf: opt.Logf,
+		lim: opt.Limits.withDefaults()}
+	s.uploads = make(chan struct{}, s.lim.Uploads)
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -63,6 +71,9 @@ func New(opt Options) (*Server, error) {
 		if s.runs, err = runsDir(opt.Data); err != nil {
 			return nil, err
 		}
+		if s.stored, err = measureRuns(s.runs); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -78,6 +89,7 @@ func realDir(dir string) (string, error) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w.Header())
 	p := r.URL.Path
 	if allow := allowedMethods(p); !slices.Contains(strings.Split(allow, ", "), r.Method) {
 		w.Header().Set("Allow", allow)

@@ -7,7 +7,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -133,14 +132,19 @@ func (d *Doc) Text(id int) string {
 }
 
 // Parse decodes a stored document and checks that it can be rendered:
-// its kind and version, and a report whose positions match its tokens.
+// its kind and version, no key given twice, every enumerated field one of
+// its values, and every shape the report's (see check).
 func Parse(data []byte) (*Doc, error) {
 	if len(data) > MaxBytes {
 		return nil, fmt.Errorf("snapshot: %d bytes, over the %d MiB limit", len(data), MaxBytes>>20)
 	}
 	var d Doc
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&d); err != nil {
+	// Unmarshal, unlike a Decoder, refuses anything after the document and
+	// leaves noDuplicateKeys valid JSON to scan.
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("snapshot: %v", err)
+	}
+	if err := noDuplicateKeys(data); err != nil {
 		return nil, fmt.Errorf("snapshot: %v", err)
 	}
 	switch {
@@ -158,6 +162,9 @@ func Parse(data []byte) (*Doc, error) {
 		if err := d.Spec.Check(); err != nil {
 			return nil, fmt.Errorf("snapshot: spec: %v", err)
 		}
+	}
+	if err := d.check(); err != nil {
+		return nil, fmt.Errorf("snapshot: %v", err)
 	}
 	return &d, nil
 }

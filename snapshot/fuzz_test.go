@@ -1,14 +1,18 @@
 package snapshot
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/url"
 	"reflect"
 	"testing"
+
+	"logitscope/margins"
 )
 
-// FuzzParse: a stored or dropped document never panics the page, and one
-// that parses survives a JSON round trip unchanged.
+// FuzzParse: a stored or dropped document never panics the page, one that
+// parses survives a JSON round trip unchanged, and no class that parses is
+// outside margins' three (the strip writes it into a class attribute).
 func FuzzParse(f *testing.F) {
 	ref, test := pair()
 	d, err := Build(nil, Capture{Logits: ref}, Capture{Logits: test}, nil, text)
@@ -19,10 +23,28 @@ func FuzzParse(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte(`{"kind":"logitscope.snapshot","version":1}`))
 	f.Add([]byte(`{"kind":"logitscope.snapshot","version":1,"report":{"rows":1,"positions":[]},"tokens":[1]}`))
+	for _, hostile := range [][2]string{
+		{`"class":"agree"`, `"class":"agree\"><img src=x onerror=alert(1)>"`},
+		{`"class":"agree"`, `"class":"clear","class":"agree"`},
+		{`"kind":"logitscope.snapshot"`, `"kind":"logitscope.snapshot","\u006bind":"x"`},
+		{`"tokens":[0,0,0]`, `"tokens":[0,-1,1e3]`},
+		{`"texts":{`, `"texts":{"0":"<script>alert(1)</script>","01":"x",`},
+		{`"rows":3`, `"rows":2`},
+		{`"margin_of":"runner_up"`, `"margin_of":"<b>"`},
+		{`"mode":"sigma"`, `"mode":"\u003cb\u003e"`},
+	} {
+		f.Add(bytes.Replace(good, []byte(hostile[0]), []byte(hostile[1]), 1))
+	}
+	f.Add(append(good, " {}"...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := Parse(data)
 		if err != nil {
 			return
+		}
+		for i, p := range d.Report.Positions {
+			if p.Class != margins.Agree && p.Class != margins.Close && p.Class != margins.Clear {
+				t.Fatalf("position %d: class %q parsed", i, p.Class)
+			}
 		}
 		again, err := json.Marshal(d)
 		if err != nil {

@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintln(out, banner(ln.Addr().String(), page != "", models))
 	fmt.Fprintln(out, "logitscope serve:", pageNote)
 	fmt.Fprintln(out, "logitscope serve:", dataNote(*dataDir))
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := h.HTTPServer() // with serve.Limits' timeouts
 	return serveUntil(ctx, srv, ln, out)
 }
 

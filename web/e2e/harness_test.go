@@ -273,6 +273,7 @@ func NewBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 	ctx, cancel := chromedp.NewContext(actx)
 	messages := chromedp.Console(ctx)
 	done := make(chan struct{})
+	var violations []string // read after done
 	go func() {
 		defer close(done)
 		for m, err := range messages {
@@ -284,12 +285,20 @@ func NewBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 				where = fmt.Sprintf(" (%s:%d)", filepath.Base(m.URL), m.Line+1)
 			}
 			t.Logf("console.%s: %s%s", m.Type, m.Text, where)
+			if strings.Contains(m.Text, "Content Security Policy") {
+				violations = append(violations, m.Text+where)
+			}
 		}
 	}()
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
 		<-done // no t.Log after the test ends
+		// The server's CSP must let the page work as it is: anything it
+		// refused is a page that relies on what the policy forbids.
+		if len(violations) > 0 {
+			t.Errorf("the page broke its Content-Security-Policy %d time(s):\n%s", len(violations), strings.Join(violations, "\n"))
+		}
 	})
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
 		t.Fatalf("starting %s: %v", Chromium, err)

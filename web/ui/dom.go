@@ -20,7 +20,8 @@ import (
 )
 
 // fill sets el's innerHTML to html unless el shows document seq already;
-// it reports whether it did.
+// it reports whether it did. It is the page's only innerHTML write, and
+// html is always built with package markup, which escapes every value.
 func fill(el js.Value, seq int, html string) bool {
 	if got := el.Get("__lsSeq"); got.Type() == js.TypeNumber && got.Int() == seq {
 		return false

@@ -5,7 +5,6 @@ package main
 // the token strip's HTML and the charts' SVG. Pure Go, tested natively.
 
 import (
-	"html"
 	"math"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"logitscope/margins"
 	"logitscope/snapshot"
 	"logitscope/web/ui/chart"
+	"logitscope/web/ui/markup"
 )
 
 // kv is one labelled value; Pos ≥ 0 makes it a link to that position.
@@ -128,25 +128,33 @@ func sideRow(label string, s snapshot.Side) kv {
 // than having vugu diff its hundreds of cells at every render. A row with
 // a position links to it (data-pos).
 func summaryHTML(secs []section) string {
-	var b strings.Builder
-	esc := html.EscapeString
+	var m markup.Builder
 	for _, s := range secs {
-		b.WriteString(`<div class="sec"><h3>` + esc(s.Title) + `</h3><table><tbody>`)
+		m.Open("div", "class", "sec")
+		m.Elem("h3", s.Title)
+		m.Open("table")
+		m.Open("tbody")
 		for _, r := range s.Rows {
-			b.WriteString(`<tr class="` + esc(r.Class) + `"><th>` + esc(r.Label) + `</th><td>`)
+			m.Open("tr", "class", r.Class)
+			m.Elem("th", r.Label)
+			m.Open("td")
 			if r.Pos >= 0 {
-				b.WriteString(`<a href="#inspector" class="poslink" data-pos="` + strconv.Itoa(r.Pos) + `">` + esc(r.Value) + `</a>`)
+				m.Elem("a", r.Value, "href", "#inspector", "class", "poslink", "data-pos", strconv.Itoa(r.Pos))
 			} else {
-				b.WriteString(`<span>` + esc(r.Value) + `</span>`)
+				m.Elem("span", r.Value)
 			}
 			if r.Note != "" {
-				b.WriteString(` <small>` + esc(r.Note) + `</small>`)
+				m.Text(" ")
+				m.Elem("small", r.Note)
 			}
-			b.WriteString(`</td></tr>`)
+			m.Close("td")
+			m.Close("tr")
 		}
-		b.WriteString(`</tbody></table></div>`)
+		m.Close("tbody")
+		m.Close("table")
+		m.Close("div")
 	}
-	return b.String()
+	return m.String()
 }
 
 type labeled struct {
@@ -284,15 +292,13 @@ func kldScale(d *snapshot.Doc) float64 {
 // stripHTML is the token strip's content: the prompt's tokens (greyed),
 // then one span per position with its class and KLD intensity (--k, 0–1).
 // Built once per document; the page sets it as the strip's innerHTML.
+// The class is escaped like any value: Parse admits only margins' three,
+// but the page does not rely on it.
 func stripHTML(d *snapshot.Doc) string {
-	var b strings.Builder
-	b.Grow(64 * (len(d.PromptIDs) + len(d.Tokens)))
+	var m markup.Builder
+	m.Grow(64 * (len(d.PromptIDs) + len(d.Tokens)))
 	for _, id := range d.PromptIDs {
-		b.WriteString(`<span class="p" title="prompt · `)
-		b.WriteString(strconv.Itoa(id))
-		b.WriteString(`">`)
-		b.WriteString(html.EscapeString(stripText(d.Text(id))))
-		b.WriteString(`</span>`)
+		m.Elem("span", stripText(d.Text(id)), "class", "p", "title", "prompt · "+strconv.Itoa(id))
 	}
 	scale := kldScale(d)
 	for i, p := range d.Report.Positions {
@@ -300,23 +306,13 @@ func stripHTML(d *snapshot.Doc) string {
 		if scale > 0 {
 			k = math.Sqrt(math.Min(1, math.Max(0, p.KLD/scale)))
 		}
-		b.WriteString(`<span class="t `)
-		b.WriteString(string(p.Class))
-		b.WriteString(`" data-i="`)
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(`" style="--k:`)
-		b.WriteString(strconv.FormatFloat(k, 'f', 2, 64))
-		b.WriteString(`" title="`)
-		b.WriteString(strconv.Itoa(i))
-		b.WriteString(` · `)
-		b.WriteString(string(p.Class))
-		b.WriteString(` · KLD `)
-		b.WriteString(strconv.FormatFloat(p.KLD, 'g', 3, 64))
-		b.WriteString(`">`)
-		b.WriteString(html.EscapeString(stripText(d.Text(d.Tokens[i]))))
-		b.WriteString(`</span>`)
+		m.Elem("span", stripText(d.Text(d.Tokens[i])),
+			"class", "t "+string(p.Class),
+			"data-i", strconv.Itoa(i),
+			"style", "--k:"+strconv.FormatFloat(k, 'f', 2, 64),
+			"title", strconv.Itoa(i)+" · "+string(p.Class)+" · KLD "+strconv.FormatFloat(p.KLD, 'g', 3, 64))
 	}
-	return b.String()
+	return m.String()
 }
 
 // kldChart is the KLD-per-position bar chart.

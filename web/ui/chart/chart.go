@@ -7,10 +7,11 @@ package chart
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
+
+	"logitscope/web/ui/markup"
 )
 
 // Kind is how a position is coloured: the margins classes.
@@ -137,16 +138,15 @@ func posTicks(count, n int) []int {
 	return out
 }
 
-type svg struct{ b strings.Builder }
-
-func (s *svg) f(format string, a ...any) { fmt.Fprintf(&s.b, format, a...) }
+// svg builds through markup.Builder, like all of the page's innerHTML.
+type svg struct{ markup.Builder }
 
 // n formats a coordinate with two decimals at most, which keeps the text short.
 func n(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
 
 func (s *svg) open(f Frame, class, title string) {
-	s.f(`<svg xmlns="http://www.w3.org/2000/svg" class="chart %s" viewBox="0 0 %s %s" role="img" aria-label="%s">`,
-		class, n(f.W), n(f.H), html.EscapeString(title))
+	s.Open("svg", "xmlns", "http://www.w3.org/2000/svg", "class", "chart "+class,
+		"viewBox", "0 0 "+n(f.W)+" "+n(f.H), "role", "img", "aria-label", title)
 }
 
 // axes draws the y grid with labels, the x axis with position labels and
@@ -155,21 +155,22 @@ func (s *svg) axes(f Frame, ticks []float64, top float64, count int, xTitle, yTi
 	x0, x1, yb := f.Left, f.W-f.Right, f.H-f.Bottom
 	for _, t := range ticks {
 		y := f.Y(t, top)
-		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x0), n(y), n(x1), n(y))
-		s.f(`<text class="tick" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s</text>`,
-			n(x0-6), n(y), Label(t))
+		s.line("grid", x0, y, x1, y)
+		s.Elem("text", Label(t), "class", "tick", "x", n(x0-6), "y", n(y), "text-anchor", "end", "dominant-baseline", "middle")
 	}
-	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x0), n(yb), n(x1), n(yb))
-	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x0), n(f.Top), n(x0), n(yb))
+	s.line("axis", x0, yb, x1, yb)
+	s.line("axis", x0, f.Top, x0, yb)
 	for _, i := range posTicks(count, 10) {
 		x := f.X(i, count)
-		s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(x), n(yb), n(x), n(yb+4))
-		s.f(`<text class="tick" x="%s" y="%s" text-anchor="middle">%d</text>`, n(x), n(yb+16), i)
+		s.line("axis", x, yb, x, yb+4)
+		s.Elem("text", strconv.Itoa(i), "class", "tick", "x", n(x), "y", n(yb+16), "text-anchor", "middle")
 	}
-	s.f(`<text class="title" x="%s" y="%s" text-anchor="middle">%s</text>`,
-		n(f.Left+f.PlotW()/2), n(f.H-4), html.EscapeString(xTitle))
-	s.f(`<text class="title" transform="translate(12 %s) rotate(-90)" text-anchor="middle">%s</text>`,
-		n(f.Top+f.PlotH()/2), html.EscapeString(yTitle))
+	s.Elem("text", xTitle, "class", "title", "x", n(f.Left+f.PlotW()/2), "y", n(f.H-4), "text-anchor", "middle")
+	s.Elem("text", yTitle, "class", "title", "transform", "translate(12 "+n(f.Top+f.PlotH()/2)+") rotate(-90)", "text-anchor", "middle")
+}
+
+func (s *svg) line(class string, x1, y1, x2, y2 float64) {
+	s.Empty("line", "class", class, "x1", n(x1), "y1", n(y1), "x2", n(x2), "y2", n(y2))
 }
 
 // Cursor is the band that marks position sel of count: its left edge and
@@ -188,12 +189,16 @@ func (s *svg) cursor(f Frame, sel, count int) {
 	if count <= 0 {
 		return
 	}
-	hidden := ""
-	if sel < 0 || sel >= count {
-		sel, hidden = 0, ` visibility="hidden"`
+	hidden := sel < 0 || sel >= count
+	if hidden {
+		sel = 0
 	}
 	x, w := f.Cursor(sel, count)
-	s.f(`<rect class="cursor" x="%s" y="%s" width="%s" height="%s"%s/>`, n(x), n(f.Top), n(w), n(f.PlotH()), hidden)
+	attrs := []string{"class", "cursor", "x", n(x), "y", n(f.Top), "width", n(w), "height", n(f.PlotH())}
+	if hidden {
+		attrs = append(attrs, "visibility", "hidden")
+	}
+	s.Empty("rect", attrs...)
 }
 
 func finiteMax(vs ...[]float64) float64 {
@@ -240,11 +245,11 @@ func Bars(f Frame, values []float64, kinds []Kind, sel int, xTitle, yTitle strin
 	}
 	for k := Agree; k <= Clear; k++ {
 		if paths[k].Len() > 0 {
-			s.f(`<path class="bar %s" d="%s"/>`, k.class(), paths[k].String())
+			s.Empty("path", "class", "bar "+k.class(), "d", paths[k].String())
 		}
 	}
-	s.f(`</svg>`)
-	return s.b.String()
+	s.Close("svg")
+	return s.String()
 }
 
 // DotSizes are the scatter's dot diameters (flips, agreeing positions)
@@ -278,11 +283,11 @@ func Scatter(f Frame, y []float64, kinds []Kind, boundary []float64, hline float
 			}
 			fmt.Fprintf(&d, "H%s", n(x+band))
 		}
-		s.f(`<path class="boundary" d="%s"/>`, d.String())
+		s.Empty("path", "class", "boundary", "d", d.String())
 	}
 	if hline >= 0 {
 		yy := f.Y(hline, top)
-		s.f(`<line class="boundary" x1="%s" y1="%s" x2="%s" y2="%s"/>`, n(f.Left), n(yy), n(f.W-f.Right), n(yy))
+		s.line("boundary", f.Left, yy, f.W-f.Right, yy)
 	}
 	// A zero-length segment with a round cap is a dot: one path per kind,
 	// the dots smaller as the positions get more.
@@ -304,9 +309,9 @@ func Scatter(f Frame, y []float64, kinds []Kind, boundary []float64, hline float
 			if k == Agree {
 				w = agree
 			}
-			s.f(`<path class="dot %s" stroke-width="%s" d="%s"/>`, k.class(), n(w), paths[k].String())
+			s.Empty("path", "class", "dot "+k.class(), "stroke-width", n(w), "d", paths[k].String())
 		}
 	}
-	s.f(`</svg>`)
-	return s.b.String()
+	s.Close("svg")
+	return s.String()
 }

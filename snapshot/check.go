@@ -1,0 +1,209 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"logitscope/margins"
+)
+
+// check is Parse's second half: every field the page turns into a class
+// name, an index or a lookup is one of the values package margins writes,
+// and every shape agrees with the report's, so that a stored document
+// (anyone can POST one) renders as the page's own would or not at all.
+// Free text (labels, token texts, the criterion's words) stays as it is:
+// the page escapes it wherever it shows it.
+func (d *Doc) check() error {
+	rep := d.Report
+	n, vocab := rep.Rows, rep.Vocab
+	switch {
+	case vocab < 0 || n > 0 && vocab == 0:
+		return fmt.Errorf("report.vocab %d: want at least 1", vocab)
+	case rep.TopK < 0 || rep.TopK > vocab:
+		return fmt.Errorf("report.top_k %d: want 0 to the vocab (%d)", rep.TopK, vocab)
+	case d.Ref.Rows != n:
+		return fmt.Errorf("ref.rows %d: the report has %d rows", d.Ref.Rows, n)
+	case d.Test.Rows != n:
+		return fmt.Errorf("test.rows %d: the report has %d rows", d.Test.Rows, n)
+	}
+	// An empty comparison (no rows: nothing to show) has no rule or
+	// statistics to check.
+	if n > 0 {
+		if err := checkCriterion(rep.Criterion); err != nil {
+			return err
+		}
+		if err := checkSummary(&rep.Summary, n); err != nil {
+			return err
+		}
+	}
+	if err := checkIDs("prompt_ids", d.PromptIDs, vocab); err != nil {
+		return err
+	}
+	if err := checkIDs("tokens", d.Tokens, vocab); err != nil {
+		return err
+	}
+	for i := range rep.Positions {
+		if err := checkPosition(&rep.Positions[i], i, rep.TopK, vocab); err != nil {
+			return err
+		}
+	}
+	for k := range d.Texts {
+		if id, err := strconv.Atoi(k); err != nil || id < 0 || id >= vocab || strconv.Itoa(id) != k {
+			return fmt.Errorf("texts key %q: want a token id below %d in decimal", k, vocab)
+		}
+	}
+	if d.Created != "" {
+		if _, err := time.Parse(time.RFC3339, d.Created); err != nil {
+			return fmt.Errorf("created %q: not an RFC 3339 time", d.Created)
+		}
+	}
+	return nil
+}
+
+func checkCriterion(c margins.Criterion) error {
+	switch c.Mode {
+	case "sigma":
+		if c.SigmaScope != "position" && c.SigmaScope != "capture" {
+			return fmt.Errorf("criterion.sigma_scope %q: want position or capture", c.SigmaScope)
+		}
+	case "abs":
+		if c.SigmaScope != "" {
+			return fmt.Errorf("criterion.sigma_scope %q: an abs criterion has none", c.SigmaScope)
+		}
+	default:
+		return fmt.Errorf("criterion.mode %q: want sigma or abs", c.Mode)
+	}
+	return nil
+}
+
+func checkSummary(s *margins.Summary, n int) error {
+	switch {
+	case s.Positions != n:
+		return fmt.Errorf("summary.positions %d: the report has %d rows", s.Positions, n)
+	case s.Flips < 0 || s.Flips > n:
+		return fmt.Errorf("summary.flips %d: want 0 to %d", s.Flips, n)
+	case s.CloseFlips < 0 || s.ClearFlips < 0 || s.CloseFlips+s.ClearFlips != s.Flips:
+		return fmt.Errorf("summary.close_flips %d and clear_flips %d: want %d flips in all", s.CloseFlips, s.ClearFlips, s.Flips)
+	case s.FirstDisagreement < -1 || s.FirstDisagreement >= n:
+		return fmt.Errorf("summary.first_disagreement %d: want -1 to %d", s.FirstDisagreement, n-1)
+	}
+	return nil
+}
+
+func checkIDs(field string, ids []int, vocab int) error {
+	for i, id := range ids {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("%s[%d] %d: want a token id below %d", field, i, id, vocab)
+		}
+	}
+	return nil
+}
+
+// checkPosition checks position i; a class must agree with the flip it
+// describes, since the strip colours and the summary counts by it.
+func checkPosition(p *margins.Position, i, topK, vocab int) error {
+	at := "positions[" + strconv.Itoa(i) + "]"
+	if p.Index != i {
+		return fmt.Errorf("%s.index %d: want %d", at, p.Index, i)
+	}
+	for _, f := range []struct {
+		name string
+		id   int
+	}{{"ref_choice", p.RefChoice}, {"test_choice", p.TestChoice}, {"rival", p.Rival}, {"target", p.Target}} {
+		if f.id < 0 || f.id >= vocab {
+			return fmt.Errorf("%s.%s %d: want a token id below %d", at, f.name, f.id, vocab)
+		}
+	}
+	flip := p.RefChoice != p.TestChoice
+	if p.Flip != flip {
+		return fmt.Errorf("%s.flip %t: ref_choice %d and test_choice %d say %t", at, p.Flip, p.RefChoice, p.TestChoice, flip)
+	}
+	switch {
+	case p.Class != margins.Agree && p.Class != margins.Close && p.Class != margins.Clear:
+		return fmt.Errorf("%s.class %q: want agree, close or clear", at, p.Class)
+	case (p.Class == margins.Agree) == flip:
+		return fmt.Errorf("%s.class %q: flip is %t", at, p.Class, flip)
+	case p.MarginOf != "flip" && p.MarginOf != "runner_up":
+		return fmt.Errorf("%s.margin_of %q: want flip or runner_up", at, p.MarginOf)
+	}
+	for _, top := range []struct {
+		name string
+		toks []margins.Token
+	}{{"ref_top", p.RefTop}, {"test_top", p.TestTop}} {
+		if len(top.toks) > topK {
+			return fmt.Errorf("%s.%s: %d tokens, the report's top_k is %d", at, top.name, len(top.toks), topK)
+		}
+		for j, t := range top.toks {
+			if t.ID < 0 || t.ID >= vocab {
+				return fmt.Errorf("%s.%s[%d].id %d: want a token id below %d", at, top.name, j, t.ID, vocab)
+			}
+		}
+	}
+	return nil
+}
+
+// noDuplicateKeys refuses an object that names a key twice, at any depth.
+// encoding/json keeps the last of them, so a document could show one value
+// to a checker that reads the first and another to the page; refusing is
+// the only reading every parser agrees on. data must already be valid JSON
+// (Parse decodes it first), so the scan only tracks strings, nesting and
+// which strings are keys. Written by hand rather than with a JSON library
+// that refuses duplicates: this runs in ui.wasm, and one pass over the
+// bytes costs a few lines where such a library costs hundreds of KB.
+func noDuplicateKeys(data []byte) error {
+	type frame struct {
+		object bool
+		keys   map[string]struct{}
+	}
+	var stack []frame
+	wantKey := false // inside an object, before a key
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '{':
+			stack = append(stack, frame{object: true})
+			wantKey = true
+		case '[':
+			stack = append(stack, frame{})
+			wantKey = false
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			wantKey = false
+		case ',':
+			wantKey = len(stack) > 0 && stack[len(stack)-1].object
+		case '"':
+			start := i
+			escaped := false
+			for i++; data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					escaped = true
+					i++
+				}
+			}
+			if !wantKey {
+				continue
+			}
+			key := string(data[start+1 : i])
+			if escaped {
+				if err := json.Unmarshal(data[start:i+1], &key); err != nil {
+					return err
+				}
+			}
+			top := &stack[len(stack)-1]
+			if _, dup := top.keys[key]; dup {
+				return fmt.Errorf("duplicate key %q", key)
+			}
+			if top.keys == nil {
+				top.keys = map[string]struct{}{}
+			}
+			top.keys[key] = struct{}{}
+			wantKey = false
+		}
+	}
+	if len(stack) != 0 {
+		return errors.New("unbalanced JSON")
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// goodDoc is Build's document for pair() as JSON, with texts.
+func goodDoc(t testing.TB) string {
+	ref, test := pair()
+	d, err := Build(nil, Capture{Logits: ref, PromptIDs: []int{3}}, Capture{Logits: test}, nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestParseRefusesHostile: every value the page turns into markup, a class
+// name or an index is checked, so a stored document cannot carry markup
+// into an attribute or point the view outside its arrays. Each error names
+// the field and the value.
+func TestParseRefusesHostile(t *testing.T) {
+	good := goodDoc(t)
+	if _, err := Parse([]byte(good)); err != nil {
+		t.Fatalf("the good document: %v", err)
+	}
+	for _, c := range []struct {
+		name, from, to, want string
+	}{
+		{"class markup", `"class":"agree"`, `"class":"agree\"><img src=x onerror=alert(1)>"`, `positions[0].class "agree\"><img`},
+		{"class unknown", `"class":"clear"`, `"class":"bogus"`, `positions[2].class "bogus"`},
+		{"class agree on a flip", `"class":"clear"`, `"class":"agree"`, `positions[2].class "agree"`},
+		{"margin_of", `"margin_of":"runner_up"`, `"margin_of":"x y"`, `positions[0].margin_of "x y"`},
+		{"criterion mode", `"mode":"sigma"`, `"mode":"<b>"`, `criterion.mode "<b>"`},
+		{"sigma scope", `"sigma_scope":"position"`, `"sigma_scope":"everywhere"`, `criterion.sigma_scope "everywhere"`},
+		{"position index", `"index":1,`, `"index":7,`, `positions[1].index 7`},
+		{"token out of vocab", `"tokens":[0,0,0]`, `"tokens":[0,99,0]`, `tokens[1] 99`},
+		{"negative prompt id", `"prompt_ids":[3]`, `"prompt_ids":[-1]`, `prompt_ids[0] -1`},
+		{"ref choice out of vocab", `"ref_choice":0`, `"ref_choice":16`, `positions[0].ref_choice 16`},
+		{"top-k id out of vocab", `"ref_top":[{"id":0`, `"ref_top":[{"id":1000`, `positions[0].ref_top[0].id 1000`},
+		{"side rows", `"test":{"label":"","rows":3}`, `"test":{"label":"","rows":5}`, `test.rows 5`},
+		{"first disagreement", `"first_disagreement":1`, `"first_disagreement":3`, `first_disagreement 3`},
+		{"summary positions", `"positions":3,`, `"positions":4,`, `summary.positions 4`},
+		{"text key", `"texts":{`, `"texts":{"x<y":"a",`, `texts key "x<y"`},
+		{"created", `"kind":`, `"created":"<script>","kind":`, `created "<script>"`},
+		{"duplicate key", `"kind":"logitscope.snapshot"`, `"kind":"logitscope.snapshot","kind":"logitscope.snapshot"`, `duplicate key "kind"`},
+		{"duplicate nested key", `"class":"agree"`, `"class":"clear","class":"agree"`, `duplicate key "class"`},
+		{"duplicate escaped key", `"kind":"logitscope.snapshot"`, `"kind":"logitscope.snapshot","\u006bind":"logitscope.snapshot"`, `duplicate key "kind"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(good, c.from, c.to, 1)
+			if bad == good {
+				t.Fatalf("%q not in the document", c.from)
+			}
+			_, err := Parse([]byte(bad))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestParseKeepsText: token texts are data, not markup: Parse keeps them as
+// they are and the page escapes them where it shows them.
+func TestParseKeepsText(t *testing.T) {
+	good := goodDoc(t)
+	doc := strings.Replace(good, `"texts":{`, `"texts":{"0":"<script>alert(1)</script>",`, 1)
+	doc = strings.Replace(doc, `"0":"a",`, ``, 1)
+	d, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Text(0) != "<script>alert(1)</script>" {
+		t.Errorf("text 0 = %q", d.Text(0))
+	}
+}
+
+func TestParseRefusesTrailingData(t *testing.T) {
+	if _, err := Parse([]byte(goodDoc(t) + ` {}`)); err == nil {
+		t.Error("a document followed by another value parsed")
+	}
+}
+
+func TestNoDuplicateKeys(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want string // "" for none
+	}{
+		{`{"a":1,"b":{"a":2},"c":[{"a":1},{"a":2}]}`, ""},
+		{`{"a":"\"a\"","b":["a","a"]}`, ""},
+		{`{"a":1,"a":2}`, `duplicate key "a"`},
+		{`{"x":[{"a":1,"b":2,"a":3}]}`, `duplicate key "a"`},
+		{`{"a\"b":1,"a\u0022b":2}`, `duplicate key "a\"b"`},
+	} {
+		err := noDuplicateKeys([]byte(c.doc))
+		if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want) {
+			t.Errorf("%s: got %v, want %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestNoDuplicateKeysLargeObject(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"inner":{"a":1,"b":2},`)
+	for i := range 100 {
+		fmt.Fprintf(&b, `"k%d":{"a":1},`, i)
+	}
+	ok := b.String() + `"a":1}`
+	if err := noDuplicateKeys([]byte(ok)); err != nil {
+		t.Errorf("100 distinct keys: %v", err)
+	}
+	for _, dup := range []string{`"k7":1}`, `"k99":1}`, `"inner":1}`} {
+		if err := noDuplicateKeys([]byte(b.String() + dup)); err == nil {
+			t.Errorf("%s after 100 keys: no error", dup)
+		}
+	}
+}

@@ -35,8 +35,8 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 # open and first-token times in Chromium. The qwen2.5-0.5b
 # checkpoint (1 GB) and its q4 variant are generated once into the cache.
 bench:
-	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./engine/ ./gpuengine/; \
-	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./engine/ ./gpuengine/; \
+	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./engine/...; \
+	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./engine/...; \
 	  $(GO) test -run '^$$' -bench 'Page' -benchtime 3x ./web/e2e/; } | $(GO) run ./cmd/benchtable
 
 # engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).

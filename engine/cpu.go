@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"logitscope/cpu"
-	"logitscope/gpuengine"
+	"logitscope/engine/internal/cpu"
+	"logitscope/engine/internal/gpuengine"
 	"logitscope/model"
 )
 

@@ -3,8 +3,8 @@ package engine
 import (
 	"fmt"
 
+	"logitscope/engine/internal/gpuengine"
 	"logitscope/gpu"
-	"logitscope/gpuengine"
 )
 
 // gpuEngine is the WGSL program (package gpuengine) behind the seam.

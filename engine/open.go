@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"logitscope/checkpoint"
+	"logitscope/engine/internal/gpuengine"
 	"logitscope/gpu"
-	"logitscope/gpuengine"
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/variant"

@@ -6,8 +6,9 @@ import (
 	"sort"
 	"testing"
 
-	"logitscope/cpu"
-	"logitscope/model"
+	"logitscope/checkpoint"
+	"logitscope/engine"
+	"logitscope/session"
 	"logitscope/tokenizer"
 )
 
@@ -20,20 +21,21 @@ func marginStats(t *testing.T, preset string) (margins, p1 []float64, repeat flo
 	if err := Write(Presets[preset], dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Open(dir)
+	ck, err := checkpoint.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ck.Close()
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := tok.Encode(corpus)[:400]
-	s, err := cpu.New(m, len(ids))
+	e, err := engine.Open(ck, engine.Options{Capacity: len(ids)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.Forward(ids, true)
+	rows, err := session.Forward(e, ids, true)
 	if err != nil {
 		t.Fatal(err)
 	}

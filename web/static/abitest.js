@@ -8,7 +8,7 @@
 "use strict";
 
 (async function () {
-  const { Engine, findModel, fetchFiles, compileEngine, CACHE_NAME } = self.LogitscopeHost;
+  const { Instance, findModel, fetchFiles, compileEngine, CACHE_NAME } = self.LogitscopeHost;
   const { requestDevice, READ_BUFFER_UNAVAILABLE } = self.LogitscopeGPU;
   const MODEL = new URLSearchParams(location.search).get("model") || "demo";
   const results = [];
@@ -121,7 +121,7 @@
     // newEngine instantiates engine.wasm with the fixture files mounted and
     // the WebGPU device (jspi: read_buffer served through JSPI).
     const newEngine = async (t, { jspi = false } = {}) => {
-      const e = await Engine.create(module, { files: q4Files, device: gpu.device, adapterName: gpu.name, jspi });
+      const e = await Instance.create(module, { files: q4Files, device: gpu.device, adapterName: gpu.name, jspi });
       t.cleanup.push(() => e.close());
       return e;
     };
@@ -135,7 +135,7 @@
     };
 
     // The gpu info import, as the engine sees it.
-    const infoEngine = await Engine.create(module, { files: q4Files, device: gpu.device, adapterName: gpu.name });
+    const infoEngine = await Instance.create(module, { files: q4Files, device: gpu.device, adapterName: gpu.name });
     const info = JSON.parse(JSON.stringify(infoEngine.gpu.info()));
     infoEngine.close();
     window.abiInfo = { info, adapter: gpu.name, jspi, imports, setupMs, userAgent: navigator.userAgent };

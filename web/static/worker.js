@@ -2,7 +2,7 @@
 // {id, op: "probe"|"open"|"run", args} with {id, ok, value|error} and sends
 // {id, progress: {phase, message, loaded, total}} and {log: {level, text}}
 // on the way (web/BRIDGE.md). Loaded as a plain script on a page (after
-// wasi.js and gpu.js) it only defines self.LogitscopeHost: the Engine class
+// wasi.js and gpu.js) it only defines self.LogitscopeHost: the Instance class
 // and the model fetching, which the ABI test page drives directly.
 //
 // A classic worker (importScripts) rather than a module worker: the same
@@ -35,9 +35,9 @@
 
   const CLOSED = "the engine instance is closed (it trapped or was closed): open the model again";
 
-  // Engine is one instance of engine.wasm with its WASI and gpu hosts, the
-  // browser's counterpart of host.Engine.
-  class Engine {
+  // Instance is one instance of engine.wasm with its WASI and gpu hosts, the
+  // browser's counterpart of host.Instance.
+  class Instance {
     // create instantiates module with files (path -> Uint8Array, relative
     // to the model dir) mounted read-only at /model, and runs _initialize.
     // device: a GPUDevice or null (CPU). log(level, line) gets stdout and
@@ -50,7 +50,7 @@
       const imports = { ...wasi.imports(), ...gpu.imports() };
       checkImports(module, imports);
       const instance = await WebAssembly.instantiate(module, imports);
-      const e = new Engine(instance, wasi, gpu, fs);
+      const e = new Instance(instance, wasi, gpu, fs);
       e.raw("_initialize");
       return e;
     }
@@ -415,7 +415,7 @@
   }
 
   global.LogitscopeHost = {
-    Engine, EngineError, TrapError, listModels, findModel, selectFiles, fetchFiles, compileEngine,
+    Instance, EngineError, TrapError, listModels, findModel, selectFiles, fetchFiles, compileEngine,
     fmtBytes, CACHE_NAME, DEFAULT_BUDGET,
   };
 
@@ -495,7 +495,7 @@
         module = await compileEngine();
       }
       progress({ phase: "open", message: `${name} ${variant} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
-      const e = await Engine.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "" });
+      const e = await Instance.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "" });
       try {
         await e.open({ variant, capacity, device: g ? "gpu" : "cpu" });
       } catch (err) {

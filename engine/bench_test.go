@@ -7,6 +7,7 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/session"
@@ -79,7 +80,7 @@ func BenchmarkDecode(b *testing.B) {
 					const prompt, span = 32, 256
 					var dev gpu.Device
 					if dname == "gpu" {
-						dev = device(b)
+						dev = nativetest.Device(b)
 					}
 					s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + span})
 					if err != nil {

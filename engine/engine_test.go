@@ -2,17 +2,15 @@ package engine_test
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
-	"logitscope/gpu/native"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
@@ -24,34 +22,13 @@ import (
 // row: both accumulate in float32, in different orders.
 const ForwardTolerance = 1e-4
 
-var shared struct {
-	once sync.Once
-	dev  gpu.Device
-	err  error
-}
-
-// device opens the native WebGPU device once per test binary. Without an
-// adapter the GPU tests skip on a developer machine and fail in CI, which
-// installs Mesa's Vulkan drivers.
-func device(t testing.TB) gpu.Device {
-	t.Helper()
-	shared.once.Do(func() { shared.dev, shared.err = native.Open() })
-	if shared.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(shared.err)
-		}
-		t.Skip(shared.err)
-	}
-	return shared.dev
-}
-
 // bothEngines opens a variant ("f32" or a scheme) of a synthetic preset on
 // the CPU and on the GPU. Variants are written with small shards and the
 // checkpoint uploaded in small pieces, so every matrix takes the
 // split-tensor path.
 func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onCPU, onGPU engine.Engine) {
 	t.Helper()
-	dev := device(t)
+	dev := nativetest.Device(t)
 	dir := filepath.Join(t.TempDir(), p.Name)
 	if err := synth.Write(p, dir, synth.Options{Seed: 3}); err != nil {
 		t.Fatal(err)

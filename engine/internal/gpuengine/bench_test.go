@@ -9,6 +9,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/gpu"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/safetensors"
@@ -54,7 +55,7 @@ func BenchmarkOps(b *testing.B) {
 		for _, vname := range []string{"f32", "q4"} {
 			b.Run(preset+"/"+vname, func(b *testing.B) {
 				g, src := benchModel(b, preset, vname)
-				e, err := New(device(b), g, src, Options{Capacity: 64 + b.N})
+				e, err := New(nativetest.Device(b), g, src, Options{Capacity: 64 + b.N})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -91,7 +92,7 @@ func BenchmarkOps(b *testing.B) {
 // BenchmarkMatmulKernel times one decode-shaped matmul (T = 1) at
 // Qwen2.5-0.5B's MLP shape, per weight format.
 func BenchmarkMatmulKernel(b *testing.B) {
-	dev := device(b)
+	dev := nativetest.Device(b)
 	const rows, cols = 4864, 896
 	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4} {
 		b.Run(f.String(), func(b *testing.B) {

@@ -3,34 +3,10 @@ package gpuengine
 import (
 	"encoding/binary"
 	"math"
-	"os"
-	"sync"
 	"testing"
 
 	"logitscope/gpu"
-	"logitscope/gpu/native"
 )
-
-var shared struct {
-	once sync.Once
-	dev  gpu.Device
-	err  error
-}
-
-// device opens the native WebGPU device once per test binary. Without an
-// adapter the GPU tests skip on a developer machine and fail in CI, which
-// installs Mesa's Vulkan drivers.
-func device(t testing.TB) gpu.Device {
-	t.Helper()
-	shared.once.Do(func() { shared.dev, shared.err = native.Open() })
-	if shared.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(shared.err)
-		}
-		t.Skip(shared.err)
-	}
-	return shared.dev
-}
 
 // buf uploads data (float32, uint32 or raw bytes) into a new buffer.
 func buf(t testing.TB, dev gpu.Device, data any) gpu.Buffer {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"logitscope/gpu"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/safetensors"
@@ -60,7 +61,7 @@ func TestMatmulKernel(t *testing.T) {
 }
 
 func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
-	dev := device(t)
+	dev := nativetest.Device(t)
 	const rows, ldy, xOff, yOff = 130, 132, 5, 7
 	r := rnd(f + 1)
 	w := r.fill(rows*cols, 0.5)
@@ -109,7 +110,7 @@ func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
 // Rows of E gathered by id across two pieces equal the CPU engine's
 // decoded rows exactly.
 func TestEmbedKernel(t *testing.T) {
-	dev := device(t)
+	dev := nativetest.Device(t)
 	const rows, cols = 100, 70
 	ids := []uint32{3, 99, 50, 49, 0}
 	for f := shaders.F32; f <= shaders.Q4; f++ {
@@ -140,7 +141,7 @@ func TestEmbedKernel(t *testing.T) {
 }
 
 func TestRMSNormKernel(t *testing.T) {
-	dev := device(t)
+	dev := nativetest.Device(t)
 	const d, T, eps = 70, 3, 1e-6
 	r := rnd(5)
 	x := r.fill((T+1)*d, 3)
@@ -163,7 +164,7 @@ func TestRMSNormKernel(t *testing.T) {
 }
 
 func TestRoPEKernel(t *testing.T) {
-	dev := device(t)
+	dev := nativetest.Device(t)
 	g := model.Geometry{HeadDim: 16, RopeTheta: 1e6}
 	const heads, T, pos0 = 3, 3, 5
 	ld := heads * g.HeadDim
@@ -197,7 +198,7 @@ func TestRoPEKernel(t *testing.T) {
 
 // Grouped-query attention for a 3-token chunk at position 5 of the cache.
 func TestAttentionKernel(t *testing.T) {
-	dev := device(t)
+	dev := nativetest.Device(t)
 	const heads, kvh, hd, pos0, T, capacity = 4, 2, 16, 5, 3, 10
 	qd, kvd := heads*hd, kvh*hd
 	r := rnd(13)
@@ -239,7 +240,7 @@ func TestAttentionKernel(t *testing.T) {
 }
 
 func TestElementwiseKernels(t *testing.T) {
-	dev := device(t)
+	dev := nativetest.Device(t)
 	const n = 1000 // not a multiple of 64
 	r := rnd(17)
 	a, b := r.fill(n, 4), r.fill(n, 2)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"logitscope/checkpoint"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/model"
 	"logitscope/synth"
 )
@@ -12,7 +13,7 @@ import (
 // Upload progress ends exactly at its total, so the terminal line closes.
 func TestUploadProgress(t *testing.T) {
 	for _, p := range []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"]} {
-		dev := device(t)
+		dev := nativetest.Device(t)
 		dir := filepath.Join(t.TempDir(), p.Name)
 		if err := synth.Write(p, dir, synth.Options{}); err != nil {
 			t.Fatal(err)

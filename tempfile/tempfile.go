@@ -76,7 +76,7 @@ func Mkdir(path string) (string, error) {
 func Write(path string, write func(io.Writer) error) (string, error) {
 	f, err := Create(path)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	err = write(f)
 	if cerr := f.Close(); err == nil {

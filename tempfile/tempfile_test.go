@@ -76,3 +76,12 @@ func TestRenameAllOrNothing(t *testing.T) {
 		t.Fatalf("after the pair: %v, pending %v", got, pending)
 	}
 }
+
+// A temporary that cannot be created is an error naming the target.
+func TestWriteCreateErrorNamesTarget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "a.dump")
+	_, err := Write(path, func(io.Writer) error { return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Fatalf("err = %v, want one naming %s", err, path)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"logitscope/quant"
 	"logitscope/receipt"
 	"logitscope/session"
+	"logitscope/tempfile"
 )
 
 // Options say where a request runs.
@@ -160,18 +161,24 @@ func (c *Capture) Logits(vocab int) *dump.Logits {
 	return l
 }
 
-// Save writes c's rows as a dump at path (written whole or not at all) and
-// its sealed receipt beside it.
+// Save writes c's rows as a dump at path and its sealed receipt beside it,
+// both whole or neither: each is written to a temporary, then the receipt
+// is renamed into place before the dump, so that even a process killed
+// between the two renames leaves no dump without its receipt (at worst a
+// receipt whose dump is missing, or the previous dump, which the receipt
+// then refuses by its sha256).
 func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture) (*receipt.Receipt, error) {
 	fp, err := ck.Fingerprint()
 	if err != nil {
 		return nil, err
 	}
 	logits := c.Logits(ck.Config.VocabSize)
-	if err := dump.WriteFile(path, logits); err != nil {
+	tmp, err := dump.WriteTemp(path, logits)
+	if err != nil {
 		return nil, err
 	}
-	sum, err := checkpoint.FileSHA256(path)
+	defer tempfile.Remove(tmp) // a no-op once renamed
+	sum, err := checkpoint.FileSHA256(tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -180,5 +187,12 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}
-	return rc, receipt.Write(receipt.Path(path), rc)
+	rtmp, err := receipt.WriteTemp(receipt.Path(path), rc)
+	if err != nil {
+		return nil, err
+	}
+	if err := tempfile.Rename(tempfile.Move{Temp: rtmp, Path: receipt.Path(path)}, tempfile.Move{Temp: tmp, Path: path}); err != nil {
+		return nil, err
+	}
+	return rc, nil
 }

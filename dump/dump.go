@@ -11,7 +11,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
+
+	"logitscope/tempfile"
 )
 
 // HeaderSize is the byte length of the two uint64 fields.
@@ -53,25 +54,21 @@ func Write(w io.Writer, l *Logits) error {
 }
 
 // WriteFile writes path atomically: a temporary file in the same directory,
-// renamed into place only when complete, so a failed write leaves no
-// half-written dump behind.
+// renamed into place only when complete, so a failed or interrupted write
+// leaves no half-written dump behind (package tempfile).
 func WriteFile(path string, l *Logits) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := WriteTemp(path, l)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if err := Write(tmp, l); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
+}
+
+// WriteTemp writes l to a new temporary beside path and returns its name,
+// for a caller that puts it in place together with other files
+// (tempfile.Rename).
+func WriteTemp(path string, l *Logits) (string, error) {
+	return tempfile.Write(path, func(w io.Writer) error { return Write(w, l) })
 }
 
 // ParseHeader validates the header against the total byte size of the dump.

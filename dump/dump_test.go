@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,6 +117,51 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("want only the dump, got %v", ents)
+	}
+}
+
+// deadPID is the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// A write removes the temporaries of its own path that a killed writer
+// left, and nothing that may be another's or in use.
+func TestWriteFileRemovesStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	dead := deadPID(t)
+	stale := fmt.Sprintf(".out.dump.tmp%d-123", dead)
+	keep := []string{
+		".out.dump.tmp1-123",                                  // pid 1 is alive: in use
+		fmt.Sprintf(".other.dump.tmp%d-123", dead),            // another dump's
+		fmt.Sprintf(".out.dump.receipt.json.tmp%d-123", dead), // the receipt's: its writer removes it
+		".out.dump.tmp123",                                    // an older version's: its writer cannot be told
+		fmt.Sprintf(".out.dump.tmp%d-12x", dead),              // not our pattern
+		fmt.Sprintf("out.dump.tmp%d-123", dead),               // not hidden: not ours
+	}
+	for _, name := range append([]string{stale}, keep...) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteFile(filepath.Join(dir, "out.dump"), goldenLogits()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	want := append([]string{"out.dump"}, keep...)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the write: %q\nwant %q", got, want)
 	}
 }
 

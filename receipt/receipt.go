@@ -9,13 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 
 	"logitscope/checkpoint"
 	"logitscope/seal"
+	"logitscope/tempfile"
 )
 
 // Format names this receipt layout.
@@ -82,23 +83,24 @@ func PanelSHA256(windows [][]int) string {
 
 // Write seals r and writes it atomically.
 func Write(path string, r *Receipt) error {
+	tmp, err := WriteTemp(path, r)
+	if err != nil {
+		return err
+	}
+	return tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
+}
+
+// WriteTemp seals r and writes it to a new temporary beside path, for a
+// caller that puts it in place together with its dump (tempfile.Rename).
+func WriteTemp(path string, r *Receipt) (string, error) {
 	data, err := Marshal(r)
 	if err != nil {
-		return err
+		return "", err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	return tempfile.Write(path, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	})
 }
 
 // Marshal seals r (setting its Format and Seal) and encodes it.

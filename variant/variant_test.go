@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,6 +192,55 @@ func TestWriteKeepsOldVariantOnError(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 1 {
 		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+// deadPID is the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// A write removes the temporary directories of its own scheme that a
+// killed quantize left, and nothing that may be another's or in use.
+func TestWriteRemovesStaleTemporaries(t *testing.T) {
+	ck := tinyCheckpoint(t, 0)
+	parent := t.TempDir()
+	dead := deadPID(t)
+	stale := fmt.Sprintf(".q6.tmp%d-123", dead)
+	keep := []string{
+		".q6.tmp1-123",                      // pid 1 is alive: in use
+		fmt.Sprintf(".q4.tmp%d-123", dead),  // another scheme's
+		".q6.tmp123",                        // an older version's: its writer cannot be told
+		fmt.Sprintf(".q6.tmp%d-12x", dead),  // not our pattern
+		fmt.Sprintf("q6.tmp%d-123", dead),   // not hidden: not ours
+		fmt.Sprintf(".q6.tmp%d-123x", dead), // not our pattern
+	}
+	for _, name := range append([]string{stale}, keep...) {
+		if err := os.MkdirAll(filepath.Join(parent, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(parent, name, "shard-00001.bin"), []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(ck, quant.Q6, filepath.Join(parent, "q6"), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	ents, _ := os.ReadDir(parent)
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	want := append([]string{"q6"}, keep...)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the write: %q\nwant %q", got, want)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/quant"
 	"logitscope/seal"
+	"logitscope/tempfile"
 )
 
 // DefaultDir is where a checkpoint's variant of a scheme lives by default.
@@ -31,7 +32,10 @@ type Options struct {
 
 // Write quantizes ck with scheme into dir: every matrix (linear weights,
 // embedding, LM head) in the scheme, every vector (norms, biases) in
-// float32. dir is replaced only when the new variant is complete.
+// float32. dir is replaced only when the new variant is complete; the
+// temporary directory it is written in beside dir is removed on a failure
+// or a signal (package tempfile), and a later Write removes it if the
+// process was killed.
 func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Options) error {
 	if opt.MaxShardBytes == 0 {
 		opt.MaxShardBytes = MaxShardBytes
@@ -43,11 +47,11 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp*")
+	tmp, err := tempfile.Mkdir(dir)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
+	defer tempfile.Remove(tmp) // a no-op once renamed
 	w := &shardWriter{dir: tmp, max: int64(opt.MaxShardBytes)}
 	m := &Manifest{Format: Format, Scheme: string(scheme), GroupSize: quant.GroupSize, Model: fp}
 	names := ck.Names()
@@ -84,7 +88,7 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	return replaceDir(tmp, dir)
+	return tempfile.Commit(func() error { return replaceDir(tmp, dir) }, tmp)
 }
 
 type encoded struct {

@@ -14,8 +14,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"logitscope/tempfile"
 )
 
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
@@ -27,16 +32,55 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"conform":  conformCommand,
 }
 
-func main() {
-	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize|conform [flags] (logitscope CMD -h for its flags)")
-		os.Exit(2)
+func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// cli runs the command args name and returns the exit status.
+func cli(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 || commands[args[0]] == nil {
+		fmt.Fprintln(stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize|conform [flags] (logitscope CMD -h for its flags)")
+		return 2
 	}
-	if err := commands[os.Args[1]](os.Args[2:], os.Stdout, os.Stderr); err != nil {
+	defer onSignal(args[0], stderr)()
+	if err := commands[args[0]](args[1:], stdout, stderr); err != nil {
 		if err != flag.ErrHelp {
-			fmt.Fprintf(os.Stderr, "logitscope %s: %v\n", os.Args[1], err)
+			fmt.Fprintf(stderr, "logitscope %s: %v\n", args[0], err)
 		}
-		os.Exit(1)
+		return 1
+	}
+	return 0
+}
+
+// onSignal makes a SIGINT or SIGTERM, until stop is called, remove the
+// temporaries being written (tempfile.Abandon) and exit with 128+signal
+// and a message. It exits from the handler rather than cancelling the
+// command through a context: the engines have no points at which to
+// stop, and the temporaries are all that a command interrupted at any
+// point could leave, which the registry knows.
+func onSignal(name string, stderr io.Writer) (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			removed := tempfile.Abandon()
+			slices.Sort(removed)
+			msg := "nothing was half written"
+			if len(removed) > 0 {
+				msg = "removed the unfinished " + strings.Join(removed, ", ")
+			}
+			fmt.Fprintf(stderr, "logitscope %s: %v: %s\n", name, s, msg)
+			code := 1
+			if n, ok := s.(syscall.Signal); ok {
+				code = 128 + int(n)
+			}
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
 	}
 }
 

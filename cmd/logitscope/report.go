@@ -28,6 +28,9 @@ type reportJSON struct {
 	Ref        side                `json:"ref"`
 	Test       side                `json:"test"`
 	Provenance *receipt.Provenance `json:"provenance,omitempty"`
+	// Notes say what the report could not check, such as a dump without
+	// its receipt.
+	Notes []string `json:"notes,omitempty"`
 	*margins.Report
 }
 
@@ -68,6 +71,16 @@ func report(args []string, stdout, stderr io.Writer) error {
 			ref.Path, ref.logits.Rows, ref.logits.Vocab, test.Path, test.logits.Rows, test.logits.Vocab)
 	}
 	out := reportJSON{Ref: ref, Test: test}
+	// A dump without its receipt may be another tool's, or a capture's
+	// whose receipt was lost: either way nothing vouches for what made it,
+	// which a reader of the report alone would not notice.
+	for _, s := range []side{ref, test} {
+		if s.Receipt == nil {
+			note := s.Path + " has no receipt: its provenance cannot be checked"
+			fmt.Fprintln(stderr, "note: "+note)
+			out.Notes = append(out.Notes, note)
+		}
+	}
 	var targets []int
 	if ref.Receipt != nil && test.Receipt != nil {
 		p := receipt.Compare(ref.Receipt, test.Receipt)
@@ -103,6 +116,9 @@ func report(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "ref:  %s%s\ntest: %s%s\n", ref.Path, describe(ref.Receipt), test.Path, describe(test.Receipt))
+	for _, note := range out.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", note)
+	}
 	if p := out.Provenance; p != nil {
 		fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: %s\n", yesNo(p.SameModel), yesNo(p.SameSequence))
 		if !p.SameSequence && ref.Receipt.Request.Mode != session.Panel && test.Receipt.Request.Mode != session.Panel {

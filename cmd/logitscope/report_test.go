@@ -209,3 +209,47 @@ func TestCaptureFollow(t *testing.T) {
 		t.Fatal("--follow of a missing dump succeeded")
 	}
 }
+
+// A dump without a receipt beside it is still compared, but report says on
+// stderr, in the text and in the JSON that its provenance cannot be
+// checked; a dump with its receipt gets no such note.
+func TestReportMissingReceipt(t *testing.T) {
+	dir := t.TempDir()
+	bare, sealed := filepath.Join(dir, "bare.dump"), filepath.Join(dir, "sealed.dump")
+	for _, p := range []string{bare, sealed} {
+		if err := dump.WriteFile(p, &dump.Logits{Rows: 2, Vocab: 8, Data: make([]float32, 16)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := receipt.Write(receipt.Path(sealed), &receipt.Receipt{Request: receipt.Request{Mode: "greedy"},
+		Dump: receipt.Dump{SHA256: fileSHA(t, sealed), Rows: 2, Vocab: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	note := bare + " has no receipt: its provenance cannot be checked"
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"--ref", bare, "--test", sealed}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		var out, errb bytes.Buffer
+		if err := report(args, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(errb.String(), "note: "+note) || strings.Contains(errb.String(), "sealed.dump has no receipt") {
+			t.Errorf("json %v: stderr %q, want only the note %q", asJSON, errb.String(), note)
+		}
+		if !asJSON {
+			if !strings.Contains(out.String(), "note: "+note+"\n") || strings.Contains(out.String(), "sealed.dump has no receipt") {
+				t.Errorf("the text report lacks the note %q:\n%s", note, out.String())
+			}
+			continue
+		}
+		var got struct{ Notes []string }
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Notes) != 1 || got.Notes[0] != note {
+			t.Errorf("JSON notes %q, want [%q]", got.Notes, note)
+		}
+	}
+}

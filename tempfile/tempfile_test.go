@@ -1,0 +1,87 @@
+package tempfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// A temporary is named after its target and this process, and a failed
+// write removes it and names the target.
+func TestWriteFailureRemoves(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.dump")
+	var seen string
+	Created = func(name string) { seen = name }
+	defer func() { Created = nil }()
+	_, err := Write(path, func(io.Writer) error { return errors.New("disk full") })
+	if err == nil || !strings.Contains(err.Error(), path+": disk full") {
+		t.Fatalf("err = %v", err)
+	}
+	if want := ".a.dump.tmp" + strconv.Itoa(os.Getpid()) + "-"; !strings.HasPrefix(filepath.Base(seen), want) {
+		t.Fatalf("temporary %s, want a name starting %s", seen, want)
+	}
+	if got := names(t, dir); len(got) != 0 || len(pending) != 0 {
+		t.Fatalf("left behind: %v, pending %v", got, pending)
+	}
+}
+
+// Files renamed together appear together or not at all: when the second
+// rename fails the first target is removed again.
+func TestRenameAllOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	write := func(path string) string {
+		tmp, err := Write(path, func(w io.Writer) error { _, err := w.Write([]byte(path)); return err })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tmp
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	ta, tb := write(a), write(b)
+	if err := os.Mkdir(b, 0o755); err != nil { // a file cannot be renamed over a directory
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(b, "x"), nil, 0o644)
+	err := Rename(Move{ta, a}, Move{tb, b})
+	if err == nil || !strings.Contains(err.Error(), b+": ") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := names(t, dir); len(got) != 1 || got[0] != "b" || len(pending) != 0 {
+		t.Fatalf("after a failed pair: %v, pending %v; want only the directory b", got, pending)
+	}
+	os.RemoveAll(b)
+	ta, tb = write(a), write(b)
+	if err := Rename(Move{ta, a}, Move{tb, b}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); len(got) != 2 || len(pending) != 0 {
+		t.Fatalf("after the pair: %v, pending %v", got, pending)
+	}
+}
+
+// A temporary that cannot be created is an error naming the target.
+func TestWriteCreateErrorNamesTarget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "a.dump")
+	_, err := Write(path, func(io.Writer) error { return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Fatalf("err = %v, want one naming %s", err, path)
+	}
+}

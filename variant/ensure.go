@@ -11,12 +11,15 @@ import (
 )
 
 // Ensure returns the directory of ck's scheme variant (DefaultDir),
-// quantizing it first when it is missing, with progress on log: suites and
-// benchmarks then run on a fresh checkout of a model.
+// quantizing it first when it is missing, with progress on log (nil: none):
+// suites and benchmarks then run on a fresh checkout of a model.
 func Ensure(ck *checkpoint.Checkpoint, scheme quant.Scheme, log io.Writer) (string, error) {
 	dir := DefaultDir(ck.Dir, string(scheme))
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
 		return dir, nil
+	}
+	if log == nil {
+		log = io.Discard
 	}
 	fmt.Fprintf(log, "quantizing %s to %s ...\n", ck.Dir, scheme)
 	return dir, Write(ck, scheme, dir, Options{Progress: LogProgress(log, scheme)})

@@ -1,0 +1,107 @@
+package capture
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/quant"
+	"logitscope/receipt"
+	"logitscope/session"
+	"logitscope/synth"
+	"logitscope/variant"
+)
+
+// tinyQ4 writes the tiny preset with its q4 variant.
+func tinyQ4(t *testing.T) *checkpoint.Checkpoint {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	if _, err := variant.Ensure(ck, quant.Q4, nil); err != nil {
+		t.Fatal(err)
+	}
+	return ck
+}
+
+// A native CPU capture saves a dump whose receipt verifies against it and
+// records the variant's seal, the device and the request.
+func TestRunAndSave(t *testing.T) {
+	ck := tinyQ4(t)
+	req := session.Request{Mode: session.Panel, Windows: [][]int{{1, 2, 3, 4}, {5, 6, 7}}}
+	c, err := Run(ck, "q4", req, Options{Device: "cpu", Runtime: "native"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 5 || c.Device != "cpu" || c.Variant != "q4" || c.Manifest == "" || len(c.Targets) != 5 {
+		t.Fatalf("capture: %d rows, device %q, variant %q, manifest %q, targets %v", len(c.Rows), c.Device, c.Variant, c.Manifest, c.Targets)
+	}
+	path := filepath.Join(t.TempDir(), "q4.dump")
+	rc, err := Save(path, ck, ReceiptRequest(req, ""), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := receipt.Read(receipt.Path(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.CheckDump(path); err != nil {
+		t.Fatal(err)
+	}
+	if got.Seal != rc.Seal || got.VariantManifest != c.Manifest || got.Request.Windows != 2 || got.Dump.Rows != 5 {
+		t.Fatalf("receipt %+v", got)
+	}
+}
+
+// What cannot run is refused before anything loads, naming the problem.
+func TestRunErrors(t *testing.T) {
+	ck := tinyQ4(t)
+	greedy := session.Request{Mode: session.Greedy, PromptIDs: []int{1, 2}, MaxNew: 2}
+	for _, c := range []struct {
+		variant string
+		opt     Options
+		want    string
+	}{
+		{"q8", Options{Device: "cpu", Runtime: "native"}, "no variant at " + filepath.Join(ck.Dir, "variants", "q8")},
+		{"f32", Options{Device: "tpu", Runtime: "native"}, `--device "tpu"`},
+		{"f32", Options{Device: "cpu", Runtime: "js"}, `--runtime "js"`},
+		{"f32", Options{Device: "cpu", Runtime: "wasm", Engine: filepath.Join(t.TempDir(), "none.wasm")}, "make wasm"},
+		{variant.DefaultDir(ck.Dir, "q4"), Options{Device: "cpu", Runtime: "wasm", Engine: "x"}, "none"},
+	} {
+		_, err := Run(ck, c.variant, greedy, c.opt)
+		if c.want == "none" {
+			// The model's own variant named by its path is one engine.wasm sees.
+			if err == nil || strings.Contains(err.Error(), "opens variants by scheme") {
+				t.Errorf("%s: %v", c.variant, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %+v: %v, want %q", c.variant, c.opt, err, c.want)
+		}
+	}
+}
+
+func ExampleVariantLabel() {
+	for _, name := range []string{"", "f32", "q4", "/data/models/qwen/variants/q4-lite"} {
+		fmt.Println(VariantLabel(name))
+	}
+	// Output:
+	// f32
+	// f32
+	// q4
+	// q4-lite
+}
+
+func ExampleReceiptRequest() {
+	fmt.Printf("%+v\n", ReceiptRequest(session.Request{Mode: session.Forced, PromptIDs: []int{1, 2}, Outputs: []int{3}, MaxNew: 9}, "ab12"))
+	// Output: {Mode:forced PromptIDs:[1 2] MaxNew:0 Stops:[] Panel: Windows:0 Follow:ab12}
+}

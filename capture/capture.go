@@ -14,6 +14,7 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/dump"
 	"logitscope/engine"
+	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/quant"
 	"logitscope/receipt"
@@ -74,35 +75,51 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 
 // runNative runs req on the Go engine, on the device opt asks for.
 func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request, opt Options, c *Capture) error {
-	switch opt.Device {
-	case "gpu", "auto":
-		dev, err := native.Open()
-		if err == nil {
-			defer dev.Close()
-			eo.Device = dev
-			break
-		}
-		if opt.Device == "gpu" {
-			return err
-		}
-		fmt.Fprintf(opt.Log, "device: cpu (%v)\n", err)
-	case "cpu":
-	default:
-		return fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
+	dev, name, err := openDevice(opt, engine.DeviceName)
+	if err != nil {
+		return err
 	}
+	if dev != nil {
+		defer dev.Close()
+		eo.Device = dev
+	}
+	c.Device = name
 	e, err := engine.Open(ck, eo)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	c.Device = e.Name()
-	if eo.Device != nil {
-		fmt.Fprintf(opt.Log, "device: %s\n", c.Device)
-	}
 	start := time.Now()
 	c.Result, err = session.Drive(e, req)
 	c.Took = time.Since(start)
 	return err
+}
+
+// openDevice opens what opt.Device asks for: the native WebGPU for gpu or
+// auto, none (nil: the CPU) for cpu or for auto without an adapter. It
+// names the device with name and says which on opt.Log, and why when auto
+// fell back to the CPU.
+func openDevice(opt Options, name func(gpu.Device) string) (gpu.Device, string, error) {
+	var dev gpu.Device
+	why := ""
+	switch opt.Device {
+	case "gpu", "auto":
+		d, err := native.Open()
+		switch {
+		case err == nil:
+			dev = d
+		case opt.Device == "gpu":
+			return nil, "", err
+		default:
+			why = fmt.Sprintf(" (%v)", err)
+		}
+	case "cpu":
+	default:
+		return nil, "", fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
+	}
+	n := name(dev)
+	fmt.Fprintf(opt.Log, "device: %s%s\n", n, why)
+	return dev, n, nil
 }
 
 // progress reports weight loading on the terminal: bytes at most every 5%,

@@ -67,13 +67,16 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	if err != nil {
 		return err
 	}
-	dev, err := wasmDevice(opt, c)
+	// A nil device runs the engine's own CPU path, as in a browser
+	// without WebGPU.
+	dev, name, err := openDevice(opt, func(d gpu.Device) string { return "wasm+" + engine.DeviceName(d) })
 	if err != nil {
 		return err
 	}
 	if dev != nil {
 		defer dev.Close()
 	}
+	c.Device = name
 
 	ctx := context.Background()
 	cache := ""
@@ -114,31 +117,4 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 func ownVariant(ck *checkpoint.Checkpoint, name string) bool {
 	dir := engine.VariantDir(ck.Dir, name)
 	return dir == "" || dir == variant.DefaultDir(ck.Dir, VariantLabel(name))
-}
-
-// wasmDevice serves engine.wasm's gpu imports: the native WebGPU for
-// gpu or auto, nil (the engine's CPU path, as in a browser without
-// WebGPU) for cpu and for auto without an adapter. It names the device in
-// c and says which on opt.Log.
-func wasmDevice(opt Options, c *Capture) (gpu.Device, error) {
-	c.Device = "wasm+cpu"
-	switch opt.Device {
-	case "gpu", "auto":
-		dev, err := native.Open()
-		if err == nil {
-			info := dev.Info()
-			c.Device = fmt.Sprintf("wasm+gpu: %s (%s)", info.Adapter, info.Backend)
-			fmt.Fprintf(opt.Log, "device: %s\n", c.Device)
-			return dev, nil
-		}
-		if opt.Device == "gpu" {
-			return nil, err
-		}
-		fmt.Fprintf(opt.Log, "device: wasm+cpu (%v)\n", err)
-	case "cpu":
-		fmt.Fprintln(opt.Log, "device: wasm+cpu")
-	default:
-		return nil, fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
-	}
-	return nil, nil
 }

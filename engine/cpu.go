@@ -27,7 +27,7 @@ func newCPU(m *model.Model, capacity int) (*cpuEngine, error) {
 	return &cpuEngine{st: st, vocab: m.Vocab, rows: make([]float32, cpuChunk*m.Vocab)}, nil
 }
 
-func (c *cpuEngine) Name() string { return "cpu" }
+func (c *cpuEngine) Name() string { return DeviceName(nil) }
 func (c *cpuEngine) Vocab() int   { return c.vocab }
 func (c *cpuEngine) Chunk() int   { return cpuChunk }
 func (c *cpuEngine) Reset()       { c.st.Reset() }

@@ -66,9 +66,17 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := opt.Device.Info()
-	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab,
-		name: fmt.Sprintf("gpu: %s (%s)", info.Adapter, info.Backend)}, nil
+	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab, name: DeviceName(opt.Device)}, nil
+}
+
+// DeviceName is how receipts and logs name a device: "gpu: <adapter>
+// (<backend>)", or "cpu" for none.
+func DeviceName(dev gpu.Device) string {
+	if dev == nil {
+		return "cpu"
+	}
+	info := dev.Info()
+	return fmt.Sprintf("gpu: %s (%s)", info.Adapter, info.Backend)
 }
 
 // VariantDir maps a variant name to its directory: "" for f32 (the

@@ -53,10 +53,18 @@ func AutoRuntime(opt Options, ownVariant bool) string {
 	return "native"
 }
 
+// wasmCallTimeout bounds each call into engine.wasm, so that a guest
+// stuck in a loop fails its capture (and a conform case) instead of
+// hanging it. Generous: the longest call, ls_open of a large model
+// (hashing and uploading its weights), takes minutes at most; a step
+// takes well under a second.
+const wasmCallTimeout = 30 * time.Minute
+
 // runWasm runs req through engine.wasm under wazero, its GPU calls served
 // by the native WebGPU, or on the engine's own CPU path.
 func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt Options, c *Capture) error {
-	wasm, err := os.ReadFile(EnginePath(opt.Engine))
+	path := EnginePath(opt.Engine)
+	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("%w (build it with make wasm, or give --engine FILE)", err)
 	}
@@ -85,10 +93,11 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	}
 	mod, err := host.Load(ctx, wasm, cache)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer mod.Close(ctx)
 	mod.Stdout = os.Stderr // stdout carries capture's own lines
+	mod.CallTimeout = wasmCallTimeout
 	eng, err := mod.Open(ctx, dev, ck.Dir, c.Variant, req.Capacity())
 	if err != nil {
 		return err

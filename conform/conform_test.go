@@ -157,6 +157,12 @@ func TestRunFailingThresholds(t *testing.T) {
 // after it still run.
 func TestRunErrors(t *testing.T) {
 	model := tinyModel(t)
+	// A valid module without the engine's exports, which once panicked the
+	// host at the first call and ended the whole run.
+	noExports := filepath.Join(t.TempDir(), "no-exports.wasm")
+	if err := os.WriteFile(noExports, []byte("\x00asm\x01\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name      string
 		badModel  string
@@ -166,6 +172,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"bad model path", "no/such/model", "", "no/such/model", true},
 		{"missing engine", model, filepath.Join(t.TempDir(), "none.wasm"), "make wasm", false},
+		{"engine without exports", model, noExports, noExports + ": host: not an engine.wasm (wasm/ABI.md): exports no _initialize; no ls_error", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			engine := c.engine

@@ -8,10 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"logitscope/gpu"
@@ -29,12 +34,22 @@ type Module struct {
 	n        atomic.Int64 // instance names must be unique in a runtime
 	// Stdout and Stderr receive the instances' output (os.Stderr by default).
 	Stdout, Stderr *os.File
+	// CallTimeout bounds each call into an instance (an export, or the
+	// _initialize of Open) on top of the caller's ctx: a guest that loops
+	// forever then fails that call and is discarded instead of hanging
+	// its caller. 0: only ctx bounds a call.
+	CallTimeout time.Duration
 }
 
 // Load compiles wasm, caching the machine code under cacheDir ("" for no
 // cache): a cached compile takes milliseconds instead of a second.
+//
+// Every export that the host calls must be there with the ABI's signature:
+// a module that lacks one is refused here, naming it, rather than failing
+// at its first call. Calls honour their ctx: when it is done the call
+// fails and its instance is discarded.
 func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
-	cfg := wazero.NewRuntimeConfig()
+	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
 	if cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 		if err != nil {
@@ -53,6 +68,10 @@ func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("host: compiling engine.wasm: %w", err)
+	}
+	if err := checkExports(compiled); err != nil {
+		rt.Close(ctx)
+		return nil, err
 	}
 	return &Module{rt: rt, compiled: compiled, Stdout: os.Stdout, Stderr: os.Stderr}, nil
 }
@@ -85,6 +104,61 @@ func (m *Module) Open(ctx context.Context, dev gpu.Device, modelDir, variant str
 	return e, nil
 }
 
+var (
+	i32 = api.ValueTypeI32
+	// exports are the signatures (params, results) of what the host calls
+	// (wasm/ABI.md, Exports); the test-only ls_probe and ls_trap are not
+	// needed to run requests.
+	exports = map[string][2][]api.ValueType{
+		"_initialize": {nil, nil},
+		"ls_malloc":   {{i32}, {i32}},
+		"ls_free":     {{i32}, nil},
+		"ls_error":    {{i32, i32}, {i32}},
+		"ls_open":     {{i32, i32}, {i32}},
+		"ls_request":  {{i32, i32}, {i32}},
+		"ls_step":     {nil, {i32}},
+		"ls_region":   {{i32}, {i32}},
+		"ls_feed":     {{i32, i32}, {i32}},
+		"ls_result":   {{i32, i32}, {i32}},
+	}
+)
+
+// checkExports names every export of compiled that the host would call and
+// is missing or mistyped, and a missing memory.
+func checkExports(compiled wazero.CompiledModule) error {
+	have := compiled.ExportedFunctions()
+	var bad []string
+	for _, name := range slices.Sorted(maps.Keys(exports)) {
+		want := exports[name]
+		f, ok := have[name]
+		switch {
+		case !ok:
+			bad = append(bad, "no "+name)
+		case !slices.Equal(f.ParamTypes(), want[0]) || !slices.Equal(f.ResultTypes(), want[1]):
+			bad = append(bad, fmt.Sprintf("%s is %s, want %s", name, signature(f.ParamTypes(), f.ResultTypes()), signature(want[0], want[1])))
+		}
+	}
+	if _, ok := compiled.ExportedMemories()["memory"]; !ok {
+		bad = append(bad, "no memory")
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("host: not an engine.wasm (wasm/ABI.md): exports %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// signature writes a function type the way the WebAssembly text format does.
+func signature(params, results []api.ValueType) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, " ")
+	}
+	return fmt.Sprintf("(%s) -> (%s)", names(params), names(results))
+}
+
 // instantiate starts a fresh instance (its _initialize runs the Go
 // runtime's init) without opening a model. A nil dev serves the gpu
 // imports with noGPU.
@@ -93,6 +167,8 @@ func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir strin
 		dev = noGPU{}
 	}
 	st := &state{dev: dev, modelDir: modelDir}
+	ctx, cancel := m.bound(ctx)
+	defer cancel()
 	ctx = withState(withAllocator(ctx), st)
 	cfg := wazero.NewModuleConfig().
 		WithName(fmt.Sprintf("engine-%d", m.n.Add(1))).
@@ -104,7 +180,15 @@ func (m *Module) instantiate(ctx context.Context, dev gpu.Device, modelDir strin
 	if err != nil {
 		return nil, fmt.Errorf("host: instantiating engine.wasm: %w", err)
 	}
-	return &Instance{mod: mod, st: st}, nil
+	return &Instance{mod: mod, st: st, timeout: m.CallTimeout}, nil
+}
+
+// bound is ctx limited to CallTimeout.
+func (m *Module) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.CallTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, m.CallTimeout)
 }
 
 // ErrClosed is returned by an Instance that trapped or was closed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -16,8 +17,9 @@ import (
 // Instance is one instance of engine.wasm with a model open. Not safe for
 // concurrent use. After a trap every method returns ErrClosed.
 type Instance struct {
-	mod api.Module
-	st  *state
+	mod     api.Module
+	st      *state
+	timeout time.Duration // Module.CallTimeout
 }
 
 // Close discards the instance. The device stays open.
@@ -88,9 +90,12 @@ func (e *Instance) Run(ctx context.Context, req any) ([][]float32, Result, error
 		if err != nil {
 			return rows, Result{}, err
 		}
-		if reg.Rows > 0 {
-			vocab = int(reg.Size / 4 / uint64(reg.Rows))
+		// Rows of another length would shift every later logit.
+		n := int(reg.Size / 4 / uint64(reg.Rows))
+		if vocab != 0 && n != vocab {
+			return rows, Result{}, fmt.Errorf("host: ls_region: rows of %d logits after rows of %d", n, vocab)
 		}
+		vocab = n
 		if _, err := e.callIn(ctx, "ls_feed", raw); err != nil {
 			return rows, Result{}, err
 		}
@@ -118,8 +123,12 @@ func (e *Instance) region(ctx context.Context) (abi.Region, error) {
 
 // read copies a region's bytes: from the device, or from guest memory
 // when the guest computed the rows itself (buffer 0, offset = address).
-// A copy, because the guest reuses that memory on the next step.
+// A copy, because the guest reuses that memory on the next step. A region
+// that is not whole float32 rows is refused: its rows could not be split.
 func (e *Instance) read(reg abi.Region) ([]byte, error) {
+	if reg.Rows == 0 || reg.Size == 0 || reg.Size%(4*uint64(reg.Rows)) != 0 {
+		return nil, fmt.Errorf("host: ls_region: %d bytes in %d rows: not rows of float32 logits", reg.Size, reg.Rows)
+	}
 	if reg.Buffer != 0 {
 		if reg.Offset > math.MaxInt64 || reg.Size > math.MaxInt64 {
 			return nil, fmt.Errorf("host: ls_region: buffer %d at %d, %d bytes: out of range", reg.Buffer, reg.Offset, reg.Size)
@@ -148,30 +157,52 @@ func (e *Instance) result(ctx context.Context) (Result, error) {
 // call calls an export. A negative status becomes the guest's message; a
 // trap closes the instance.
 func (e *Instance) call(ctx context.Context, name string, args ...uint64) (int32, error) {
+	out, err := e.invoke(ctx, name, args...)
+	if err != nil || len(out) == 0 {
+		return 0, err
+	}
+	r := int32(uint32(out[0]))
+	if r >= 0 {
+		return r, nil
+	}
+	if name == "ls_error" { // asking ls_error about itself would never end
+		return r, fmt.Errorf("ls_error: status %d: the guest cannot say what went wrong", r)
+	}
+	msg, err := e.callOut(ctx, "ls_error")
+	if err != nil {
+		return r, fmt.Errorf("%s: status %d (ls_error: %v)", name, r, err)
+	}
+	return r, fmt.Errorf("%s: %s", name, msg)
+}
+
+// invoke calls an export, bounded by ctx and the instance's timeout. Any
+// error of the call itself (a trap, or ctx done, on which wazero closes
+// the module) leaves the guest unusable: the instance is discarded.
+func (e *Instance) invoke(ctx context.Context, name string, args ...uint64) ([]uint64, error) {
 	if e.mod == nil {
-		return 0, ErrClosed
+		return nil, ErrClosed
 	}
 	f := e.mod.ExportedFunction(name)
 	if f == nil {
-		return 0, fmt.Errorf("host: engine.wasm exports no %s", name)
+		return nil, fmt.Errorf("host: engine.wasm exports no %s", name)
 	}
-	out, err := f.Call(withState(ctx, e.st), args...)
-	if err != nil {
-		e.Close(ctx)
-		return 0, fmt.Errorf("host: %s trapped, instance discarded: %w", name, err)
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	if e.timeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, e.timeout)
 	}
-	if len(out) == 0 {
-		return 0, nil
+	defer cancel()
+	out, err := f.Call(withState(callCtx, e.st), args...)
+	if err == nil {
+		return out, nil
 	}
-	r := int32(uint32(out[0]))
-	if r < 0 {
-		msg, err := e.callOut(ctx, "ls_error")
-		if err != nil {
-			return r, fmt.Errorf("%s: status %d (ls_error: %v)", name, r, err)
-		}
-		return r, fmt.Errorf("%s: %s", name, msg)
+	e.Close(context.WithoutCancel(ctx))
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("host: %s stopped, instance discarded: %w", name, ctx.Err())
+	case callCtx.Err() != nil:
+		return nil, fmt.Errorf("host: %s did not return within the call timeout of %v, instance discarded: %w", name, e.timeout, callCtx.Err())
 	}
-	return r, nil
+	return nil, fmt.Errorf("host: %s trapped, instance discarded: %w", name, err)
 }
 
 // callIn copies data into a fresh guest block and calls name(ptr, len).
@@ -182,49 +213,62 @@ func (e *Instance) callIn(ctx context.Context, name string, data []byte) (int32,
 	}
 	defer e.free(ctx, p)
 	if !e.mod.Memory().Write(p, data) {
-		return 0, errors.New("host: ls_malloc returned a block outside memory")
+		return 0, fmt.Errorf("host: ls_malloc(%d) returned a block at %#x outside guest memory", len(data), p)
 	}
 	return e.call(ctx, name, uint64(p), uint64(len(data)))
 }
 
-// callOut calls name(ptr, cap) -> len, growing the block until it fits.
+// maxOut bounds the value of a length-returning export: ls_result's JSON
+// for a long panel is a few MB. A longer length is a guest bug that must
+// not make the host allocate it.
+const maxOut = 64 << 20
+
+// callOut calls name(ptr, cap) -> len with a 4 KiB block and, when the
+// value is longer, once more with a block of its length: the call returns
+// the full length (wasm/ABI.md), so a second miss is a guest bug, not a
+// reason to try again.
 func (e *Instance) callOut(ctx context.Context, name string) ([]byte, error) {
 	size := uint32(4096)
-	for {
+	for try := 1; ; try++ {
 		p, err := e.malloc(ctx, size)
 		if err != nil {
 			return nil, err
 		}
 		n, err := e.call(ctx, name, uint64(p), uint64(size))
-		if err != nil || uint32(n) > size {
-			e.free(ctx, p)
-			if err != nil {
-				return nil, err
+		switch {
+		case err != nil:
+		case uint32(n) <= size:
+			b, ok := e.mod.Memory().Read(p, uint32(n))
+			if !ok {
+				err = fmt.Errorf("host: %s: its %d bytes at %#x are outside guest memory", name, n, p)
+				break
 			}
-			size = uint32(n)
-			continue
+			out := append([]byte(nil), b...)
+			e.free(ctx, p)
+			return out, nil
+		case n > maxOut:
+			err = fmt.Errorf("host: %s: a value of %d bytes, more than the host takes (%d)", name, n, maxOut)
+		case try > 1:
+			err = fmt.Errorf("host: %s: %d bytes, after a block of the %d bytes it asked for", name, n, size)
 		}
-		b, _ := e.mod.Memory().Read(p, uint32(n))
-		out := append([]byte(nil), b...)
 		e.free(ctx, p)
-		return out, nil
+		if err != nil {
+			return nil, err
+		}
+		size = uint32(n)
 	}
 }
 
 func (e *Instance) malloc(ctx context.Context, n uint32) (uint32, error) {
-	if e.mod == nil {
-		return 0, ErrClosed
-	}
-	out, err := e.mod.ExportedFunction("ls_malloc").Call(withState(ctx, e.st), uint64(n))
+	out, err := e.invoke(ctx, "ls_malloc", uint64(n))
 	if err != nil {
-		e.Close(ctx)
-		return 0, fmt.Errorf("host: ls_malloc trapped, instance discarded: %w", err)
+		return 0, err
 	}
 	return uint32(out[0]), nil
 }
 
+// free releases a block; a failure has already discarded the instance, and
+// the error that matters is the one of the call the block was for.
 func (e *Instance) free(ctx context.Context, p uint32) {
-	if e.mod != nil {
-		e.mod.ExportedFunction("ls_free").Call(withState(ctx, e.st), uint64(p))
-	}
+	e.invoke(ctx, "ls_free", uint64(p))
 }

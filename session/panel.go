@@ -32,6 +32,11 @@ func ReadPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: line %d: %v", path, line, err)
 			}
+			for _, id := range ids {
+				if id < 0 { // a token id indexes the vocabulary
+					return nil, fmt.Errorf("%s: line %d: token id %d is negative", path, line, id)
+				}
+			}
 			if len(ids) < 2 {
 				return nil, fmt.Errorf("%s: line %d: a window needs at least 2 tokens, got %d", path, line, len(ids))
 			}

@@ -13,23 +13,9 @@ import (
 
 	"logitscope/capture"
 	"logitscope/dump"
-	"logitscope/gpu/native"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/synth"
 )
-
-// needGPU skips a test on a developer machine without a WebGPU adapter
-// and fails it in CI, which installs Mesa's Vulkan drivers.
-func needGPU(t *testing.T) {
-	t.Helper()
-	dev, err := native.Open()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	dev.Close()
-}
 
 var built struct {
 	once sync.Once
@@ -124,7 +110,7 @@ func run(t *testing.T, s *Suite, runtime, engine, out string, shard Shard) *Summ
 // Thresholds that cannot be met fail the case, and the JUnit XML names the
 // case and every metric past its bound, and none that was met.
 func TestRunFailingThresholds(t *testing.T) {
-	needGPU(t)
+	nativetest.Device(t)
 	model := tinyModel(t)
 	s := writeSuite(t, t.TempDir(),
 		panelCase("q8-ok", model, "q8", map[string]any{"max_mean_kld": 1}),
@@ -177,7 +163,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			engine := c.engine
 			if engine == "" {
-				needGPU(t)
+				nativetest.Device(t)
 				engine = engineWasm(t)
 			}
 			s := writeSuite(t, t.TempDir(), panelCase("first", c.badModel, "q8", nil), panelCase("second", model, "q8", nil))
@@ -307,7 +293,7 @@ func TestCheckThresholds(t *testing.T) {
 // A golden dump passes when the reference reproduces it and fails, naming
 // max_abs_logit_diff, when a logit moved by more than allowed.
 func TestRunGolden(t *testing.T) {
-	needGPU(t)
+	nativetest.Device(t)
 	dir := t.TempDir()
 	model := tinyModel(t)
 	engine := engineWasm(t)

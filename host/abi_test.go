@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"logitscope/gpu"
+	"logitscope/gpu/native/nativetest"
 )
 
 // counting wraps a device, counts the calls per method and can corrupt
@@ -77,7 +78,7 @@ func (c *counting) UploadFile(b gpu.Buffer, o int64, path string, fo, n int64) e
 // device, every import, with the error paths.
 func TestABI(t *testing.T) {
 	setup(t)
-	dev := &counting{Device: device(t), calls: map[string]int{}}
+	dev := &counting{Device: nativetest.Device(t), calls: map[string]int{}}
 	ctx := context.Background()
 	open := func(t *testing.T, v string) *Instance {
 		e, err := fixtures.mod.Open(ctx, dev, fixtures.modelDir, v, 128)

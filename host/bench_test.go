@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"logitscope/gpu/native/nativetest"
 	"logitscope/session"
 )
 
@@ -15,7 +16,7 @@ import (
 // 40-token prompt; the metric is per token.
 func BenchmarkGreedy(b *testing.B) {
 	setup(b)
-	dev := device(b)
+	dev := nativetest.Device(b)
 	ctx := context.Background()
 	const maxNew = 16
 	b.Run("native", func(b *testing.B) {

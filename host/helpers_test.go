@@ -11,14 +11,13 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
-	"logitscope/gpu/native"
 	"logitscope/quant"
 	"logitscope/synth"
 	"logitscope/variant"
 )
 
 // fixtures are built once per test binary: engine.wasm, the tiny model
-// with a q4 variant, the compiled module, the native device.
+// with a q4 variant, the compiled module.
 var fixtures struct {
 	once     sync.Once
 	err      error
@@ -26,19 +25,12 @@ var fixtures struct {
 	wasm     []byte
 	modelDir string
 	mod      *Module
-
-	devOnce sync.Once
-	dev     gpu.Device
-	devErr  error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if fixtures.mod != nil {
 		fixtures.mod.Close(context.Background())
-	}
-	if fixtures.dev != nil {
-		fixtures.dev.Close()
 	}
 	if fixtures.tmp != "" {
 		os.RemoveAll(fixtures.tmp)
@@ -91,21 +83,6 @@ func setup(t testing.TB) {
 	if f.err != nil {
 		t.Fatal(f.err)
 	}
-}
-
-// device is the native WebGPU device: skipped without an adapter on a
-// developer machine, a failure in CI.
-func device(t testing.TB) gpu.Device {
-	t.Helper()
-	f := &fixtures
-	f.devOnce.Do(func() { f.dev, f.devErr = native.Open() })
-	if f.devErr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(f.devErr)
-		}
-		t.Skip(f.devErr)
-	}
-	return f.dev
 }
 
 // goEngine opens the same model with the Go engine: on dev, or on the CPU

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"logitscope/engine"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/session"
 )
 
@@ -32,7 +33,7 @@ func testWindows() [][]int {
 
 func TestBitIdentical(t *testing.T) {
 	setup(t)
-	dev := device(t)
+	dev := nativetest.Device(t)
 	ctx := context.Background()
 	for _, v := range []string{"f32", "q4"} {
 		t.Run(v, func(t *testing.T) {

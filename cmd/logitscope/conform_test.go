@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"logitscope/conform"
+	"logitscope/gpu/native/nativetest"
 )
 
 var (
@@ -86,7 +87,7 @@ func readSummary(t *testing.T, out string) conform.Summary {
 // The example suite passes end to end through engine.wasm, on a fresh
 // cache, so that its on-the-fly quantization runs too.
 func TestConformTinySuite(t *testing.T) {
-	needGPU(t)
+	nativetest.Device(t)
 	t.Setenv("LOGITSCOPE_CACHE", t.TempDir())
 	out := t.TempDir()
 	junit := filepath.Join(out, "junit.xml")

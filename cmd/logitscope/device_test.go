@@ -10,28 +10,14 @@ import (
 	"testing"
 
 	"logitscope/dump"
-	"logitscope/gpu/native"
+	"logitscope/gpu/native/nativetest"
 	"logitscope/receipt"
 )
-
-// needGPU skips a test on a developer machine without a WebGPU adapter
-// and fails it in CI, which installs Mesa's Vulkan drivers.
-func needGPU(t *testing.T) {
-	t.Helper()
-	dev, err := native.Open()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	dev.Close()
-}
 
 // The GPU capture of every variant decodes the same tokens as the CPU
 // capture, with logits within the engine's documented tolerance.
 func TestCaptureDeviceGPU(t *testing.T) {
-	needGPU(t)
+	nativetest.Device(t)
 	dir := quantized(t)
 	out := t.TempDir()
 	ids := regexp.MustCompile(`output_ids: .*`)
@@ -103,7 +89,7 @@ func TestCaptureNoAdapter(t *testing.T) {
 // panel and forced (--follow; 40 outputs make the fed sequence span
 // several chunks), f32 and q4.
 func TestCaptureRuntimeWasm(t *testing.T) {
-	needGPU(t)
+	nativetest.Device(t)
 	wasm := filepath.Join(t.TempDir(), "engine.wasm")
 	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "../../wasm")
 	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")

@@ -31,6 +31,11 @@ type Config struct {
 	// ignore it: Llama 3's "llama3" scaling changes the RoPE frequencies at
 	// every position, not only beyond the trained context.
 	RopeScaling json.RawMessage `json:"rope_scaling,omitempty"`
+
+	// Sliding-window attention (Qwen3): not implemented, so a config that
+	// asks for it must be refused, never silently run with full attention.
+	UseSlidingWindow bool     `json:"use_sliding_window"`
+	LayerTypes       []string `json:"layer_types"`
 }
 
 // Defaults for fields that config.json may omit; they match the
@@ -160,6 +165,9 @@ func ParseConfig(data []byte, name string) (Config, error) {
 	switch {
 	case c.HeadDim < 0:
 		return fail("head_dim must be > 0, got %d", c.HeadDim)
+	case c.HeadDim == 0 && c.Arch() == "Qwen3ForCausalLM":
+		// Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
+		c.HeadDim = 128
 	case c.HeadDim == 0 && c.HiddenSize%c.NumAttentionHeads != 0:
 		return fail("head_dim is absent and hidden_size = %d is not divisible by num_attention_heads = %d",
 			c.HiddenSize, c.NumAttentionHeads)

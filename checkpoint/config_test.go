@@ -90,6 +90,20 @@ func TestParseConfigDefaults(t *testing.T) {
 	}
 }
 
+// Qwen3Config's head_dim defaults to 128 whatever hidden_size / heads is;
+// Qwen2's stays hidden_size / heads.
+func TestParseConfigQwen3HeadDim(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		want int
+	}{{"Qwen3ForCausalLM", 128}, {"Qwen2ForCausalLM", 64}} {
+		got, err := ParseConfig(edit(t, map[string]any{"architectures": []string{c.arch}}), "config.json")
+		if err != nil || got.HeadDim != c.want {
+			t.Errorf("%s without head_dim: %d, %v; want %d", c.arch, got.HeadDim, err, c.want)
+		}
+	}
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

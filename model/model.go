@@ -1,6 +1,7 @@
 // Package model holds a decoder-only transformer's geometry and float32
 // weights, loaded from a checkpoint and checked against its config. It knows
-// the tensor names and semantics of Qwen2ForCausalLM and LlamaForCausalLM.
+// the tensor names and semantics of Qwen2ForCausalLM, Qwen3ForCausalLM and
+// LlamaForCausalLM.
 package model
 
 import (
@@ -27,7 +28,8 @@ type Geometry struct {
 	NormEps      float32 // RMSNorm epsilon
 	RopeTheta    float64 //
 	QKVBias      bool    // q/k/v projections have biases
-	OBias        bool    // o_proj has a bias (Llama attention_bias)
+	OBias        bool    // o_proj has a bias (Llama and Qwen3 attention_bias)
+	QKNorm       bool    // q and k are RMS-normalized per head before RoPE (Qwen3)
 	TiedHead     bool    // LM head is the embedding
 }
 
@@ -69,6 +71,7 @@ type Layer struct {
 	AttnNorm       []float32 // (d,)
 	Wq, Wk, Wv, Wo *Matrix   // (Heads*hd, d), (KVHeads*hd, d) ×2, (d, Heads*hd)
 	Bq, Bk, Bv, Bo []float32 // nil when the architecture has none
+	QNorm, KNorm   []float32 // (hd,) per-head RMSNorm weights of q and k; nil without QKNorm
 	MLPNorm        []float32 // (d,)
 	Wgate, Wup     *Matrix   // (Intermediate, d)
 	Wdown          *Matrix   // (d, Intermediate)
@@ -107,10 +110,40 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		if c.AttentionBias != nil && *c.AttentionBias {
 			g.QKVBias, g.OBias = true, true
 		}
+	case "Qwen3ForCausalLM":
+		// As transformers' models/qwen3/modeling_qwen3.py: q_norm and k_norm
+		// on every layer, attention_bias on q, k, v and o alike.
+		g.QKNorm = true
+		if c.AttentionBias != nil && *c.AttentionBias {
+			g.QKVBias, g.OBias = true, true
+		}
+		if err := fullAttentionOnly(c); err != nil {
+			return g, err
+		}
 	default:
-		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, LlamaForCausalLM)", g.Arch)
+		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)", g.Arch)
 	}
 	return g, nil
+}
+
+// fullAttentionOnly refuses a config whose layers would use sliding-window
+// attention, which no engine implements. transformers derives the layer
+// types from use_sliding_window and max_window_layers when layer_types is
+// absent; use_sliding_window true is refused outright rather than by
+// re-deriving that rule, whose meaning has changed between versions.
+func fullAttentionOnly(c checkpoint.Config) error {
+	if c.UseSlidingWindow {
+		return fmt.Errorf("config.json: use_sliding_window true is not supported (sliding-window attention from layer max_window_layers on)")
+	}
+	if len(c.LayerTypes) > 0 && len(c.LayerTypes) != c.NumHiddenLayers {
+		return fmt.Errorf("config.json: layer_types has %d entries for num_hidden_layers %d", len(c.LayerTypes), c.NumHiddenLayers)
+	}
+	for i, t := range c.LayerTypes {
+		if t != "full_attention" {
+			return fmt.Errorf("config.json: layer_types[%d] %q is not supported (only full_attention)", i, t)
+		}
+	}
+	return nil
 }
 
 // Weights is where a model's tensors come from: a checkpoint's own bytes or
@@ -198,6 +231,7 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 			AttnNorm: vec(n.AttnNorm), MLPNorm: vec(n.MLPNorm),
 			Wq: data[n.Wq], Wk: data[n.Wk], Wv: data[n.Wv], Wo: data[n.Wo],
 			Bq: vec(n.Bq), Bk: vec(n.Bk), Bv: vec(n.Bv), Bo: vec(n.Bo),
+			QNorm: vec(n.QNorm), KNorm: vec(n.KNorm),
 			Wgate: data[n.Wgate], Wup: data[n.Wup], Wdown: data[n.Wdown],
 		}
 	}
@@ -224,6 +258,9 @@ func (g Geometry) Specs() []Spec {
 		}
 		if g.OBias {
 			s = append(s, Spec{n.Bo, []int{d}})
+		}
+		if g.QKNorm {
+			s = append(s, Spec{n.QNorm, []int{g.HeadDim}}, Spec{n.KNorm, []int{g.HeadDim}})
 		}
 		s = append(s, Spec{n.MLPNorm, []int{d}},
 			Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})

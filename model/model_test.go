@@ -47,6 +47,46 @@ func TestGeometryOf(t *testing.T) {
 	}
 }
 
+func TestGeometryOfQwen3(t *testing.T) {
+	yes := true
+	qwen3 := func(edit func(*checkpoint.Config)) checkpoint.Config {
+		c := checkpoint.Config{Architectures: []string{"Qwen3ForCausalLM"}, NumHiddenLayers: 2}
+		if edit != nil {
+			edit(&c)
+		}
+		return c
+	}
+	cases := []struct {
+		name string
+		cfg  checkpoint.Config
+		bias bool // q/k/v and o biases
+		err  string
+	}{
+		{"default", qwen3(nil), false, ""},
+		{"attention_bias", qwen3(func(c *checkpoint.Config) { c.AttentionBias = &yes }), true, ""},
+		{"full layer_types", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention", "full_attention"} }), false, ""},
+		{"use_sliding_window", qwen3(func(c *checkpoint.Config) { c.UseSlidingWindow = true }), false, "use_sliding_window true is not supported"},
+		{"sliding layer", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention", "sliding_attention"} }), false,
+			`layer_types[1] "sliding_attention" is not supported`},
+		{"layer_types count", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention"} }), false,
+			"layer_types has 1 entries for num_hidden_layers 2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := GeometryOf(c.cfg)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || !g.QKNorm || g.QKVBias != c.bias || g.OBias != c.bias {
+				t.Fatalf("got qk norm %v, qkv bias %v, o bias %v, err %v", g.QKNorm, g.QKVBias, g.OBias, err)
+			}
+		})
+	}
+}
+
 // rewrite writes a tiny checkpoint whose tensors have been changed by fn.
 func rewrite(t *testing.T, preset string, fn func([]safetensors.Tensor) []safetensors.Tensor) string {
 	dir := filepath.Join(t.TempDir(), preset)
@@ -91,6 +131,17 @@ func TestLoadErrors(t *testing.T) {
 			return append(ts, safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int{64}, Data: make([]byte, 256)})
 		}
 	}
+	// truncate keeps the first n values of a vector.
+	truncate := func(name string, n int) func([]safetensors.Tensor) []safetensors.Tensor {
+		return func(ts []safetensors.Tensor) []safetensors.Tensor {
+			for i, x := range ts {
+				if x.Name == name {
+					ts[i].Shape, ts[i].Data = []int{n}, x.Data[:n*x.DType.Size()]
+				}
+			}
+			return ts
+		}
+	}
 	cases := []struct {
 		name, preset string
 		fn           func([]safetensors.Tensor) []safetensors.Tensor
@@ -101,6 +152,12 @@ func TestLoadErrors(t *testing.T) {
 		{"mlp bias ignored", "tiny-llama", extra("model.layers.0.mlp.down_proj.bias"), "1 tensors the LlamaForCausalLM forward pass would ignore, e.g. model.layers.0.mlp.down_proj.bias"},
 		{"old rotary buffer is fine", "tiny", extra("model.layers.0.self_attn.rotary_emb.inv_freq"), ""},
 		{"tied checkpoint with a head copy is fine", "tiny", extra("lm_head.weight"), ""},
+		{"missing k_norm", "tiny-qwen3", drop("model.layers.1.self_attn.k_norm.weight"), "missing tensor model.layers.1.self_attn.k_norm.weight"},
+		// hidden/heads (16) is not Qwen3's head_dim (32).
+		{"q_norm over hidden/heads", "tiny-qwen3", truncate("model.layers.0.self_attn.q_norm.weight", 16),
+			"tensor model.layers.0.self_attn.q_norm.weight has shape [16], config.json implies [32]"},
+		{"q_norm ignored by Qwen2", "tiny", extra("model.layers.0.self_attn.q_norm.weight"),
+			"1 tensors the Qwen2ForCausalLM forward pass would ignore, e.g. model.layers.0.self_attn.q_norm.weight"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,6 +178,27 @@ func TestLoadErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %s and say %q", err, dir, c.want)
 			}
 		})
+	}
+}
+
+// A Qwen3 checkpoint loads every layer's q/k norm weights (hd,), with
+// heads*hd wider than the hidden size.
+func TestLoadQwen3(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3")
+	if err := synth.Write(synth.Presets["tiny-qwen3"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.HeadDim != 32 || m.Heads*m.HeadDim == m.Dim || m.Layers[0].Wq.Rows != m.Heads*m.HeadDim || m.Layers[0].Wo.Cols != m.Heads*m.HeadDim {
+		t.Fatalf("geometry %+v, wq %dx%d", m.Geometry, m.Layers[0].Wq.Rows, m.Layers[0].Wq.Cols)
+	}
+	for i, L := range m.Layers {
+		if len(L.QNorm) != m.HeadDim || len(L.KNorm) != m.HeadDim || L.Bq != nil || L.Bo != nil {
+			t.Errorf("layer %d: q_norm %d, k_norm %d values, q bias %v, o bias %v", i, len(L.QNorm), len(L.KNorm), L.Bq != nil, L.Bo != nil)
+		}
 	}
 }
 

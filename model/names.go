@@ -2,7 +2,7 @@ package model
 
 import "fmt"
 
-// Tensor names of the Hugging Face Qwen2 / Llama layout.
+// Tensor names of the Hugging Face Qwen2 / Qwen3 / Llama layout.
 const (
 	EmbedName = "model.embed_tokens.weight"
 	NormName  = "model.norm.weight"
@@ -13,7 +13,7 @@ const (
 
 // LayerNames are the tensor names of one transformer block.
 type LayerNames struct {
-	AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, Bo, MLPNorm, Wgate, Wup, Wdown string
+	AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, Bo, QNorm, KNorm, MLPNorm, Wgate, Wup, Wdown string
 }
 
 // NamesOf gives layer i's tensor names.
@@ -25,6 +25,7 @@ func NamesOf(i int) LayerNames {
 		Wk: p + "self_attn.k_proj.weight", Bk: p + "self_attn.k_proj.bias",
 		Wv: p + "self_attn.v_proj.weight", Bv: p + "self_attn.v_proj.bias",
 		Wo: p + "self_attn.o_proj.weight", Bo: p + "self_attn.o_proj.bias",
+		QNorm: p + "self_attn.q_norm.weight", KNorm: p + "self_attn.k_norm.weight",
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Wgate:   p + "mlp.gate_proj.weight", Wup: p + "mlp.up_proj.weight", Wdown: p + "mlp.down_proj.weight",
 	}

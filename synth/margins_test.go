@@ -78,7 +78,7 @@ func top2(row []float32) (a, b int) {
 func q(x []float64, f float64) float64 { return x[int(f*float64(len(x)-1))] }
 
 func TestTinyMargins(t *testing.T) {
-	for _, preset := range []string{"tiny", "tiny-llama"} {
+	for _, preset := range []string{"tiny", "tiny-llama", "tiny-qwen3"} {
 		margins, p1, repeat, distinct := marginStats(t, preset)
 		t.Logf("%s: margin p5 %.3f p25 %.3f p50 %.3f p75 %.3f p95 %.3f; top-1 prob p10 %.2f p50 %.2f p90 %.2f; repeats input %.0f%%; %d distinct argmax",
 			preset, q(margins, .05), q(margins, .25), q(margins, .5), q(margins, .75), q(margins, .95),

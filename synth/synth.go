@@ -19,9 +19,10 @@ import (
 // Preset is a model geometry.
 type Preset struct {
 	Name                   string
-	Arch                   string // Qwen2ForCausalLM or LlamaForCausalLM
+	Arch                   string // Qwen2ForCausalLM, Qwen3ForCausalLM or LlamaForCausalLM
 	Hidden, Intermediate   int
 	Layers, Heads, KVHeads int
+	HeadDim                int // 0: Hidden/Heads; Qwen3 writes it to config.json
 	Vocab                  int // embedding rows; 0: the tokenizer's size rounded up to 64
 	MaxPos                 int
 	RopeTheta              float64
@@ -30,8 +31,10 @@ type Preset struct {
 	SpecialBase            int // id of <|endoftext|>; 0: right after the learned vocabulary
 }
 
-// Presets by name. qwen2.5-0.5b has that model's exact geometry and puts
-// the special tokens at Qwen's ids, so the default stop ids apply to it.
+// Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
+// geometries (config.json values) and put the special tokens at Qwen's ids,
+// so the default stop ids apply to them. tiny-qwen3's heads are wider than
+// hidden/heads, as Qwen3-0.6B's are (16 × 128 > 1024).
 var Presets = map[string]Preset{
 	"tiny": {Name: "tiny", Arch: "Qwen2ForCausalLM", Hidden: 64, Intermediate: 176, Layers: 2, Heads: 4, KVHeads: 2,
 		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400},
@@ -39,6 +42,18 @@ var Presets = map[string]Preset{
 		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400},
 	"qwen2.5-0.5b": {Name: "qwen2.5-0.5b", Arch: "Qwen2ForCausalLM", Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
 		Vocab: 151936, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
+	"tiny-qwen3": {Name: "tiny-qwen3", Arch: "Qwen3ForCausalLM", Hidden: 64, Intermediate: 192, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400},
+	"qwen3-0.6b": {Name: "qwen3-0.6b", Arch: "Qwen3ForCausalLM", Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128,
+		Vocab: 151936, MaxPos: 40960, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
+}
+
+// headDim is the width of one attention head.
+func (p Preset) headDim() int {
+	if p.HeadDim != 0 {
+		return p.HeadDim
+	}
+	return p.Hidden / p.Heads
 }
 
 // PresetNames lists the presets, sorted.
@@ -135,13 +150,23 @@ func config(p Preset, vocab, special int) map[string]any {
 		"tie_word_embeddings": p.Tied, "torch_dtype": "bfloat16", "vocab_size": vocab,
 		"bos_token_id": special, "eos_token_id": special + 2, "initializer_range": 0.02, "use_cache": true,
 	}
-	if p.Arch == "Qwen2ForCausalLM" {
+	switch p.Arch {
+	case "Qwen2ForCausalLM":
 		c["model_type"] = "qwen2"
 		c["use_sliding_window"] = false
 		c["sliding_window"] = p.MaxPos
 		c["max_window_layers"] = p.Layers
 		c["attention_dropout"] = 0.0
-	} else {
+	case "Qwen3ForCausalLM":
+		// As Qwen3-0.6B's config.json writes them.
+		c["model_type"] = "qwen3"
+		c["head_dim"] = p.headDim()
+		c["attention_bias"] = false
+		c["use_sliding_window"] = false
+		c["sliding_window"] = nil
+		c["max_window_layers"] = p.Layers
+		c["attention_dropout"] = 0.0
+	default:
 		c["model_type"] = "llama"
 		c["attention_bias"] = false
 		c["mlp_bias"] = false
@@ -171,7 +196,7 @@ const (
 // (TestReportSchemes in cmd/logitscope). Larger q/k gains made the network
 // chaotic: every scheme's flips drowned in noise.
 func specs(p Preset, vocab int) []tensorSpec {
-	d, hd := p.Hidden, p.Hidden/p.Heads
+	d, hd := p.Hidden, p.headDim()
 	q, kv := p.Heads*hd, p.KVHeads*hd
 	lin := func(name string, out, in int, gain float32) tensorSpec {
 		return tensorSpec{name, []int{out, in}, kindLinear, gain / float32(math.Sqrt(float64(in)))}
@@ -195,6 +220,14 @@ func specs(p Preset, vocab int) []tensorSpec {
 				tensorSpec{pre + "self_attn.q_proj.bias", []int{q}, kindBias, 0.5},
 				tensorSpec{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, 0.5},
 				tensorSpec{pre + "self_attn.v_proj.bias", []int{kv}, kindBias, 0.05},
+			)
+		}
+		if p.Arch == "Qwen3ForCausalLM" {
+			// Spread enough that a forward pass that skipped q/k norm, or
+			// applied one head's weight to another, would be seen.
+			s = append(s,
+				tensorSpec{pre + "self_attn.q_norm.weight", []int{hd}, kindNorm, 0.4},
+				tensorSpec{pre + "self_attn.k_norm.weight", []int{hd}, kindNorm, 0.4},
 			)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package cpu is the reference forward pass: float32 weights, float32
 // activations, one plain loop per operation, matching Hugging Face
-// transformers' Qwen2/Llama modeling code. Every GPU kernel is checked
+// transformers' Qwen2/Qwen3/Llama modeling code. Every GPU kernel is checked
 // against it, and it is the engine's fallback for small models.
 package cpu
 
@@ -71,6 +71,12 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 		matmul(q, h, L.Wq, L.Bq, T)
 		matmul(kNew, h, L.Wk, L.Bk, T)
 		matmul(vNew, h, L.Wv, L.Bv, T)
+		if m.QKNorm {
+			// Qwen3: every head of q (T*Heads rows of hd) and of the new
+			// keys (T*KVHeads rows) is RMS-normalized before RoPE.
+			rmsnorm(q, q, L.QNorm, m.HeadDim, m.NormEps)
+			rmsnorm(kNew, kNew, L.KNorm, m.HeadDim, m.NormEps)
+		}
 		for t := 0; t < T; t++ {
 			s.rope(q[t*qDim:(t+1)*qDim], s.pos+t)
 			s.rope(kNew[t*kvDim:(t+1)*kvDim], s.pos+t)
@@ -154,6 +160,7 @@ func (s *State) attention(out, q []float32, l, T int) {
 
 // rmsnorm: out[t] = x[t] · rsqrt(mean(x[t]²) + eps) · w, for each row of
 // x (T,d). The mean is accumulated in float64 so that d does not matter.
+// out may be x: each element is read before it is written.
 func rmsnorm(out, x, w []float32, d int, eps float32) {
 	for t := 0; t < len(out)/d; t++ {
 		xt, ot := x[t*d:(t+1)*d], out[t*d:(t+1)*d]

@@ -25,13 +25,18 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 	return m
 }
 
-// architectures: both presets' geometries (qwen2.5-0.5b's per-layer shapes
-// with two layers and the tiny tokenizer's vocabulary, so that it runs in a
-// test) and a Llama-style config (untied head, no biases, one KV head).
+// architectures: the tiny presets (Qwen2; Llama-style: untied head, no
+// biases, one KV head; Qwen3: q/k norm, heads*hd != hidden), then the
+// qwen2.5-0.5b and qwen3-0.6b geometries with two layers and the tiny
+// tokenizer's vocabulary, so that they run in a test.
 func architectures() []synth.Preset {
-	big := synth.Presets["qwen2.5-0.5b"]
-	big.Name, big.Layers, big.Vocab, big.SpecialBase = "qwen2.5-0.5b-2layer", 2, 0, 0
-	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], big}
+	var wide []synth.Preset
+	for _, name := range []string{"qwen2.5-0.5b", "qwen3-0.6b"} {
+		p := synth.Presets[name]
+		p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
+		wide = append(wide, p)
+	}
+	return append([]synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-qwen3"]}, wide...)
 }
 
 func sequence(n, vocab int) []int {
@@ -84,9 +89,10 @@ func TestKVCacheMatchesTeacherForcing(t *testing.T) {
 }
 
 // The fast path against a literal float64 transcription of
-// transformers' modeling_qwen2.py / modeling_llama.py (naive.go).
+// transformers' modeling_qwen2.py / modeling_qwen3.py / modeling_llama.py
+// (naive_test.go), on the tiny presets.
 func TestForwardMatchesNaiveReference(t *testing.T) {
-	for _, p := range architectures()[:2] {
+	for _, p := range architectures()[:3] {
 		t.Run(p.Name, func(t *testing.T) {
 			m := load(t, p)
 			ids := sequence(12, m.Vocab)

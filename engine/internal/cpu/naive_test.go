@@ -9,7 +9,9 @@ import (
 // naiveForward is a literal float64 transcription of transformers'
 // Qwen2/Llama forward pass over a whole sequence: full attention matrix
 // with a causal mask, rotate_half as cat(-x2, x1), no KV cache. It shares
-// no code with forward.go.
+// no code with forward.go. Qwen3's q_norm and k_norm follow
+// models/qwen3/modeling_qwen3.py (Qwen3Attention.forward): the projections
+// viewed as (heads, hd), each head RMS-normalized, then RoPE.
 func naiveForward(m *model.Model, ids []int) [][]float64 {
 	T, hd := len(ids), m.HeadDim
 	x := make([][]float64, T)
@@ -19,6 +21,9 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 	for _, L := range m.Layers {
 		h := norm64(x, L.AttnNorm, float64(m.NormEps))
 		q, k, v := linear64(h, L.Wq, L.Bq), linear64(h, L.Wk, L.Bk), linear64(h, L.Wv, L.Bv)
+		if m.QKNorm {
+			q, k = headNorm64(q, L.QNorm, hd, float64(m.NormEps)), headNorm64(k, L.KNorm, hd, float64(m.NormEps))
+		}
 		for t := 0; t < T; t++ {
 			q[t], k[t] = rope64(q[t], t, hd, m.RopeTheta), rope64(k[t], t, hd, m.RopeTheta)
 		}
@@ -96,6 +101,22 @@ func norm64(x [][]float64, w []float32, eps float64) [][]float64 {
 		out[t] = make([]float64, len(row))
 		for i, v := range row {
 			out[t][i] = float64(w[i]) * v * r
+		}
+	}
+	return out
+}
+
+// headNorm64 is q_norm(q.view(T, heads, hd)): norm64 over each head's hd
+// values, the rows put back together as (T, heads*hd).
+func headNorm64(x [][]float64, w []float32, hd int, eps float64) [][]float64 {
+	out := make([][]float64, len(x))
+	for t, row := range x {
+		var heads [][]float64 // (heads, hd)
+		for h := 0; h < len(row); h += hd {
+			heads = append(heads, row[h:h+hd])
+		}
+		for _, nh := range norm64(heads, w, eps) {
+			out[t] = append(out[t], nh...)
 		}
 	}
 	return out

@@ -1,0 +1,67 @@
+package synth
+
+import (
+	"encoding/json"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/model"
+)
+
+// qwen3_0_6b is Qwen/Qwen3-0.6B's config.json.
+const qwen3_0_6b = `{
+  "architectures": ["Qwen3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 28,
+  "model_type": "qwen3",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}`
+
+// A preset named after a real model gives the geometry of that model's own
+// config.json, so benchmarks on it measure the real shapes. The preset's
+// config is checked without writing its 1.2 GB of weights.
+func TestPresetsMatchRealConfigs(t *testing.T) {
+	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}} {
+		t.Run(c.preset, func(t *testing.T) {
+			p := Presets[c.preset]
+			b, err := json.Marshal(config(p, p.Vocab, p.SpecialBase))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g [2]model.Geometry
+			for i, data := range [][]byte{b, []byte(c.config)} {
+				cfg, err := checkpoint.ParseConfig(data, c.preset)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g[i], err = model.GeometryOf(cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if g[0] != g[1] {
+				t.Fatalf("preset geometry\n %+v\nreal config.json\n %+v", g[0], g[1])
+			}
+		})
+	}
+}

@@ -58,10 +58,17 @@ func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onC
 	return e[0], e[1]
 }
 
+// presets: the tiny ones, and the qwen2.5-0.5b and qwen3-0.6b geometries
+// with two layers and the tiny tokenizer's vocabulary, so that they run in
+// a test.
 func presets() []synth.Preset {
-	big := synth.Presets["qwen2.5-0.5b"]
-	big.Name, big.Layers, big.Vocab, big.SpecialBase = "qwen2.5-0.5b-2layer", 2, 0, 0
-	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], big}
+	ps := []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-qwen3"]}
+	for _, name := range []string{"qwen2.5-0.5b", "qwen3-0.6b"} {
+		p := synth.Presets[name]
+		p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // On every variant, teacher-forced logits (40 tokens: a 32-token chunk and

@@ -1,17 +1,25 @@
 // rmsnorm.wgsl — out[t] = w ⊙ (x[t] · rsqrt(mean(x[t]²) + eps)), in f32.
 //
+// Entry points:
+//   main      normalizes rows of X into out.
+//   in_place  normalizes rows of out where they lie (Qwen3's q_norm and
+//             k_norm, one row per head, on q and on the KV cache): WebGPU
+//             forbids binding one buffer as both read and read_write
+//             storage in one dispatch, so it reads out and leaves x unbound.
+//
 // Bindings (group 0):
-//   0 x:   array<f32>  X (T, d)
+//   0 x:   array<f32>  X (T, d); row t at x_off + t*d (main only)
 //   1 wt:  array<f32>  weight (d,)
-//   2 out: array<f32>  (T, d); row t at out_off + t*d
+//   2 out: array<f32>  main: (T, d), row t at out_off + t*d;
+//                      in_place: X itself, row t at x_off + t*d
 //   3 p:   Params
-// Dispatch: (T, 1, 1) workgroups of WG (64); workgroup t normalizes row x_off/d + t.
+// Dispatch: (T, 1, 1) workgroups of WG (64); workgroup t normalizes row t.
 
 struct Params {
     d: u32,
     eps: f32,
     x_off: u32,   // element offset of X's first row
-    out_off: u32, // element offset of out's first row
+    out_off: u32, // element offset of out's first row (main only)
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -21,14 +29,9 @@ struct Params {
 
 var<workgroup> partial: array<f32, WG>;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let row = p.x_off + wid.x * p.d;
-    var ss = 0.0;
-    for (var i = lid; i < p.d; i += WG) {
-        let v = x[row + i];
-        ss += v * v;
-    }
+// inv_rms sums the invocations' shares ss of a row's squares across the
+// workgroup and returns rsqrt(mean + eps). Every invocation must call it.
+fn inv_rms(lid: u32, ss: f32) -> f32 {
     partial[lid] = ss;
     workgroupBarrier();
     for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
@@ -37,9 +40,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
     }
-    let r = 1.0 / sqrt(partial[0] / f32(p.d) + p.eps);
+    return 1.0 / sqrt(partial[0] / f32(p.d) + p.eps);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row = p.x_off + wid.x * p.d;
+    var ss = 0.0;
+    for (var i = lid; i < p.d; i += WG) {
+        let v = x[row + i];
+        ss += v * v;
+    }
+    let r = inv_rms(lid, ss);
     let dst = p.out_off + wid.x * p.d;
     for (var i = lid; i < p.d; i += WG) {
         out[dst + i] = wt[i] * (x[row + i] * r);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn in_place(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row = p.x_off + wid.x * p.d;
+    var ss = 0.0;
+    for (var i = lid; i < p.d; i += WG) {
+        let v = out[row + i];
+        ss += v * v;
+    }
+    let r = inv_rms(lid, ss);
+    // Each invocation rewrites only the elements it read.
+    for (var i = lid; i < p.d; i += WG) {
+        out[row + i] = wt[i] * (out[row + i] * r);
     }
 }

@@ -73,6 +73,10 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if g.OBias {
 			bo = up.vector(n.Bo)
 		}
+		var qNorm, kNorm gpu.Buffer
+		if g.QKNorm {
+			qNorm, kNorm = up.vector(n.QNorm), up.vector(n.KNorm)
+		}
 		wg, wu, wd := up.matrix(n.Wgate), up.matrix(n.Wup), up.matrix(n.Wdown)
 		if up.err != nil {
 			return up.err
@@ -84,6 +88,9 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		prog = append(prog, e.matmulOps("q", wq, e.h, zero, e.q, zero, qDim, bq, T)...)
 		prog = append(prog, e.matmulOps("k", wk, e.h, zero, e.kc[l], kvOff, kvDim, bk, T)...)
 		prog = append(prog, e.matmulOps("v", wv, e.h, zero, e.vc[l], kvOff, kvDim, bv, T)...)
+		if g.QKNorm {
+			prog = append(prog, e.headNormOp("q-norm", e.q, qNorm, g.Heads, zero), e.headNormOp("k-norm", e.kc[l], kNorm, g.KVHeads, kvOff))
+		}
 		prog = append(prog, e.ropeOp("rope-q", e.q, g.Heads, zero, qDim), e.ropeOp("rope-k", e.kc[l], g.KVHeads, kvOff, kvDim))
 		prog = append(prog, e.attentionOp(l))
 		prog = append(prog, e.matmulOps("o", wo, e.att, zero, e.o, zero, d, bo, T)...)
@@ -266,6 +273,22 @@ func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int
 			params: func(s step) []uint32 { return []uint32{uint32(d), math.Float32bits(e.g.NormEps), uint32(xOff(s)), 0} },
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: w}, {Binding: 2, Buffer: out}},
+		paramsAt: 3,
+	}
+}
+
+// headNormOp RMS-normalizes v's T*heads head vectors (hd,) from element
+// off(s) on, in place: Qwen3's q_norm on q and k_norm on the keys just
+// written to the KV cache, before RoPE.
+func (e *State) headNormOp(name string, v, w gpu.Buffer, heads int, off func(step) int) pending {
+	hd := e.g.HeadDim
+	return pending{
+		op: op{
+			name: name, family: "qk-norm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "in_place"),
+			dims:   func(s step) (uint32, uint32, uint32) { return uint32(s.T * heads), 1, 1 },
+			params: func(s step) []uint32 { return []uint32{uint32(hd), math.Float32bits(e.g.NormEps), uint32(off(s)), 0} },
+		},
+		bindings: []gpu.Binding{{Binding: 1, Buffer: w}, {Binding: 2, Buffer: v}},
 		paramsAt: 3,
 	}
 }

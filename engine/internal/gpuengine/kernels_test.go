@@ -163,6 +163,40 @@ func TestRMSNormKernel(t *testing.T) {
 	check(t, "rmsnorm", got, want, 1e-12, 1e-5)
 }
 
+// The in-place entry normalizes rows of hd (Qwen3's heads) where they lie,
+// as in a KV cache slot: rows from x_off on, everything around them left
+// as it was. hd below, above and not a multiple of the workgroup.
+func TestRMSNormInPlaceKernel(t *testing.T) {
+	dev := nativetest.Device(t)
+	for _, hd := range []int{32, 70, 128} {
+		t.Run(fmt.Sprint("hd", hd), func(t *testing.T) {
+			const rows, before, after, eps = 6, 2, 3, 1e-6 // e.g. 3 tokens × 2 KV heads after 1 cached token
+			r := rnd(7)
+			x := r.fill((before+rows+after)*hd, 3)
+			w := r.fill(hd, 1)
+			xb := buf(t, dev, x)
+			dispatch(t, dev, shaders.RMSNorm(), "in_place", []gpu.Buffer{0, buf(t, dev, w), xb, buf(t, dev, params(hd, float32(eps), before*hd, 0))}, rows, 1, 1)
+			got := read(t, dev, xb, len(x))
+			want := make([]float64, len(x))
+			for i, v := range x {
+				want[i] = float64(v)
+			}
+			for row := before; row < before+rows; row++ {
+				v := want[row*hd : (row+1)*hd]
+				var ss float64
+				for _, e := range v {
+					ss += e * e
+				}
+				rs := 1 / math.Sqrt(ss/float64(hd)+eps)
+				for i := range v {
+					v[i] *= float64(w[i]) * rs
+				}
+			}
+			check(t, "rmsnorm in place", got, want, 1e-12, 1e-5)
+		})
+	}
+}
+
 func TestRoPEKernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	g := model.Geometry{HeadDim: 16, RopeTheta: 1e6}

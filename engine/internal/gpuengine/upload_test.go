@@ -12,7 +12,7 @@ import (
 
 // Upload progress ends exactly at its total, so the terminal line closes.
 func TestUploadProgress(t *testing.T) {
-	for _, p := range []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"]} {
+	for _, p := range []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-qwen3"]} {
 		dev := nativetest.Device(t)
 		dir := filepath.Join(t.TempDir(), p.Name)
 		if err := synth.Write(p, dir, synth.Options{}); err != nil {

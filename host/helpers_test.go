@@ -17,13 +17,14 @@ import (
 )
 
 // fixtures are built once per test binary: engine.wasm, the tiny model
-// with a q4 variant, the compiled module.
+// with a q4 variant, the tiny-qwen3 model, the compiled module.
 var fixtures struct {
 	once     sync.Once
 	err      error
 	tmp      string
 	wasm     []byte
 	modelDir string
+	qwen3Dir string
 	mod      *Module
 }
 
@@ -68,6 +69,10 @@ func setup(t testing.TB) {
 		}
 		f.modelDir = filepath.Join(f.tmp, "tiny")
 		if f.err = synth.Write(synth.Presets["tiny"], f.modelDir, synth.Options{}); f.err != nil {
+			return
+		}
+		f.qwen3Dir = filepath.Join(f.tmp, "tiny-qwen3")
+		if f.err = synth.Write(synth.Presets["tiny-qwen3"], f.qwen3Dir, synth.Options{}); f.err != nil {
 			return
 		}
 		ck, err := checkpoint.Open(f.modelDir)

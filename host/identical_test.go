@@ -35,16 +35,20 @@ func TestBitIdentical(t *testing.T) {
 	setup(t)
 	dev := nativetest.Device(t)
 	ctx := context.Background()
-	for _, v := range []string{"f32", "q4"} {
-		t.Run(v, func(t *testing.T) {
+	for _, c := range []struct{ name, dir, variant string }{
+		{"tiny/f32", fixtures.modelDir, "f32"},
+		{"tiny/q4", fixtures.modelDir, "q4"},
+		{"tiny-qwen3/f32", fixtures.qwen3Dir, "f32"}, // q/k norm in place on the KV cache
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			prompt := testPrompt()
 			const maxNew = 6
-			nat := goEngine(t, dev, fixtures.modelDir, v, 64)
+			nat := goEngine(t, dev, c.dir, c.variant, 64)
 			want, err := session.Drive(nat, session.Request{Mode: session.Greedy, PromptIDs: prompt, MaxNew: maxNew, Stops: []int{}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := fixtures.mod.Open(ctx, dev, fixtures.modelDir, v, 64)
+			e, err := fixtures.mod.Open(ctx, dev, c.dir, c.variant, 64)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,8 +32,9 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 
 # Benchmarks print one table: decode tokens/s and weight bandwidth per
 # preset, variant and device, the GPU's time per op, and the page's load,
-# open and first-token times in Chromium. The qwen2.5-0.5b
-# checkpoint (1 GB) and its q4 variant are generated once into the cache.
+# open and first-token times in Chromium. The qwen2.5-0.5b and qwen3-0.6b
+# checkpoints (1 GB, 1.2 GB) and their q4 variants are generated once into
+# the cache.
 bench:
 	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./engine/...; \
 	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./engine/...; \

@@ -65,7 +65,7 @@ func storedBytes(ck *checkpoint.Checkpoint, v *variant.Variant, g model.Geometry
 // row out, positions 32..288 after a 32-token prefill) for each preset,
 // variant and device, with tokens/s and the effective weight bandwidth.
 func BenchmarkDecode(b *testing.B) {
-	for _, preset := range []string{"tiny", "qwen2.5-0.5b"} {
+	for _, preset := range []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b"} {
 		for _, vname := range []string{"f32", "q4"} {
 			for _, dname := range []string{"cpu", "gpu"} {
 				b.Run(preset+"/"+vname+"/"+dname, func(b *testing.B) {

@@ -51,7 +51,7 @@ func benchModel(b *testing.B, preset, vname string) (model.Geometry, Source) {
 // BenchmarkOps profiles one GPU decode step op by op (a wait after each
 // dispatch) and reports each op family's time as "<op>-ms".
 func BenchmarkOps(b *testing.B) {
-	for _, preset := range []string{"tiny", "qwen2.5-0.5b"} {
+	for _, preset := range []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b"} {
 		for _, vname := range []string{"f32", "q4"} {
 			b.Run(preset+"/"+vname, func(b *testing.B) {
 				g, src := benchModel(b, preset, vname)

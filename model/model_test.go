@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +18,7 @@ import (
 )
 
 func TestGeometryOf(t *testing.T) {
-	yes := true
+	yes, half := true, 0.5
 	cases := []struct {
 		name    string
 		cfg     checkpoint.Config
@@ -28,7 +29,15 @@ func TestGeometryOf(t *testing.T) {
 		{"llama", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}}, false, false, ""},
 		{"llama bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, AttentionBias: &yes}, true, true, ""},
 		{"mamba", checkpoint.Config{Architectures: []string{"MambaForCausalLM"}}, false, false, `architecture "MambaForCausalLM" is not supported`},
-		{"llama3 rope", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3"}`)}, false, false, `rope_scaling {"rope_type":"llama3"} is not supported`},
+		{"llama3 rope", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(llama32Rope)}, false, false, ""},
+		{"llama3 rope without factor", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3"}`)}, false, false, `rope_scaling {"rope_type":"llama3"}: factor must be a positive number`},
+		{"llama3 rope inverted", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3","factor":8,"low_freq_factor":4,"high_freq_factor":1,"original_max_position_embeddings":8192}`)}, false, false, "high_freq_factor must exceed"},
+		{"yarn", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, RopeScaling: []byte(`{"type":"yarn","factor":4}`)}, false, false, `rope_scaling type "yarn" is not supported`},
+		{"sliding window", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, UseSlidingWindow: &yes}, false, false, "use_sliding_window true"},
+		{"layer types", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, LayerTypes: []string{"full_attention", "sliding_attention"}}, false, false, `layer_types[1] "sliding_attention"`},
+		{"mlp bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, MLPBias: &yes}, false, false, "mlp_bias true"},
+		{"partial rotary", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, PartialRotaryFactor: &half}, false, false, "partial_rotary_factor 0.5"},
+		{"gptq", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, QuantizationConfig: []byte(`{"quant_method":"gptq","bits":4}`)}, false, false, `quantization_config (quant_method "gptq")`},
 		{"gelu", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, HiddenAct: "gelu"}, false, false, `hidden_act "gelu"`},
 	}
 	for _, c := range cases {
@@ -209,4 +218,65 @@ func TestHugeLayerCountFailsFast(t *testing.T) {
 		_, err := Open(dir)
 		return err
 	})
+}
+
+// Llama 3.2's rope_scaling, as its config.json writes it.
+const llama32Rope = `{"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}`
+
+// llama3InvFreq64 is transformers' _compute_llama3_parameters in float64.
+func llama3InvFreq64(theta float64, hd int, factor, low, high float64, old int) []float64 {
+	out := make([]float64, hd/2)
+	lowWavelen, highWavelen := float64(old)/low, float64(old)/high
+	for i := range out {
+		f := 1 / math.Pow(theta, float64(2*i)/float64(hd))
+		wavelen := 2 * math.Pi / f
+		switch {
+		case wavelen < highWavelen:
+			out[i] = f
+		case wavelen > lowWavelen:
+			out[i] = f / factor
+		default:
+			s := (float64(old)/wavelen - low) / (high - low)
+			out[i] = (1-s)*f/factor + s*f
+		}
+	}
+	return out
+}
+
+// Llama 3.2 1B's frequencies (θ 5e5, head_dim 64) against the float64
+// formula: the short wavelengths kept, the long ones divided by 32, and
+// the medium ones between; linear scaling divides them all.
+func TestInvFreqScaling(t *testing.T) {
+	g, err := GeometryOf(checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(llama32Rope)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.RopeTheta, g.HeadDim = 5e5, 64
+	plain := g
+	plain.Rope = RopeScaling{}
+	got, base := g.InvFreq(), plain.InvFreq()
+	want := llama3InvFreq64(5e5, 64, 32, 1, 4, 8192)
+	kept, divided, mixed := 0, 0, 0
+	for i := range got {
+		if d := math.Abs(float64(got[i])-want[i]) / want[i]; d > 1e-6 {
+			t.Errorf("inv_freq[%d] = %g, want %g (relative error %.1e)", i, got[i], want[i], d)
+		}
+		switch {
+		case got[i] == base[i]:
+			kept++
+		case got[i] == base[i]/32:
+			divided++
+		default:
+			mixed++
+		}
+	}
+	if kept == 0 || divided == 0 || mixed == 0 {
+		t.Errorf("regimes: %d kept, %d divided, %d mixed; want each", kept, divided, mixed)
+	}
+	g.Rope = RopeScaling{Type: "linear", Factor: 4}
+	for i, f := range g.InvFreq() {
+		if f != base[i]/4 {
+			t.Fatalf("linear: inv_freq[%d] = %g, want %g", i, f, base[i]/4)
+		}
+	}
 }

@@ -26,8 +26,9 @@ type Preset struct {
 	MaxPos                 int
 	RopeTheta              float64
 	Tied                   bool
-	Merges                 int // merges to learn for the built-in tokenizer
-	SpecialBase            int // id of <|endoftext|>; 0: right after the learned vocabulary
+	Merges                 int            // merges to learn for the built-in tokenizer
+	SpecialBase            int            // id of <|endoftext|>; 0: right after the learned vocabulary
+	RopeScaling            map[string]any // config.json's rope_scaling; nil: none
 }
 
 // Presets by name. qwen2.5-0.5b has that model's exact geometry and puts
@@ -37,6 +38,13 @@ var Presets = map[string]Preset{
 		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400},
 	"tiny-llama": {Name: "tiny-llama", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
 		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400},
+	// Llama 3.2's architecture at the tiny size: tied embeddings and
+	// rope_scaling "llama3". Its original_max_position_embeddings is 64,
+	// not 8192, so that a few positions exercise every regime of the
+	// scaling: kept, interpolated and divided frequencies.
+	"tiny-llama3": {Name: "tiny-llama3", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
+		MaxPos: 4096, RopeTheta: 5e5, Tied: true, Merges: 400, RopeScaling: map[string]any{
+			"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
 	"qwen2.5-0.5b": {Name: "qwen2.5-0.5b", Arch: "Qwen2ForCausalLM", Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
 		Vocab: 151936, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
 }
@@ -145,6 +153,9 @@ func config(p Preset, vocab, special int) map[string]any {
 		c["model_type"] = "llama"
 		c["attention_bias"] = false
 		c["mlp_bias"] = false
+	}
+	if p.RopeScaling != nil {
+		c["rope_scaling"] = p.RopeScaling
 	}
 	return c
 }

@@ -27,11 +27,12 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 
 // architectures: both presets' geometries (qwen2.5-0.5b's per-layer shapes
 // with two layers and the tiny tokenizer's vocabulary, so that it runs in a
-// test) and a Llama-style config (untied head, no biases, one KV head).
+// test), a Llama-style config (untied head, no biases, one KV head) and a
+// Llama 3 one (tied head, rope_scaling llama3).
 func architectures() []synth.Preset {
 	big := synth.Presets["qwen2.5-0.5b"]
 	big.Name, big.Layers, big.Vocab, big.SpecialBase = "qwen2.5-0.5b-2layer", 2, 0, 0
-	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], big}
+	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"], big}
 }
 
 func sequence(n, vocab int) []int {
@@ -86,7 +87,7 @@ func TestKVCacheMatchesTeacherForcing(t *testing.T) {
 // The fast path against a literal float64 transcription of
 // transformers' modeling_qwen2.py / modeling_llama.py (naive.go).
 func TestForwardMatchesNaiveReference(t *testing.T) {
-	for _, p := range architectures()[:2] {
+	for _, p := range architectures()[:3] {
 		t.Run(p.Name, func(t *testing.T) {
 			m := load(t, p)
 			ids := sequence(12, m.Vocab)
@@ -108,6 +109,34 @@ func TestForwardMatchesNaiveReference(t *testing.T) {
 				t.Fatalf("float32 forward differs from the float64 reference by %g", worst)
 			}
 		})
+	}
+}
+
+// The naive check above would catch an engine that ignored rope_scaling:
+// on tiny-llama3, the unscaled forward pass is far from the reference.
+func TestRopeScalingMatters(t *testing.T) {
+	m := load(t, synth.Presets["tiny-llama3"])
+	if m.Rope.Type != "llama3" {
+		t.Fatalf("tiny-llama3 loaded with rope scaling %+v", m.Rope)
+	}
+	ids := sequence(12, m.Vocab)
+	want := naiveForward(m, ids)
+	m.Rope = model.RopeScaling{}
+	s, _ := New(m, len(ids))
+	got, err := s.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst, scale float64
+	for i := range want {
+		for j := range want[i] {
+			worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
+			scale = max(scale, math.Abs(want[i][j]))
+		}
+	}
+	t.Logf("unscaled vs scaled reference: max abs %.2e (logits up to %.1f)", worst, scale)
+	if worst <= 1e-4*max(1, scale) {
+		t.Fatalf("ignoring rope_scaling moves logits by only %g: the reference check could not tell", worst)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 // no code with forward.go.
 func naiveForward(m *model.Model, ids []int) [][]float64 {
 	T, hd := len(ids), m.HeadDim
+	inv := invFreq64(m.Geometry)
 	x := make([][]float64, T)
 	for t, id := range ids {
 		x[t] = f64(m.Embed.Row(id))
@@ -20,7 +21,7 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 		h := norm64(x, L.AttnNorm, float64(m.NormEps))
 		q, k, v := linear64(h, L.Wq, L.Bq), linear64(h, L.Wk, L.Bk), linear64(h, L.Wv, L.Bv)
 		for t := 0; t < T; t++ {
-			q[t], k[t] = rope64(q[t], t, hd, m.RopeTheta), rope64(k[t], t, hd, m.RopeTheta)
+			q[t], k[t] = rope64(q[t], t, hd, inv), rope64(k[t], t, hd, inv)
 		}
 		attn := make([][]float64, T)
 		for t := range attn {
@@ -121,13 +122,37 @@ func linear64(x [][]float64, W *model.Matrix, b []float32) [][]float64 {
 }
 
 // rope64: x*cos + rotate_half(x)*sin per head, with emb = cat(freqs, freqs).
-func rope64(x []float64, pos, hd int, theta float64) []float64 {
+// invFreq64 is RoPE's inverse frequencies, scaled as transformers'
+// modeling_rope_utils.py does for rope_type linear and llama3.
+func invFreq64(g model.Geometry) []float64 {
+	r := g.Rope
+	out := make([]float64, g.HeadDim/2)
+	for i := range out {
+		f := 1 / math.Pow(g.RopeTheta, float64(2*i)/float64(g.HeadDim))
+		switch r.Type {
+		case "linear":
+			f /= r.Factor
+		case "llama3":
+			old := float64(r.OriginalMaxPos)
+			wavelen := 2 * math.Pi / f
+			if wavelen > old/r.LowFreqFactor {
+				f /= r.Factor
+			} else if wavelen >= old/r.HighFreqFactor {
+				s := (old/wavelen - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
+				f = (1-s)*f/r.Factor + s*f
+			}
+		}
+		out[i] = f
+	}
+	return out
+}
+
+func rope64(x []float64, pos, hd int, inv []float64) []float64 {
 	out := make([]float64, len(x))
 	half := hd / 2
 	for h := 0; h < len(x); h += hd {
 		for i := 0; i < hd; i++ {
-			f := 1 / math.Pow(theta, float64(2*(i%half))/float64(hd))
-			a := float64(pos) * f
+			a := float64(pos) * inv[i%half]
 			var rot float64 // rotate_half(x) = cat(-x2, x1)
 			if i < half {
 				rot = -x[h+i+half]

@@ -38,6 +38,8 @@ type Config struct {
 	// that a model asking for what is not implemented is refused instead
 	// of run with other semantics.
 	UseSlidingWindow    *bool           `json:"use_sliding_window,omitempty"`
+	SlidingWindow       *int            `json:"sliding_window,omitempty"`
+	MaxWindowLayers     *int            `json:"max_window_layers,omitempty"`
 	LayerTypes          []string        `json:"layer_types,omitempty"`
 	MLPBias             *bool           `json:"mlp_bias,omitempty"`
 	PartialRotaryFactor *float64        `json:"partial_rotary_factor,omitempty"`

@@ -61,7 +61,7 @@ func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onC
 func presets() []synth.Preset {
 	big := synth.Presets["qwen2.5-0.5b"]
 	big.Name, big.Layers, big.Vocab, big.SpecialBase = "qwen2.5-0.5b-2layer", 2, 0, 0
-	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"], big}
+	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"], synth.Presets["tiny-mistral"], big}
 }
 
 // On every variant, teacher-forced logits (40 tokens: a 32-token chunk and

@@ -28,9 +28,12 @@ type Geometry struct {
 	NormEps      float32 // RMSNorm epsilon
 	RopeTheta    float64 //
 	Rope         RopeScaling
-	QKVBias      bool // q/k/v projections have biases
-	OBias        bool // o_proj has a bias (Llama attention_bias)
-	TiedHead     bool // LM head is the embedding
+	// Window is each layer's attention window: 0 attends to every earlier
+	// position, W > 0 to the last W (keys j with i−W < j ≤ i).
+	Window   []int
+	QKVBias  bool // q/k/v projections have biases
+	OBias    bool // o_proj has a bias (Llama attention_bias)
+	TiedHead bool // LM head is the embedding
 }
 
 // CheckCapacity refuses a KV cache longer than the model's context.
@@ -114,10 +117,62 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		if c.AttentionBias != nil && *c.AttentionBias {
 			g.QKVBias, g.OBias = true, true
 		}
+	case "MistralForCausalLM":
+		// Llama's layers with a sliding window (modeling_mistral.py).
 	default:
-		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, LlamaForCausalLM)", g.Arch)
+		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM)", g.Arch)
 	}
-	return g, nil
+	var err error
+	g.Window, err = windows(c)
+	return g, err
+}
+
+// windows is each layer's attention window, as transformers derives it
+// (configuration_qwen2.py and configuration_mistral.py, v5): Qwen2 slides
+// only with use_sliding_window, and then on the layers from
+// max_window_layers (default 28) on; Mistral slides on every layer when
+// sliding_window is set; layer_types, when a config gives it, says per
+// layer. Llama never slides.
+func windows(c checkpoint.Config) ([]int, error) {
+	slides, first := false, 0 // whether the config slides, and from which layer
+	switch c.Arch() {
+	case "Qwen2ForCausalLM":
+		slides, first = c.UseSlidingWindow != nil && *c.UseSlidingWindow, 28
+		if c.MaxWindowLayers != nil {
+			first = *c.MaxWindowLayers
+		}
+	case "MistralForCausalLM":
+		slides = c.SlidingWindow != nil
+	}
+	w := 0
+	if slides {
+		if c.SlidingWindow == nil || *c.SlidingWindow < 1 {
+			return nil, fmt.Errorf("config.json: sliding_window %s: a sliding window needs a size of at least 1", intOrNull(c.SlidingWindow))
+		}
+		w = *c.SlidingWindow
+	}
+	out := make([]int, c.NumHiddenLayers)
+	if c.LayerTypes == nil {
+		for i := first; i < len(out) && w > 0; i++ {
+			out[i] = w
+		}
+		return out, nil
+	}
+	if len(c.LayerTypes) != len(out) {
+		return nil, fmt.Errorf("config.json: layer_types has %d entries for %d layers", len(c.LayerTypes), len(out))
+	}
+	for i, t := range c.LayerTypes {
+		switch {
+		case t == "full_attention":
+		case t == "sliding_attention" && w > 0:
+			out[i] = w
+		case t == "sliding_attention":
+			return nil, fmt.Errorf("config.json: layer_types[%d] is sliding_attention but the config sets no sliding window (sliding_window, use_sliding_window)", i)
+		default:
+			return nil, fmt.Errorf("config.json: layer_types[%d] %q is not supported (full_attention, sliding_attention)", i, t)
+		}
+	}
+	return out, nil
 }
 
 // unsupported refuses what a config asks for that no engine here
@@ -131,14 +186,6 @@ func unsupported(c checkpoint.Config) error {
 		json.Unmarshal(c.QuantizationConfig, &q)
 		return fmt.Errorf("config.json: quantization_config (quant_method %q): a checkpoint quantized by another tool is not supported; open the float checkpoint it was made from", q.Method)
 	}
-	if c.UseSlidingWindow != nil && *c.UseSlidingWindow {
-		return fmt.Errorf("config.json: use_sliding_window true: sliding-window attention is not supported yet")
-	}
-	for i, t := range c.LayerTypes {
-		if t != "full_attention" {
-			return fmt.Errorf("config.json: layer_types[%d] %q: only full_attention is supported yet", i, t)
-		}
-	}
 	if c.MLPBias != nil && *c.MLPBias {
 		return fmt.Errorf("config.json: mlp_bias true: MLP biases are not supported yet")
 	}
@@ -146,6 +193,13 @@ func unsupported(c checkpoint.Config) error {
 		return fmt.Errorf("config.json: partial_rotary_factor %g: only full rotary embeddings (1) are supported", *f)
 	}
 	return nil
+}
+
+func intOrNull(p *int) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
 }
 
 // RopeScaling is how rope_scaling changes RoPE's inverse frequencies, as

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 )
 
 func TestGeometryOf(t *testing.T) {
-	yes, half := true, 0.5
+	yes, half, four := true, 0.5, 4
 	cases := []struct {
 		name    string
 		cfg     checkpoint.Config
@@ -33,8 +34,10 @@ func TestGeometryOf(t *testing.T) {
 		{"llama3 rope without factor", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3"}`)}, false, false, `rope_scaling {"rope_type":"llama3"}: factor must be a positive number`},
 		{"llama3 rope inverted", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3","factor":8,"low_freq_factor":4,"high_freq_factor":1,"original_max_position_embeddings":8192}`)}, false, false, "high_freq_factor must exceed"},
 		{"yarn", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, RopeScaling: []byte(`{"type":"yarn","factor":4}`)}, false, false, `rope_scaling type "yarn" is not supported`},
-		{"sliding window", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, UseSlidingWindow: &yes}, false, false, "use_sliding_window true"},
-		{"layer types", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, LayerTypes: []string{"full_attention", "sliding_attention"}}, false, false, `layer_types[1] "sliding_attention"`},
+		{"sliding window without size", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, UseSlidingWindow: &yes}, false, false, "sliding_window null: a sliding window needs a size"},
+		{"sliding layer without window", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 2, LayerTypes: []string{"full_attention", "sliding_attention"}}, false, false, "layer_types[1] is sliding_attention but the config sets no sliding window"},
+		{"chunked layer", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 1, SlidingWindow: &four, LayerTypes: []string{"chunked_attention"}}, false, false, `layer_types[0] "chunked_attention" is not supported`},
+		{"layer types short", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2, LayerTypes: []string{"full_attention"}}, false, false, "layer_types has 1 entries for 2 layers"},
 		{"mlp bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, MLPBias: &yes}, false, false, "mlp_bias true"},
 		{"partial rotary", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, PartialRotaryFactor: &half}, false, false, "partial_rotary_factor 0.5"},
 		{"gptq", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, QuantizationConfig: []byte(`{"quant_method":"gptq","bits":4}`)}, false, false, `quantization_config (quant_method "gptq")`},
@@ -277,6 +280,34 @@ func TestInvFreqScaling(t *testing.T) {
 	for i, f := range g.InvFreq() {
 		if f != base[i]/4 {
 			t.Fatalf("linear: inv_freq[%d] = %g, want %g", i, f, base[i]/4)
+		}
+	}
+}
+
+// Each layer's window as transformers derives it from the config.
+func TestWindows(t *testing.T) {
+	yes, no, w, one := true, false, 4096, 1
+	qwen := func(use *bool, maxWindow *int, types []string) checkpoint.Config {
+		return checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 3, SlidingWindow: &w,
+			UseSlidingWindow: use, MaxWindowLayers: maxWindow, LayerTypes: types}
+	}
+	for _, c := range []struct {
+		name string
+		cfg  checkpoint.Config
+		want []int
+	}{
+		// Qwen2.5's configs: sliding_window set, use_sliding_window false.
+		{"qwen2 off", qwen(&no, &one, nil), []int{0, 0, 0}},
+		{"qwen2 from max_window_layers", qwen(&yes, &one, nil), []int{0, w, w}},
+		{"qwen2 default max_window_layers 28", qwen(&yes, nil, nil), []int{0, 0, 0}},
+		{"qwen2 layer_types", qwen(&yes, &one, []string{"sliding_attention", "full_attention", "full_attention"}), []int{w, 0, 0}},
+		{"mistral", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2, SlidingWindow: &w}, []int{w, w}},
+		{"mistral null window", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2}, []int{0, 0}},
+		{"llama never slides", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, NumHiddenLayers: 2, SlidingWindow: &w}, []int{0, 0}},
+	} {
+		g, err := GeometryOf(c.cfg)
+		if err != nil || !slices.Equal(g.Window, c.want) {
+			t.Errorf("%s: windows %v, %v; want %v", c.name, g.Window, err, c.want)
 		}
 	}
 }

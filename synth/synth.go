@@ -29,6 +29,7 @@ type Preset struct {
 	Merges                 int            // merges to learn for the built-in tokenizer
 	SpecialBase            int            // id of <|endoftext|>; 0: right after the learned vocabulary
 	RopeScaling            map[string]any // config.json's rope_scaling; nil: none
+	SlidingWindow          int            // Mistral's sliding_window; 0: none (null)
 }
 
 // Presets by name. qwen2.5-0.5b has that model's exact geometry and puts
@@ -45,6 +46,10 @@ var Presets = map[string]Preset{
 	"tiny-llama3": {Name: "tiny-llama3", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
 		MaxPos: 4096, RopeTheta: 5e5, Tied: true, Merges: 400, RopeScaling: map[string]any{
 			"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
+	// Mistral's architecture (Llama's layers, a sliding window on every
+	// layer) with a window of 8, so that short tests attend past it.
+	"tiny-mistral": {Name: "tiny-mistral", Arch: "MistralForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: false, Merges: 400, SlidingWindow: 8},
 	"qwen2.5-0.5b": {Name: "qwen2.5-0.5b", Arch: "Qwen2ForCausalLM", Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
 		Vocab: 151936, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
 }
@@ -149,6 +154,12 @@ func config(p Preset, vocab, special int) map[string]any {
 		c["sliding_window"] = p.MaxPos
 		c["max_window_layers"] = p.Layers
 		c["attention_dropout"] = 0.0
+	} else if p.Arch == "MistralForCausalLM" {
+		c["model_type"] = "mistral"
+		c["sliding_window"] = nil
+		if p.SlidingWindow > 0 {
+			c["sliding_window"] = p.SlidingWindow
+		}
 	} else {
 		c["model_type"] = "llama"
 		c["attention_bias"] = false

@@ -27,12 +27,13 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 
 // architectures: both presets' geometries (qwen2.5-0.5b's per-layer shapes
 // with two layers and the tiny tokenizer's vocabulary, so that it runs in a
-// test), a Llama-style config (untied head, no biases, one KV head) and a
-// Llama 3 one (tied head, rope_scaling llama3).
+// test), a Llama-style config (untied head, no biases, one KV head), a
+// Llama 3 one (tied head, rope_scaling llama3) and a Mistral one (sliding
+// window 8: the tests' sequences run past it).
 func architectures() []synth.Preset {
 	big := synth.Presets["qwen2.5-0.5b"]
 	big.Name, big.Layers, big.Vocab, big.SpecialBase = "qwen2.5-0.5b-2layer", 2, 0, 0
-	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"], big}
+	return []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"], synth.Presets["tiny-mistral"], big}
 }
 
 func sequence(n, vocab int) []int {
@@ -87,7 +88,7 @@ func TestKVCacheMatchesTeacherForcing(t *testing.T) {
 // The fast path against a literal float64 transcription of
 // transformers' modeling_qwen2.py / modeling_llama.py (naive.go).
 func TestForwardMatchesNaiveReference(t *testing.T) {
-	for _, p := range architectures()[:3] {
+	for _, p := range architectures()[:4] {
 		t.Run(p.Name, func(t *testing.T) {
 			m := load(t, p)
 			ids := sequence(12, m.Vocab)
@@ -137,6 +138,35 @@ func TestRopeScalingMatters(t *testing.T) {
 	t.Logf("unscaled vs scaled reference: max abs %.2e (logits up to %.1f)", worst, scale)
 	if worst <= 1e-4*max(1, scale) {
 		t.Fatalf("ignoring rope_scaling moves logits by only %g: the reference check could not tell", worst)
+	}
+}
+
+// The naive check would also catch an engine that ignored the sliding
+// window: on tiny-mistral, whose 12-token test sequence outruns its window
+// of 8, full attention is far from the reference.
+func TestSlidingWindowMatters(t *testing.T) {
+	m := load(t, synth.Presets["tiny-mistral"])
+	if m.Window[0] != 8 || m.Window[1] != 8 {
+		t.Fatalf("tiny-mistral loaded with windows %v", m.Window)
+	}
+	ids := sequence(12, m.Vocab)
+	want := naiveForward(m, ids)
+	m.Window = nil
+	s, _ := New(m, len(ids))
+	got, err := s.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst, scale float64
+	for i := range want {
+		for j := range want[i] {
+			worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
+			scale = max(scale, math.Abs(want[i][j]))
+		}
+	}
+	t.Logf("full attention vs the windowed reference: max abs %.2e (logits up to %.1f)", worst, scale)
+	if worst <= 1e-4*max(1, scale) {
+		t.Fatalf("ignoring the window moves logits by only %g: the reference check could not tell", worst)
 	}
 }
 

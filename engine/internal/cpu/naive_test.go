@@ -17,7 +17,7 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 	for t, id := range ids {
 		x[t] = f64(m.Embed.Row(id))
 	}
-	for _, L := range m.Layers {
+	for l, L := range m.Layers {
 		h := norm64(x, L.AttnNorm, float64(m.NormEps))
 		q, k, v := linear64(h, L.Wq, L.Bq), linear64(h, L.Wk, L.Bk), linear64(h, L.Wv, L.Bv)
 		for t := 0; t < T; t++ {
@@ -27,14 +27,18 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 		for t := range attn {
 			attn[t] = make([]float64, m.Heads*hd)
 		}
+		window := T // no sliding window: every earlier position
+		if m.Window != nil && m.Window[l] > 0 {
+			window = m.Window[l]
+		}
 		for head := 0; head < m.Heads; head++ {
 			kvh := head / (m.Heads / m.KVHeads)
 			for i := 0; i < T; i++ {
 				w := make([]float64, T)
 				mx := math.Inf(-1)
 				for j := 0; j < T; j++ {
-					w[j] = math.Inf(-1) // causal mask
-					if j <= i {
+					w[j] = math.Inf(-1) // causal, sliding-window mask
+					if j <= i && j > i-window {
 						var s float64
 						for e := 0; e < hd; e++ {
 							s += q[i][head*hd+e] * k[j][kvh*hd+e]

@@ -27,15 +27,23 @@ type Config struct {
 	TorchDtype            string   `json:"torch_dtype"`
 
 	// RopeScaling is config.json's rope_scaling object as written, nil when
-	// absent or null. It is not interpreted here, but a forward pass must not
-	// ignore it: Llama 3's "llama3" scaling changes the RoPE frequencies at
-	// every position, not only beyond the trained context.
+	// absent or null; transformers v5 writes it as rope_parameters, which
+	// ParseConfig copies here unless its rope_type is "default". It is not
+	// interpreted here, but a forward pass must not ignore it: Llama 3's
+	// "llama3" scaling changes the RoPE frequencies at every position, not
+	// only beyond the trained context.
 	RopeScaling json.RawMessage `json:"rope_scaling,omitempty"`
 
-	// Sliding-window attention (Qwen3): not implemented, so a config that
-	// asks for it must be refused, never silently run with full attention.
-	UseSlidingWindow bool     `json:"use_sliding_window"`
-	LayerTypes       []string `json:"layer_types"`
+	// Fields that change the forward pass where a config sets them; read so
+	// that a model asking for what is not implemented is refused instead
+	// of run with other semantics.
+	UseSlidingWindow    *bool           `json:"use_sliding_window,omitempty"`
+	SlidingWindow       *int            `json:"sliding_window,omitempty"`
+	MaxWindowLayers     *int            `json:"max_window_layers,omitempty"`
+	LayerTypes          []string        `json:"layer_types,omitempty"`
+	MLPBias             *bool           `json:"mlp_bias,omitempty"`
+	PartialRotaryFactor *float64        `json:"partial_rotary_factor,omitempty"`
+	QuantizationConfig  json.RawMessage `json:"quantization_config,omitempty"`
 }
 
 // Defaults for fields that config.json may omit; they match the
@@ -92,6 +100,7 @@ type configPresence struct {
 	Dtype                 string   `json:"dtype"` // torch_dtype's newer name
 	RopeParameters        *struct {
 		RopeTheta *float64 `json:"rope_theta"`
+		RopeType  string   `json:"rope_type"`
 	} `json:"rope_parameters"`
 }
 
@@ -110,6 +119,18 @@ func ParseConfig(data []byte, name string) (Config, error) {
 	}
 	if string(c.RopeScaling) == "null" {
 		c.RopeScaling = nil
+	}
+	if c.RopeScaling == nil && p.RopeParameters != nil && p.RopeParameters.RopeType != "" && p.RopeParameters.RopeType != "default" {
+		var raw struct {
+			RopeParameters json.RawMessage `json:"rope_parameters"`
+		}
+		if err := json.Unmarshal(data, &raw); err != nil {
+			return fail("%s", jsonError(err))
+		}
+		c.RopeScaling = raw.RopeParameters
+	}
+	if string(c.QuantizationConfig) == "null" {
+		c.QuantizationConfig = nil
 	}
 	if c.TorchDtype == "" {
 		c.TorchDtype = p.Dtype

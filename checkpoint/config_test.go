@@ -80,8 +80,14 @@ func TestParseConfigDefaults(t *testing.T) {
 
 	// transformers v5 moves rope_theta under rope_parameters.
 	c, err = ParseConfig(edit(t, map[string]any{"rope_theta": nil, "rope_parameters": map[string]any{"rope_theta": 5e5}}), "config.json")
-	if err != nil || c.RopeTheta != 5e5 {
-		t.Errorf("rope_parameters: %v, %v", c.RopeTheta, err)
+	if err != nil || c.RopeTheta != 5e5 || c.RopeScaling != nil {
+		t.Errorf("rope_parameters: %v, %s, %v", c.RopeTheta, c.RopeScaling, err)
+	}
+	// ... and rope_scaling with it: a scaling written there is not lost.
+	c, err = ParseConfig(edit(t, map[string]any{"rope_theta": nil, "rope_parameters": map[string]any{
+		"rope_theta": 5e5, "rope_type": "llama3", "factor": 32.0}}), "config.json")
+	if err != nil || c.RopeTheta != 5e5 || !strings.Contains(string(c.RopeScaling), `"llama3"`) {
+		t.Errorf("rope_parameters with llama3: %v, %s, %v", c.RopeTheta, c.RopeScaling, err)
 	}
 	// An explicit head_dim wins over hidden_size / heads (Llama 3.2 style).
 	c, err = ParseConfig(edit(t, map[string]any{"hidden_size": 900, "head_dim": 128}), "config.json")

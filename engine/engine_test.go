@@ -62,7 +62,8 @@ func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onC
 // with two layers and the tiny tokenizer's vocabulary, so that they run in
 // a test.
 func presets() []synth.Preset {
-	ps := []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-qwen3"]}
+	ps := []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"],
+		synth.Presets["tiny-mistral"], synth.Presets["tiny-qwen3"]}
 	for _, name := range []string{"qwen2.5-0.5b", "qwen3-0.6b"} {
 		p := synth.Presets[name]
 		p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0

@@ -5,6 +5,7 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -27,10 +28,14 @@ type Geometry struct {
 	MaxPos       int     // context length
 	NormEps      float32 // RMSNorm epsilon
 	RopeTheta    float64 //
-	QKVBias      bool    // q/k/v projections have biases
-	OBias        bool    // o_proj has a bias (Llama and Qwen3 attention_bias)
-	QKNorm       bool    // q and k are RMS-normalized per head before RoPE (Qwen3)
-	TiedHead     bool    // LM head is the embedding
+	Rope         RopeScaling
+	// Window is each layer's attention window: 0 attends to every earlier
+	// position, W > 0 to the last W (keys j with i−W < j ≤ i).
+	Window   []int
+	QKVBias  bool // q/k/v projections have biases
+	OBias    bool // o_proj has a bias (Llama and Qwen3 attention_bias)
+	QKNorm   bool // q and k are RMS-normalized per head before RoPE (Qwen3)
+	TiedHead bool // LM head is the embedding
 }
 
 // CheckCapacity refuses a KV cache longer than the model's context.
@@ -98,9 +103,14 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 	if c.HiddenAct != "" && c.HiddenAct != "silu" {
 		return g, fmt.Errorf("config.json: hidden_act %q is not supported (only silu)", c.HiddenAct)
 	}
+	if err := unsupported(c); err != nil {
+		return g, err
+	}
 	if c.RopeScaling != nil {
-		// Llama 3's "llama3" scaling and YaRN change every frequency.
-		return g, fmt.Errorf("config.json: rope_scaling %s is not supported yet", c.RopeScaling)
+		var err error
+		if g.Rope, err = parseRopeScaling(c.RopeScaling); err != nil {
+			return g, err
+		}
 	}
 	switch g.Arch {
 	case "Qwen2ForCausalLM":
@@ -117,33 +127,156 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		if c.AttentionBias != nil && *c.AttentionBias {
 			g.QKVBias, g.OBias = true, true
 		}
-		if err := fullAttentionOnly(c); err != nil {
-			return g, err
-		}
+	case "MistralForCausalLM":
+		// Llama's layers with a sliding window (modeling_mistral.py).
 	default:
-		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM)", g.Arch)
+		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM)", g.Arch)
 	}
-	return g, nil
+	var err error
+	g.Window, err = windows(c)
+	return g, err
 }
 
-// fullAttentionOnly refuses a config whose layers would use sliding-window
-// attention, which no engine implements. transformers derives the layer
-// types from use_sliding_window and max_window_layers when layer_types is
-// absent; use_sliding_window true is refused outright rather than by
-// re-deriving that rule, whose meaning has changed between versions.
-func fullAttentionOnly(c checkpoint.Config) error {
-	if c.UseSlidingWindow {
-		return fmt.Errorf("config.json: use_sliding_window true is not supported (sliding-window attention from layer max_window_layers on)")
+// windows is each layer's attention window, as transformers derives it
+// (configuration_qwen2.py, configuration_qwen3.py and
+// configuration_mistral.py, v5): Qwen2 and Qwen3 slide only with
+// use_sliding_window, and then on the layers from max_window_layers
+// (default 28) on; Mistral slides on every layer when sliding_window is
+// set; layer_types, when a config gives it, says per layer. Llama never
+// slides.
+func windows(c checkpoint.Config) ([]int, error) {
+	slides, first := false, 0 // whether the config slides, and from which layer
+	switch c.Arch() {
+	case "Qwen2ForCausalLM", "Qwen3ForCausalLM":
+		slides, first = c.UseSlidingWindow != nil && *c.UseSlidingWindow, 28
+		if c.MaxWindowLayers != nil {
+			first = *c.MaxWindowLayers
+		}
+	case "MistralForCausalLM":
+		slides = c.SlidingWindow != nil
 	}
-	if len(c.LayerTypes) > 0 && len(c.LayerTypes) != c.NumHiddenLayers {
-		return fmt.Errorf("config.json: layer_types has %d entries for num_hidden_layers %d", len(c.LayerTypes), c.NumHiddenLayers)
+	w := 0
+	if slides {
+		if c.SlidingWindow == nil || *c.SlidingWindow < 1 {
+			return nil, fmt.Errorf("config.json: sliding_window %s: a sliding window needs a size of at least 1", intOrNull(c.SlidingWindow))
+		}
+		w = *c.SlidingWindow
+	}
+	out := make([]int, c.NumHiddenLayers)
+	if c.LayerTypes == nil {
+		for i := first; i < len(out) && w > 0; i++ {
+			out[i] = w
+		}
+		return out, nil
+	}
+	if len(c.LayerTypes) != len(out) {
+		return nil, fmt.Errorf("config.json: layer_types has %d entries for %d layers", len(c.LayerTypes), len(out))
 	}
 	for i, t := range c.LayerTypes {
-		if t != "full_attention" {
-			return fmt.Errorf("config.json: layer_types[%d] %q is not supported (only full_attention)", i, t)
+		switch {
+		case t == "full_attention":
+		case t == "sliding_attention" && w > 0:
+			out[i] = w
+		case t == "sliding_attention":
+			return nil, fmt.Errorf("config.json: layer_types[%d] is sliding_attention but the config sets no sliding window (sliding_window, use_sliding_window)", i)
+		default:
+			return nil, fmt.Errorf("config.json: layer_types[%d] %q is not supported (full_attention, sliding_attention)", i, t)
 		}
 	}
+	return out, nil
+}
+
+// unsupported refuses what a config asks for that no engine here
+// implements, naming the field: running such a model with other semantics
+// would give wrong logits that look right.
+func unsupported(c checkpoint.Config) error {
+	if len(c.QuantizationConfig) > 0 {
+		var q struct {
+			Method string `json:"quant_method"`
+		}
+		json.Unmarshal(c.QuantizationConfig, &q)
+		return fmt.Errorf("config.json: quantization_config (quant_method %q): a checkpoint quantized by another tool is not supported; open the float checkpoint it was made from", q.Method)
+	}
+	if c.MLPBias != nil && *c.MLPBias {
+		return fmt.Errorf("config.json: mlp_bias true: MLP biases are not supported yet")
+	}
+	if f := c.PartialRotaryFactor; f != nil && *f != 1 {
+		return fmt.Errorf("config.json: partial_rotary_factor %g: only full rotary embeddings (1) are supported", *f)
+	}
 	return nil
+}
+
+func intOrNull(p *int) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
+// RopeScaling is how rope_scaling changes RoPE's inverse frequencies, as
+// transformers' modeling_rope_utils.py computes them (v4.56): Type ""
+// leaves them; "linear" divides each by Factor; "llama3" (Llama 3.1 and
+// later) divides those whose wavelength exceeds OriginalMaxPos /
+// LowFreqFactor by Factor, keeps those shorter than OriginalMaxPos /
+// HighFreqFactor, and interpolates smoothly between.
+type RopeScaling struct {
+	Type                          string
+	Factor                        float64
+	LowFreqFactor, HighFreqFactor float64
+	OriginalMaxPos                int
+}
+
+// parseRopeScaling reads rope_scaling (or rope_parameters), refusing a
+// type it does not implement or a field out of range, by name.
+func parseRopeScaling(raw []byte) (RopeScaling, error) {
+	var j struct {
+		RopeType       string   `json:"rope_type"`
+		Type           string   `json:"type"` // the older spelling
+		Factor         *float64 `json:"factor"`
+		LowFreqFactor  *float64 `json:"low_freq_factor"`
+		HighFreqFactor *float64 `json:"high_freq_factor"`
+		OriginalMaxPos *int     `json:"original_max_position_embeddings"`
+	}
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return RopeScaling{}, fmt.Errorf("config.json: rope_scaling %s: %v", raw, err)
+	}
+	r := RopeScaling{Type: j.RopeType}
+	if r.Type == "" {
+		r.Type = j.Type
+	}
+	need := func(field string, v *float64) (float64, error) {
+		if v == nil || !(*v > 0) || math.IsInf(*v, 0) {
+			return 0, fmt.Errorf("config.json: rope_scaling %s: %s must be a positive number", raw, field)
+		}
+		return *v, nil
+	}
+	var err error
+	switch r.Type {
+	case "default":
+		return RopeScaling{}, nil
+	case "linear":
+		r.Factor, err = need("factor", j.Factor)
+	case "llama3":
+		if r.Factor, err = need("factor", j.Factor); err != nil {
+			return r, err
+		}
+		if r.LowFreqFactor, err = need("low_freq_factor", j.LowFreqFactor); err != nil {
+			return r, err
+		}
+		if r.HighFreqFactor, err = need("high_freq_factor", j.HighFreqFactor); err != nil {
+			return r, err
+		}
+		if r.HighFreqFactor <= r.LowFreqFactor {
+			return r, fmt.Errorf("config.json: rope_scaling %s: high_freq_factor must exceed low_freq_factor", raw)
+		}
+		if j.OriginalMaxPos == nil || *j.OriginalMaxPos < 1 {
+			return r, fmt.Errorf("config.json: rope_scaling %s: original_max_position_embeddings must be a positive integer", raw)
+		}
+		r.OriginalMaxPos = *j.OriginalMaxPos
+	default:
+		return r, fmt.Errorf("config.json: rope_scaling type %q is not supported (supported: linear, llama3)", r.Type)
+	}
+	return r, err
 }
 
 // Weights is where a model's tensors come from: a checkpoint's own bytes or
@@ -323,11 +456,35 @@ func layersHeld(names []string) int {
 }
 
 // InvFreq is RoPE's inverse frequencies (HeadDim/2,), computed as
-// transformers does: in float32, 1/θ^(2i/hd).
+// transformers does: in float32, 1/θ^(2i/hd), then scaled as g.Rope says
+// with the same float32 operations as torch (a scalar divides or
+// multiplies in float32; x / tensor is reciprocal(tensor) · x).
 func (g Geometry) InvFreq() []float32 {
 	f := make([]float32, g.HeadDim/2)
 	for i := range f {
 		f[i] = float32(1 / math.Pow(g.RopeTheta, float64(float32(2*i)/float32(g.HeadDim))))
+	}
+	r := g.Rope
+	switch r.Type {
+	case "linear":
+		for i := range f {
+			f[i] /= float32(r.Factor)
+		}
+	case "llama3":
+		old := float32(r.OriginalMaxPos)
+		lowWavelen := float32(float64(r.OriginalMaxPos) / r.LowFreqFactor)
+		highWavelen := float32(float64(r.OriginalMaxPos) / r.HighFreqFactor)
+		factor, low, high := float32(r.Factor), float32(r.LowFreqFactor), float32(r.HighFreqFactor)
+		for i, v := range f {
+			wavelen := 1 / v * float32(2*math.Pi)
+			switch {
+			case wavelen > lowWavelen: // long wavelengths: interpolated
+				f[i] = v / factor
+			case wavelen >= highWavelen: // between: a smooth mix of both
+				smooth := (1/wavelen*old - low) / float32(high-low)
+				f[i] = (1-smooth)*v/factor + smooth*v
+			}
+		}
 	}
 	return f
 }

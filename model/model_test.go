@@ -3,10 +3,12 @@ package model
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +19,7 @@ import (
 )
 
 func TestGeometryOf(t *testing.T) {
-	yes := true
+	yes, half, four := true, 0.5, 4
 	cases := []struct {
 		name    string
 		cfg     checkpoint.Config
@@ -28,7 +30,17 @@ func TestGeometryOf(t *testing.T) {
 		{"llama", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}}, false, false, ""},
 		{"llama bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, AttentionBias: &yes}, true, true, ""},
 		{"mamba", checkpoint.Config{Architectures: []string{"MambaForCausalLM"}}, false, false, `architecture "MambaForCausalLM" is not supported`},
-		{"llama3 rope", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3"}`)}, false, false, `rope_scaling {"rope_type":"llama3"} is not supported`},
+		{"llama3 rope", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(llama32Rope)}, false, false, ""},
+		{"llama3 rope without factor", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3"}`)}, false, false, `rope_scaling {"rope_type":"llama3"}: factor must be a positive number`},
+		{"llama3 rope inverted", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(`{"rope_type":"llama3","factor":8,"low_freq_factor":4,"high_freq_factor":1,"original_max_position_embeddings":8192}`)}, false, false, "high_freq_factor must exceed"},
+		{"yarn", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, RopeScaling: []byte(`{"type":"yarn","factor":4}`)}, false, false, `rope_scaling type "yarn" is not supported`},
+		{"sliding window without size", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, UseSlidingWindow: &yes}, false, false, "sliding_window null: a sliding window needs a size"},
+		{"sliding layer without window", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 2, LayerTypes: []string{"full_attention", "sliding_attention"}}, false, false, "layer_types[1] is sliding_attention but the config sets no sliding window"},
+		{"chunked layer", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 1, SlidingWindow: &four, LayerTypes: []string{"chunked_attention"}}, false, false, `layer_types[0] "chunked_attention" is not supported`},
+		{"layer types short", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2, LayerTypes: []string{"full_attention"}}, false, false, "layer_types has 1 entries for 2 layers"},
+		{"mlp bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, MLPBias: &yes}, false, false, "mlp_bias true"},
+		{"partial rotary", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, PartialRotaryFactor: &half}, false, false, "partial_rotary_factor 0.5"},
+		{"gptq", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, QuantizationConfig: []byte(`{"quant_method":"gptq","bits":4}`)}, false, false, `quantization_config (quant_method "gptq")`},
 		{"gelu", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, HiddenAct: "gelu"}, false, false, `hidden_act "gelu"`},
 	}
 	for _, c := range cases {
@@ -47,8 +59,10 @@ func TestGeometryOf(t *testing.T) {
 	}
 }
 
+// Qwen3: q/k norm always, attention_bias on q/k/v and o, and sliding
+// windows derived as configuration_qwen3.py does (as Qwen2's).
 func TestGeometryOfQwen3(t *testing.T) {
-	yes := true
+	yes, no, one, eight := true, false, 1, 8
 	qwen3 := func(edit func(*checkpoint.Config)) checkpoint.Config {
 		c := checkpoint.Config{Architectures: []string{"Qwen3ForCausalLM"}, NumHiddenLayers: 2}
 		if edit != nil {
@@ -57,19 +71,26 @@ func TestGeometryOfQwen3(t *testing.T) {
 		return c
 	}
 	cases := []struct {
-		name string
-		cfg  checkpoint.Config
-		bias bool // q/k/v and o biases
-		err  string
+		name   string
+		cfg    checkpoint.Config
+		bias   bool  // q/k/v and o biases
+		window []int // per layer
+		err    string
 	}{
-		{"default", qwen3(nil), false, ""},
-		{"attention_bias", qwen3(func(c *checkpoint.Config) { c.AttentionBias = &yes }), true, ""},
-		{"full layer_types", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention", "full_attention"} }), false, ""},
-		{"use_sliding_window", qwen3(func(c *checkpoint.Config) { c.UseSlidingWindow = true }), false, "use_sliding_window true is not supported"},
-		{"sliding layer", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention", "sliding_attention"} }), false,
-			`layer_types[1] "sliding_attention" is not supported`},
-		{"layer_types count", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention"} }), false,
-			"layer_types has 1 entries for num_hidden_layers 2"},
+		{"default", qwen3(nil), false, []int{0, 0}, ""},
+		{"attention_bias", qwen3(func(c *checkpoint.Config) { c.AttentionBias = &yes }), true, []int{0, 0}, ""},
+		{"full layer_types", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention", "full_attention"} }), false, []int{0, 0}, ""},
+		{"window without use_sliding_window", qwen3(func(c *checkpoint.Config) {
+			c.UseSlidingWindow, c.SlidingWindow, c.MaxWindowLayers = &no, &eight, &one
+		}), false, []int{0, 0}, ""},
+		{"use_sliding_window from max_window_layers", qwen3(func(c *checkpoint.Config) {
+			c.UseSlidingWindow, c.SlidingWindow, c.MaxWindowLayers = &yes, &eight, &one
+		}), false, []int{0, 8}, ""},
+		{"max_window_layers defaults to 28", qwen3(func(c *checkpoint.Config) { c.UseSlidingWindow, c.SlidingWindow = &yes, &eight }), false, []int{0, 0}, ""},
+		{"sliding layer without window", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention", "sliding_attention"} }), false, nil,
+			"layer_types[1] is sliding_attention but the config sets no sliding window"},
+		{"layer_types count", qwen3(func(c *checkpoint.Config) { c.LayerTypes = []string{"full_attention"} }), false, nil,
+			"layer_types has 1 entries for 2 layers"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,8 +101,8 @@ func TestGeometryOfQwen3(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !g.QKNorm || g.QKVBias != c.bias || g.OBias != c.bias {
-				t.Fatalf("got qk norm %v, qkv bias %v, o bias %v, err %v", g.QKNorm, g.QKVBias, g.OBias, err)
+			if err != nil || !g.QKNorm || g.QKVBias != c.bias || g.OBias != c.bias || !slices.Equal(g.Window, c.window) {
+				t.Fatalf("got qk norm %v, qkv bias %v, o bias %v, window %v, err %v", g.QKNorm, g.QKVBias, g.OBias, g.Window, err)
 			}
 		})
 	}
@@ -287,4 +308,93 @@ func TestHugeLayerCountFailsFast(t *testing.T) {
 		_, err := Open(dir)
 		return err
 	})
+}
+
+// Llama 3.2's rope_scaling, as its config.json writes it.
+const llama32Rope = `{"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}`
+
+// llama3InvFreq64 is transformers' _compute_llama3_parameters in float64.
+func llama3InvFreq64(theta float64, hd int, factor, low, high float64, old int) []float64 {
+	out := make([]float64, hd/2)
+	lowWavelen, highWavelen := float64(old)/low, float64(old)/high
+	for i := range out {
+		f := 1 / math.Pow(theta, float64(2*i)/float64(hd))
+		wavelen := 2 * math.Pi / f
+		switch {
+		case wavelen < highWavelen:
+			out[i] = f
+		case wavelen > lowWavelen:
+			out[i] = f / factor
+		default:
+			s := (float64(old)/wavelen - low) / (high - low)
+			out[i] = (1-s)*f/factor + s*f
+		}
+	}
+	return out
+}
+
+// Llama 3.2 1B's frequencies (θ 5e5, head_dim 64) against the float64
+// formula: the short wavelengths kept, the long ones divided by 32, and
+// the medium ones between; linear scaling divides them all.
+func TestInvFreqScaling(t *testing.T) {
+	g, err := GeometryOf(checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, RopeScaling: []byte(llama32Rope)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.RopeTheta, g.HeadDim = 5e5, 64
+	plain := g
+	plain.Rope = RopeScaling{}
+	got, base := g.InvFreq(), plain.InvFreq()
+	want := llama3InvFreq64(5e5, 64, 32, 1, 4, 8192)
+	kept, divided, mixed := 0, 0, 0
+	for i := range got {
+		if d := math.Abs(float64(got[i])-want[i]) / want[i]; d > 1e-6 {
+			t.Errorf("inv_freq[%d] = %g, want %g (relative error %.1e)", i, got[i], want[i], d)
+		}
+		switch {
+		case got[i] == base[i]:
+			kept++
+		case got[i] == base[i]/32:
+			divided++
+		default:
+			mixed++
+		}
+	}
+	if kept == 0 || divided == 0 || mixed == 0 {
+		t.Errorf("regimes: %d kept, %d divided, %d mixed; want each", kept, divided, mixed)
+	}
+	g.Rope = RopeScaling{Type: "linear", Factor: 4}
+	for i, f := range g.InvFreq() {
+		if f != base[i]/4 {
+			t.Fatalf("linear: inv_freq[%d] = %g, want %g", i, f, base[i]/4)
+		}
+	}
+}
+
+// Each layer's window as transformers derives it from the config.
+func TestWindows(t *testing.T) {
+	yes, no, w, one := true, false, 4096, 1
+	qwen := func(use *bool, maxWindow *int, types []string) checkpoint.Config {
+		return checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 3, SlidingWindow: &w,
+			UseSlidingWindow: use, MaxWindowLayers: maxWindow, LayerTypes: types}
+	}
+	for _, c := range []struct {
+		name string
+		cfg  checkpoint.Config
+		want []int
+	}{
+		// Qwen2.5's configs: sliding_window set, use_sliding_window false.
+		{"qwen2 off", qwen(&no, &one, nil), []int{0, 0, 0}},
+		{"qwen2 from max_window_layers", qwen(&yes, &one, nil), []int{0, w, w}},
+		{"qwen2 default max_window_layers 28", qwen(&yes, nil, nil), []int{0, 0, 0}},
+		{"qwen2 layer_types", qwen(&yes, &one, []string{"sliding_attention", "full_attention", "full_attention"}), []int{w, 0, 0}},
+		{"mistral", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2, SlidingWindow: &w}, []int{w, w}},
+		{"mistral null window", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2}, []int{0, 0}},
+		{"llama never slides", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, NumHiddenLayers: 2, SlidingWindow: &w}, []int{0, 0}},
+	} {
+		g, err := GeometryOf(c.cfg)
+		if err != nil || !slices.Equal(g.Window, c.want) {
+			t.Errorf("%s: windows %v, %v; want %v", c.name, g.Window, err, c.want)
+		}
+	}
 }

@@ -1,7 +1,8 @@
 // attention.wgsl — causal grouped-query attention against the KV cache,
 // for decode (T = 1) and prefill chunks (T > 1) alike:
-// out[t, h] = softmax(q[t, h] · K[0..pos0+t]ᵀ · scale) V[0..pos0+t],
-// query head h reading KV head h / (heads / kv_heads).
+// out[t, h] = softmax(q[t, h] · K[a..pos0+t]ᵀ · scale) V[a..pos0+t],
+// query head h reading KV head h / (heads / kv_heads); a is 0, or with a
+// sliding window (window > 0) the first of the last window positions.
 //
 // Bindings (group 0):
 //   0 q:      array<f32>  Q (T, heads*hd)
@@ -20,7 +21,7 @@ struct Params {
     pos0: u32,
     capacity: u32,
     scale: f32,
-    _pad0: u32,
+    window: u32, // 0: every earlier position
     _pad1: u32,
 }
 
@@ -57,7 +58,8 @@ fn reduce(lid: u32, v: f32, op: u32) -> f32 {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let h = wid.x;
     let t = wid.y;
-    let n = p.pos0 + t + 1u; // causal: keys 0..pos0+t
+    let n = p.pos0 + t + 1u; // causal: keys a..pos0+t
+    let a = select(0u, n - p.window, p.window > 0u && n > p.window);
     let qdim = p.heads * p.hd;
     let kvdim = p.kv_heads * p.hd;
     let kvo = (h / (p.heads / p.kv_heads)) * p.hd;
@@ -65,7 +67,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let so = (t * p.heads + h) * p.capacity;
 
     var mx = -3.4028234663852886e38;
-    for (var j = lid; j < n; j += WG) {
+    for (var j = a + lid; j < n; j += WG) {
         var s = 0.0;
         for (var i = 0u; i < p.hd; i++) {
             s += q[qo + i] * k[j * kvdim + kvo + i];
@@ -76,7 +78,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     mx = reduce(lid, mx, 0u);
     var sum = 0.0;
-    for (var j = lid; j < n; j += WG) {
+    for (var j = a + lid; j < n; j += WG) {
         let e = exp(scores[so + j] - mx);
         scores[so + j] = e;
         sum += e;
@@ -87,7 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     for (var i = lid; i < p.hd; i += WG) {
         var acc = 0.0;
-        for (var j = 0u; j < n; j++) {
+        for (var j = a; j < n; j++) {
             acc += scores[so + j] * vc[j * kvdim + kvo + i];
         }
         out[qo + i] = acc / sum;

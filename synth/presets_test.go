@@ -2,6 +2,7 @@ package synth
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"logitscope/checkpoint"
@@ -59,7 +60,7 @@ func TestPresetsMatchRealConfigs(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if g[0] != g[1] {
+			if !reflect.DeepEqual(g[0], g[1]) {
 				t.Fatalf("preset geometry\n %+v\nreal config.json\n %+v", g[0], g[1])
 			}
 		})

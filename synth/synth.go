@@ -19,7 +19,7 @@ import (
 // Preset is a model geometry.
 type Preset struct {
 	Name                   string
-	Arch                   string // Qwen2ForCausalLM, Qwen3ForCausalLM or LlamaForCausalLM
+	Arch                   string // Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM or MistralForCausalLM
 	Hidden, Intermediate   int
 	Layers, Heads, KVHeads int
 	HeadDim                int // 0: Hidden/Heads; Qwen3 writes it to config.json
@@ -27,8 +27,10 @@ type Preset struct {
 	MaxPos                 int
 	RopeTheta              float64
 	Tied                   bool
-	Merges                 int // merges to learn for the built-in tokenizer
-	SpecialBase            int // id of <|endoftext|>; 0: right after the learned vocabulary
+	Merges                 int            // merges to learn for the built-in tokenizer
+	SpecialBase            int            // id of <|endoftext|>; 0: right after the learned vocabulary
+	RopeScaling            map[string]any // config.json's rope_scaling; nil: none
+	SlidingWindow          int            // Mistral's sliding_window; 0: none (null)
 }
 
 // Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
@@ -40,6 +42,17 @@ var Presets = map[string]Preset{
 		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400},
 	"tiny-llama": {Name: "tiny-llama", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
 		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400},
+	// Llama 3.2's architecture at the tiny size: tied embeddings and
+	// rope_scaling "llama3". Its original_max_position_embeddings is 64,
+	// not 8192, so that a few positions exercise every regime of the
+	// scaling: kept, interpolated and divided frequencies.
+	"tiny-llama3": {Name: "tiny-llama3", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
+		MaxPos: 4096, RopeTheta: 5e5, Tied: true, Merges: 400, RopeScaling: map[string]any{
+			"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
+	// Mistral's architecture (Llama's layers, a sliding window on every
+	// layer) with a window of 8, so that short tests attend past it.
+	"tiny-mistral": {Name: "tiny-mistral", Arch: "MistralForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: false, Merges: 400, SlidingWindow: 8},
 	"qwen2.5-0.5b": {Name: "qwen2.5-0.5b", Arch: "Qwen2ForCausalLM", Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
 		Vocab: 151936, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
 	"tiny-qwen3": {Name: "tiny-qwen3", Arch: "Qwen3ForCausalLM", Hidden: 64, Intermediate: 192, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
@@ -166,10 +179,19 @@ func config(p Preset, vocab, special int) map[string]any {
 		c["sliding_window"] = nil
 		c["max_window_layers"] = p.Layers
 		c["attention_dropout"] = 0.0
+	case "MistralForCausalLM":
+		c["model_type"] = "mistral"
+		c["sliding_window"] = nil
+		if p.SlidingWindow > 0 {
+			c["sliding_window"] = p.SlidingWindow
+		}
 	default:
 		c["model_type"] = "llama"
 		c["attention_bias"] = false
 		c["mlp_bias"] = false
+	}
+	if p.RopeScaling != nil {
+		c["rope_scaling"] = p.RopeScaling
 	}
 	return c
 }

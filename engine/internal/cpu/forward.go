@@ -127,7 +127,8 @@ func (s *State) rope(v []float32, pos int) {
 }
 
 // attention: out (T, Heads*hd) = softmax(q kᵀ · hd^-½, causal) v, reading
-// keys and values 0..pos+t from layer l's cache. Query head h reads KV head
+// keys and values 0..pos+t from layer l's cache, or only the last W of them
+// when the layer has a sliding window W. Query head h reads KV head
 // h / (Heads/KVHeads) (grouped-query attention).
 func (s *State) attention(out, q []float32, l, T int) {
 	m := s.m
@@ -135,20 +136,28 @@ func (s *State) attention(out, q []float32, l, T int) {
 	group := m.Heads / m.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	K, V := s.k[l], s.v[l]
+	window := 0
+	if m.Window != nil {
+		window = m.Window[l]
+	}
 	parallel(T*m.Heads, 1, func(lo, hi int) {
 		scores := make([]float32, s.pos+T)
 		for th := lo; th < hi; th++ {
 			t, h := th/m.Heads, th%m.Heads
-			n := s.pos + t + 1 // causal: keys 0..pos+t
+			n := s.pos + t + 1 // causal: keys first..pos+t
+			first := 0
+			if window > 0 && n > window {
+				first = n - window
+			}
 			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			kvOff := (h / group) * hd
-			for j := 0; j < n; j++ {
+			for j := first; j < n; j++ {
 				scores[j] = dot(qh, K[j*kvDim+kvOff:j*kvDim+kvOff+hd]) * scale
 			}
-			softmax(scores[:n])
+			softmax(scores[first:n])
 			oh := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(oh)
-			for j := 0; j < n; j++ {
+			for j := first; j < n; j++ {
 				p, vj := scores[j], V[j*kvDim+kvOff:j*kvDim+kvOff+hd]
 				for i := range oh {
 					oh[i] += p * vj[i]

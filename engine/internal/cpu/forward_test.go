@@ -26,17 +26,20 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 }
 
 // architectures: the tiny presets (Qwen2; Llama-style: untied head, no
-// biases, one KV head; Qwen3: q/k norm, heads*hd != hidden), then the
-// qwen2.5-0.5b and qwen3-0.6b geometries with two layers and the tiny
-// tokenizer's vocabulary, so that they run in a test.
+// biases, one KV head; Llama 3: tied head, rope_scaling llama3; Mistral:
+// sliding window 8, which the tests' sequences run past; Qwen3: q/k norm,
+// heads*hd != hidden), then the qwen2.5-0.5b and qwen3-0.6b geometries
+// with two layers and the tiny tokenizer's vocabulary, so that they run in
+// a test.
 func architectures() []synth.Preset {
-	var wide []synth.Preset
+	tiny := []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"],
+		synth.Presets["tiny-mistral"], synth.Presets["tiny-qwen3"]}
 	for _, name := range []string{"qwen2.5-0.5b", "qwen3-0.6b"} {
 		p := synth.Presets[name]
 		p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
-		wide = append(wide, p)
+		tiny = append(tiny, p)
 	}
-	return append([]synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-qwen3"]}, wide...)
+	return tiny
 }
 
 func sequence(n, vocab int) []int {
@@ -92,7 +95,7 @@ func TestKVCacheMatchesTeacherForcing(t *testing.T) {
 // transformers' modeling_qwen2.py / modeling_qwen3.py / modeling_llama.py
 // (naive_test.go), on the tiny presets.
 func TestForwardMatchesNaiveReference(t *testing.T) {
-	for _, p := range architectures()[:3] {
+	for _, p := range architectures()[:5] {
 		t.Run(p.Name, func(t *testing.T) {
 			m := load(t, p)
 			ids := sequence(12, m.Vocab)
@@ -114,6 +117,63 @@ func TestForwardMatchesNaiveReference(t *testing.T) {
 				t.Fatalf("float32 forward differs from the float64 reference by %g", worst)
 			}
 		})
+	}
+}
+
+// The naive check above would catch an engine that ignored rope_scaling:
+// on tiny-llama3, the unscaled forward pass is far from the reference.
+func TestRopeScalingMatters(t *testing.T) {
+	m := load(t, synth.Presets["tiny-llama3"])
+	if m.Rope.Type != "llama3" {
+		t.Fatalf("tiny-llama3 loaded with rope scaling %+v", m.Rope)
+	}
+	ids := sequence(12, m.Vocab)
+	want := naiveForward(m, ids)
+	m.Rope = model.RopeScaling{}
+	s, _ := New(m, len(ids))
+	got, err := s.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst, scale float64
+	for i := range want {
+		for j := range want[i] {
+			worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
+			scale = max(scale, math.Abs(want[i][j]))
+		}
+	}
+	t.Logf("unscaled vs scaled reference: max abs %.2e (logits up to %.1f)", worst, scale)
+	if worst <= 1e-4*max(1, scale) {
+		t.Fatalf("ignoring rope_scaling moves logits by only %g: the reference check could not tell", worst)
+	}
+}
+
+// The naive check would also catch an engine that ignored the sliding
+// window: on tiny-mistral, whose 12-token test sequence outruns its window
+// of 8, full attention is far from the reference.
+func TestSlidingWindowMatters(t *testing.T) {
+	m := load(t, synth.Presets["tiny-mistral"])
+	if m.Window[0] != 8 || m.Window[1] != 8 {
+		t.Fatalf("tiny-mistral loaded with windows %v", m.Window)
+	}
+	ids := sequence(12, m.Vocab)
+	want := naiveForward(m, ids)
+	m.Window = nil
+	s, _ := New(m, len(ids))
+	got, err := s.Forward(ids, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worst, scale float64
+	for i := range want {
+		for j := range want[i] {
+			worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
+			scale = max(scale, math.Abs(want[i][j]))
+		}
+	}
+	t.Logf("full attention vs the windowed reference: max abs %.2e (logits up to %.1f)", worst, scale)
+	if worst <= 1e-4*max(1, scale) {
+		t.Fatalf("ignoring the window moves logits by only %g: the reference check could not tell", worst)
 	}
 }
 

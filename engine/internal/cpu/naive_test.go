@@ -14,22 +14,27 @@ import (
 // viewed as (heads, hd), each head RMS-normalized, then RoPE.
 func naiveForward(m *model.Model, ids []int) [][]float64 {
 	T, hd := len(ids), m.HeadDim
+	inv := invFreq64(m.Geometry)
 	x := make([][]float64, T)
 	for t, id := range ids {
 		x[t] = f64(m.Embed.Row(id))
 	}
-	for _, L := range m.Layers {
+	for l, L := range m.Layers {
 		h := norm64(x, L.AttnNorm, float64(m.NormEps))
 		q, k, v := linear64(h, L.Wq, L.Bq), linear64(h, L.Wk, L.Bk), linear64(h, L.Wv, L.Bv)
 		if m.QKNorm {
 			q, k = headNorm64(q, L.QNorm, hd, float64(m.NormEps)), headNorm64(k, L.KNorm, hd, float64(m.NormEps))
 		}
 		for t := 0; t < T; t++ {
-			q[t], k[t] = rope64(q[t], t, hd, m.RopeTheta), rope64(k[t], t, hd, m.RopeTheta)
+			q[t], k[t] = rope64(q[t], t, hd, inv), rope64(k[t], t, hd, inv)
 		}
 		attn := make([][]float64, T)
 		for t := range attn {
 			attn[t] = make([]float64, m.Heads*hd)
+		}
+		window := T // no sliding window: every earlier position
+		if m.Window != nil && m.Window[l] > 0 {
+			window = m.Window[l]
 		}
 		for head := 0; head < m.Heads; head++ {
 			kvh := head / (m.Heads / m.KVHeads)
@@ -37,8 +42,8 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 				w := make([]float64, T)
 				mx := math.Inf(-1)
 				for j := 0; j < T; j++ {
-					w[j] = math.Inf(-1) // causal mask
-					if j <= i {
+					w[j] = math.Inf(-1) // causal, sliding-window mask
+					if j <= i && j > i-window {
 						var s float64
 						for e := 0; e < hd; e++ {
 							s += q[i][head*hd+e] * k[j][kvh*hd+e]
@@ -142,13 +147,37 @@ func linear64(x [][]float64, W *model.Matrix, b []float32) [][]float64 {
 }
 
 // rope64: x*cos + rotate_half(x)*sin per head, with emb = cat(freqs, freqs).
-func rope64(x []float64, pos, hd int, theta float64) []float64 {
+// invFreq64 is RoPE's inverse frequencies, scaled as transformers'
+// modeling_rope_utils.py does for rope_type linear and llama3.
+func invFreq64(g model.Geometry) []float64 {
+	r := g.Rope
+	out := make([]float64, g.HeadDim/2)
+	for i := range out {
+		f := 1 / math.Pow(g.RopeTheta, float64(2*i)/float64(g.HeadDim))
+		switch r.Type {
+		case "linear":
+			f /= r.Factor
+		case "llama3":
+			old := float64(r.OriginalMaxPos)
+			wavelen := 2 * math.Pi / f
+			if wavelen > old/r.LowFreqFactor {
+				f /= r.Factor
+			} else if wavelen >= old/r.HighFreqFactor {
+				s := (old/wavelen - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
+				f = (1-s)*f/r.Factor + s*f
+			}
+		}
+		out[i] = f
+	}
+	return out
+}
+
+func rope64(x []float64, pos, hd int, inv []float64) []float64 {
 	out := make([]float64, len(x))
 	half := hd / 2
 	for h := 0; h < len(x); h += hd {
 		for i := 0; i < hd; i++ {
-			f := 1 / math.Pow(theta, float64(2*(i%half))/float64(hd))
-			a := float64(pos) * f
+			a := float64(pos) * inv[i%half]
 			var rot float64 // rotate_half(x) = cat(-x2, x1)
 			if i < half {
 				rot = -x[h+i+half]

@@ -311,12 +311,16 @@ func (e *State) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int,
 func (e *State) attentionOp(l int) pending {
 	g := e.g
 	scale := float32(1 / math.Sqrt(float64(g.HeadDim)))
+	window := 0
+	if g.Window != nil {
+		window = g.Window[l]
+	}
 	return pending{
 		op: op{
 			name: fmt.Sprintf("attention.%d", l), family: "attention", pipe: e.kernel("attention", shaders.Attention(), "main"),
 			dims: func(s step) (uint32, uint32, uint32) { return uint32(g.Heads), uint32(s.T), 1 },
 			params: func(s step) []uint32 {
-				return []uint32{uint32(g.Heads), uint32(g.KVHeads), uint32(g.HeadDim), uint32(s.pos0), uint32(e.capacity), math.Float32bits(scale)}
+				return []uint32{uint32(g.Heads), uint32(g.KVHeads), uint32(g.HeadDim), uint32(s.pos0), uint32(e.capacity), math.Float32bits(scale), uint32(window)}
 			},
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: e.q}, {Binding: 1, Buffer: e.kc[l]}, {Binding: 2, Buffer: e.vc[l]},

@@ -230,7 +230,8 @@ func TestRoPEKernel(t *testing.T) {
 	check(t, "rope", got, want, 1e-12, 1e-6)
 }
 
-// Grouped-query attention for a 3-token chunk at position 5 of the cache.
+// Grouped-query attention for a 3-token chunk at position 5 of the cache,
+// over every earlier position and over a sliding window of 4.
 func TestAttentionKernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const heads, kvh, hd, pos0, T, capacity = 4, 2, 16, 5, 3, 10
@@ -240,37 +241,43 @@ func TestAttentionKernel(t *testing.T) {
 	k := r.fill(capacity*kvd, 1)
 	v := r.fill(capacity*kvd, 1)
 	scale := float32(1 / math.Sqrt(hd))
-	out := buf(t, dev, make([]float32, T*qd))
-	scores := buf(t, dev, make([]float32, T*heads*capacity))
-	dispatch(t, dev, shaders.Attention(), "main", []gpu.Buffer{buf(t, dev, q), buf(t, dev, k), buf(t, dev, v), out, scores,
-		buf(t, dev, params(heads, kvh, hd, pos0, capacity, scale))}, heads, T, 1)
-	got := read(t, dev, out, T*qd)
-	want := make([]float64, T*qd)
-	for tk := 0; tk < T; tk++ {
-		for h := 0; h < heads; h++ {
-			n, kv := pos0+tk+1, (h/(heads/kvh))*hd
-			s := make([]float64, n)
-			mx := math.Inf(-1)
-			for j := range s {
-				for i := 0; i < hd; i++ {
-					s[j] += float64(q[tk*qd+h*hd+i]) * float64(k[j*kvd+kv+i])
+	for _, window := range []int{0, 4} {
+		out := buf(t, dev, make([]float32, T*qd))
+		scores := buf(t, dev, make([]float32, T*heads*capacity))
+		dispatch(t, dev, shaders.Attention(), "main", []gpu.Buffer{buf(t, dev, q), buf(t, dev, k), buf(t, dev, v), out, scores,
+			buf(t, dev, params(heads, kvh, hd, pos0, capacity, scale, window))}, heads, T, 1)
+		got := read(t, dev, out, T*qd)
+		want := make([]float64, T*qd)
+		for tk := 0; tk < T; tk++ {
+			for h := 0; h < heads; h++ {
+				n, kv := pos0+tk+1, (h/(heads/kvh))*hd
+				first := 0
+				if window > 0 {
+					first = n - window
 				}
-				s[j] *= float64(scale)
-				mx = math.Max(mx, s[j])
-			}
-			var z float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - mx)
-				z += s[j]
-			}
-			for i := 0; i < hd; i++ {
-				for j := range s {
-					want[tk*qd+h*hd+i] += s[j] / z * float64(v[j*kvd+kv+i])
+				s := make([]float64, n)
+				mx := math.Inf(-1)
+				for j := first; j < n; j++ {
+					for i := 0; i < hd; i++ {
+						s[j] += float64(q[tk*qd+h*hd+i]) * float64(k[j*kvd+kv+i])
+					}
+					s[j] *= float64(scale)
+					mx = math.Max(mx, s[j])
+				}
+				var z float64
+				for j := first; j < n; j++ {
+					s[j] = math.Exp(s[j] - mx)
+					z += s[j]
+				}
+				for i := 0; i < hd; i++ {
+					for j := first; j < n; j++ {
+						want[tk*qd+h*hd+i] += s[j] / z * float64(v[j*kvd+kv+i])
+					}
 				}
 			}
 		}
+		check(t, fmt.Sprintf("attention (window %d)", window), got, want, 1e-11, 1e-5)
 	}
-	check(t, "attention", got, want, 1e-11, 1e-5)
 }
 
 func TestElementwiseKernels(t *testing.T) {

@@ -5,6 +5,7 @@
 package synth
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -31,6 +32,7 @@ type Preset struct {
 	SpecialBase            int            // id of <|endoftext|>; 0: right after the learned vocabulary
 	RopeScaling            map[string]any // config.json's rope_scaling; nil: none
 	SlidingWindow          int            // Mistral's sliding_window; 0: none (null)
+	RMSNormEps             float64        // 0: 1e-6
 }
 
 // Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
@@ -53,6 +55,13 @@ var Presets = map[string]Preset{
 	// layer) with a window of 8, so that short tests attend past it.
 	"tiny-mistral": {Name: "tiny-mistral", Arch: "MistralForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
 		MaxPos: 4096, RopeTheta: 1e6, Tied: false, Merges: 400, SlidingWindow: 8},
+	// Real geometries (config.json of HuggingFaceTB/SmolLM2-135M and of
+	// meta-llama/Llama-3.2-1B) for benchmarks at the sizes people run.
+	"smollm2-135m": {Name: "smollm2-135m", Arch: "LlamaForCausalLM", Hidden: 576, Intermediate: 1536, Layers: 30, Heads: 9, KVHeads: 3,
+		Vocab: 49152, MaxPos: 8192, RopeTheta: 1e5, Tied: true, Merges: 400, RMSNormEps: 1e-5},
+	"llama-3.2-1b": {Name: "llama-3.2-1b", Arch: "LlamaForCausalLM", Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8,
+		Vocab: 128256, MaxPos: 131072, RopeTheta: 5e5, Tied: true, Merges: 400, RMSNormEps: 1e-5, RopeScaling: map[string]any{
+			"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
 	"qwen2.5-0.5b": {Name: "qwen2.5-0.5b", Arch: "Qwen2ForCausalLM", Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
 		Vocab: 151936, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
 	"tiny-qwen3": {Name: "tiny-qwen3", Arch: "Qwen3ForCausalLM", Hidden: 64, Intermediate: 192, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
@@ -159,7 +168,7 @@ func config(p Preset, vocab, special int) map[string]any {
 		"architectures": []string{p.Arch}, "hidden_act": "silu", "hidden_size": p.Hidden,
 		"intermediate_size": p.Intermediate, "num_hidden_layers": p.Layers,
 		"num_attention_heads": p.Heads, "num_key_value_heads": p.KVHeads,
-		"max_position_embeddings": p.MaxPos, "rms_norm_eps": 1e-6, "rope_theta": p.RopeTheta,
+		"max_position_embeddings": p.MaxPos, "rms_norm_eps": cmp.Or(p.RMSNormEps, 1e-6), "rope_theta": p.RopeTheta,
 		"tie_word_embeddings": p.Tied, "torch_dtype": "bfloat16", "vocab_size": vocab,
 		"bos_token_id": special, "eos_token_id": special + 2, "initializer_range": 0.02, "use_cache": true,
 	}

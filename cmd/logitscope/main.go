@@ -1,6 +1,6 @@
 // Command logitscope captures and compares language-model logits.
 //
-//	logitscope mkmodel  --preset tiny|tiny-llama|tiny-qwen3|qwen2.5-0.5b|qwen3-0.6b [--tokenizer FILE] [--seed N] --out DIR
+//	logitscope mkmodel  --preset NAME [--tokenizer FILE] [--seed N] --out DIR
 //	logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR]
 //	logitscope capture  [--model DIR] [--variant f32|q8|q6|q4|DIR] [--system S] [--max-new N] [--stop ID ...]
 //	                    [--prompt-ids FILE|-] [--dry-run] --dump-logits FILE (PROMPT | --panel FILE [--window N])

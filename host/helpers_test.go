@@ -17,14 +17,14 @@ import (
 )
 
 // fixtures are built once per test binary: engine.wasm, the tiny model
-// with a q4 variant, the tiny-qwen3 model, the compiled module.
+// with a q4 variant, a model of each other family, the compiled module.
 var fixtures struct {
 	once     sync.Once
 	err      error
 	tmp      string
 	wasm     []byte
 	modelDir string
-	qwen3Dir string
+	families map[string]string // preset → directory: tiny-qwen3, tiny-llama3, tiny-mistral
 	mod      *Module
 }
 
@@ -71,9 +71,12 @@ func setup(t testing.TB) {
 		if f.err = synth.Write(synth.Presets["tiny"], f.modelDir, synth.Options{}); f.err != nil {
 			return
 		}
-		f.qwen3Dir = filepath.Join(f.tmp, "tiny-qwen3")
-		if f.err = synth.Write(synth.Presets["tiny-qwen3"], f.qwen3Dir, synth.Options{}); f.err != nil {
-			return
+		f.families = map[string]string{}
+		for _, name := range []string{"tiny-qwen3", "tiny-llama3", "tiny-mistral"} {
+			f.families[name] = filepath.Join(f.tmp, name)
+			if f.err = synth.Write(synth.Presets[name], f.families[name], synth.Options{}); f.err != nil {
+				return
+			}
 		}
 		ck, err := checkpoint.Open(f.modelDir)
 		if f.err = err; err != nil {

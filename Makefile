@@ -53,10 +53,11 @@ web: wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm $(OUT)/web/
 	GOOS=js GOARCH=wasm $(GO) build -o $(OUT)/web/ui.wasm ./web/ui
 
-# The tiny preset's conformance suite through engine.wasm, with JUnit XML
-# (make test runs the same suite from cmd/logitscope's tests).
+# The conformance suites through engine.wasm, with JUnit XML (make test
+# runs the same suites from cmd/logitscope's and conform's tests).
 conform: wasm
-	$(GO) run ./cmd/logitscope conform --suite conform/tiny.json --out $(OUT)/conform --junit $(OUT)/conform/junit.xml
+	$(GO) run ./cmd/logitscope conform --suite conform/tiny.json --out $(OUT)/conform/tiny --junit $(OUT)/conform/tiny.xml
+	$(GO) run ./cmd/logitscope conform --suite conform/families.json --out $(OUT)/conform/families --junit $(OUT)/conform/families.xml
 
 # Every fuzz target, FUZZTIME each; a failure prints the fuzzer's log. A
 # failing target is run once more: a real finding is saved under testdata/fuzz

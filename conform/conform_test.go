@@ -332,3 +332,18 @@ func TestRunGolden(t *testing.T) {
 		}
 	}
 }
+
+// The families suite passes through engine.wasm, generating its presets
+// in a fresh cache (tiny.json runs in the command's own test).
+func TestFamiliesSuite(t *testing.T) {
+	nativetest.Device(t)
+	t.Setenv("LOGITSCOPE_CACHE", t.TempDir())
+	s, err := Load("families.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := run(t, s, "wasm", engineWasm(t), t.TempDir(), Shard{})
+	if err := sum.Err(); err != nil || sum.Passed != len(s.Cases) {
+		t.Fatalf("%d of %d passed: %v", sum.Passed, len(s.Cases), err)
+	}
+}

@@ -58,18 +58,10 @@ func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onC
 	return e[0], e[1]
 }
 
-// presets: the tiny ones, and the qwen2.5-0.5b and qwen3-0.6b geometries
-// with two layers and the tiny tokenizer's vocabulary, so that they run in
-// a test.
+// presets: the tiny preset of every family, and the qwen2.5-0.5b and
+// qwen3-0.6b geometries with two layers.
 func presets() []synth.Preset {
-	ps := []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"],
-		synth.Presets["tiny-mistral"], synth.Presets["tiny-qwen3"]}
-	for _, name := range []string{"qwen2.5-0.5b", "qwen3-0.6b"} {
-		p := synth.Presets[name]
-		p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
-		ps = append(ps, p)
-	}
-	return ps
+	return append(synth.Tiny(), synth.TwoLayer("qwen2.5-0.5b"), synth.TwoLayer("qwen3-0.6b"))
 }
 
 // On every variant, teacher-forced logits (40 tokens: a 32-token chunk and

@@ -38,9 +38,10 @@ func TestBitIdentical(t *testing.T) {
 	for _, c := range []struct{ name, dir, variant string }{
 		{"tiny/f32", fixtures.modelDir, "f32"},
 		{"tiny/q4", fixtures.modelDir, "q4"},
-		{"tiny-qwen3/f32", fixtures.families["tiny-qwen3"], "f32"},     // q/k norm in place on the KV cache
-		{"tiny-llama3/f32", fixtures.families["tiny-llama3"], "f32"},   // rope_scaling llama3
-		{"tiny-mistral/f32", fixtures.families["tiny-mistral"], "f32"}, // a sliding window of 8
+		{"tiny-qwen3/f32", fixtures.families["tiny-qwen3"], "f32"},           // q/k norm in place on the KV cache
+		{"tiny-llama3/f32", fixtures.families["tiny-llama3"], "f32"},         // rope_scaling llama3
+		{"tiny-mistral/f32", fixtures.families["tiny-mistral"], "f32"},       // a sliding window of 8
+		{"tiny-llama-bias/f32", fixtures.families["tiny-llama-bias"], "f32"}, // attention and MLP biases
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prompt := testPrompt()

@@ -34,6 +34,7 @@ type Geometry struct {
 	Window   []int
 	QKVBias  bool // q/k/v projections have biases
 	OBias    bool // o_proj has a bias (Llama and Qwen3 attention_bias)
+	MLPBias  bool // gate, up and down have biases (Llama mlp_bias)
 	QKNorm   bool // q and k are RMS-normalized per head before RoPE (Qwen3)
 	TiedHead bool // LM head is the embedding
 }
@@ -80,6 +81,8 @@ type Layer struct {
 	MLPNorm        []float32 // (d,)
 	Wgate, Wup     *Matrix   // (Intermediate, d)
 	Wdown          *Matrix   // (d, Intermediate)
+	Bgate, Bup     []float32 // (Intermediate,); nil without mlp_bias
+	Bdown          []float32 // (d,)
 }
 
 // Model is a loaded checkpoint.
@@ -120,6 +123,9 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		if c.AttentionBias != nil && *c.AttentionBias {
 			g.QKVBias, g.OBias = true, true
 		}
+		// Only Llama's modeling reads mlp_bias; the others ignore the field
+		// as transformers does (and Check refuses bias tensors they have).
+		g.MLPBias = c.MLPBias != nil && *c.MLPBias
 	case "Qwen3ForCausalLM":
 		// As transformers' models/qwen3/modeling_qwen3.py: q_norm and k_norm
 		// on every layer, attention_bias on q, k, v and o alike.
@@ -196,9 +202,6 @@ func unsupported(c checkpoint.Config) error {
 		}
 		json.Unmarshal(c.QuantizationConfig, &q)
 		return fmt.Errorf("config.json: quantization_config (quant_method %q): a checkpoint quantized by another tool is not supported; open the float checkpoint it was made from", q.Method)
-	}
-	if c.MLPBias != nil && *c.MLPBias {
-		return fmt.Errorf("config.json: mlp_bias true: MLP biases are not supported yet")
 	}
 	if f := c.PartialRotaryFactor; f != nil && *f != 1 {
 		return fmt.Errorf("config.json: partial_rotary_factor %g: only full rotary embeddings (1) are supported", *f)
@@ -366,6 +369,7 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 			Bq: vec(n.Bq), Bk: vec(n.Bk), Bv: vec(n.Bv), Bo: vec(n.Bo),
 			QNorm: vec(n.QNorm), KNorm: vec(n.KNorm),
 			Wgate: data[n.Wgate], Wup: data[n.Wup], Wdown: data[n.Wdown],
+			Bgate: vec(n.Bgate), Bup: vec(n.Bup), Bdown: vec(n.Bdown),
 		}
 	}
 	return m, nil
@@ -397,6 +401,9 @@ func (g Geometry) Specs() []Spec {
 		}
 		s = append(s, Spec{n.MLPNorm, []int{d}},
 			Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
+		if g.MLPBias {
+			s = append(s, Spec{n.Bgate, []int{g.Intermediate}}, Spec{n.Bup, []int{g.Intermediate}}, Spec{n.Bdown, []int{d}})
+		}
 	}
 	s = append(s, Spec{NormName, []int{d}})
 	if !g.TiedHead {

@@ -38,10 +38,16 @@ func TestGeometryOf(t *testing.T) {
 		{"sliding layer without window", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 2, LayerTypes: []string{"full_attention", "sliding_attention"}}, false, false, "layer_types[1] is sliding_attention but the config sets no sliding window"},
 		{"chunked layer", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 1, SlidingWindow: &four, LayerTypes: []string{"chunked_attention"}}, false, false, `layer_types[0] "chunked_attention" is not supported`},
 		{"layer types short", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2, LayerTypes: []string{"full_attention"}}, false, false, "layer_types has 1 entries for 2 layers"},
-		{"mlp bias", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, MLPBias: &yes}, false, false, "mlp_bias true"},
 		{"partial rotary", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, PartialRotaryFactor: &half}, false, false, "partial_rotary_factor 0.5"},
 		{"gptq", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, QuantizationConfig: []byte(`{"quant_method":"gptq","bits":4}`)}, false, false, `quantization_config (quant_method "gptq")`},
 		{"gelu", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, HiddenAct: "gelu"}, false, false, `hidden_act "gelu"`},
+	}
+	// Llama reads mlp_bias; Qwen2's modeling has no such field and ignores
+	// it, as transformers does.
+	for arch, want := range map[string]bool{"LlamaForCausalLM": true, "Qwen2ForCausalLM": false} {
+		if g, err := GeometryOf(checkpoint.Config{Architectures: []string{arch}, MLPBias: &yes}); err != nil || g.MLPBias != want {
+			t.Errorf("%s with mlp_bias: MLPBias %v, %v; want %v", arch, g.MLPBias, err, want)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

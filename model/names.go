@@ -13,7 +13,7 @@ const (
 
 // LayerNames are the tensor names of one transformer block.
 type LayerNames struct {
-	AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, Bo, QNorm, KNorm, MLPNorm, Wgate, Wup, Wdown string
+	AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, Bo, QNorm, KNorm, MLPNorm, Wgate, Wup, Wdown, Bgate, Bup, Bdown string
 }
 
 // NamesOf gives layer i's tensor names.
@@ -28,5 +28,6 @@ func NamesOf(i int) LayerNames {
 		QNorm: p + "self_attn.q_norm.weight", KNorm: p + "self_attn.k_norm.weight",
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Wgate:   p + "mlp.gate_proj.weight", Wup: p + "mlp.up_proj.weight", Wdown: p + "mlp.down_proj.weight",
+		Bgate: p + "mlp.gate_proj.bias", Bup: p + "mlp.up_proj.bias", Bdown: p + "mlp.down_proj.bias",
 	}
 }

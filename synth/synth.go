@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"logitscope/safetensors"
 )
@@ -33,6 +34,7 @@ type Preset struct {
 	RopeScaling            map[string]any // config.json's rope_scaling; nil: none
 	SlidingWindow          int            // Mistral's sliding_window; 0: none (null)
 	RMSNormEps             float64        // 0: 1e-6
+	Bias                   bool           // Llama's attention_bias and mlp_bias
 }
 
 // Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
@@ -51,6 +53,9 @@ var Presets = map[string]Preset{
 	"tiny-llama3": {Name: "tiny-llama3", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
 		MaxPos: 4096, RopeTheta: 5e5, Tied: true, Merges: 400, RopeScaling: map[string]any{
 			"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
+	// Llama with attention_bias and mlp_bias: every linear layer has one.
+	"tiny-llama-bias": {Name: "tiny-llama-bias", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2,
+		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400, Bias: true},
 	// Mistral's architecture (Llama's layers, a sliding window on every
 	// layer) with a window of 8, so that short tests attend past it.
 	"tiny-mistral": {Name: "tiny-mistral", Arch: "MistralForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
@@ -76,6 +81,26 @@ func (p Preset) headDim() int {
 		return p.HeadDim
 	}
 	return p.Hidden / p.Heads
+}
+
+// Tiny is the tiny preset of every family, for tests that run each family
+// on every path.
+func Tiny() []Preset {
+	var out []Preset
+	for _, name := range PresetNames() {
+		if strings.HasPrefix(name, "tiny") {
+			out = append(out, Presets[name])
+		}
+	}
+	return out
+}
+
+// TwoLayer is a real geometry cut to two layers with the tiny tokenizer's
+// vocabulary, so that its per-layer shapes run in a test.
+func TwoLayer(name string) Preset {
+	p := Presets[name]
+	p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
+	return p
 }
 
 // PresetNames lists the presets, sorted.
@@ -196,8 +221,8 @@ func config(p Preset, vocab, special int) map[string]any {
 		}
 	default:
 		c["model_type"] = "llama"
-		c["attention_bias"] = false
-		c["mlp_bias"] = false
+		c["attention_bias"] = p.Bias
+		c["mlp_bias"] = p.Bias
 	}
 	if p.RopeScaling != nil {
 		c["rope_scaling"] = p.RopeScaling
@@ -251,6 +276,17 @@ func specs(p Preset, vocab int) []tensorSpec {
 				tensorSpec{pre + "self_attn.q_proj.bias", []int{q}, kindBias, 0.5},
 				tensorSpec{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, 0.5},
 				tensorSpec{pre + "self_attn.v_proj.bias", []int{kv}, kindBias, 0.05},
+			)
+		}
+		if p.Bias {
+			s = append(s,
+				tensorSpec{pre + "self_attn.q_proj.bias", []int{q}, kindBias, 0.5},
+				tensorSpec{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, 0.5},
+				tensorSpec{pre + "self_attn.v_proj.bias", []int{kv}, kindBias, 0.05},
+				tensorSpec{pre + "self_attn.o_proj.bias", []int{d}, kindBias, 0.05},
+				tensorSpec{pre + "mlp.gate_proj.bias", []int{p.Intermediate}, kindBias, 0.5},
+				tensorSpec{pre + "mlp.up_proj.bias", []int{p.Intermediate}, kindBias, 0.5},
+				tensorSpec{pre + "mlp.down_proj.bias", []int{d}, kindBias, 0.05},
 			)
 		}
 		if p.Arch == "Qwen3ForCausalLM" {

@@ -86,12 +86,12 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 		add(x, o)
 
 		rmsnorm(h, x, L.MLPNorm, d, m.NormEps)
-		matmul(gate, h, L.Wgate, nil, T)
-		matmul(up, h, L.Wup, nil, T)
+		matmul(gate, h, L.Wgate, L.Bgate, T)
+		matmul(up, h, L.Wup, L.Bup, T)
 		for i, g := range gate {
 			gate[i] = silu(g) * up[i]
 		}
-		matmul(o, gate, L.Wdown, nil, T)
+		matmul(o, gate, L.Wdown, L.Bdown, T)
 		add(x, o)
 	}
 	s.pos += T

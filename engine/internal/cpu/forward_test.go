@@ -25,21 +25,10 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 	return m
 }
 
-// architectures: the tiny presets (Qwen2; Llama-style: untied head, no
-// biases, one KV head; Llama 3: tied head, rope_scaling llama3; Mistral:
-// sliding window 8, which the tests' sequences run past; Qwen3: q/k norm,
-// heads*hd != hidden), then the qwen2.5-0.5b and qwen3-0.6b geometries
-// with two layers and the tiny tokenizer's vocabulary, so that they run in
-// a test.
+// architectures: the tiny preset of every family, then the qwen2.5-0.5b
+// and qwen3-0.6b geometries with two layers.
 func architectures() []synth.Preset {
-	tiny := []synth.Preset{synth.Presets["tiny"], synth.Presets["tiny-llama"], synth.Presets["tiny-llama3"],
-		synth.Presets["tiny-mistral"], synth.Presets["tiny-qwen3"]}
-	for _, name := range []string{"qwen2.5-0.5b", "qwen3-0.6b"} {
-		p := synth.Presets[name]
-		p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
-		tiny = append(tiny, p)
-	}
-	return tiny
+	return append(synth.Tiny(), synth.TwoLayer("qwen2.5-0.5b"), synth.TwoLayer("qwen3-0.6b"))
 }
 
 func sequence(n, vocab int) []int {
@@ -95,7 +84,7 @@ func TestKVCacheMatchesTeacherForcing(t *testing.T) {
 // transformers' modeling_qwen2.py / modeling_qwen3.py / modeling_llama.py
 // (naive_test.go), on the tiny presets.
 func TestForwardMatchesNaiveReference(t *testing.T) {
-	for _, p := range architectures()[:5] {
+	for _, p := range synth.Tiny() {
 		t.Run(p.Name, func(t *testing.T) {
 			m := load(t, p)
 			ids := sequence(12, m.Vocab)

@@ -71,13 +71,13 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 			}
 		}
 		h = norm64(x, L.MLPNorm, float64(m.NormEps))
-		g, u := linear64(h, L.Wgate, nil), linear64(h, L.Wup, nil)
+		g, u := linear64(h, L.Wgate, L.Bgate), linear64(h, L.Wup, L.Bup)
 		for t := range g {
 			for i := range g[t] {
 				g[t][i] = g[t][i] / (1 + math.Exp(-g[t][i])) * u[t][i]
 			}
 		}
-		dn := linear64(g, L.Wdown, nil)
+		dn := linear64(g, L.Wdown, L.Bdown)
 		for t := range x {
 			for i := range x[t] {
 				x[t][i] += dn[t][i]

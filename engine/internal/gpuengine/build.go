@@ -78,6 +78,10 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 			qNorm, kNorm = up.vector(n.QNorm), up.vector(n.KNorm)
 		}
 		wg, wu, wd := up.matrix(n.Wgate), up.matrix(n.Wup), up.matrix(n.Wdown)
+		bg, bu, bd := e.none, e.none, e.none
+		if g.MLPBias {
+			bg, bu, bd = up.vector(n.Bgate), up.vector(n.Bup), up.vector(n.Bdown)
+		}
 		if up.err != nil {
 			return up.err
 		}
@@ -96,10 +100,10 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		prog = append(prog, e.matmulOps("o", wo, e.att, zero, e.o, zero, d, bo, T)...)
 		prog = append(prog, e.elementwiseOp("add", e.x, e.o, d))
 		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero))
-		prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, ff, e.none, T)...)
-		prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, ff, e.none, T)...)
+		prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, ff, bg, T)...)
+		prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, ff, bu, T)...)
 		prog = append(prog, e.elementwiseOp("silu_mul", e.gate, e.up, ff))
-		prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, e.none, T)...)
+		prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, bd, T)...)
 		prog = append(prog, e.elementwiseOp("add", e.x, e.o, d))
 	}
 	norm := up.vector(model.NormName)

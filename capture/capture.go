@@ -35,6 +35,7 @@ type Capture struct {
 	session.Result
 	Variant  string        // the variant's label: f32, a scheme, or a directory's name
 	Manifest string        // the variant's manifest seal; "" for f32
+	Policy   string        // the variant's quantization policy; "" for all matrices
 	Device   string        // "cpu", "gpu: <adapter>", "wasm+gpu: <adapter>", "wasm+cpu"
 	Took     time.Duration // the request, once the model was loaded
 }
@@ -53,7 +54,7 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	}
 	c := &Capture{Variant: VariantLabel(variantName)}
 	if v != nil {
-		c.Manifest = v.Manifest.Seal
+		c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
 	}
 	rt := opt.Runtime
 	if rt == "auto" || rt == "" {
@@ -200,7 +201,7 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 		return nil, err
 	}
 	rc := &receipt.Receipt{
-		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest,
+		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy,
 		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}

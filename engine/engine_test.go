@@ -177,3 +177,61 @@ func TestName(t *testing.T) {
 		t.Fatalf("names %q, %q", c.Name(), g.Name())
 	}
 }
+
+// A variant that quantizes only the MLP runs on both engines alike, and
+// lies between the float reference and the fully quantized variant: its
+// attention is the checkpoint's own.
+func TestPolicyVariant(t *testing.T) {
+	dev := nativetest.Device(t)
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	mlpOnly := filepath.Join(t.TempDir(), "q4-mlp")
+	if err := variant.Write(ck, quant.Q4, mlpOnly, variant.Options{Policy: &variant.Policy{Only: `mlp\.`}, MaxShardBytes: 16 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := variant.Write(ck, quant.Q4, variant.DefaultDir(dir, "q4"), variant.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, 40)
+	for i := range ids {
+		ids[i] = (i*7919 + 13) % 300
+	}
+	rows := map[string][][]float32{}
+	for _, c := range []struct {
+		name, variant string
+		dev           gpu.Device
+	}{{"f32", "f32", nil}, {"q4", "q4", nil}, {"mlp cpu", mlpOnly, nil}, {"mlp gpu", mlpOnly, dev}} {
+		v, err := engine.OpenVariant(ck, c.variant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Open(ck, engine.Options{Variant: v, Device: c.dev, Capacity: 64, MaxPieceBytes: 16 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if rows[c.name], err = session.Forward(e, ids, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dist := func(a, b [][]float32) (worst float64) {
+		for i := range a {
+			for j := range a[i] {
+				worst = max(worst, math.Abs(float64(a[i][j]-b[i][j])))
+			}
+		}
+		return worst
+	}
+	gpuCPU, toF32, q4ToF32 := dist(rows["mlp gpu"], rows["mlp cpu"]), dist(rows["mlp cpu"], rows["f32"]), dist(rows["q4"], rows["f32"])
+	t.Logf("MLP-only q4: |GPU − CPU| %.2e; |· − f32| %.3f, full q4 %.3f", gpuCPU, toF32, q4ToF32)
+	if gpuCPU > 1e-3 || toF32 == 0 || toF32 >= q4ToF32 {
+		t.Fatalf("GPU − CPU %g; MLP-only vs f32 %g, full q4 vs f32 %g: want a GPU equal to the CPU and a variant between", gpuCPU, toF32, q4ToF32)
+	}
+}

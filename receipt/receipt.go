@@ -29,6 +29,7 @@ type Receipt struct {
 	Model           string  `json:"model_sha256"` // checkpoint.Fingerprint
 	Variant         string  `json:"variant"`      // f32, q8, q6, q4
 	VariantManifest string  `json:"variant_manifest_sha256,omitempty"`
+	VariantPolicy   string  `json:"variant_policy,omitempty"` // which matrices it quantizes, when not all
 	Device          string  `json:"device"`
 	Request         Request `json:"request"`
 	OutputIDs       []int   `json:"output_ids,omitempty"` // greedy: the tokens chosen

@@ -34,7 +34,8 @@ type ModelFile struct {
 type VariantInfo struct {
 	Scheme         string `json:"scheme"`
 	ManifestSHA256 string `json:"manifest_sha256"`
-	Bytes          int64  `json:"bytes"` // all shards together, for a download estimate
+	Bytes          int64  `json:"bytes"`            // all shards together, for a download estimate
+	Policy         string `json:"policy,omitempty"` // which matrices it quantizes, when not all
 }
 
 // LoadModel reads dir's config.json and every variant under dir/variants.
@@ -72,7 +73,7 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 			}
 			continue
 		}
-		info := VariantInfo{Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal}
+		info := VariantInfo{Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal, Policy: v.Manifest.Policy.String()}
 		for _, s := range v.Manifest.Shards {
 			info.Bytes += s.Size
 		}

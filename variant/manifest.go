@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -21,7 +22,8 @@ const Format = "logitscope.variant/1"
 // also well under WebGPU's default 128 MiB binding limit.
 const MaxShardBytes = 64 << 20
 
-// SchemeF32 marks tensors kept in float32 (norms and biases).
+// SchemeF32 marks tensors kept in float32: norms, biases, and the
+// matrices a Policy leaves out.
 const SchemeF32 = "f32"
 
 // Manifest is manifest.json.
@@ -30,9 +32,61 @@ type Manifest struct {
 	Scheme    string  `json:"scheme"`
 	GroupSize int     `json:"group_size"`
 	Model     string  `json:"model_sha256"` // the source checkpoint's Fingerprint
+	Policy    *Policy `json:"policy,omitempty"`
 	Tensors   []Piece `json:"tensors"`
 	Shards    []Shard `json:"shards"`
 	Seal      string  `json:"manifest_sha256"`
+}
+
+// Policy says which matrices a variant quantizes, by Hugging Face tensor
+// name: those Only matches (all when empty), except those Keep matches;
+// the others stay float32, as vectors always do. Go regexp syntax (RE2),
+// unanchored: "mlp\.experts\." matches every routed expert.
+type Policy struct {
+	Only string `json:"only,omitempty"`
+	Keep string `json:"keep,omitempty"`
+}
+
+// Quantizes says whether the policy quantizes the matrix name; a nil
+// policy quantizes every matrix.
+func (p *Policy) Quantizes(name string) bool {
+	if p == nil {
+		return true
+	}
+	only, keep, _ := p.compile() // checked when the policy was made or read
+	return (only == nil || only.MatchString(name)) && (keep == nil || !keep.MatchString(name))
+}
+
+// compile parses the two patterns; an empty one is nil.
+func (p *Policy) compile() (only, keep *regexp.Regexp, err error) {
+	for _, f := range []struct {
+		field string
+		expr  string
+		re    **regexp.Regexp
+	}{{"only", p.Only, &only}, {"keep", p.Keep, &keep}} {
+		if f.expr == "" {
+			continue
+		}
+		if *f.re, err = regexp.Compile(f.expr); err != nil {
+			return nil, nil, fmt.Errorf("policy %s %q: %v", f.field, f.expr, err)
+		}
+	}
+	return only, keep, nil
+}
+
+// String describes the policy as the quantize flags that make it.
+func (p *Policy) String() string {
+	if p == nil {
+		return ""
+	}
+	var parts []string
+	if p.Only != "" {
+		parts = append(parts, fmt.Sprintf("--only %q", p.Only))
+	}
+	if p.Keep != "" {
+		parts = append(parts, fmt.Sprintf("--keep %q", p.Keep))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Piece is a whole tensor, or rows [Rows[0], Rows[1]) of a matrix split
@@ -93,6 +147,11 @@ func (m *Manifest) check() error {
 	}
 	if m.GroupSize != quant.GroupSize {
 		return fmt.Errorf("group_size %d, this build reads %d", m.GroupSize, quant.GroupSize)
+	}
+	if m.Policy != nil {
+		if _, _, err := m.Policy.compile(); err != nil {
+			return err
+		}
 	}
 	shards := map[string]Shard{}
 	for _, s := range m.Shards {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"logitscope/checkpoint"
 	"logitscope/quant"
@@ -28,17 +29,31 @@ type Options struct {
 	MaxShardBytes int
 	// Progress, if not nil, is called after each tensor.
 	Progress func(done, total int, name string)
+	// Policy, if not nil, picks the matrices to quantize; it is recorded
+	// in the manifest.
+	Policy *Policy
 }
 
 // Write quantizes ck with scheme into dir: every matrix (linear weights,
-// embedding, LM head) in the scheme, every vector (norms, biases) in
-// float32. dir is replaced only when the new variant is complete; the
+// embedding, LM head) that opt.Policy picks (all without one) in the
+// scheme, the other matrices and every vector (norms, biases) in float32. dir is replaced only when the new variant is complete; the
 // temporary directory it is written in beside dir is removed on a failure
 // or a signal (package tempfile), and a later Write removes it if the
 // process was killed.
 func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Options) error {
 	if opt.MaxShardBytes == 0 {
 		opt.MaxShardBytes = MaxShardBytes
+	}
+	if opt.Policy != nil {
+		if _, _, err := opt.Policy.compile(); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(ck.Names(), func(name string) bool {
+			info, _, _ := ck.Info(name)
+			return len(info.Shape) == 2 && opt.Policy.Quantizes(name)
+		}) {
+			return fmt.Errorf("%s: the policy %s picks no matrix to quantize", ck.Dir, opt.Policy)
+		}
 	}
 	fp, err := ck.Fingerprint()
 	if err != nil {
@@ -53,14 +68,14 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 	}
 	defer tempfile.Remove(tmp) // a no-op once renamed
 	w := &shardWriter{dir: tmp, max: int64(opt.MaxShardBytes)}
-	m := &Manifest{Format: Format, Scheme: string(scheme), GroupSize: quant.GroupSize, Model: fp}
+	m := &Manifest{Format: Format, Scheme: string(scheme), GroupSize: quant.GroupSize, Model: fp, Policy: opt.Policy}
 	names := ck.Names()
 	for i, name := range names {
 		data, shape, err := ck.Float32(name)
 		if err != nil {
 			return err
 		}
-		pieces, err := encode(name, data, shape, scheme, opt.MaxShardBytes)
+		pieces, err := encode(name, data, shape, scheme, opt.Policy.Quantizes(name), opt.MaxShardBytes)
 		if err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", ck.Dir, name, err)
 		}
@@ -96,15 +111,16 @@ type encoded struct {
 	bytes []byte
 }
 
-// encode splits a tensor into pieces of whole rows that fit a shard.
-func encode(name string, data []float32, shape []int, scheme quant.Scheme, maxBytes int) ([]encoded, error) {
+// encode splits a tensor into pieces of whole rows that fit a shard: in
+// the scheme when it is a matrix to quantize, else in float32.
+func encode(name string, data []float32, shape []int, scheme quant.Scheme, quantize bool, maxBytes int) ([]encoded, error) {
 	if len(shape) == 0 {
 		shape = []int{1}
 	}
 	p := Piece{Name: name, Shape: shape, Scheme: string(scheme)}
 	rows, cols := shape[0], p.cols()
 	rowBytes := cols * 4
-	if len(shape) == 1 {
+	if len(shape) == 1 || !quantize {
 		p.Scheme = SchemeF32
 	} else {
 		l, err := quant.NewLayout(scheme, 1, cols)

@@ -16,6 +16,8 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	modelDir := fs.String("model", "", "model directory; default $LOGITSCOPE_MODEL, else the demo model")
 	schemeName := fs.String("scheme", "", "q8, q6 or q4 (required)")
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
+	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")
+	keep := fs.String("keep", "", "keep the matrices whose name matches this regexp in float32 (e.g. 'lm_head|embed_tokens')")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -33,7 +35,11 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))
 	}
-	if err := variant.Write(ck, scheme, *out, variant.Options{Progress: variant.LogProgress(stderr, scheme)}); err != nil {
+	opt := variant.Options{Progress: variant.LogProgress(stderr, scheme)}
+	if *only != "" || *keep != "" {
+		opt.Policy = &variant.Policy{Only: *only, Keep: *keep}
+	}
+	if err := variant.Write(ck, scheme, *out, opt); err != nil {
 		return err
 	}
 	v, err := variant.Open(*out)
@@ -44,7 +50,13 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	for _, s := range v.Manifest.Shards {
 		size += s.Size
 	}
-	fmt.Fprintf(stdout, "wrote %s variant: %d shards, %.1f MB, manifest_sha256 %s -> %s\n",
-		scheme, len(v.Manifest.Shards), float64(size)/1e6, v.Manifest.Seal, *out)
+	quantized := map[string]bool{}
+	for _, p := range v.Manifest.Tensors {
+		if p.Scheme != variant.SchemeF32 {
+			quantized[p.Name] = true
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s variant: %d tensors in %s, %d shards, %.1f MB, manifest_sha256 %s -> %s\n",
+		scheme, len(quantized), scheme, len(v.Manifest.Shards), float64(size)/1e6, v.Manifest.Seal, *out)
 	return nil
 }

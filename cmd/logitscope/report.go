@@ -153,7 +153,11 @@ func describe(r *receipt.Receipt) string {
 	if r == nil {
 		return " (no receipt)"
 	}
-	return fmt.Sprintf(" (%s, %s, %d rows, model %.12s…)", r.Variant, r.Request.Mode, r.Dump.Rows, r.Model)
+	variant := r.Variant
+	if r.VariantPolicy != "" {
+		variant += " " + r.VariantPolicy
+	}
+	return fmt.Sprintf(" (%s, %s, %d rows, model %.12s…)", variant, r.Request.Mode, r.Dump.Rows, r.Model)
 }
 
 func yesNo(b bool) string {

@@ -10,6 +10,7 @@ import (
 
 	"logitscope/dump"
 	"logitscope/receipt"
+	"logitscope/variant"
 )
 
 func quantizeCmd(args []string, out, errb *bytes.Buffer) error { return quantize(args, out, errb) }
@@ -133,6 +134,42 @@ func TestCaptureReceiptAndDryRun(t *testing.T) {
 	}
 	if err := r.CheckDump(path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// quantize --only/--keep quantizes the matrices the policy picks; the
+// receipt of a capture on that variant and the report of it name the
+// policy, and a policy that picks nothing is an error.
+func TestQuantizePolicy(t *testing.T) {
+	dir := copyModel(t)
+	out, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q4", "--only", `mlp\.`, "--keep", `down_proj`)
+	if err != nil || !strings.Contains(out, "wrote q4 variant: 4 tensors in q4") {
+		t.Fatalf("quantize: %q, %v", out, err)
+	}
+	ref, test := filepath.Join(t.TempDir(), "ref.dump"), filepath.Join(t.TempDir(), "test.dump")
+	if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--max-new", "3", "--dump-logits", ref, "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, captureCmd, "--model", dir, "--variant", "q4", "--device", "cpu", "--follow", ref, "--dump-logits", test); err != nil {
+		t.Fatal(err)
+	}
+	r, err := receipt.Read(receipt.Path(test))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const policy = `--only "mlp\\." --keep "down_proj"`
+	if r.VariantPolicy != policy {
+		t.Fatalf("receipt policy %q, want %q", r.VariantPolicy, policy)
+	}
+	text, err := run(t, reportCmd, "--ref", ref, "--test", test)
+	if err != nil || !strings.Contains(text, "(q4 "+policy+", forced") {
+		t.Fatalf("report does not name the policy: %v\n%s", err, text)
+	}
+	if _, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q8", "--only", "no_such_tensor"); err == nil || !strings.Contains(err.Error(), "picks no matrix") {
+		t.Fatalf("a policy that picks nothing: %v", err)
+	}
+	if _, err := os.Stat(variant.DefaultDir(dir, "q8")); err == nil {
+		t.Fatal("a policy that picks nothing wrote a variant")
 	}
 }
 

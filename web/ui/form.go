@@ -166,12 +166,19 @@ func (r *Root) Variants() []string {
 	return vs
 }
 
-// VariantNote is a variant's download size, for its option's label.
+// VariantNote is a variant's label: its download size and, when it
+// quantizes only some matrices, its policy.
 func (r *Root) VariantNote(v string) string {
 	if m := r.model(r.Spec.Model); m != nil {
 		for _, x := range m.Variants {
-			if x.Scheme == v && x.Bytes > 0 {
-				return v + " (" + size(x.Bytes) + ")"
+			if x.Scheme != v {
+				continue
+			}
+			if x.Bytes > 0 {
+				v += " (" + size(x.Bytes) + ")"
+			}
+			if x.Policy != "" {
+				v += " " + x.Policy
 			}
 		}
 	}

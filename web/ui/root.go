@@ -39,6 +39,7 @@ type modelInfo struct {
 	Variants     []struct {
 		Scheme string  `json:"scheme"`
 		Bytes  float64 `json:"bytes"`
+		Policy string  `json:"policy"`
 	} `json:"variants"`
 }
 

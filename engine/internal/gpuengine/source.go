@@ -82,12 +82,22 @@ type varSource struct{ v *variant.Variant }
 // schemeFormats pairs each quantization scheme with the shaders' format.
 var schemeFormats = map[quant.Scheme]shaders.Format{quant.Q8: shaders.Q8, quant.Q6: shaders.Q6, quant.Q4: shaders.Q4}
 
+// pieceFormat is how the shaders read a variant piece: its scheme's
+// format, or float32 for a matrix the variant's policy kept.
+func pieceFormat(scheme string) (shaders.Format, bool) {
+	if scheme == variant.SchemeF32 {
+		return shaders.F32, true
+	}
+	f, ok := schemeFormats[quant.Scheme(scheme)]
+	return f, ok
+}
+
 func (s varSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
 	var out []Piece
 	for _, p := range s.v.Pieces(name) {
-		f, ok := schemeFormats[quant.Scheme(p.Scheme)]
+		f, ok := pieceFormat(p.Scheme)
 		if !ok || len(p.Shape) != 2 {
-			return nil, fmt.Errorf("%s: %s is %s %v, not a quantized matrix", s.v.Dir, name, p.Scheme, p.Shape)
+			return nil, fmt.Errorf("%s: %s is %s %v, not a matrix", s.v.Dir, name, p.Scheme, p.Shape)
 		}
 		if p.Length > maxBytes {
 			return nil, fmt.Errorf("%s: a piece of %s is %d bytes, over the device's %d-byte binding limit", s.v.Dir, name, p.Length, maxBytes)

@@ -4,6 +4,7 @@
 //
 //	dir := WebDir(t)           // the web build dir, built once per test binary
 //	site := StartSite(t)       // serve.Server on httptest with the demo model
+//	site = StartSite(t, SiteModel{"m", dir}) // and dir's model as "m"
 //	b := NewBrowser(t)         // a fresh headless Chromium; console -> t.Log
 //	state := b.Open(site.URL+"/static/abitest.html", 5*time.Minute)
 //	v := Eval[T](b, `js expression or promise`)
@@ -191,16 +192,27 @@ type Site struct {
 	Server  *serve.Server
 }
 
-// StartSite serves the web build dir and the demo model (named "demo") on
-// an httptest server that stops when the test ends.
-func StartSite(t testing.TB) *Site {
+// SiteModel is a model directory a site serves under Name beside the demo.
+type SiteModel struct{ Name, Dir string }
+
+// StartSite serves the web build dir, the demo model (named "demo") and
+// the extra models on an httptest server that stops when the test ends.
+func StartSite(t testing.TB, extra ...SiteModel) *Site {
 	t.Helper()
 	s := &Site{Static: WebDir(t), DemoDir: DemoDir(t), Data: t.TempDir()}
-	m, err := serve.LoadModel("demo", s.DemoDir, t.Logf)
+	demo, err := serve.LoadModel("demo", s.DemoDir, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Server, err = serve.New(serve.Options{Models: []*serve.Model{m}, Static: s.Static, Data: s.Data, Logf: t.Logf})
+	models := []*serve.Model{demo}
+	for _, x := range extra {
+		m, err := serve.LoadModel(x.Name, x.Dir, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, m)
+	}
+	s.Server, err = serve.New(serve.Options{Models: models, Static: s.Static, Data: s.Data, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestUIRunShareReopen(t *testing.T) {
 	}
 
 	lg := Eval[pageLogits](b, `window.logitscope.logits`)
-	compareWithWazero(t, site, doc, lg)
+	compareWithWazero(t, Wazero(t, site), nativeDevice(t), site.DemoDir, doc, lg, relTol)
 
 	// Share, then reopen in a fresh browser (a new profile: nothing cached).
 	run := viewTexts(b)
@@ -162,11 +162,11 @@ func TestUIRunShareReopen(t *testing.T) {
 	}
 }
 
-// compareWithWazero runs the page's two requests through engine.wasm
-// under wazero on the native WebGPU: the reference's greedy decode from
-// the document's prompt ids, then the test side fed the reference's
-// tokens. Tokens must be identical and logits within relTol.
-func compareWithWazero(t *testing.T, site *Site, doc *snapshot.Doc, lg pageLogits) {
+// nativeDevice opens the native WebGPU (gogpu/wgpu) that wazero's
+// reference runs use, closed when the test ends. Without one the test is
+// skipped, except in CI, where lavapipe is installed and its absence is a
+// broken setup.
+func nativeDevice(t *testing.T) gpu.Device {
 	t.Helper()
 	dev, err := native.Open()
 	if err != nil {
@@ -175,26 +175,34 @@ func compareWithWazero(t *testing.T, site *Site, doc *snapshot.Doc, lg pageLogit
 		}
 		t.Skipf("no native WebGPU for the wazero reference (apt-get install mesa-vulkan-drivers libvulkan1): %v", err)
 	}
-	defer dev.Close()
-	mod := Wazero(t, site)
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
 
+// compareWithWazero runs the page's two requests through engine.wasm
+// under wazero on dev (nil: engine.wasm's CPU path) with the model in dir:
+// the reference's greedy decode from the document's prompt ids, then the
+// test side fed the reference's tokens. Tokens must be identical and
+// logits within tol.
+func compareWithWazero(t *testing.T, mod *host.Module, dev gpu.Device, dir string, doc *snapshot.Doc, lg pageLogits, tol float64) {
+	t.Helper()
 	refReq := abi.Request{Mode: "greedy", PromptIDs: doc.PromptIDs, MaxNew: doc.Spec.MaxNew, Stops: doc.Spec.Stops}
-	refRows, refRes := wazeroRun(t, mod, dev, site.DemoDir, doc.Spec.Ref, refReq)
+	refRows, refRes := wazeroRun(t, mod, dev, dir, doc.Spec.Ref, refReq)
 	testReq := snapshot.TestRequest(refReq, refRes)
-	testRows, testRes := wazeroRun(t, mod, dev, site.DemoDir, doc.Spec.Test, testReq)
+	testRows, testRes := wazeroRun(t, mod, dev, dir, doc.Spec.Test, testReq)
 
 	for _, side := range []struct {
 		name string
 		b64  string
 		want [][]float32
 		res  abi.Result
-	}{{"reference f32", lg.Ref, refRows, refRes}, {"test q4", lg.Test, testRows, testRes}} {
+	}{{"reference " + doc.Spec.Ref, lg.Ref, refRows, refRes}, {"test " + doc.Spec.Test, lg.Test, testRows, testRes}} {
 		t.Run(side.name, func(t *testing.T) {
 			// The document's tokens are what the page showed: the
 			// reference's greedy output, which the test side was fed.
 			got := browserRun{Output: doc.Tokens, Stopped: side.res.Stopped, Targets: side.res.Targets,
 				Vocab: lg.Vocab, Rows: decodeRows(t, side.b64)}
-			compareRows(t, got, side.want, side.res, relTol)
+			compareRows(t, got, side.want, side.res, tol)
 		})
 	}
 }

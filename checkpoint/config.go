@@ -233,7 +233,13 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		}
 		c.RMSNormEps = *p.RMSNormEps
 	}
+	// Gemma3TextConfig's defaults differ: rope_theta 1e6 (its global
+	// layers'), max_position_embeddings 131072.
+	gemma3 := c.Arch() == "Gemma3ForCausalLM"
 	c.RopeTheta = DefaultRopeTheta
+	if gemma3 {
+		c.RopeTheta = 1e6
+	}
 	theta := p.RopeTheta
 	if theta == nil && p.RopeParameters != nil {
 		theta = p.RopeParameters.RopeTheta
@@ -245,6 +251,9 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		c.RopeTheta = *theta
 	}
 	c.MaxPositionEmbeddings = DefaultMaxPositionEmbeddings
+	if gemma3 {
+		c.MaxPositionEmbeddings = 131072
+	}
 	if p.MaxPositionEmbeddings != nil {
 		if *p.MaxPositionEmbeddings <= 0 {
 			return fail("max_position_embeddings must be > 0, got %d", *p.MaxPositionEmbeddings)

@@ -130,6 +130,24 @@ func TestParseConfigTiedDefault(t *testing.T) {
 	}
 }
 
+// Absent rope_theta and max_position_embeddings take the config class's
+// defaults: Gemma3TextConfig's differ from Qwen2's and Llama's.
+func TestParseConfigGemma3Defaults(t *testing.T) {
+	for _, c := range []struct {
+		arch   string
+		theta  float64
+		maxPos int
+	}{
+		{"Gemma3ForCausalLM", 1e6, 131072},
+		{"Qwen2ForCausalLM", DefaultRopeTheta, DefaultMaxPositionEmbeddings},
+	} {
+		got, err := ParseConfig(edit(t, map[string]any{"architectures": []string{c.arch}, "rope_theta": nil, "max_position_embeddings": nil}), "config.json")
+		if err != nil || got.RopeTheta != c.theta || got.MaxPositionEmbeddings != c.maxPos {
+			t.Errorf("%s: rope_theta %g, max_position_embeddings %d, %v; want %g, %d", c.arch, got.RopeTheta, got.MaxPositionEmbeddings, err, c.theta, c.maxPos)
+		}
+	}
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -187,12 +187,6 @@ func gemma3(c checkpoint.Config, g *Geometry) error {
 	if c.UseBidirectionalAttention != nil && *c.UseBidirectionalAttention {
 		return fmt.Errorf("config.json: use_bidirectional_attention true is not supported (causal attention only)")
 	}
-	// v5 may write rope_parameters keyed by layer type; the flat fields
-	// (rope_theta, rope_local_base_freq, rope_scaling) are what is read.
-	var byType map[string]json.RawMessage
-	if json.Unmarshal(c.RopeParameters, &byType) == nil && (byType["full_attention"] != nil || byType["sliding_attention"] != nil) {
-		return fmt.Errorf("config.json: rope_parameters per layer type is not supported; write rope_theta, rope_local_base_freq and rope_scaling")
-	}
 	g.QKNorm, g.NormUnitOffset, g.GeluTanh, g.SandwichNorm = true, true, true, true
 	if c.AttentionBias != nil && *c.AttentionBias {
 		g.QKVBias, g.OBias = true, true
@@ -211,6 +205,9 @@ func gemma3(c checkpoint.Config, g *Geometry) error {
 		}
 		g.LocalRopeTheta = *c.RopeLocalBaseFreq
 	}
+	if err := gemma3RopeParameters(c, g); err != nil {
+		return err
+	}
 	// Gemma3TextScaledWordEmbedding: embed_scale is a float32 tensor cast
 	// to the embedding's dtype before the product, so a bf16 checkpoint
 	// scales by sqrt(hidden_size) rounded to bf16 (sqrt(1152) ≈ 33.94 → 34).
@@ -223,6 +220,55 @@ func gemma3(c checkpoint.Config, g *Geometry) error {
 	}
 	g.EmbedScale = scale
 	return nil
+}
+
+// gemma3RopeParameters reads the RoPE of each layer type where
+// transformers v5 writes it, rope_parameters keyed by layer type
+// (Gemma3TextConfig.convert_rope_params_to_dict): full_attention's
+// rope_theta and scaling for the global layers, sliding_attention's
+// rope_theta, unscaled, for the sliding ones. Each replaces the flat
+// field it stands for; a flat rope_scaling beside it is refused, as
+// transformers merges the two.
+func gemma3RopeParameters(c checkpoint.Config, g *Geometry) error {
+	var byType map[string]json.RawMessage
+	if json.Unmarshal(c.RopeParameters, &byType) != nil || (byType["full_attention"] == nil && byType["sliding_attention"] == nil) {
+		return nil // absent, or one set of parameters (ParseConfig read it)
+	}
+	if c.RopeScaling != nil {
+		return fmt.Errorf("config.json: rope_scaling beside rope_parameters per layer type: write the scaling in rope_parameters.full_attention")
+	}
+	read := func(layerType string, theta *float64) (RopeScaling, error) {
+		raw := byType[layerType]
+		if raw == nil {
+			return RopeScaling{}, nil
+		}
+		var j struct {
+			RopeTheta *float64 `json:"rope_theta"`
+			RopeType  string   `json:"rope_type"`
+		}
+		if err := json.Unmarshal(raw, &j); err != nil {
+			return RopeScaling{}, fmt.Errorf("config.json: rope_parameters.%s %s: %v", layerType, raw, err)
+		}
+		if j.RopeTheta != nil {
+			if !(*j.RopeTheta > 0) {
+				return RopeScaling{}, fmt.Errorf("config.json: rope_parameters.%s: rope_theta %g must be positive", layerType, *j.RopeTheta)
+			}
+			*theta = *j.RopeTheta
+		}
+		if j.RopeType == "" {
+			return RopeScaling{}, nil
+		}
+		return parseRopeScaling(raw)
+	}
+	var err error
+	if g.Rope, err = read("full_attention", &g.RopeTheta); err != nil {
+		return err
+	}
+	local, err := read("sliding_attention", &g.LocalRopeTheta)
+	if err == nil && local.Type != "" {
+		err = fmt.Errorf("config.json: rope_parameters.sliding_attention rope_type %q is not supported (only default)", local.Type)
+	}
+	return err
 }
 
 // roundMantissa rounds f to nearest even with its last drop mantissa bits

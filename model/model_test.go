@@ -441,9 +441,13 @@ func TestGeometryOfGemma3(t *testing.T) {
 		{"final softcap", gemma(func(c *checkpoint.Config) { c.FinalLogitSoftcapping = &softcap }), nil, 0, "final_logit_softcapping 30 is not supported"},
 		{"attn softcap", gemma(func(c *checkpoint.Config) { c.AttnLogitSoftcapping = &softcap }), nil, 0, "attn_logit_softcapping 30 is not supported"},
 		{"bidirectional", gemma(func(c *checkpoint.Config) { c.UseBidirectionalAttention = &yes }), nil, 0, "use_bidirectional_attention"},
-		{"rope_parameters by layer type", gemma(func(c *checkpoint.Config) {
+		{"rope_scaling beside rope_parameters by layer type", gemma(func(c *checkpoint.Config) {
+			c.RopeScaling = []byte(`{"rope_type":"linear","factor":8}`)
 			c.RopeParameters = []byte(`{"full_attention":{"rope_type":"default","rope_theta":1e6},"sliding_attention":{"rope_type":"default","rope_theta":1e4}}`)
-		}), nil, 0, "rope_parameters per layer type is not supported"},
+		}), nil, 0, "rope_scaling beside rope_parameters per layer type"},
+		{"scaled sliding layers", gemma(func(c *checkpoint.Config) {
+			c.RopeParameters = []byte(`{"full_attention":{"rope_type":"default","rope_theta":1e6},"sliding_attention":{"rope_type":"linear","factor":2,"rope_theta":1e4}}`)
+		}), nil, 0, `rope_parameters.sliding_attention rope_type "linear" is not supported`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := GeometryOf(c.cfg)
@@ -480,6 +484,21 @@ func TestGeometryOfGemma3(t *testing.T) {
 	}
 	if !slices.Equal(g.LayerInvFreq(5), g.InvFreq()) {
 		t.Fatalf("a global layer's frequencies differ from InvFreq")
+	}
+
+	// transformers v5 writes the same as rope_parameters by layer type,
+	// which replaces the flat fields (here set to other values).
+	v5, err := GeometryOf(gemma(func(c *checkpoint.Config) {
+		c.RopeTheta, c.RopeLocalBaseFreq = 5, &eight
+		c.RopeParameters = []byte(`{"full_attention":{"rope_type":"linear","factor":8,"rope_theta":1e6},"sliding_attention":{"rope_type":"default","rope_theta":1e4}}`)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []int{0, 5} {
+		if !slices.Equal(v5.LayerInvFreq(l), g.LayerInvFreq(l)) {
+			t.Fatalf("layer %d: rope_parameters by layer type gives %v, the flat fields %v", l, v5.LayerInvFreq(l)[:3], g.LayerInvFreq(l)[:3])
+		}
 	}
 }
 

@@ -44,6 +44,20 @@ type Config struct {
 	MLPBias             *bool           `json:"mlp_bias,omitempty"`
 	PartialRotaryFactor *float64        `json:"partial_rotary_factor,omitempty"`
 	QuantizationConfig  json.RawMessage `json:"quantization_config,omitempty"`
+
+	// Gemma 3 (Gemma3TextConfig): hidden_activation replaces hidden_act,
+	// the attention scale is query_pre_attn_scalar^-½, sliding layers use
+	// rope_local_base_freq, and sliding_window_pattern derives layer_types
+	// where a config has none. RopeParameters is transformers v5's
+	// rope_parameters as written: for Gemma 3 it may be keyed by layer type.
+	HiddenActivation          string          `json:"hidden_activation,omitempty"`
+	QueryPreAttnScalar        *float64        `json:"query_pre_attn_scalar,omitempty"`
+	RopeLocalBaseFreq         *float64        `json:"rope_local_base_freq,omitempty"`
+	SlidingWindowPattern      *int            `json:"sliding_window_pattern,omitempty"`
+	FinalLogitSoftcapping     *float64        `json:"final_logit_softcapping,omitempty"`
+	AttnLogitSoftcapping      *float64        `json:"attn_logit_softcapping,omitempty"`
+	UseBidirectionalAttention *bool           `json:"use_bidirectional_attention,omitempty"`
+	RopeParameters            json.RawMessage `json:"rope_parameters,omitempty"`
 }
 
 // Defaults for fields that config.json may omit; they match the
@@ -97,6 +111,7 @@ type configPresence struct {
 	RMSNormEps            *float64 `json:"rms_norm_eps"`
 	RopeTheta             *float64 `json:"rope_theta"`
 	MaxPositionEmbeddings *int     `json:"max_position_embeddings"`
+	TieWordEmbeddings     *bool    `json:"tie_word_embeddings"`
 	Dtype                 string   `json:"dtype"` // torch_dtype's newer name
 	RopeParameters        *struct {
 		RopeTheta *float64 `json:"rope_theta"`
@@ -189,6 +204,9 @@ func ParseConfig(data []byte, name string) (Config, error) {
 	case c.HeadDim == 0 && c.Arch() == "Qwen3ForCausalLM":
 		// Qwen3Config's head_dim defaults to 128, not hidden_size / heads.
 		c.HeadDim = 128
+	case c.HeadDim == 0 && c.Arch() == "Gemma3ForCausalLM":
+		// So does Gemma3TextConfig's, to 256.
+		c.HeadDim = 256
 	case c.HeadDim == 0 && c.HiddenSize%c.NumAttentionHeads != 0:
 		return fail("head_dim is absent and hidden_size = %d is not divisible by num_attention_heads = %d",
 			c.HiddenSize, c.NumAttentionHeads)
@@ -202,6 +220,12 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		return fail("head_dim = %d must be even (RoPE rotates pairs of dimensions)", c.HeadDim)
 	}
 
+	// Gemma3TextConfig ties by default (Gemma 3 1B's config.json omits the
+	// field); the Qwen and Llama configs do not.
+	if p.TieWordEmbeddings == nil && c.Arch() == "Gemma3ForCausalLM" {
+		c.TieWordEmbeddings = true
+	}
+
 	c.RMSNormEps = DefaultRMSNormEps
 	if p.RMSNormEps != nil {
 		if *p.RMSNormEps <= 0 {
@@ -209,7 +233,13 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		}
 		c.RMSNormEps = *p.RMSNormEps
 	}
+	// Gemma3TextConfig's defaults differ: rope_theta 1e6 (its global
+	// layers'), max_position_embeddings 131072.
+	gemma3 := c.Arch() == "Gemma3ForCausalLM"
 	c.RopeTheta = DefaultRopeTheta
+	if gemma3 {
+		c.RopeTheta = 1e6
+	}
 	theta := p.RopeTheta
 	if theta == nil && p.RopeParameters != nil {
 		theta = p.RopeParameters.RopeTheta
@@ -221,6 +251,9 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		c.RopeTheta = *theta
 	}
 	c.MaxPositionEmbeddings = DefaultMaxPositionEmbeddings
+	if gemma3 {
+		c.MaxPositionEmbeddings = 131072
+	}
 	if p.MaxPositionEmbeddings != nil {
 		if *p.MaxPositionEmbeddings <= 0 {
 			return fail("max_position_embeddings must be > 0, got %d", *p.MaxPositionEmbeddings)

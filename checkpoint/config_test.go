@@ -96,16 +96,54 @@ func TestParseConfigDefaults(t *testing.T) {
 	}
 }
 
-// Qwen3Config's head_dim defaults to 128 whatever hidden_size / heads is;
-// Qwen2's stays hidden_size / heads.
+// Qwen3Config's head_dim defaults to 128 and Gemma3TextConfig's to 256
+// whatever hidden_size / heads is; Qwen2's stays hidden_size / heads.
 func TestParseConfigQwen3HeadDim(t *testing.T) {
 	for _, c := range []struct {
 		arch string
 		want int
-	}{{"Qwen3ForCausalLM", 128}, {"Qwen2ForCausalLM", 64}} {
+	}{{"Qwen3ForCausalLM", 128}, {"Gemma3ForCausalLM", 256}, {"Qwen2ForCausalLM", 64}} {
 		got, err := ParseConfig(edit(t, map[string]any{"architectures": []string{c.arch}}), "config.json")
 		if err != nil || got.HeadDim != c.want {
 			t.Errorf("%s without head_dim: %d, %v; want %d", c.arch, got.HeadDim, err, c.want)
+		}
+	}
+}
+
+// tie_word_embeddings defaults to true for Gemma 3 only, and an explicit
+// value always wins.
+func TestParseConfigTiedDefault(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		tie  any // nil: absent
+		want bool
+	}{
+		{"Gemma3ForCausalLM", nil, true},
+		{"Gemma3ForCausalLM", false, false},
+		{"Qwen2ForCausalLM", nil, false},
+		{"LlamaForCausalLM", true, true},
+	} {
+		got, err := ParseConfig(edit(t, map[string]any{"architectures": []string{c.arch}, "tie_word_embeddings": c.tie}), "config.json")
+		if err != nil || got.TieWordEmbeddings != c.want {
+			t.Errorf("%s, tie_word_embeddings %v: tied %v, %v; want %v", c.arch, c.tie, got.TieWordEmbeddings, err, c.want)
+		}
+	}
+}
+
+// Absent rope_theta and max_position_embeddings take the config class's
+// defaults: Gemma3TextConfig's differ from Qwen2's and Llama's.
+func TestParseConfigGemma3Defaults(t *testing.T) {
+	for _, c := range []struct {
+		arch   string
+		theta  float64
+		maxPos int
+	}{
+		{"Gemma3ForCausalLM", 1e6, 131072},
+		{"Qwen2ForCausalLM", DefaultRopeTheta, DefaultMaxPositionEmbeddings},
+	} {
+		got, err := ParseConfig(edit(t, map[string]any{"architectures": []string{c.arch}, "rope_theta": nil, "max_position_embeddings": nil}), "config.json")
+		if err != nil || got.RopeTheta != c.theta || got.MaxPositionEmbeddings != c.maxPos {
+			t.Errorf("%s: rope_theta %g, max_position_embeddings %d, %v; want %g, %d", c.arch, got.RopeTheta, got.MaxPositionEmbeddings, err, c.theta, c.maxPos)
 		}
 	}
 }

@@ -42,6 +42,7 @@ func TestBitIdentical(t *testing.T) {
 		{"tiny-llama3/f32", fixtures.families["tiny-llama3"], "f32"},         // rope_scaling llama3
 		{"tiny-mistral/f32", fixtures.families["tiny-mistral"], "f32"},       // a sliding window of 8
 		{"tiny-llama-bias/f32", fixtures.families["tiny-llama-bias"], "f32"}, // attention and MLP biases
+		{"tiny-gemma3/f32", fixtures.families["tiny-gemma3"], "f32"},         // (1 + w) norms, GELU-tanh, two RoPE tables
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prompt := testPrompt()

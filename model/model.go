@@ -1,7 +1,7 @@
 // Package model holds a decoder-only transformer's geometry and float32
 // weights, loaded from a checkpoint and checked against its config. It knows
-// the tensor names and semantics of Qwen2ForCausalLM, Qwen3ForCausalLM and
-// LlamaForCausalLM.
+// the tensor names and semantics of Qwen2ForCausalLM, Qwen3ForCausalLM,
+// LlamaForCausalLM, MistralForCausalLM and Gemma3ForCausalLM.
 package model
 
 import (
@@ -35,8 +35,23 @@ type Geometry struct {
 	QKVBias  bool // q/k/v projections have biases
 	OBias    bool // o_proj has a bias (Llama and Qwen3 attention_bias)
 	MLPBias  bool // gate, up and down have biases (Llama mlp_bias)
-	QKNorm   bool // q and k are RMS-normalized per head before RoPE (Qwen3)
+	QKNorm   bool // q and k are RMS-normalized per head before RoPE (Qwen3, Gemma 3)
 	TiedHead bool // LM head is the embedding
+
+	// Gemma 3. NormUnitOffset: every RMSNorm scales by (1 + w), not w.
+	// EmbedScale: embeddings are multiplied by it (0: not at all).
+	// GeluTanh: the MLP gates with gelu_pytorch_tanh instead of SiLU.
+	// SandwichNorm: the attention and MLP outputs are RMS-normalized
+	// (post_attention_layernorm, post_feedforward_layernorm) before the
+	// residual add. QueryPreAttnScalar: attention scales by its −½ power
+	// instead of head_dim's (0: head_dim). LocalRopeTheta: the RoPE base of
+	// sliding-window layers, which use no rope_scaling (0: one base for all).
+	NormUnitOffset     bool
+	EmbedScale         float32
+	GeluTanh           bool
+	SandwichNorm       bool
+	QueryPreAttnScalar float64
+	LocalRopeTheta     float64
 }
 
 // CheckCapacity refuses a KV cache longer than the model's context.
@@ -78,7 +93,9 @@ type Layer struct {
 	Wq, Wk, Wv, Wo *Matrix   // (Heads*hd, d), (KVHeads*hd, d) ×2, (d, Heads*hd)
 	Bq, Bk, Bv, Bo []float32 // nil when the architecture has none
 	QNorm, KNorm   []float32 // (hd,) per-head RMSNorm weights of q and k; nil without QKNorm
+	PostAttnNorm   []float32 // (d,) on the attention output; nil without SandwichNorm
 	MLPNorm        []float32 // (d,)
+	PostMLPNorm    []float32 // (d,) on the MLP output; nil without SandwichNorm
 	Wgate, Wup     *Matrix   // (Intermediate, d)
 	Wdown          *Matrix   // (d, Intermediate)
 	Bgate, Bup     []float32 // (Intermediate,); nil without mlp_bias
@@ -103,7 +120,8 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		Vocab: c.VocabSize, MaxPos: c.MaxPositionEmbeddings, NormEps: float32(c.RMSNormEps),
 		RopeTheta: c.RopeTheta, TiedHead: c.TieWordEmbeddings,
 	}
-	if c.HiddenAct != "" && c.HiddenAct != "silu" {
+	// Gemma3MLP reads hidden_activation and ignores hidden_act.
+	if c.HiddenAct != "" && c.HiddenAct != "silu" && g.Arch != "Gemma3ForCausalLM" {
 		return g, fmt.Errorf("config.json: hidden_act %q is not supported (only silu)", c.HiddenAct)
 	}
 	if err := unsupported(c); err != nil {
@@ -135,21 +153,141 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		}
 	case "MistralForCausalLM":
 		// Llama's layers with a sliding window (modeling_mistral.py).
+	case "Gemma3ForCausalLM":
+		if err := gemma3(c, &g); err != nil {
+			return g, err
+		}
 	default:
-		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM)", g.Arch)
+		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM, Gemma3ForCausalLM)", g.Arch)
 	}
 	var err error
 	g.Window, err = windows(c)
 	return g, err
 }
 
+// gemma3 sets the Gemma 3 text model's semantics, as transformers'
+// models/gemma3/modeling_gemma3.py and configuration_gemma3.py (main,
+// v5; Gemma3TextConfig, model_type gemma3_text) define them: (1 + w)
+// RMSNorms in float32, four per layer, q_norm and k_norm per head before
+// RoPE, gelu_pytorch_tanh, embeddings times sqrt(hidden_size) cast to the
+// weights' dtype, attention scaled by query_pre_attn_scalar^-½, and
+// sliding layers with their own RoPE base (rope_local_base_freq, unscaled).
+func gemma3(c checkpoint.Config, g *Geometry) error {
+	if a := c.HiddenActivation; a != "" && a != "gelu_pytorch_tanh" {
+		return fmt.Errorf("config.json: hidden_activation %q is not supported (only gelu_pytorch_tanh)", a)
+	}
+	// Softcapping is tanh(x/c)·c on the logits or the attention scores;
+	// Gemma 3's configs set both to null, and no engine here implements it.
+	if c.FinalLogitSoftcapping != nil {
+		return fmt.Errorf("config.json: final_logit_softcapping %g is not supported (only null)", *c.FinalLogitSoftcapping)
+	}
+	if c.AttnLogitSoftcapping != nil {
+		return fmt.Errorf("config.json: attn_logit_softcapping %g is not supported (only null)", *c.AttnLogitSoftcapping)
+	}
+	if c.UseBidirectionalAttention != nil && *c.UseBidirectionalAttention {
+		return fmt.Errorf("config.json: use_bidirectional_attention true is not supported (causal attention only)")
+	}
+	g.QKNorm, g.NormUnitOffset, g.GeluTanh, g.SandwichNorm = true, true, true, true
+	if c.AttentionBias != nil && *c.AttentionBias {
+		g.QKVBias, g.OBias = true, true
+	}
+	g.QueryPreAttnScalar = 256 // Gemma3TextConfig's defaults
+	if c.QueryPreAttnScalar != nil {
+		if !(*c.QueryPreAttnScalar > 0) {
+			return fmt.Errorf("config.json: query_pre_attn_scalar %g must be positive", *c.QueryPreAttnScalar)
+		}
+		g.QueryPreAttnScalar = *c.QueryPreAttnScalar
+	}
+	g.LocalRopeTheta = 10000
+	if c.RopeLocalBaseFreq != nil {
+		if !(*c.RopeLocalBaseFreq > 0) {
+			return fmt.Errorf("config.json: rope_local_base_freq %g must be positive", *c.RopeLocalBaseFreq)
+		}
+		g.LocalRopeTheta = *c.RopeLocalBaseFreq
+	}
+	if err := gemma3RopeParameters(c, g); err != nil {
+		return err
+	}
+	// Gemma3TextScaledWordEmbedding: embed_scale is a float32 tensor cast
+	// to the embedding's dtype before the product, so a bf16 checkpoint
+	// scales by sqrt(hidden_size) rounded to bf16 (sqrt(1152) ≈ 33.94 → 34).
+	scale := float32(math.Sqrt(float64(c.HiddenSize)))
+	switch c.TorchDtype {
+	case "bfloat16":
+		scale = roundMantissa(scale, 16)
+	case "float16":
+		scale = roundMantissa(scale, 13)
+	}
+	g.EmbedScale = scale
+	return nil
+}
+
+// gemma3RopeParameters reads the RoPE of each layer type where
+// transformers v5 writes it, rope_parameters keyed by layer type
+// (Gemma3TextConfig.convert_rope_params_to_dict): full_attention's
+// rope_theta and scaling for the global layers, sliding_attention's
+// rope_theta, unscaled, for the sliding ones. Each replaces the flat
+// field it stands for; a flat rope_scaling beside it is refused, as
+// transformers merges the two.
+func gemma3RopeParameters(c checkpoint.Config, g *Geometry) error {
+	var byType map[string]json.RawMessage
+	if json.Unmarshal(c.RopeParameters, &byType) != nil || (byType["full_attention"] == nil && byType["sliding_attention"] == nil) {
+		return nil // absent, or one set of parameters (ParseConfig read it)
+	}
+	if c.RopeScaling != nil {
+		return fmt.Errorf("config.json: rope_scaling beside rope_parameters per layer type: write the scaling in rope_parameters.full_attention")
+	}
+	read := func(layerType string, theta *float64) (RopeScaling, error) {
+		raw := byType[layerType]
+		if raw == nil {
+			return RopeScaling{}, nil
+		}
+		var j struct {
+			RopeTheta *float64 `json:"rope_theta"`
+			RopeType  string   `json:"rope_type"`
+		}
+		if err := json.Unmarshal(raw, &j); err != nil {
+			return RopeScaling{}, fmt.Errorf("config.json: rope_parameters.%s %s: %v", layerType, raw, err)
+		}
+		if j.RopeTheta != nil {
+			if !(*j.RopeTheta > 0) {
+				return RopeScaling{}, fmt.Errorf("config.json: rope_parameters.%s: rope_theta %g must be positive", layerType, *j.RopeTheta)
+			}
+			*theta = *j.RopeTheta
+		}
+		if j.RopeType == "" {
+			return RopeScaling{}, nil
+		}
+		return parseRopeScaling(raw)
+	}
+	var err error
+	if g.Rope, err = read("full_attention", &g.RopeTheta); err != nil {
+		return err
+	}
+	local, err := read("sliding_attention", &g.LocalRopeTheta)
+	if err == nil && local.Type != "" {
+		err = fmt.Errorf("config.json: rope_parameters.sliding_attention rope_type %q is not supported (only default)", local.Type)
+	}
+	return err
+}
+
+// roundMantissa rounds f to nearest even with its last drop mantissa bits
+// cleared: 16 gives bfloat16's value, 13 float16's (for normal values in
+// float16's range).
+func roundMantissa(f float32, drop uint) float32 {
+	b := math.Float32bits(f)
+	half := uint32(1)<<(drop-1) - 1 + (b>>drop)&1
+	return math.Float32frombits((b + half) &^ (1<<drop - 1))
+}
+
 // windows is each layer's attention window, as transformers derives it
-// (configuration_qwen2.py, configuration_qwen3.py and
-// configuration_mistral.py, v5): Qwen2 and Qwen3 slide only with
+// (configuration_qwen2.py, configuration_qwen3.py, configuration_mistral.py
+// and configuration_gemma3.py, v5): Qwen2 and Qwen3 slide only with
 // use_sliding_window, and then on the layers from max_window_layers
 // (default 28) on; Mistral slides on every layer when sliding_window is
-// set; layer_types, when a config gives it, says per layer. Llama never
-// slides.
+// set; Gemma 3 slides on every layer but each sliding_window_pattern-th
+// (default 6, window 4096); layer_types, when a config gives it, says per
+// layer. Llama never slides.
 func windows(c checkpoint.Config) ([]int, error) {
 	slides, first := false, 0 // whether the config slides, and from which layer
 	switch c.Arch() {
@@ -160,6 +298,8 @@ func windows(c checkpoint.Config) ([]int, error) {
 		}
 	case "MistralForCausalLM":
 		slides = c.SlidingWindow != nil
+	case "Gemma3ForCausalLM":
+		return gemma3Windows(c)
 	}
 	w := 0
 	if slides {
@@ -175,10 +315,45 @@ func windows(c checkpoint.Config) ([]int, error) {
 		}
 		return out, nil
 	}
-	if len(c.LayerTypes) != len(out) {
-		return nil, fmt.Errorf("config.json: layer_types has %d entries for %d layers", len(c.LayerTypes), len(out))
+	return layerWindows(c.LayerTypes, w, out)
+}
+
+// gemma3Windows: sliding_window is always set (default 4096, null
+// refused); layer i slides unless (i+1) is a multiple of
+// sliding_window_pattern, where the config gives no layer_types.
+func gemma3Windows(c checkpoint.Config) ([]int, error) {
+	w := 4096
+	if c.SlidingWindow != nil {
+		w = *c.SlidingWindow
 	}
-	for i, t := range c.LayerTypes {
+	if w < 1 {
+		return nil, fmt.Errorf("config.json: sliding_window %d: a sliding window needs a size of at least 1", w)
+	}
+	out := make([]int, c.NumHiddenLayers)
+	if c.LayerTypes != nil {
+		return layerWindows(c.LayerTypes, w, out)
+	}
+	pattern := 6
+	if c.SlidingWindowPattern != nil {
+		pattern = *c.SlidingWindowPattern
+	}
+	if pattern < 1 {
+		return nil, fmt.Errorf("config.json: sliding_window_pattern %d must be at least 1", pattern)
+	}
+	for i := range out {
+		if (i+1)%pattern != 0 {
+			out[i] = w
+		}
+	}
+	return out, nil
+}
+
+// layerWindows fills out from layer_types: w on sliding layers, 0 on full.
+func layerWindows(types []string, w int, out []int) ([]int, error) {
+	if len(types) != len(out) {
+		return nil, fmt.Errorf("config.json: layer_types has %d entries for %d layers", len(types), len(out))
+	}
+	for i, t := range types {
 		switch {
 		case t == "full_attention":
 		case t == "sliding_attention" && w > 0:
@@ -362,9 +537,10 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 	}
 	m.Layers = make([]Layer, g.NumLayers)
 	for i := range m.Layers {
-		n := NamesOf(i)
+		n := g.Names(i)
 		m.Layers[i] = Layer{
 			AttnNorm: vec(n.AttnNorm), MLPNorm: vec(n.MLPNorm),
+			PostAttnNorm: vec(n.PostAttnNorm), PostMLPNorm: vec(n.PostMLPNorm),
 			Wq: data[n.Wq], Wk: data[n.Wk], Wv: data[n.Wv], Wo: data[n.Wo],
 			Bq: vec(n.Bq), Bk: vec(n.Bk), Bv: vec(n.Bv), Bo: vec(n.Bo),
 			QNorm: vec(n.QNorm), KNorm: vec(n.KNorm),
@@ -387,7 +563,7 @@ func (g Geometry) Specs() []Spec {
 	d, q, kv := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
 	s := []Spec{{EmbedName, []int{g.Vocab, d}}}
 	for i := 0; i < g.NumLayers; i++ {
-		n := NamesOf(i)
+		n := g.Names(i)
 		s = append(s, Spec{n.AttnNorm, []int{d}},
 			Spec{n.Wq, []int{q, d}}, Spec{n.Wk, []int{kv, d}}, Spec{n.Wv, []int{kv, d}}, Spec{n.Wo, []int{d, q}})
 		if g.QKVBias {
@@ -399,8 +575,14 @@ func (g Geometry) Specs() []Spec {
 		if g.QKNorm {
 			s = append(s, Spec{n.QNorm, []int{g.HeadDim}}, Spec{n.KNorm, []int{g.HeadDim}})
 		}
+		if g.SandwichNorm {
+			s = append(s, Spec{n.PostAttnNorm, []int{d}})
+		}
 		s = append(s, Spec{n.MLPNorm, []int{d}},
 			Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
+		if g.SandwichNorm {
+			s = append(s, Spec{n.PostMLPNorm, []int{d}})
+		}
 		if g.MLPBias {
 			s = append(s, Spec{n.Bgate, []int{g.Intermediate}}, Spec{n.Bup, []int{g.Intermediate}}, Spec{n.Bdown, []int{d}})
 		}
@@ -466,12 +648,38 @@ func layersHeld(names []string) int {
 // transformers does: in float32, 1/θ^(2i/hd), then scaled as g.Rope says
 // with the same float32 operations as torch (a scalar divides or
 // multiplies in float32; x / tensor is reciprocal(tensor) · x).
-func (g Geometry) InvFreq() []float32 {
-	f := make([]float32, g.HeadDim/2)
-	for i := range f {
-		f[i] = float32(1 / math.Pow(g.RopeTheta, float64(float32(2*i)/float32(g.HeadDim))))
+func (g Geometry) InvFreq() []float32 { return invFreq(g.RopeTheta, g.HeadDim, g.Rope) }
+
+// LayerInvFreq is layer l's RoPE inverse frequencies: Gemma 3's sliding
+// layers (LocalRopeTheta set, a window on the layer) use the local base
+// unscaled; every other layer uses InvFreq.
+func (g Geometry) LayerInvFreq(l int) []float32 {
+	if g.LocalRope(l) {
+		return invFreq(g.LocalRopeTheta, g.HeadDim, RopeScaling{})
 	}
-	r := g.Rope
+	return g.InvFreq()
+}
+
+// LocalRope tells whether layer l uses the local RoPE base.
+func (g Geometry) LocalRope(l int) bool {
+	return g.LocalRopeTheta > 0 && g.Window != nil && g.Window[l] > 0
+}
+
+// AttnScale is the factor of q·k in attention, rounded to float32 as a
+// Python float is when it multiplies a float32 tensor:
+// query_pre_attn_scalar^-½ where the architecture has one, else hd^-½.
+func (g Geometry) AttnScale() float32 {
+	if g.QueryPreAttnScalar > 0 {
+		return float32(math.Pow(g.QueryPreAttnScalar, -0.5))
+	}
+	return float32(1 / math.Sqrt(float64(g.HeadDim)))
+}
+
+func invFreq(theta float64, hd int, r RopeScaling) []float32 {
+	f := make([]float32, hd/2)
+	for i := range f {
+		f[i] = float32(1 / math.Pow(theta, float64(float32(2*i)/float32(hd))))
+	}
 	switch r.Type {
 	case "linear":
 		for i := range f {

@@ -404,3 +404,132 @@ func TestWindows(t *testing.T) {
 		}
 	}
 }
+
+// Gemma 3 as configuration_gemma3.py derives it: layer i slides unless
+// (i+1) is a multiple of sliding_window_pattern (default 6, window 4096),
+// layer_types overrides the pattern, sliding layers rotate with
+// rope_local_base_freq and no rope_scaling, attention scales by
+// query_pre_attn_scalar^-½, and embeddings by sqrt(hidden_size) in the
+// weights' dtype.
+func TestGeometryOfGemma3(t *testing.T) {
+	w, two, eight, softcap, yes := 512, 2, 8.0, 30.0, true
+	gemma := func(edit func(*checkpoint.Config)) checkpoint.Config {
+		c := checkpoint.Config{Architectures: []string{"Gemma3ForCausalLM"}, HiddenSize: 1152, NumHiddenLayers: 7, HeadDim: 256,
+			NumAttentionHeads: 4, NumKeyValueHeads: 1, RopeTheta: 1e6, TorchDtype: "bfloat16", SlidingWindow: &w,
+			HiddenAct: "gelu_pytorch_tanh", HiddenActivation: "gelu_pytorch_tanh"}
+		if edit != nil {
+			edit(&c)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name   string
+		cfg    checkpoint.Config
+		window []int
+		scale  float32 // EmbedScale
+		err    string
+	}{
+		{"1b", gemma(nil), []int{w, w, w, w, w, 0, w}, 34, ""},
+		{"float32 weights", gemma(func(c *checkpoint.Config) { c.TorchDtype = "float32" }), []int{w, w, w, w, w, 0, w}, float32(math.Sqrt(1152)), ""},
+		{"default window", gemma(func(c *checkpoint.Config) { c.SlidingWindow = nil }), []int{4096, 4096, 4096, 4096, 4096, 0, 4096}, 34, ""},
+		{"pattern 2", gemma(func(c *checkpoint.Config) { c.SlidingWindowPattern = &two }), []int{w, 0, w, 0, w, 0, w}, 34, ""},
+		{"layer_types", gemma(func(c *checkpoint.Config) {
+			c.NumHiddenLayers = 2
+			c.LayerTypes = []string{"full_attention", "sliding_attention"}
+		}), []int{0, w}, 34, ""},
+		{"gelu", gemma(func(c *checkpoint.Config) { c.HiddenActivation = "gelu" }), nil, 0, `hidden_activation "gelu" is not supported`},
+		{"final softcap", gemma(func(c *checkpoint.Config) { c.FinalLogitSoftcapping = &softcap }), nil, 0, "final_logit_softcapping 30 is not supported"},
+		{"attn softcap", gemma(func(c *checkpoint.Config) { c.AttnLogitSoftcapping = &softcap }), nil, 0, "attn_logit_softcapping 30 is not supported"},
+		{"bidirectional", gemma(func(c *checkpoint.Config) { c.UseBidirectionalAttention = &yes }), nil, 0, "use_bidirectional_attention"},
+		{"rope_scaling beside rope_parameters by layer type", gemma(func(c *checkpoint.Config) {
+			c.RopeScaling = []byte(`{"rope_type":"linear","factor":8}`)
+			c.RopeParameters = []byte(`{"full_attention":{"rope_type":"default","rope_theta":1e6},"sliding_attention":{"rope_type":"default","rope_theta":1e4}}`)
+		}), nil, 0, "rope_scaling beside rope_parameters per layer type"},
+		{"scaled sliding layers", gemma(func(c *checkpoint.Config) {
+			c.RopeParameters = []byte(`{"full_attention":{"rope_type":"default","rope_theta":1e6},"sliding_attention":{"rope_type":"linear","factor":2,"rope_theta":1e4}}`)
+		}), nil, 0, `rope_parameters.sliding_attention rope_type "linear" is not supported`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := GeometryOf(c.cfg)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(g.Window, c.window) || g.EmbedScale != c.scale {
+				t.Fatalf("windows %v, embed scale %v, %v; want %v, %v", g.Window, g.EmbedScale, err, c.window, c.scale)
+			}
+			if !g.QKNorm || !g.NormUnitOffset || !g.GeluTanh || !g.SandwichNorm || g.QKVBias || g.AttnScale() != 1.0/16 {
+				t.Fatalf("geometry %+v, attention scale %v", g, g.AttnScale())
+			}
+		})
+	}
+
+	// Sliding layers: base 10000 unscaled; global layers: rope_theta with
+	// rope_scaling (Gemma 3 4B's linear factor 8).
+	g, err := GeometryOf(gemma(func(c *checkpoint.Config) {
+		c.RopeScaling = []byte(fmt.Sprintf(`{"rope_type":"linear","factor":%g}`, eight))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, global := g.LayerInvFreq(0), g.LayerInvFreq(5)
+	for i := range local {
+		wantLocal := 1 / math.Pow(1e4, float64(2*i)/256)
+		wantGlobal := 1 / math.Pow(1e6, float64(2*i)/256) / eight
+		if math.Abs(float64(local[i])-wantLocal) > 1e-6*wantLocal || math.Abs(float64(global[i])-wantGlobal) > 1e-6*wantGlobal {
+			t.Fatalf("inv_freq[%d]: local %g, global %g; want %g, %g", i, local[i], global[i], wantLocal, wantGlobal)
+		}
+	}
+	if !slices.Equal(g.LayerInvFreq(5), g.InvFreq()) {
+		t.Fatalf("a global layer's frequencies differ from InvFreq")
+	}
+
+	// transformers v5 writes the same as rope_parameters by layer type,
+	// which replaces the flat fields (here set to other values).
+	v5, err := GeometryOf(gemma(func(c *checkpoint.Config) {
+		c.RopeTheta, c.RopeLocalBaseFreq = 5, &eight
+		c.RopeParameters = []byte(`{"full_attention":{"rope_type":"linear","factor":8,"rope_theta":1e6},"sliding_attention":{"rope_type":"default","rope_theta":1e4}}`)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []int{0, 5} {
+		if !slices.Equal(v5.LayerInvFreq(l), g.LayerInvFreq(l)) {
+			t.Fatalf("layer %d: rope_parameters by layer type gives %v, the flat fields %v", l, v5.LayerInvFreq(l)[:3], g.LayerInvFreq(l)[:3])
+		}
+	}
+}
+
+func TestLoadGemma3(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny-gemma3")
+	if err := synth.Write(synth.Presets["tiny-gemma3"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Window, []int{8, 8, 0}) || m.HeadDim != 32 || m.QueryPreAttnScalar != 24 || m.LocalRopeTheta != 1e4 || m.EmbedScale != 9.8125 || m.Head != m.Embed {
+		t.Fatalf("geometry %+v", m.Geometry)
+	}
+	for i, L := range m.Layers {
+		for name, v := range map[string][]float32{"q_norm": L.QNorm, "k_norm": L.KNorm} {
+			if len(v) != m.HeadDim {
+				t.Errorf("layer %d: %s has %d values", i, name, len(v))
+			}
+		}
+		for name, v := range map[string][]float32{"input": L.AttnNorm, "post_attention": L.PostAttnNorm, "pre_feedforward": L.MLPNorm, "post_feedforward": L.PostMLPNorm} {
+			if len(v) != m.Dim {
+				t.Errorf("layer %d: %s_layernorm has %d values", i, name, len(v))
+			}
+		}
+	}
+	// The four norms are distinct tensors: pre_feedforward is the MLP's
+	// input norm, post_attention the attention output's.
+	n := m.Names(0)
+	if n.MLPNorm != "model.layers.0.pre_feedforward_layernorm.weight" || n.PostAttnNorm != "model.layers.0.post_attention_layernorm.weight" {
+		t.Fatalf("names %+v", n)
+	}
+}

@@ -2,7 +2,7 @@ package model
 
 import "fmt"
 
-// Tensor names of the Hugging Face Qwen2 / Qwen3 / Llama layout.
+// Tensor names of the Hugging Face Qwen2 / Qwen3 / Llama / Gemma 3 layout.
 const (
 	EmbedName = "model.embed_tokens.weight"
 	NormName  = "model.norm.weight"
@@ -14,9 +14,11 @@ const (
 // LayerNames are the tensor names of one transformer block.
 type LayerNames struct {
 	AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, Bo, QNorm, KNorm, MLPNorm, Wgate, Wup, Wdown, Bgate, Bup, Bdown string
+	PostAttnNorm, PostMLPNorm                                                                             string // "" without SandwichNorm
 }
 
-// NamesOf gives layer i's tensor names.
+// NamesOf gives layer i's tensor names in the Qwen2 / Llama layout; see
+// Geometry.Names for the architecture's own.
 func NamesOf(i int) LayerNames {
 	p := fmt.Sprintf(layerPrefix+"%d.", i)
 	return LayerNames{
@@ -30,4 +32,19 @@ func NamesOf(i int) LayerNames {
 		Wgate:   p + "mlp.gate_proj.weight", Wup: p + "mlp.up_proj.weight", Wdown: p + "mlp.down_proj.weight",
 		Bgate: p + "mlp.gate_proj.bias", Bup: p + "mlp.up_proj.bias", Bdown: p + "mlp.down_proj.bias",
 	}
+}
+
+// Names gives layer i's tensor names for g's architecture. Gemma 3 has four
+// norms: its post_attention_layernorm normalizes the attention output (in
+// Llama it is the MLP's input norm) and pre_feedforward_layernorm is the
+// MLP's input norm.
+func (g Geometry) Names(i int) LayerNames {
+	n := NamesOf(i)
+	if g.SandwichNorm {
+		p := fmt.Sprintf(layerPrefix+"%d.", i)
+		n.PostAttnNorm = p + "post_attention_layernorm.weight"
+		n.MLPNorm = p + "pre_feedforward_layernorm.weight"
+		n.PostMLPNorm = p + "post_feedforward_layernorm.weight"
+	}
+	return n
 }

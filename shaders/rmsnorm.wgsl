@@ -1,4 +1,6 @@
-// rmsnorm.wgsl — out[t] = w ⊙ (x[t] · rsqrt(mean(x[t]²) + eps)), in f32.
+// rmsnorm.wgsl — out[t] = w ⊙ (x[t] · rsqrt(mean(x[t]²) + eps)), in f32;
+// with unit set, (1 + w) instead of w (Gemma3RMSNorm: its weights are
+// stored as offsets from 1, and 1 + w is an f32 sum in torch too).
 //
 // Entry points:
 //   main      normalizes rows of X into out.
@@ -20,6 +22,10 @@ struct Params {
     eps: f32,
     x_off: u32,   // element offset of X's first row
     out_off: u32, // element offset of out's first row (main only)
+    unit: u32,    // 1: scale by 1 + w; 0: by w
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -43,6 +49,15 @@ fn inv_rms(lid: u32, ss: f32) -> f32 {
     return 1.0 / sqrt(partial[0] / f32(p.d) + p.eps);
 }
 
+// scale is element i's factor: w, or 1 + w with unit (a branch, not
+// 0 + w, so that w's own bits reach the product when unit is 0).
+fn scale(i: u32) -> f32 {
+    if (p.unit != 0u) {
+        return 1.0 + wt[i];
+    }
+    return wt[i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let row = p.x_off + wid.x * p.d;
@@ -54,7 +69,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let r = inv_rms(lid, ss);
     let dst = p.out_off + wid.x * p.d;
     for (var i = lid; i < p.d; i += WG) {
-        out[dst + i] = wt[i] * (x[row + i] * r);
+        out[dst + i] = scale(i) * (x[row + i] * r);
     }
 }
 
@@ -69,6 +84,6 @@ fn in_place(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     let r = inv_rms(lid, ss);
     // Each invocation rewrites only the elements it read.
     for (var i = lid; i < p.d; i += WG) {
-        out[row + i] = wt[i] * (out[row + i] * r);
+        out[row + i] = scale(i) * (out[row + i] * r);
     }
 }

@@ -39,11 +39,48 @@ const qwen3_0_6b = `{
   "vocab_size": 151936
 }`
 
+// gemma3_1b is google/gemma-3-1b-it's config.json as TensorRT-LLM's
+// tests (tests/unittest/_torch/modeling/test_modeling_gemma3.py) copy it,
+// with the two values those tests shrink put back as two other copies of
+// the config give them: num_hidden_layers 26, sliding_window 512.
+const gemma3_1b = `{
+  "architectures": ["Gemma3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "attn_logit_softcapping": null,
+  "bos_token_id": 2,
+  "cache_implementation": "hybrid",
+  "eos_token_id": [1, 106],
+  "final_logit_softcapping": null,
+  "head_dim": 256,
+  "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 1152,
+  "initializer_range": 0.02,
+  "intermediate_size": 6912,
+  "max_position_embeddings": 32768,
+  "model_type": "gemma3_text",
+  "num_attention_heads": 4,
+  "num_hidden_layers": 26,
+  "num_key_value_heads": 1,
+  "pad_token_id": 0,
+  "query_pre_attn_scalar": 256,
+  "rms_norm_eps": 1e-06,
+  "rope_local_base_freq": 10000,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": 512,
+  "sliding_window_pattern": 6,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.50.0.dev0",
+  "use_cache": true,
+  "vocab_size": 262144
+}`
+
 // A preset named after a real model gives the geometry of that model's own
 // config.json, so benchmarks on it measure the real shapes. The preset's
 // config is checked without writing its 1.2 GB of weights.
 func TestPresetsMatchRealConfigs(t *testing.T) {
-	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}} {
+	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}, {"gemma-3-1b", gemma3_1b}} {
 		t.Run(c.preset, func(t *testing.T) {
 			p := Presets[c.preset]
 			b, err := json.Marshal(config(p, p.Vocab, p.SpecialBase))

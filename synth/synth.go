@@ -21,10 +21,10 @@ import (
 // Preset is a model geometry.
 type Preset struct {
 	Name                   string
-	Arch                   string // Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM or MistralForCausalLM
+	Arch                   string // Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM or Gemma3ForCausalLM
 	Hidden, Intermediate   int
 	Layers, Heads, KVHeads int
-	HeadDim                int // 0: Hidden/Heads; Qwen3 writes it to config.json
+	HeadDim                int // 0: Hidden/Heads; Qwen3 and Gemma 3 write it to config.json
 	Vocab                  int // embedding rows; 0: the tokenizer's size rounded up to 64
 	MaxPos                 int
 	RopeTheta              float64
@@ -32,9 +32,16 @@ type Preset struct {
 	Merges                 int            // merges to learn for the built-in tokenizer
 	SpecialBase            int            // id of <|endoftext|>; 0: right after the learned vocabulary
 	RopeScaling            map[string]any // config.json's rope_scaling; nil: none
-	SlidingWindow          int            // Mistral's sliding_window; 0: none (null)
+	SlidingWindow          int            // Mistral's and Gemma 3's sliding_window; 0: none (null)
 	RMSNormEps             float64        // 0: 1e-6
 	Bias                   bool           // Llama's attention_bias and mlp_bias
+
+	// Gemma 3: every SlidingWindowPattern-th layer is global (the others
+	// slide), sliding layers rotate with base LocalRopeTheta, and attention
+	// scales by QueryPreAttnScalar^-½.
+	SlidingWindowPattern int
+	LocalRopeTheta       float64
+	QueryPreAttnScalar   float64
 }
 
 // Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
@@ -73,6 +80,16 @@ var Presets = map[string]Preset{
 		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400},
 	"qwen3-0.6b": {Name: "qwen3-0.6b", Arch: "Qwen3ForCausalLM", Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128,
 		Vocab: 151936, MaxPos: 40960, RopeTheta: 1e6, Tied: true, Merges: 400, SpecialBase: 151643},
+	// Gemma 3 at the tiny size: layers 0 and 1 slide (window 8, local RoPE
+	// base), layer 2 is global; heads wider than hidden/heads; an attention
+	// scale that is not head_dim's; hidden 96, whose square root (9.798)
+	// bf16 rounds to 9.8125, so that the embedding scale's rounding shows.
+	"tiny-gemma3": {Name: "tiny-gemma3", Arch: "Gemma3ForCausalLM", Hidden: 96, Intermediate: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 32,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400, SlidingWindow: 8, SlidingWindowPattern: 3, LocalRopeTheta: 1e4, QueryPreAttnScalar: 24},
+	// google/gemma-3-1b's text geometry (config.json values).
+	"gemma-3-1b": {Name: "gemma-3-1b", Arch: "Gemma3ForCausalLM", Hidden: 1152, Intermediate: 6912, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256,
+		Vocab: 262144, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SlidingWindow: 512, SlidingWindowPattern: 6, LocalRopeTheta: 1e4,
+		QueryPreAttnScalar: 256},
 }
 
 // headDim is the width of one attention head.
@@ -213,6 +230,22 @@ func config(p Preset, vocab, special int) map[string]any {
 		c["sliding_window"] = nil
 		c["max_window_layers"] = p.Layers
 		c["attention_dropout"] = 0.0
+	case "Gemma3ForCausalLM":
+		// As Gemma 3 1B's config.json writes them.
+		c["model_type"] = "gemma3_text"
+		delete(c, "hidden_act")
+		c["hidden_activation"] = "gelu_pytorch_tanh"
+		c["head_dim"] = p.headDim()
+		c["attention_bias"] = false
+		c["attention_dropout"] = 0.0
+		c["query_pre_attn_scalar"] = p.QueryPreAttnScalar
+		c["sliding_window"] = p.SlidingWindow
+		c["sliding_window_pattern"] = p.SlidingWindowPattern
+		c["rope_local_base_freq"] = p.LocalRopeTheta
+		c["rope_scaling"] = nil
+		c["final_logit_softcapping"] = nil
+		c["attn_logit_softcapping"] = nil
+		c["cache_implementation"] = "hybrid"
 	case "MistralForCausalLM":
 		c["model_type"] = "mistral"
 		c["sliding_window"] = nil
@@ -243,6 +276,7 @@ const (
 	kindNorm
 	kindBias
 	kindEmbed
+	kindUnitNorm // a Gemma norm, applied as (1 + w): spread around 0
 )
 
 // The scales were tuned on the tiny preset so that logits are peaked
@@ -257,16 +291,21 @@ func specs(p Preset, vocab int) []tensorSpec {
 	lin := func(name string, out, in int, gain float32) tensorSpec {
 		return tensorSpec{name, []int{out, in}, kindLinear, gain / float32(math.Sqrt(float64(in)))}
 	}
+	gemma := p.Arch == "Gemma3ForCausalLM"
+	norm := kindNorm
+	if gemma {
+		norm = kindUnitNorm
+	}
 	s := []tensorSpec{{"model.embed_tokens.weight", []int{vocab, d}, kindEmbed, 4 / float32(math.Sqrt(float64(d)))}}
 	for i := 0; i < p.Layers; i++ {
 		pre := fmt.Sprintf("model.layers.%d.", i)
 		s = append(s,
-			tensorSpec{pre + "input_layernorm.weight", []int{d}, kindNorm, 0.2},
+			tensorSpec{pre + "input_layernorm.weight", []int{d}, norm, 0.2},
 			lin(pre+"self_attn.q_proj.weight", q, d, 1),
 			lin(pre+"self_attn.k_proj.weight", kv, d, 1),
 			lin(pre+"self_attn.v_proj.weight", kv, d, 1),
 			lin(pre+"self_attn.o_proj.weight", d, q, 2),
-			tensorSpec{pre + "post_attention_layernorm.weight", []int{d}, kindNorm, 0.2},
+			tensorSpec{pre + "post_attention_layernorm.weight", []int{d}, norm, 0.2},
 			lin(pre+"mlp.gate_proj.weight", p.Intermediate, d, 1),
 			lin(pre+"mlp.up_proj.weight", p.Intermediate, d, 1),
 			lin(pre+"mlp.down_proj.weight", d, p.Intermediate, 2),
@@ -289,16 +328,22 @@ func specs(p Preset, vocab int) []tensorSpec {
 				tensorSpec{pre + "mlp.down_proj.bias", []int{d}, kindBias, 0.05},
 			)
 		}
-		if p.Arch == "Qwen3ForCausalLM" {
+		if p.Arch == "Qwen3ForCausalLM" || gemma {
 			// Spread enough that a forward pass that skipped q/k norm, or
 			// applied one head's weight to another, would be seen.
 			s = append(s,
-				tensorSpec{pre + "self_attn.q_norm.weight", []int{hd}, kindNorm, 0.4},
-				tensorSpec{pre + "self_attn.k_norm.weight", []int{hd}, kindNorm, 0.4},
+				tensorSpec{pre + "self_attn.q_norm.weight", []int{hd}, norm, 0.4},
+				tensorSpec{pre + "self_attn.k_norm.weight", []int{hd}, norm, 0.4},
+			)
+		}
+		if gemma {
+			s = append(s,
+				tensorSpec{pre + "pre_feedforward_layernorm.weight", []int{d}, norm, 0.2},
+				tensorSpec{pre + "post_feedforward_layernorm.weight", []int{d}, norm, 0.2},
 			)
 		}
 	}
-	s = append(s, tensorSpec{"model.norm.weight", []int{d}, kindNorm, 0.2})
+	s = append(s, tensorSpec{"model.norm.weight", []int{d}, norm, 0.2})
 	if !p.Tied {
 		s = append(s, tensorSpec{"lm_head.weight", []int{vocab, d}, kindEmbed, 4 / float32(math.Sqrt(float64(d)))})
 	}
@@ -333,6 +378,10 @@ func generate(s tensorSpec, seed uint64) []float32 {
 	case kindNorm:
 		for i := range x {
 			x[i] = 1 + s.scale*r.uniform()
+		}
+	case kindUnitNorm:
+		for i := range x {
+			x[i] = s.scale * r.uniform()
 		}
 
 	case kindBias:

@@ -1,7 +1,8 @@
 // Package cpu is the reference forward pass: float32 weights, float32
 // activations, one plain loop per operation, matching Hugging Face
-// transformers' Qwen2/Qwen3/Llama modeling code. Every GPU kernel is checked
-// against it, and it is the engine's fallback for small models.
+// transformers' Qwen2/Qwen3/Llama/Mistral/Gemma 3 modeling code. Every GPU
+// kernel is checked against it, and it is the engine's fallback for small
+// models.
 package cpu
 
 import (
@@ -13,7 +14,7 @@ import (
 // State is one sequence being decoded: the model and its KV cache.
 type State struct {
 	m       *model.Model
-	invFreq []float32   // (HeadDim/2,) RoPE inverse frequencies
+	invFreq [][]float32 // per layer: (HeadDim/2,) RoPE inverse frequencies
 	k, v    [][]float32 // per layer: (capacity, KVHeads*HeadDim)
 	pos     int         // tokens already in the cache
 	cap     int
@@ -30,7 +31,14 @@ func New(m *model.Model, capacity int) (*State, error) {
 		s.k[l] = make([]float32, capacity*kvDim)
 		s.v[l] = make([]float32, capacity*kvDim)
 	}
-	s.invFreq = m.InvFreq()
+	global := m.InvFreq()
+	s.invFreq = make([][]float32, m.NumLayers)
+	for l := range s.invFreq {
+		s.invFreq[l] = global
+		if m.LocalRope(l) {
+			s.invFreq[l] = m.LayerInvFreq(l)
+		}
+	}
 	return s, nil
 }
 
@@ -55,6 +63,12 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	for t, id := range tokens {
 		copy(x[t*d:(t+1)*d], m.Embed.Row(id))
 	}
+	if m.EmbedScale != 0 {
+		for i := range x {
+			x[i] *= m.EmbedScale
+		}
+	}
+	unit, eps := m.NormUnitOffset, m.NormEps
 	h := make([]float32, T*d)
 	q := make([]float32, T*qDim)
 	att := make([]float32, T*qDim)
@@ -64,7 +78,7 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 
 	for l := range m.Layers {
 		L := &m.Layers[l]
-		rmsnorm(h, x, L.AttnNorm, d, m.NormEps)
+		rmsnorm(h, x, L.AttnNorm, d, eps, unit)
 		// Keys and values go straight into the cache at positions pos..pos+T.
 		kNew := s.k[l][s.pos*kvDim : (s.pos+T)*kvDim]
 		vNew := s.v[l][s.pos*kvDim : (s.pos+T)*kvDim]
@@ -72,26 +86,36 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 		matmul(kNew, h, L.Wk, L.Bk, T)
 		matmul(vNew, h, L.Wv, L.Bv, T)
 		if m.QKNorm {
-			// Qwen3: every head of q (T*Heads rows of hd) and of the new
-			// keys (T*KVHeads rows) is RMS-normalized before RoPE.
-			rmsnorm(q, q, L.QNorm, m.HeadDim, m.NormEps)
-			rmsnorm(kNew, kNew, L.KNorm, m.HeadDim, m.NormEps)
+			// Qwen3, Gemma 3: every head of q (T*Heads rows of hd) and of
+			// the new keys (T*KVHeads rows) is RMS-normalized before RoPE.
+			rmsnorm(q, q, L.QNorm, m.HeadDim, eps, unit)
+			rmsnorm(kNew, kNew, L.KNorm, m.HeadDim, eps, unit)
 		}
 		for t := 0; t < T; t++ {
-			s.rope(q[t*qDim:(t+1)*qDim], s.pos+t)
-			s.rope(kNew[t*kvDim:(t+1)*kvDim], s.pos+t)
+			s.rope(q[t*qDim:(t+1)*qDim], s.pos+t, s.invFreq[l])
+			s.rope(kNew[t*kvDim:(t+1)*kvDim], s.pos+t, s.invFreq[l])
 		}
 		s.attention(att, q, l, T)
 		matmul(o, att, L.Wo, L.Bo, T)
+		if L.PostAttnNorm != nil {
+			rmsnorm(o, o, L.PostAttnNorm, d, eps, unit)
+		}
 		add(x, o)
 
-		rmsnorm(h, x, L.MLPNorm, d, m.NormEps)
+		rmsnorm(h, x, L.MLPNorm, d, eps, unit)
 		matmul(gate, h, L.Wgate, L.Bgate, T)
 		matmul(up, h, L.Wup, L.Bup, T)
+		act := silu
+		if m.GeluTanh {
+			act = geluTanh
+		}
 		for i, g := range gate {
-			gate[i] = silu(g) * up[i]
+			gate[i] = act(g) * up[i]
 		}
 		matmul(o, gate, L.Wdown, L.Bdown, T)
+		if L.PostMLPNorm != nil {
+			rmsnorm(o, o, L.PostMLPNorm, d, eps, unit)
+		}
 		add(x, o)
 	}
 	s.pos += T
@@ -101,7 +125,7 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 		first = T - 1
 	}
 	n := T - first
-	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, m.NormEps)
+	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, eps, unit)
 	logits := make([]float32, n*m.Vocab)
 	matmul(logits, h[:n*d], m.Head, nil, n)
 	rows := make([][]float32, n)
@@ -113,10 +137,10 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 
 // rope rotates each head of v (heads*hd,) in place, NeoX style
 // (rotate_half): element i pairs with element i+hd/2.
-func (s *State) rope(v []float32, pos int) {
+func (s *State) rope(v []float32, pos int, invFreq []float32) {
 	hd := s.m.HeadDim
 	half := hd / 2
-	for i, f := range s.invFreq {
+	for i, f := range invFreq {
 		c, sn := model.Rotation(pos, f)
 		for h := 0; h < len(v); h += hd {
 			x1, x2 := v[h+i], v[h+i+half]
@@ -126,7 +150,7 @@ func (s *State) rope(v []float32, pos int) {
 	}
 }
 
-// attention: out (T, Heads*hd) = softmax(q kᵀ · hd^-½, causal) v, reading
+// attention: out (T, Heads*hd) = softmax(q kᵀ · AttnScale, causal) v, reading
 // keys and values 0..pos+t from layer l's cache, or only the last W of them
 // when the layer has a sliding window W. Query head h reads KV head
 // h / (Heads/KVHeads) (grouped-query attention).
@@ -134,7 +158,7 @@ func (s *State) attention(out, q []float32, l, T int) {
 	m := s.m
 	hd, qDim, kvDim := m.HeadDim, m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
 	group := m.Heads / m.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := m.AttnScale()
 	K, V := s.k[l], s.v[l]
 	window := 0
 	if m.Window != nil {
@@ -168,9 +192,10 @@ func (s *State) attention(out, q []float32, l, T int) {
 }
 
 // rmsnorm: out[t] = x[t] · rsqrt(mean(x[t]²) + eps) · w, for each row of
-// x (T,d). The mean is accumulated in float64 so that d does not matter.
-// out may be x: each element is read before it is written.
-func rmsnorm(out, x, w []float32, d int, eps float32) {
+// x (T,d), or · (1 + w) with unit (Gemma3RMSNorm: 1 + w is a float32 sum,
+// as torch computes it). The mean is accumulated in float64 so that d does
+// not matter. out may be x: each element is read before it is written.
+func rmsnorm(out, x, w []float32, d int, eps float32, unit bool) {
 	for t := 0; t < len(out)/d; t++ {
 		xt, ot := x[t*d:(t+1)*d], out[t*d:(t+1)*d]
 		var ss float64
@@ -178,6 +203,12 @@ func rmsnorm(out, x, w []float32, d int, eps float32) {
 			ss += float64(v) * float64(v)
 		}
 		r := float32(1 / math.Sqrt(float64(float32(ss/float64(d))+eps)))
+		if unit {
+			for i, v := range xt {
+				ot[i] = (1 + w[i]) * (v * r)
+			}
+			continue
+		}
 		for i, v := range xt {
 			ot[i] = w[i] * (v * r)
 		}
@@ -202,6 +233,12 @@ func softmax(x []float32) {
 }
 
 func silu(x float32) float32 { return float32(float64(x) / (1 + math.Exp(-float64(x)))) }
+
+// geluTanh is gelu_pytorch_tanh: ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
+func geluTanh(x float32) float32 {
+	v := float64(x)
+	return float32(0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v))))
+}
 
 func add(x, y []float32) {
 	for i := range x {

@@ -25,10 +25,10 @@ func load(t testing.TB, p synth.Preset) *model.Model {
 	return m
 }
 
-// architectures: the tiny preset of every family, then the qwen2.5-0.5b
-// and qwen3-0.6b geometries with two layers.
+// architectures: the tiny preset of every family, then the qwen2.5-0.5b,
+// qwen3-0.6b and gemma-3-1b geometries with two layers.
 func architectures() []synth.Preset {
-	return append(synth.Tiny(), synth.TwoLayer("qwen2.5-0.5b"), synth.TwoLayer("qwen3-0.6b"))
+	return append(synth.Tiny(), synth.TwoLayer("qwen2.5-0.5b"), synth.TwoLayer("qwen3-0.6b"), synth.TwoLayer("gemma-3-1b"))
 }
 
 func sequence(n, vocab int) []int {

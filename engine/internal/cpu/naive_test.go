@@ -11,8 +11,12 @@ import (
 // with a causal mask, rotate_half as cat(-x2, x1), no KV cache. It shares
 // no code with forward.go. Qwen3's q_norm and k_norm follow
 // models/qwen3/modeling_qwen3.py (Qwen3Attention.forward): the projections
-// viewed as (heads, hd), each head RMS-normalized, then RoPE.
+// viewed as (heads, hd), each head RMS-normalized, then RoPE. Gemma 3 has
+// its own transcription (naive_gemma3_test.go).
 func naiveForward(m *model.Model, ids []int) [][]float64 {
+	if m.Arch == "Gemma3ForCausalLM" {
+		return naiveGemma3(m, ids, gemmaExact)
+	}
 	T, hd := len(ids), m.HeadDim
 	inv := invFreq64(m.Geometry)
 	x := make([][]float64, T)

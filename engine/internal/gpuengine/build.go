@@ -62,9 +62,16 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	up := uploader{e: e, src: src, total: int64(len(g.Specs())), progress: progress}
 	embed := up.matrix(model.EmbedName)
 	prog := e.embedOps(embed)
+	if g.EmbedScale != 0 {
+		prog = append(prog, e.scaleOp("embed-scale", e.x, g.EmbedScale, d))
+	}
 	for l := 0; l < g.NumLayers; l++ {
-		n := model.NamesOf(l)
+		n := g.Names(l)
 		attnNorm, mlpNorm := up.vector(n.AttnNorm), up.vector(n.MLPNorm)
+		var postAttnNorm, postMLPNorm gpu.Buffer
+		if g.SandwichNorm {
+			postAttnNorm, postMLPNorm = up.vector(n.PostAttnNorm), up.vector(n.PostMLPNorm)
+		}
 		wq, wk, wv, wo := up.matrix(n.Wq), up.matrix(n.Wk), up.matrix(n.Wv), up.matrix(n.Wo)
 		bq, bk, bv, bo := e.none, e.none, e.none, e.none
 		if g.QKVBias {
@@ -95,16 +102,24 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if g.QKNorm {
 			prog = append(prog, e.headNormOp("q-norm", e.q, qNorm, g.Heads, zero), e.headNormOp("k-norm", e.kc[l], kNorm, g.KVHeads, kvOff))
 		}
-		prog = append(prog, e.ropeOp("rope-q", e.q, g.Heads, zero, qDim), e.ropeOp("rope-k", e.kc[l], g.KVHeads, kvOff, kvDim))
+		table := e.rope
+		if g.LocalRope(l) {
+			table = e.ropeLocal
+		}
+		prog = append(prog, e.ropeOp("rope-q", e.q, table, g.Heads, zero, qDim), e.ropeOp("rope-k", e.kc[l], table, g.KVHeads, kvOff, kvDim))
 		prog = append(prog, e.attentionOp(l))
 		prog = append(prog, e.matmulOps("o", wo, e.att, zero, e.o, zero, d, bo, T)...)
-		prog = append(prog, e.elementwiseOp("add", e.x, e.o, d))
+		prog = append(prog, e.residualOps("post-attn-norm", postAttnNorm)...)
 		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero))
 		prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, ff, bg, T)...)
 		prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, ff, bu, T)...)
-		prog = append(prog, e.elementwiseOp("silu_mul", e.gate, e.up, ff))
+		act := "silu_mul"
+		if g.GeluTanh {
+			act = "gelu_tanh_mul"
+		}
+		prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
 		prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, bd, T)...)
-		prog = append(prog, e.elementwiseOp("add", e.x, e.o, d))
+		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm)...)
 	}
 	norm := up.vector(model.NormName)
 	head := embed
@@ -141,18 +156,30 @@ func (e *State) finish(prog []pending) error {
 	return nil
 }
 
-// uploadRope writes the (capacity, HeadDim/2) cos/sin table.
+// uploadRope writes the (capacity, HeadDim/2) cos/sin table of InvFreq,
+// and a second one of the local base where sliding layers have their own
+// (Gemma 3).
 func (e *State) uploadRope() error {
-	inv := e.g.InvFreq()
-	tab := make([]float32, 0, e.capacity*len(inv)*2)
-	for pos := 0; pos < e.capacity; pos++ {
-		for _, f := range inv {
-			c, s := model.Rotation(pos, f)
-			tab = append(tab, c, s)
+	table := func(label string, inv []float32) (gpu.Buffer, error) {
+		tab := make([]float32, 0, e.capacity*len(inv)*2)
+		for pos := 0; pos < e.capacity; pos++ {
+			for _, f := range inv {
+				c, s := model.Rotation(pos, f)
+				tab = append(tab, c, s)
+			}
 		}
+		return e.uploadF32(label, tab)
 	}
 	var err error
-	e.rope, err = e.uploadF32("rope", tab)
+	if e.rope, err = table("rope", e.g.InvFreq()); err != nil {
+		return err
+	}
+	for l := range e.g.NumLayers {
+		if e.g.LocalRope(l) {
+			e.ropeLocal, err = table("rope-local", e.g.LayerInvFreq(l))
+			break
+		}
+	}
 	return err
 }
 
@@ -266,6 +293,26 @@ func (e *State) embedOps(E matrix) []pending {
 	return out
 }
 
+// residualOps adds the block output in o to the residual stream x; with
+// a post norm (Gemma 3's post_attention_layernorm and
+// post_feedforward_layernorm), x += norm(o) through h.
+func (e *State) residualOps(name string, postNorm gpu.Buffer) []pending {
+	d := e.g.Dim
+	if postNorm == 0 {
+		return []pending{e.elementwiseOp("add", e.x, e.o, d)}
+	}
+	T, zero := func(s step) int { return s.T }, func(step) int { return 0 }
+	return []pending{e.rmsnormOp(name, e.o, postNorm, e.h, T, zero), e.elementwiseOp("add", e.x, e.h, d)}
+}
+
+// unit is rmsnorm.wgsl's unit param: 1 where norms scale by 1 + w.
+func (e *State) unit() uint32 {
+	if e.g.NormUnitOffset {
+		return 1
+	}
+	return 0
+}
+
 // rmsnormOp normalizes rows(s) rows of x starting at element xOff(s) into
 // out's first rows.
 func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int, xOff func(step) int) pending {
@@ -273,8 +320,10 @@ func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int
 	return pending{
 		op: op{
 			name: name, family: "rmsnorm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "main"),
-			dims:   func(s step) (uint32, uint32, uint32) { return uint32(rows(s)), 1, 1 },
-			params: func(s step) []uint32 { return []uint32{uint32(d), math.Float32bits(e.g.NormEps), uint32(xOff(s)), 0} },
+			dims: func(s step) (uint32, uint32, uint32) { return uint32(rows(s)), 1, 1 },
+			params: func(s step) []uint32 {
+				return []uint32{uint32(d), math.Float32bits(e.g.NormEps), uint32(xOff(s)), 0, e.unit()}
+			},
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: w}, {Binding: 2, Buffer: out}},
 		paramsAt: 3,
@@ -282,22 +331,25 @@ func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int
 }
 
 // headNormOp RMS-normalizes v's T*heads head vectors (hd,) from element
-// off(s) on, in place: Qwen3's q_norm on q and k_norm on the keys just
+// off(s) on, in place: Qwen3's and Gemma 3's q_norm on q and k_norm on the keys just
 // written to the KV cache, before RoPE.
 func (e *State) headNormOp(name string, v, w gpu.Buffer, heads int, off func(step) int) pending {
 	hd := e.g.HeadDim
 	return pending{
 		op: op{
 			name: name, family: "qk-norm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "in_place"),
-			dims:   func(s step) (uint32, uint32, uint32) { return uint32(s.T * heads), 1, 1 },
-			params: func(s step) []uint32 { return []uint32{uint32(hd), math.Float32bits(e.g.NormEps), uint32(off(s)), 0} },
+			dims: func(s step) (uint32, uint32, uint32) { return uint32(s.T * heads), 1, 1 },
+			params: func(s step) []uint32 {
+				return []uint32{uint32(hd), math.Float32bits(e.g.NormEps), uint32(off(s)), 0, e.unit()}
+			},
 		},
 		bindings: []gpu.Binding{{Binding: 1, Buffer: w}, {Binding: 2, Buffer: v}},
 		paramsAt: 3,
 	}
 }
 
-func (e *State) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int, ld int) pending {
+// ropeOp rotates v's T*heads head vectors with the cos/sin table.
+func (e *State) ropeOp(name string, v, table gpu.Buffer, heads int, off func(step) int, ld int) pending {
 	hd := e.g.HeadDim
 	return pending{
 		op: op{
@@ -307,14 +359,14 @@ func (e *State) ropeOp(name string, v gpu.Buffer, heads int, off func(step) int,
 				return []uint32{uint32(heads), uint32(hd), uint32(s.pos0), uint32(off(s)), uint32(ld)}
 			},
 		},
-		bindings: []gpu.Binding{{Binding: 0, Buffer: v}, {Binding: 1, Buffer: e.rope}},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: v}, {Binding: 1, Buffer: table}},
 		paramsAt: 2,
 	}
 }
 
 func (e *State) attentionOp(l int) pending {
 	g := e.g
-	scale := float32(1 / math.Sqrt(float64(g.HeadDim)))
+	scale := g.AttnScale()
 	window := 0
 	if g.Window != nil {
 		window = g.Window[l]
@@ -333,7 +385,8 @@ func (e *State) attentionOp(l int) pending {
 	}
 }
 
-// elementwiseOp runs entry (add or silu_mul) over T rows of width n.
+// elementwiseOp runs entry (add, silu_mul or gelu_tanh_mul) over T rows of
+// width n.
 func (e *State) elementwiseOp(entry string, a, b gpu.Buffer, width int) pending {
 	return pending{
 		op: op{
@@ -342,6 +395,19 @@ func (e *State) elementwiseOp(entry string, a, b gpu.Buffer, width int) pending 
 			params: func(s step) []uint32 { return []uint32{uint32(s.T * width)} },
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: a}, {Binding: 1, Buffer: b}},
+		paramsAt: 2,
+	}
+}
+
+// scaleOp multiplies T rows of width n of a by s (Gemma 3's embeddings).
+func (e *State) scaleOp(name string, a gpu.Buffer, s float32, width int) pending {
+	return pending{
+		op: op{
+			name: name, family: "scale", pipe: e.kernel("elementwise", shaders.Elementwise(), "scale"),
+			dims:   func(st step) (uint32, uint32, uint32) { return ceilDiv(st.T*width, shaders.Workgroup), 1, 1 },
+			params: func(st step) []uint32 { return []uint32{uint32(st.T * width), math.Float32bits(s)} },
+		},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: a}},
 		paramsAt: 2,
 	}
 }

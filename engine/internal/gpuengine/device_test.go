@@ -40,7 +40,9 @@ func buf(t testing.TB, dev gpu.Device, data any) gpu.Buffer {
 	return h
 }
 
-// params packs uniform values (uint32 or float32).
+// params packs uniform values (uint32 or float32), zero-padded to 32 bytes
+// or a multiple of 16: a kernel's trailing fields (rmsnorm's unit) are 0
+// where a test does not set them, as in the engine's zeroed params slots.
 func params(vals ...any) []uint32 {
 	out := make([]uint32, 0, len(vals))
 	for _, v := range vals {
@@ -53,7 +55,7 @@ func params(vals ...any) []uint32 {
 			out = append(out, math.Float32bits(x))
 		}
 	}
-	for len(out)%4 != 0 {
+	for len(out) < 8 || len(out)%4 != 0 {
 		out = append(out, 0)
 	}
 	return out

@@ -39,6 +39,7 @@ type State struct {
 	ids, x, h, q, att, o, gate, up, logits, scores, rope, params gpu.Buffer
 	kc, vc                                                       []gpu.Buffer
 	none                                                         gpu.Buffer // bound where an op has no bias
+	ropeLocal                                                    gpu.Buffer // Gemma 3's sliding layers' table; 0 without
 
 	prog     []op
 	buildErr error // the first pipeline that failed to compile, while building

@@ -302,6 +302,80 @@ func TestElementwiseKernels(t *testing.T) {
 	}
 }
 
+// Gemma3RMSNorm's (1 + w), on both entry points, against float64: rows
+// of d = 70 from x_off on (main writes them to out's top; in_place
+// rewrites them where they lie).
+func TestRMSNormUnitKernel(t *testing.T) {
+	dev := nativetest.Device(t)
+	const d, T, eps = 70, 3, 1e-6
+	r := rnd(19)
+	x := r.fill((T+1)*d, 3)
+	w := r.fill(d, 0.5) // around 0, as Gemma's norms are stored
+	var want []float64  // (T, d): rows 1..T of x normalized
+	for tk := 1; tk <= T; tk++ {
+		var ss float64
+		for _, v := range x[tk*d : (tk+1)*d] {
+			ss += float64(v) * float64(v)
+		}
+		rs := 1 / math.Sqrt(ss/d+eps)
+		for i, v := range x[tk*d : (tk+1)*d] {
+			want = append(want, (1+float64(w[i]))*float64(v)*rs)
+		}
+	}
+	for _, entry := range []string{"main", "in_place"} {
+		t.Run(entry, func(t *testing.T) {
+			xb, out := buf(t, dev, x), buf(t, dev, make([]float32, T*d))
+			bindings := []gpu.Buffer{xb, buf(t, dev, w), out, buf(t, dev, params(d, float32(eps), d, 0, 1))}
+			first := 0 // where the normalized rows lie in what is read back
+			if entry == "in_place" {
+				bindings[0], bindings[2], out, first = 0, xb, xb, d
+			}
+			dispatch(t, dev, shaders.RMSNorm(), entry, bindings, T, 1, 1)
+			check(t, "rmsnorm (1 + w) "+entry, read(t, dev, out, first+T*d)[first:], want, 1e-12, 1e-5)
+		})
+	}
+}
+
+// Gemma's GELU-tanh gated product and the embedding scale against float64:
+// gelu_pytorch_tanh written with tanh, over ordinary values and ones that
+// saturate it (±30, ±1e4, where an exp or a tanh could overflow).
+func TestGemmaElementwiseKernels(t *testing.T) {
+	dev := nativetest.Device(t)
+	const n = 1000 // not a multiple of 64
+	r := rnd(23)
+	a, b := r.fill(n, 6), r.fill(n, 2)
+	copy(a, []float32{-1e4, 1e4, -30, 30, 0, -0.5})
+	const scale = 9.8125
+	for _, c := range []struct {
+		entry string
+		p     []uint32
+		want  func(x, y float64) float64
+	}{
+		{"gelu_tanh_mul", params(n), func(x, y float64) float64 {
+			return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))) * y
+		}},
+		{"scale", params(n, float32(scale)), func(x, _ float64) float64 { return x * scale }},
+	} {
+		t.Run(c.entry, func(t *testing.T) {
+			ab := buf(t, dev, a)
+			bindings := []gpu.Buffer{ab, buf(t, dev, b), buf(t, dev, c.p)}
+			if c.entry == "scale" {
+				bindings[1] = 0 // scale reads no b
+			}
+			dispatch(t, dev, shaders.Elementwise(), c.entry, bindings, (n+63)/64, 1, 1)
+			got := read(t, dev, ab, n)
+			want := make([]float64, n)
+			var top float64
+			for i := range want {
+				want[i] = c.want(float64(a[i]), float64(b[i]))
+				top = max(top, math.Abs(want[i]))
+			}
+			// float32 rounding, relative to the largest value (≈ 2e4)
+			check(t, c.entry, got, want, 1e-12, 1e-7*top)
+		})
+	}
+}
+
 func check(t *testing.T, name string, got []float32, want []float64, maxNMSE, maxAbs float64) {
 	t.Helper()
 	nmse, abs := errors(got, want)

@@ -93,76 +93,59 @@ func TestForwardMatchesNaiveReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := naiveForward(m, ids)
-			var worst, scale float64
-			for i := range want {
-				for j := range want[i] {
-					worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
-					scale = max(scale, math.Abs(want[i][j]))
-				}
-			}
+			worst, scale, ok := nearReference(got, naiveForward(m, ids))
 			t.Logf("max abs error %.2e (logits up to %.1f)", worst, scale)
-			if worst > 1e-4*max(1, scale) {
+			if !ok {
 				t.Fatalf("float32 forward differs from the float64 reference by %g", worst)
 			}
 		})
 	}
 }
 
-// The naive check above would catch an engine that ignored rope_scaling:
-// on tiny-llama3, the unscaled forward pass is far from the reference.
-func TestRopeScalingMatters(t *testing.T) {
-	m := load(t, synth.Presets["tiny-llama3"])
-	if m.Rope.Type != "llama3" {
-		t.Fatalf("tiny-llama3 loaded with rope scaling %+v", m.Rope)
-	}
-	ids := sequence(12, m.Vocab)
-	want := naiveForward(m, ids)
-	m.Rope = model.RopeScaling{}
-	s, _ := New(m, len(ids))
-	got, err := s.Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var worst, scale float64
+// nearReference is the largest |got − want| and |want|, and whether the
+// first is within the reference tolerance: 1e-4 of the largest logit.
+func nearReference(got [][]float32, want [][]float64) (worst, scale float64, ok bool) {
 	for i := range want {
 		for j := range want[i] {
 			worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
 			scale = max(scale, math.Abs(want[i][j]))
 		}
 	}
-	t.Logf("unscaled vs scaled reference: max abs %.2e (logits up to %.1f)", worst, scale)
-	if worst <= 1e-4*max(1, scale) {
-		t.Fatalf("ignoring rope_scaling moves logits by only %g: the reference check could not tell", worst)
-	}
+	return worst, scale, worst <= 1e-4*max(1, scale)
 }
 
-// The naive check would also catch an engine that ignored the sliding
-// window: on tiny-mistral, whose 12-token test sequence outruns its window
-// of 8, full attention is far from the reference.
-func TestSlidingWindowMatters(t *testing.T) {
-	m := load(t, synth.Presets["tiny-mistral"])
-	if m.Window[0] != 8 || m.Window[1] != 8 {
-		t.Fatalf("tiny-mistral loaded with windows %v", m.Window)
-	}
-	ids := sequence(12, m.Vocab)
-	want := naiveForward(m, ids)
-	m.Window = nil
-	s, _ := New(m, len(ids))
-	got, err := s.Forward(ids, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var worst, scale float64
-	for i := range want {
-		for j := range want[i] {
-			worst = max(worst, math.Abs(float64(got[i][j])-want[i][j]))
-			scale = max(scale, math.Abs(want[i][j]))
-		}
-	}
-	t.Logf("full attention vs the windowed reference: max abs %.2e (logits up to %.1f)", worst, scale)
-	if worst <= 1e-4*max(1, scale) {
-		t.Fatalf("ignoring the window moves logits by only %g: the reference check could not tell", worst)
+// The reference check would catch an engine that ignored a feature: with
+// the feature taken out of the model, the CPU engine lands far from the
+// reference that has it. tiny-mistral's 12-token sequence outruns its
+// window of 8.
+func TestFeaturesMatter(t *testing.T) {
+	for _, c := range []struct {
+		preset string
+		check  func(m *model.Model) bool // the preset loaded with the feature
+		remove func(m *model.Model)
+	}{
+		{"tiny-llama3", func(m *model.Model) bool { return m.Rope.Type == "llama3" }, func(m *model.Model) { m.Rope = model.RopeScaling{} }},
+		{"tiny-mistral", func(m *model.Model) bool { return m.Window[0] == 8 && m.Window[1] == 8 }, func(m *model.Model) { m.Window = nil }},
+	} {
+		t.Run(c.preset, func(t *testing.T) {
+			m := load(t, synth.Presets[c.preset])
+			if !c.check(m) {
+				t.Fatalf("%s loaded without its feature: %+v", c.preset, m.Geometry)
+			}
+			ids := sequence(12, m.Vocab)
+			want := naiveForward(m, ids)
+			c.remove(m)
+			s, _ := New(m, len(ids))
+			got, err := s.Forward(ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst, scale, ok := nearReference(got, want)
+			t.Logf("without the feature: max abs %.2e (logits up to %.1f)", worst, scale)
+			if ok {
+				t.Fatalf("taking the feature out moves logits by only %g: the reference check could not tell", worst)
+			}
+		})
 	}
 }
 

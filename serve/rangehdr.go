@@ -22,6 +22,10 @@ const maxRanges = 16
 //     When nothing else is asked for, the header becomes one that starts
 //     at the end of the file, which ServeContent answers 416 with
 //     "bytes */size" (after If-Range and the other conditions, as it must).
+//   - on an empty file every range is unsatisfiable (RFC 9110 §14.1.1: a
+//     suffix range of a zero-length representation too), but net/http
+//     answers a suffix with a 206 and "bytes 0--1/0": the header becomes
+//     "bytes=0-", which it answers 416.
 //
 // Satisfiability is otherwise left to ServeContent, which knows the size.
 func cleanRange(h string, size int64) string {
@@ -61,7 +65,7 @@ func cleanRange(h string, size int64) string {
 	switch {
 	case n == 0:
 		return ""
-	case len(keep) == 0:
+	case len(keep) == 0 || size == 0:
 		return "bytes=" + strconv.FormatInt(size, 10) + "-"
 	}
 	return "bytes=" + strings.Join(keep, ",")

@@ -7,6 +7,7 @@ package variant
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -38,43 +39,132 @@ type Manifest struct {
 	Seal      string  `json:"manifest_sha256"`
 }
 
-// Policy says which matrices a variant quantizes, by Hugging Face tensor
-// name: those Only matches (all when empty), except those Keep matches;
-// the others stay float32, as vectors always do. Go regexp syntax (RE2),
-// unanchored: "mlp\.experts\." matches every routed expert.
+// Policy says which scheme each matrix of a variant takes, by Hugging Face
+// tensor name. The first of Rules that matches a matrix decides its
+// scheme; a matrix no rule matches takes the variant's scheme when Only
+// matches it (or Only is empty) and Keep does not, else float32. Vectors
+// always stay float32. Go regexp syntax (RE2), unanchored:
+// "mlp\.experts\." matches every routed expert.
 type Policy struct {
-	Only string `json:"only,omitempty"`
-	Keep string `json:"keep,omitempty"`
+	Only  string `json:"only,omitempty"`
+	Keep  string `json:"keep,omitempty"`
+	Rules []Rule `json:"rules,omitempty"`
 }
 
-// Quantizes says whether the policy quantizes the matrix name; a nil
-// policy quantizes every matrix.
-func (p *Policy) Quantizes(name string) bool {
-	if p == nil {
-		return true
+// Rule gives the matrices whose name Match matches the scheme Scheme: q8,
+// q6, q4 or f32.
+type Rule struct {
+	Match  string `json:"match"`
+	Scheme string `json:"scheme"`
+}
+
+// String is the rule as quantize --as takes it: REGEX=SCHEME.
+func (r Rule) String() string { return r.Match + "=" + r.Scheme }
+
+// ParseRule reads quantize's --as value REGEX=SCHEME. It splits at the
+// last "=", since a scheme never holds one and a regexp may. Errors do
+// not repeat s: the flag package names the value.
+func ParseRule(s string) (Rule, error) {
+	i := strings.LastIndexByte(s, '=')
+	if i < 0 {
+		return Rule{}, errors.New(`want REGEX=SCHEME, e.g. 'self_attn\.=q8'`)
 	}
-	only, keep, _ := p.compile() // checked when the policy was made or read
-	return (only == nil || only.MatchString(name)) && (keep == nil || !keep.MatchString(name))
+	r := Rule{Match: s[:i], Scheme: s[i+1:]}
+	_, err := r.compile()
+	return r, err
 }
 
-// compile parses the two patterns; an empty one is nil.
-func (p *Policy) compile() (only, keep *regexp.Regexp, err error) {
+// compile checks the rule's scheme and parses its pattern. An empty
+// pattern is refused: it would give every matrix the rule's scheme, which
+// is what --scheme says, and is more likely a missing pattern than meant.
+func (r Rule) compile() (*regexp.Regexp, error) {
+	if r.Scheme != SchemeF32 {
+		if _, err := quant.ParseScheme(r.Scheme); err != nil {
+			return nil, fmt.Errorf("scheme %q: want q8, q6, q4 or f32", r.Scheme)
+		}
+	}
+	if r.Match == "" {
+		return nil, errors.New("empty regexp (use --scheme for every matrix)")
+	}
+	return regexp.Compile(r.Match)
+}
+
+// compiled is a policy's patterns parsed; an empty Only or Keep is nil.
+type compiled struct {
+	only, keep *regexp.Regexp
+	rules      []*regexp.Regexp // Rules[i]'s pattern
+	schemes    []string         // Rules[i]'s scheme
+}
+
+// compile parses the policy's patterns. On an error it returns the rules
+// parsed so far, so that a caller ignoring the error still gets a policy
+// that decides (for a policy Write or Open would have refused).
+func (p *Policy) compile() (compiled, error) {
+	var c compiled
+	if p == nil {
+		return c, nil
+	}
 	for _, f := range []struct {
 		field string
 		expr  string
 		re    **regexp.Regexp
-	}{{"only", p.Only, &only}, {"keep", p.Keep, &keep}} {
+	}{{"only", p.Only, &c.only}, {"keep", p.Keep, &c.keep}} {
 		if f.expr == "" {
 			continue
 		}
+		var err error
 		if *f.re, err = regexp.Compile(f.expr); err != nil {
-			return nil, nil, fmt.Errorf("policy %s %q: %v", f.field, f.expr, err)
+			return c, fmt.Errorf("policy %s %q: %v", f.field, f.expr, err)
 		}
 	}
-	return only, keep, nil
+	for i, r := range p.Rules {
+		re, err := r.compile()
+		if err != nil {
+			return c, fmt.Errorf("policy rules[%d] %q: %v", i, r.String(), err)
+		}
+		c.rules, c.schemes = append(c.rules, re), append(c.schemes, r.Scheme)
+	}
+	return c, nil
 }
 
-// String describes the policy as the quantize flags that make it.
+func (c compiled) rule(name string) int {
+	return slices.IndexFunc(c.rules, func(re *regexp.Regexp) bool { return re.MatchString(name) })
+}
+
+func (c compiled) schemeOf(name string, s string) string {
+	if i := c.rule(name); i >= 0 {
+		return c.schemes[i]
+	}
+	if (c.only == nil || c.only.MatchString(name)) && (c.keep == nil || !c.keep.MatchString(name)) {
+		return s
+	}
+	return SchemeF32
+}
+
+// RuleOf is the index of the rule that decides the matrix name's scheme, -1
+// when none matches it (also for a nil policy).
+func (p *Policy) RuleOf(name string) int {
+	c, _ := p.compile() // checked when the policy was made or read
+	return c.rule(name)
+}
+
+// SchemeOf is the scheme the policy gives the matrix name in a variant of
+// scheme s: the first matching rule's, else s or f32 as Only and Keep say.
+// A nil policy gives every matrix s.
+func (p *Policy) SchemeOf(name string, s quant.Scheme) string {
+	c, _ := p.compile() // checked when the policy was made or read
+	return c.schemeOf(name, string(s))
+}
+
+// Quantizes says whether the policy quantizes the matrix name (in any
+// scheme); a nil policy quantizes every matrix.
+func (p *Policy) Quantizes(name string) bool {
+	// Any scheme stands for the variant's: only f32 or not matters here.
+	return p.SchemeOf(name, quant.Q8) != SchemeF32
+}
+
+// String describes the policy as the quantize flags that make it, --as in
+// the order they apply.
 func (p *Policy) String() string {
 	if p == nil {
 		return ""
@@ -86,6 +176,9 @@ func (p *Policy) String() string {
 	if p.Keep != "" {
 		parts = append(parts, fmt.Sprintf("--keep %q", p.Keep))
 	}
+	for _, r := range p.Rules {
+		parts = append(parts, fmt.Sprintf("--as %q", r.String()))
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -94,7 +187,7 @@ func (p *Policy) String() string {
 // package quant) or little-endian float32.
 type Piece struct {
 	Name   string `json:"name"`
-	Scheme string `json:"scheme"` // the variant's scheme, or f32
+	Scheme string `json:"scheme"` // the variant's scheme, f32, or one its policy's rules name
 	Shape  []int  `json:"shape"`  // the whole tensor's shape
 	Rows   [2]int `json:"rows"`
 	Shard  string `json:"shard"`
@@ -148,10 +241,9 @@ func (m *Manifest) check() error {
 	if m.GroupSize != quant.GroupSize {
 		return fmt.Errorf("group_size %d, this build reads %d", m.GroupSize, quant.GroupSize)
 	}
-	if m.Policy != nil {
-		if _, _, err := m.Policy.compile(); err != nil {
-			return err
-		}
+	policy, err := m.Policy.compile()
+	if err != nil {
+		return err
 	}
 	shards := map[string]Shard{}
 	for _, s := range m.Shards {
@@ -170,11 +262,19 @@ func (m *Manifest) check() error {
 	shape := map[string][]int{}
 	for i, p := range m.Tensors {
 		where := fmt.Sprintf("tensors[%d] (%s)", i, p.Name)
-		if p.Scheme != SchemeF32 && p.Scheme != m.Scheme {
-			return fmt.Errorf("%s: scheme %q in a %s variant", where, p.Scheme, m.Scheme)
-		}
 		if !plausible(p.Shape) {
 			return fmt.Errorf("%s: shape %v", where, p.Shape)
+		}
+		// Each piece is in the scheme the recorded policy gives its tensor,
+		// as Write stores it, so that the policy that receipts, reports
+		// and the page show describes the weights that ran.
+		switch want := policy.schemeOf(p.Name, m.Scheme); {
+		case len(p.Shape) == 1 && p.Scheme != SchemeF32:
+			return fmt.Errorf("%s: scheme %q for a vector, which variants store in f32", where, p.Scheme)
+		case len(p.Shape) > 1 && p.Scheme != want && m.Policy.String() == "":
+			return fmt.Errorf("%s: scheme %q in a %s variant", where, p.Scheme, m.Scheme)
+		case len(p.Shape) > 1 && p.Scheme != want:
+			return fmt.Errorf("%s: scheme %q, but the policy %s gives it %s", where, p.Scheme, m.Policy, want)
 		}
 		if prev, ok := shape[p.Name]; ok && fmt.Sprint(prev) != fmt.Sprint(p.Shape) {
 			return fmt.Errorf("%s: shape %v, an earlier piece says %v", where, p.Shape, prev)

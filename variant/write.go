@@ -29,14 +29,15 @@ type Options struct {
 	MaxShardBytes int
 	// Progress, if not nil, is called after each tensor.
 	Progress func(done, total int, name string)
-	// Policy, if not nil, picks the matrices to quantize; it is recorded
-	// in the manifest.
+	// Policy, if not nil, picks each matrix's scheme; it is recorded in
+	// the manifest.
 	Policy *Policy
 }
 
 // Write quantizes ck with scheme into dir: every matrix (linear weights,
-// embedding, LM head) that opt.Policy picks (all without one) in the
-// scheme, the other matrices and every vector (norms, biases) in float32. dir is replaced only when the new variant is complete; the
+// embedding, LM head) in the scheme opt.Policy gives it (scheme without a
+// policy), every vector (norms, biases) in float32. dir is replaced only
+// when the new variant is complete; the
 // temporary directory it is written in beside dir is removed on a failure
 // or a signal (package tempfile), and a later Write removes it if the
 // process was killed.
@@ -45,9 +46,11 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 		opt.MaxShardBytes = MaxShardBytes
 	}
 	if opt.Policy != nil {
-		if _, _, err := opt.Policy.compile(); err != nil {
+		if _, err := opt.Policy.compile(); err != nil {
 			return err
 		}
+		// A variant that stores every matrix in float32 is the checkpoint
+		// again, in other files: surely not what was meant.
 		if !slices.ContainsFunc(ck.Names(), func(name string) bool {
 			info, _, _ := ck.Info(name)
 			return len(info.Shape) == 2 && opt.Policy.Quantizes(name)
@@ -75,7 +78,11 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 		if err != nil {
 			return err
 		}
-		pieces, err := encode(name, data, shape, scheme, opt.Policy.Quantizes(name), opt.MaxShardBytes)
+		as := SchemeF32
+		if len(shape) > 1 {
+			as = opt.Policy.SchemeOf(name, scheme)
+		}
+		pieces, err := encode(name, data, shape, as, opt.MaxShardBytes)
 		if err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", ck.Dir, name, err)
 		}
@@ -111,18 +118,21 @@ type encoded struct {
 	bytes []byte
 }
 
-// encode splits a tensor into pieces of whole rows that fit a shard: in
-// the scheme when it is a matrix to quantize, else in float32.
-func encode(name string, data []float32, shape []int, scheme quant.Scheme, quantize bool, maxBytes int) ([]encoded, error) {
+// encode splits a tensor into pieces of whole rows that fit a shard, in
+// the scheme as (a quant scheme, or f32).
+func encode(name string, data []float32, shape []int, as string, maxBytes int) ([]encoded, error) {
 	if len(shape) == 0 {
 		shape = []int{1}
 	}
-	p := Piece{Name: name, Shape: shape, Scheme: string(scheme)}
+	p := Piece{Name: name, Shape: shape, Scheme: as}
 	rows, cols := shape[0], p.cols()
 	rowBytes := cols * 4
-	if len(shape) == 1 || !quantize {
-		p.Scheme = SchemeF32
-	} else {
+	var scheme quant.Scheme
+	if as != SchemeF32 {
+		var err error
+		if scheme, err = quant.ParseScheme(as); err != nil {
+			return nil, err
+		}
 		l, err := quant.NewLayout(scheme, 1, cols)
 		if err != nil {
 			return nil, err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"logitscope/checkpoint"
+	"logitscope/quant"
 	"logitscope/variant"
 )
 
@@ -40,6 +42,29 @@ func TestModelList(t *testing.T) {
 		if len(m.Variants) != 1 || m.Variants[0].Scheme != "q4" || m.Variants[0].ManifestSHA256 != v.Manifest.Seal || m.Variants[0].Bytes <= 0 {
 			t.Errorf("variants %+v, want q4 sealed %s", m.Variants, v.Manifest.Seal)
 		}
+	}
+}
+
+// A variant written with a policy lists it as the quantize flags that
+// made it, per-tensor rules included: the page shows it beside the scheme.
+func TestModelListPolicy(t *testing.T) {
+	f := newFixture(t)
+	ck, err := checkpoint.Open(f.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	p := &variant.Policy{Keep: `embed_tokens`, Rules: []variant.Rule{{Match: `self_attn\.`, Scheme: "q8"}, {Match: `down_proj`, Scheme: "f32"}}}
+	if err := variant.Write(ck, quant.Q4, variant.DefaultDir(f.model, "q4"), variant.Options{Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel("tiny", f.model, t.Errorf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `--keep "embed_tokens" --as "self_attn\\.=q8" --as "down_proj=f32"`
+	if len(m.Variants) != 1 || m.Variants[0].Policy != want {
+		t.Fatalf("variants %+v, want q4 with policy %s", m.Variants, want)
 	}
 }
 

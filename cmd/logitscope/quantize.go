@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"logitscope/quant"
 	"logitscope/variant"
@@ -18,6 +20,8 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
 	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")
 	keep := fs.String("keep", "", "keep the matrices whose name matches this regexp in float32 (e.g. 'lm_head|embed_tokens')")
+	var rules schemeRules
+	fs.Var(&rules, "as", "REGEX=SCHEME: the matrices whose name matches take SCHEME (q8, q6, q4 or f32), whatever --only, --keep and --scheme say; repeatable, the first that matches decides (e.g. 'self_attn\\.=q8')")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -36,8 +40,8 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))
 	}
 	opt := variant.Options{Progress: variant.LogProgress(stderr, scheme)}
-	if *only != "" || *keep != "" {
-		opt.Policy = &variant.Policy{Only: *only, Keep: *keep}
+	if *only != "" || *keep != "" || len(rules) > 0 {
+		opt.Policy = &variant.Policy{Only: *only, Keep: *keep, Rules: rules}
 	}
 	if err := variant.Write(ck, scheme, *out, opt); err != nil {
 		return err
@@ -50,13 +54,65 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	for _, s := range v.Manifest.Shards {
 		size += s.Size
 	}
-	quantized := map[string]bool{}
-	for _, p := range v.Manifest.Tensors {
-		if p.Scheme != variant.SchemeF32 {
-			quantized[p.Name] = true
+	fmt.Fprintf(stdout, "wrote %s variant: %s, %d shards, %.1f MB, manifest_sha256 %s -> %s\n",
+		scheme, countSchemes(v, scheme), len(v.Manifest.Shards), float64(size)/1e6, v.Manifest.Seal, *out)
+	// A rule that decides no matrix is allowed (the variant is what the
+	// other flags make), but is more likely a mistyped pattern, or one that
+	// an earlier rule shadows, than meant.
+	for i, r := range rules {
+		if !slices.ContainsFunc(v.Names(), func(name string) bool {
+			return len(v.Pieces(name)[0].Shape) > 1 && opt.Policy.RuleOf(name) == i
+		}) {
+			fmt.Fprintf(stderr, "quantize: note: --as %q decides no matrix\n", r.String())
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %s variant: %d tensors in %s, %d shards, %.1f MB, manifest_sha256 %s -> %s\n",
-		scheme, len(quantized), scheme, len(v.Manifest.Shards), float64(size)/1e6, v.Manifest.Seal, *out)
+	return nil
+}
+
+// countSchemes says how many tensors each scheme holds, the variant's own
+// first: "12 tensors in q4, 8 in q8, 2 matrices kept in f32" (vectors,
+// always f32, are not counted).
+func countSchemes(v *variant.Variant, scheme quant.Scheme) string {
+	n := map[string]int{}
+	for _, name := range v.Names() {
+		if p := v.Pieces(name)[0]; len(p.Shape) > 1 {
+			n[p.Scheme]++
+		}
+	}
+	plural := func(n int, one, more string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, one)
+		}
+		return fmt.Sprintf("%d %s", n, more)
+	}
+	parts := []string{plural(n[string(scheme)], "tensor", "tensors") + " in " + string(scheme)}
+	for _, s := range quant.Schemes {
+		if s != scheme && n[string(s)] > 0 {
+			parts = append(parts, fmt.Sprintf("%d in %s", n[string(s)], s))
+		}
+	}
+	if k := n[variant.SchemeF32]; k > 0 {
+		parts = append(parts, plural(k, "matrix", "matrices")+" kept in f32")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// schemeRules is the repeatable --as REGEX=SCHEME flag, in order given.
+type schemeRules []variant.Rule
+
+func (r *schemeRules) String() string {
+	var s []string
+	for _, x := range *r {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, " ")
+}
+
+func (r *schemeRules) Set(s string) error {
+	rule, err := variant.ParseRule(s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, rule)
 	return nil
 }

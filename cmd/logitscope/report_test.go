@@ -173,6 +173,80 @@ func TestQuantizePolicy(t *testing.T) {
 	}
 }
 
+// quantize --as REGEX=SCHEME gives the matrices a rule matches its scheme,
+// before --keep and --scheme; quantize counts the tensors per scheme, notes
+// a rule that decides nothing, and the receipt and the report name the
+// rules. A bad --as value is refused naming it, before anything is written.
+func TestQuantizeRules(t *testing.T) {
+	dir := copyModel(t)
+	var out, errb bytes.Buffer
+	// tiny ties its head to the embedding: there is no lm_head to match.
+	err := quantize([]string{"--model", dir, "--scheme", "q4", "--keep", `embed_tokens|self_attn`,
+		"--as", `self_attn\.[qk]_proj=q8`, "--as", `down_proj=q6`, "--as", `lm_head=f32`}, &out, &errb)
+	const counts = "wrote q4 variant: 4 tensors in q4, 4 in q8, 2 in q6, 5 matrices kept in f32, "
+	if err != nil || !strings.Contains(out.String(), counts) {
+		t.Fatalf("quantize: %q, %v; want %q", out.String(), err, counts)
+	}
+	if note := `quantize: note: --as "lm_head=f32" decides no matrix`; !strings.Contains(errb.String(), note) || strings.Count(errb.String(), "note:") != 1 {
+		t.Fatalf("stderr %q, want one note %q", errb.String(), note)
+	}
+	v, err := variant.Open(variant.DefaultDir(dir, "q4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"model.layers.0.self_attn.q_proj.weight": "q8",
+		"model.layers.1.self_attn.k_proj.weight": "q8",
+		"model.layers.0.self_attn.v_proj.weight": "f32", // no rule: --keep
+		"model.layers.1.mlp.down_proj.weight":    "q6",
+		"model.layers.1.mlp.up_proj.weight":      "q4",
+		"model.embed_tokens.weight":              "f32",
+	} {
+		if got := v.Pieces(name)[0].Scheme; got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+	}
+
+	ref, test := filepath.Join(t.TempDir(), "ref.dump"), filepath.Join(t.TempDir(), "test.dump")
+	if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--max-new", "3", "--dump-logits", ref, "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, captureCmd, "--model", dir, "--variant", "q4", "--device", "cpu", "--follow", ref, "--dump-logits", test); err != nil {
+		t.Fatal(err)
+	}
+	r, err := receipt.Read(receipt.Path(test))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const policy = `--keep "embed_tokens|self_attn" --as "self_attn\\.[qk]_proj=q8" --as "down_proj=q6" --as "lm_head=f32"`
+	if r.VariantPolicy != policy {
+		t.Fatalf("receipt policy %q, want %q", r.VariantPolicy, policy)
+	}
+	text, err := run(t, reportCmd, "--ref", ref, "--test", test)
+	if err != nil || !strings.Contains(text, "(q4 "+policy+", forced") {
+		t.Fatalf("report does not name the rules: %v\n%s", err, text)
+	}
+
+	for _, c := range []struct{ as, want string }{
+		{`self_attn`, `invalid value "self_attn" for flag -as: want REGEX=SCHEME, e.g. 'self_attn\.=q8'`},
+		{`self_attn=q3`, `invalid value "self_attn=q3" for flag -as: scheme "q3": want q8, q6, q4 or f32`},
+		{`self_attn(=q8`, `invalid value "self_attn(=q8" for flag -as: error parsing regexp: missing closing ): ` + "`self_attn(`"},
+		{`=q8`, `invalid value "=q8" for flag -as: empty regexp (use --scheme for every matrix)`},
+	} {
+		_, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q8", "--as", `mlp=q4`, "--as", c.as)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("--as %s: %v, want %q", c.as, err, c.want)
+		}
+	}
+	// Rules that store every matrix in f32 leave nothing to quantize.
+	if _, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q8", "--as", `.=f32`); err == nil || !strings.Contains(err.Error(), "picks no matrix") {
+		t.Fatalf("rules that quantize nothing: %v", err)
+	}
+	if _, err := os.Stat(variant.DefaultDir(dir, "q8")); err == nil {
+		t.Fatal("a refused quantize wrote a variant")
+	}
+}
+
 // Bad input to report: a clear error naming the file, nothing printed.
 func TestReportErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -87,15 +87,7 @@ func TestForwardMatchesCPU(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				worst, rel := 0.0, 0.0
-				for i := range want {
-					var top, diff float64
-					for j := range want[i] {
-						top = max(top, math.Abs(float64(want[i][j])))
-						diff = max(diff, math.Abs(float64(got[i][j]-want[i][j])))
-					}
-					worst, rel = max(worst, diff), max(rel, diff/top)
-				}
+				worst, rel := gpuError(want, got)
 				t.Logf("%s %s: max |GPU − CPU| %.2e logits (%.2e of the row's largest)", p.Name, scheme, worst, rel)
 				if rel > ForwardTolerance {
 					t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
@@ -116,6 +108,21 @@ func TestForwardMatchesCPU(t *testing.T) {
 			})
 		}
 	}
+}
+
+// gpuError is how far the GPU's rows are from the CPU's: the largest
+// absolute difference, and the largest relative to its row's largest
+// |logit| (what ForwardTolerance bounds).
+func gpuError(cpu, gpu [][]float32) (worst, rel float64) {
+	for i := range cpu {
+		var top, diff float64
+		for j := range cpu[i] {
+			top = max(top, math.Abs(float64(cpu[i][j])))
+			diff = max(diff, math.Abs(float64(gpu[i][j]-cpu[i][j])))
+		}
+		worst, rel = max(worst, diff), max(rel, diff/top)
+	}
+	return worst, rel
 }
 
 // Both engines refuse what does not fit, with the same words.
@@ -233,5 +240,84 @@ func TestPolicyVariant(t *testing.T) {
 	t.Logf("MLP-only q4: |GPU − CPU| %.2e; |· − f32| %.3f, full q4 %.3f", gpuCPU, toF32, q4ToF32)
 	if gpuCPU > 1e-3 || toF32 == 0 || toF32 >= q4ToF32 {
 		t.Fatalf("GPU − CPU %g; MLP-only vs f32 %g, full q4 vs f32 %g: want a GPU equal to the CPU and a variant between", gpuCPU, toF32, q4ToF32)
+	}
+}
+
+// A variant that mixes every scheme, matrix by matrix (quantize --as),
+// gives the same logits on the GPU as on the CPU, which decodes each piece
+// in its own scheme; greedy decoding picks the same tokens. tiny ties its
+// head to the embedding, tiny-llama does not; tiny-gemma3 has norms and
+// projections of its own.
+func TestMixedVariant(t *testing.T) {
+	dev := nativetest.Device(t)
+	policy := &variant.Policy{Keep: `o_proj`, Rules: []variant.Rule{
+		{Match: `self_attn\.[qkv]_proj`, Scheme: "q8"},
+		{Match: `down_proj`, Scheme: "q6"},
+		{Match: `embed_tokens`, Scheme: "f32"},
+		{Match: `lm_head`, Scheme: "q8"},
+	}}
+	for _, name := range []string{"tiny", "tiny-llama", "tiny-gemma3"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), name)
+			if err := synth.Write(synth.Presets[name], dir, synth.Options{Seed: 3}); err != nil {
+				t.Fatal(err)
+			}
+			ck, err := checkpoint.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ck.Close() })
+			vdir := filepath.Join(t.TempDir(), "q4-mixed")
+			if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: policy, MaxShardBytes: 16 << 10}); err != nil {
+				t.Fatal(err)
+			}
+			v, err := engine.OpenVariant(ck, vdir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			schemes := map[string]bool{}
+			for _, p := range v.Manifest.Tensors {
+				if len(p.Shape) == 2 {
+					schemes[p.Scheme] = true
+				}
+			}
+			if len(schemes) != 4 {
+				t.Fatalf("matrices in %v, want q8, q6, q4 and f32", schemes)
+			}
+			var e [2]engine.Engine
+			for i, d := range []gpu.Device{nil, dev} {
+				if e[i], err = engine.Open(ck, engine.Options{Variant: v, Device: d, Capacity: 64, MaxPieceBytes: 16 << 10}); err != nil {
+					t.Fatal(err)
+				}
+				defer e[i].Close()
+			}
+			ids := make([]int, 40)
+			for i := range ids {
+				ids[i] = (i*7919 + 13) % 300
+			}
+			var rows [2][][]float32
+			for i := range e {
+				if rows[i], err = session.Forward(e[i], ids, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			worst, rel := gpuError(rows[0], rows[1])
+			t.Logf("%s mixed: max |GPU − CPU| %.2e logits (%.2e of the row's largest)", name, worst, rel)
+			if rel > ForwardTolerance {
+				t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
+			}
+			greedy := session.Request{Mode: session.Greedy, PromptIDs: ids[:10], MaxNew: 12}
+			var out [2][]int
+			for i := range e {
+				r, err := session.Drive(e[i], greedy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[i] = r.Output
+			}
+			if !slices.Equal(out[0], out[1]) {
+				t.Fatalf("greedy tokens differ:\n cpu %v\n gpu %v", out[0], out[1])
+			}
+		})
 	}
 }

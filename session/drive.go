@@ -55,7 +55,7 @@ func submit(e engine.Engine, c Chunk) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.Read(reg.Slice(c.Keep[0], c.Keep[1], e.Vocab()))
+	return e.Read(reg.Slice(c.Keep[0], c.Keep[1], engine.Width(e)))
 }
 
 // qwenStops are Qwen's <|im_end|> and <|endoftext|>: the stop ids when a

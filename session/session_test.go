@@ -21,6 +21,7 @@ type chain struct {
 
 func (c *chain) Name() string { return "chain" }
 func (c *chain) Vocab() int   { return c.vocab }
+func (c *chain) Routes() int  { return 0 }
 func (c *chain) Chunk() int   { return c.chunk }
 func (c *chain) Close()       {}
 func (c *chain) Reset()       { c.pos = 0; c.log = append(c.log, "reset") }

@@ -166,7 +166,7 @@ func (m *openModel) step() (bool, error) {
 			}
 			continue
 		}
-		r = r.Slice(c.Keep[0], c.Keep[1], m.eng.Vocab())
+		r = r.Slice(c.Keep[0], c.Keep[1], engine.Width(m.eng))
 		if r.Host != nil {
 			m.pin.Pin(&r.Host[0])
 		}
@@ -197,7 +197,7 @@ func (m *openModel) feed(raw []byte) error {
 	case r == nil:
 		return errors.New("ls_feed: no region pending")
 	case int64(len(raw)) != r.Size:
-		return fmt.Errorf("ls_feed: %d bytes, the region holds %d (%d rows of %d float32)", len(raw), r.Size, r.Rows, m.eng.Vocab())
+		return fmt.Errorf("ls_feed: %d bytes, the region holds %d (%d rows of %d float32)", len(raw), r.Size, r.Rows, engine.Width(m.eng))
 	}
 	m.pending = nil
 	m.pin.Unpin()
@@ -208,7 +208,7 @@ func (m *openModel) feed(raw []byte) error {
 		return m.run.Feed(nil)
 	}
 	// Greedy: the decoder needs the row to pick the next token.
-	return m.run.Feed(gpu.Float32Rows(raw, m.eng.Vocab()))
+	return m.run.Feed(gpu.Float32Rows(raw, engine.Width(m.eng)))
 }
 
 func (m *openModel) result() ([]byte, error) {

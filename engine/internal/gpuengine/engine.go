@@ -81,6 +81,9 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	if err := g.CheckCapacity(opt.Capacity); err != nil {
 		return nil, err
 	}
+	if g.Routes() > 0 {
+		return nil, fmt.Errorf("%s: mixture of experts runs on the CPU engine only for now (--device cpu)", g.Arch)
+	}
 	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
 	lim := dev.Info().Limits
 	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)

@@ -12,8 +12,10 @@ import (
 	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/host"
+	"logitscope/routing"
 	"logitscope/session"
 	"logitscope/variant"
+	"logitscope/wasm/abi"
 )
 
 // DefaultEngine is where `make wasm` puts engine.wasm.
@@ -71,7 +73,7 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	if !ownVariant(ck, variantName) {
 		return fmt.Errorf("--runtime wasm opens variants by scheme under MODEL/variants, not %s", variantName)
 	}
-	base, err := session.New(req, 1) // refused before anything loads
+	base, err := session.New(req, 1, ck.Config.VocabSize) // refused before anything loads
 	if err != nil {
 		return err
 	}
@@ -105,20 +107,70 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	defer eng.Close(ctx)
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
+	ar := abi.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: req.MaxNew, Outputs: req.Outputs, Windows: req.Windows}
+	if req.Mode == session.Greedy && req.Stops != nil {
+		stops := req.Stops
+		ar.Stops = &stops
+	}
+	rows, res, err := eng.Run(ctx, ar)
+	if err != nil {
+		return err
+	}
 	switch req.Mode {
 	case session.Panel:
-		c.Rows, c.Targets, err = eng.Panel(ctx, req.Windows)
+		c.Targets = res.Targets
 	case session.Forced:
 		c.Result = base.Result() // the outputs fed back, and whether they stopped
-		if c.Rows, err = eng.Forced(ctx, req.PromptIDs, req.Outputs); err == nil {
-			for _, row := range c.Rows {
-				c.Argmax = append(c.Argmax, session.Argmax(row))
-			}
-		}
 	default:
-		c.Rows, c.Output, c.Stopped, err = eng.Greedy(ctx, req.PromptIDs, req.MaxNew, req.Stops)
+		c.Output, c.Stopped = res.Output, res.Stopped
 	}
-	return err
+	// The host kept the rows as the guest wrote them: the logits, then
+	// any routes, which the result says how to split.
+	if c.Rows, c.Routes, err = SplitRows(rows, res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if res.Routes != nil && !res.Routes.Equal(c.Routing) {
+		return fmt.Errorf("%s: the guest routes %s, the checkpoint says %s", path, res.Routes, c.Routing)
+	}
+	if req.Mode == session.Forced {
+		for _, row := range c.Rows {
+			c.Argmax = append(c.Argmax, session.Argmax(row))
+		}
+	}
+	return nil
+}
+
+// SplitRows splits the rows a host kept, as engine.wasm wrote them, into
+// logits and routes with what its result says: res.Vocab logits per row,
+// then res.Routes' expert ids (none for a dense model, whose rows stay as
+// they are).
+func SplitRows(rows [][]float32, res host.Result) ([][]float32, [][]int32, error) {
+	if res.Vocab < 1 {
+		return nil, nil, fmt.Errorf("ls_result says %d logits per row (an engine.wasm older than this host? make wasm rebuilds it)", res.Vocab)
+	}
+	width := res.Vocab
+	if res.Routes != nil {
+		width += res.Routes.Width()
+	}
+	logits := make([][]float32, len(rows))
+	var routes [][]int32
+	if res.Routes != nil {
+		routes = make([][]int32, len(rows))
+	}
+	for i, row := range rows {
+		if len(row) != width {
+			return nil, nil, fmt.Errorf("row %d has %d values; ls_result says %d logits and %d route ids", i, len(row), res.Vocab, width-res.Vocab)
+		}
+		l, ids, err := routing.SplitRow(row, res.Vocab)
+		if err != nil {
+			return nil, nil, fmt.Errorf("row %d: %v", i, err)
+		}
+		logits[i] = l
+		if routes != nil {
+			routes[i] = ids
+		}
+	}
+	return logits, routes, nil
 }
 
 // ownVariant says whether a variant name is f32 or one of the model's own

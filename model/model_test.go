@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"logitscope/checkpoint"
+	"logitscope/routing"
 	"logitscope/safetensors"
 	"logitscope/synth"
 )
@@ -531,5 +533,33 @@ func TestLoadGemma3(t *testing.T) {
 	n := m.Names(0)
 	if n.MLPNorm != "model.layers.0.pre_feedforward_layernorm.weight" || n.PostAttnNorm != "model.layers.0.post_attention_layernorm.weight" {
 		t.Fatalf("names %+v", n)
+	}
+}
+
+// RouteLayout names the sparse layers as the config makes them, with
+// TopK and the number of experts; a dense model has none.
+func TestRouteLayout(t *testing.T) {
+	two, three, eight := 2, 3, 8
+	cases := []struct {
+		name string
+		cfg  checkpoint.Config
+		want routing.Layout
+	}{
+		{"dense", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 4}, routing.Layout{}},
+		{"qwen3-moe", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 3, NumExperts: &eight, NumExpertsPerTok: &two},
+			routing.Layout{Layers: []int{0, 1, 2}, TopK: 2, Experts: 8}},
+		{"mlp_only_layers", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 3, NumExperts: &eight, NumExpertsPerTok: &three, MLPOnlyLayers: []int{0}},
+			routing.Layout{Layers: []int{1, 2}, TopK: 3, Experts: 8}},
+		{"decoder_sparse_step", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 4, NumExperts: &eight, NumExpertsPerTok: &two, DecoderSparseStep: &two},
+			routing.Layout{Layers: []int{1, 3}, TopK: 2, Experts: 8}},
+	}
+	for _, c := range cases {
+		g, err := GeometryOf(c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := g.RouteLayout(); !reflect.DeepEqual(got, c.want) || got.Width() != g.Routes() {
+			t.Errorf("%s: layout %+v (width %d), want %+v (Routes %d)", c.name, got, got.Width(), c.want, g.Routes())
+		}
 	}
 }

@@ -3,7 +3,11 @@
 // the same.
 package abi
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"logitscope/routing"
+)
 
 // Open is ls_open's JSON.
 type Open struct {
@@ -36,6 +40,11 @@ type Result struct {
 	Targets   []int  `json:"targets"`
 	Rows      int    `json:"rows"`
 	Done      bool   `json:"done"`
+	// Vocab is how many logits start each row; Routes, for a mixture of
+	// experts, labels the expert ids after them (Routes.Width() per row).
+	// A host that keeps rows splits them with these.
+	Vocab  int             `json:"vocab"`
+	Routes *routing.Layout `json:"routes,omitempty"`
 }
 
 // RegionSize is the bytes ls_region writes.

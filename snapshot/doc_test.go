@@ -10,6 +10,7 @@ import (
 
 	"logitscope/dump"
 	"logitscope/receipt"
+	"logitscope/routing"
 )
 
 // pair is a 3-row, 16-token reference and a test that agrees on row 0,
@@ -27,6 +28,17 @@ func pair() (ref, test *dump.Logits) {
 	}
 	r[2*v], r[2*v+1] = 3, 2
 	t[2*v], t[2*v+1] = 2.4, 2.6 // m = 1, σ = 0.3
+	return ref, test
+}
+
+// moePair is pair with routes (sparse layers 1 and 3, top-2 of 4
+// experts): row 0 routed alike, row 1 reordered at layer 3, row 2 to
+// another expert at layer 1.
+func moePair() (ref, test *dump.Logits) {
+	ref, test = pair()
+	l := routing.Layout{Layers: []int{1, 3}, TopK: 2, Experts: 4}
+	ref.Routes = &routing.Routes{Layout: l, Rows: 3, IDs: []int32{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}}
+	test.Routes = &routing.Routes{Layout: l, Rows: 3, IDs: []int32{0, 1, 2, 3, 0, 1, 3, 2, 0, 2, 2, 3}}
 	return ref, test
 }
 

@@ -12,7 +12,6 @@ import (
 	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/host"
-	"logitscope/routing"
 	"logitscope/session"
 	"logitscope/variant"
 	"logitscope/wasm/abi"
@@ -141,27 +140,16 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 }
 
 // SplitRows splits the rows a host kept, as engine.wasm wrote them, into
-// logits and routes with what its result says: res.Vocab logits per row,
-// then res.Routes' expert ids (none for a dense model, whose rows stay as
-// they are).
+// logits and routes with what its result says (abi.Result.SplitRow): a
+// dense model's rows stay as they are and have no routes.
 func SplitRows(rows [][]float32, res host.Result) ([][]float32, [][]int32, error) {
-	if res.Vocab < 1 {
-		return nil, nil, fmt.Errorf("ls_result says %d logits per row (an engine.wasm older than this host? make wasm rebuilds it)", res.Vocab)
-	}
-	width := res.Vocab
-	if res.Routes != nil {
-		width += res.Routes.Width()
-	}
 	logits := make([][]float32, len(rows))
 	var routes [][]int32
 	if res.Routes != nil {
 		routes = make([][]int32, len(rows))
 	}
 	for i, row := range rows {
-		if len(row) != width {
-			return nil, nil, fmt.Errorf("row %d has %d values; ls_result says %d logits and %d route ids", i, len(row), res.Vocab, width-res.Vocab)
-		}
-		l, ids, err := routing.SplitRow(row, res.Vocab)
+		l, ids, err := res.SplitRow(row)
 		if err != nil {
 			return nil, nil, fmt.Errorf("row %d: %v", i, err)
 		}

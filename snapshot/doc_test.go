@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -147,5 +149,34 @@ func TestOffline(t *testing.T) {
 		if _, err := Offline(c.ref, c.test, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// Two dropped safetensors dumps of a mixture of experts carry their
+// routes into the document; dropped as binary dumps they carry none.
+func TestOfflineRoutes(t *testing.T) {
+	ref, test := moePair()
+	dir := t.TempDir()
+	drop := func(name string, l *dump.Logits) Dropped {
+		path := filepath.Join(dir, name)
+		if err := dump.WriteFile(path, l); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Dropped{Name: name, Data: data}
+	}
+	d, err := Offline(drop("ref.safetensors", ref), drop("q4.safetensors", test), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := d.Report.Routing; rt == nil || rt.Summary.SetChanged != 1 || rt.Summary.FirstSetChange != 2 {
+		t.Fatalf("routing %+v", d.Report.Routing)
+	}
+	d, err = Offline(drop("ref.dump", ref), drop("q4.dump", test), nil)
+	if err != nil || d.Report.Routing != nil {
+		t.Fatalf("binary dumps: routing %v, %v", d.Report.Routing, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"logitscope/checkpoint"
+	"logitscope/routing"
 )
 
 // Geometry is what the forward pass needs to know of the config.
@@ -83,6 +84,22 @@ func (g Geometry) SparseLayers() int {
 // model). Every engine writes them into its logit rows, so that routing
 // crosses every host exactly as the logits do.
 func (g Geometry) Routes() int { return g.SparseLayers() * g.TopK }
+
+// RouteLayout labels those routes for readers of a row: the sparse
+// layers' numbers, TopK and the number of experts. A dense model's is the
+// zero Layout.
+func (g Geometry) RouteLayout() routing.Layout {
+	if g.SparseLayers() == 0 {
+		return routing.Layout{}
+	}
+	l := routing.Layout{TopK: g.TopK, Experts: g.Experts}
+	for i, s := range g.Sparse {
+		if s {
+			l.Layers = append(l.Layers, i)
+		}
+	}
+	return l
+}
 
 // CheckCapacity refuses a KV cache longer than the model's context.
 func (g Geometry) CheckCapacity(capacity int) error {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"logitscope/checkpoint"
+	"logitscope/routing"
 	"logitscope/safetensors"
 	"logitscope/synth"
 )
@@ -638,4 +640,32 @@ func (e extraTensor) Shape(name string) ([]int, string, int64, bool) {
 		return []int{6, 96, 64}, "model.safetensors", 0, true
 	}
 	return e.Weights.Shape(name)
+}
+
+// RouteLayout names the sparse layers as the config makes them, with
+// TopK and the number of experts; a dense model has none.
+func TestRouteLayout(t *testing.T) {
+	two, three, eight := 2, 3, 8
+	cases := []struct {
+		name string
+		cfg  checkpoint.Config
+		want routing.Layout
+	}{
+		{"dense", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 4}, routing.Layout{}},
+		{"qwen3-moe", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 3, NumExperts: &eight, NumExpertsPerTok: &two},
+			routing.Layout{Layers: []int{0, 1, 2}, TopK: 2, Experts: 8}},
+		{"mlp_only_layers", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 3, NumExperts: &eight, NumExpertsPerTok: &three, MLPOnlyLayers: []int{0}},
+			routing.Layout{Layers: []int{1, 2}, TopK: 3, Experts: 8}},
+		{"decoder_sparse_step", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 4, NumExperts: &eight, NumExpertsPerTok: &two, DecoderSparseStep: &two},
+			routing.Layout{Layers: []int{1, 3}, TopK: 2, Experts: 8}},
+	}
+	for _, c := range cases {
+		g, err := GeometryOf(c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := g.RouteLayout(); !reflect.DeepEqual(got, c.want) || got.Width() != g.Routes() {
+			t.Errorf("%s: layout %+v (width %d), want %+v (Routes %d)", c.name, got, got.Width(), c.want, g.Routes())
+		}
+	}
 }

@@ -8,6 +8,9 @@ import (
 // Drive runs a request to completion on a blocking host: each chunk
 // submitted, its kept rows read back and fed.
 func Drive(e engine.Engine, req Request) (Result, error) {
+	if req.Vocab == 0 {
+		req.Vocab = e.Vocab()
+	}
 	r, err := New(req, e.Chunk())
 	if err != nil {
 		return Result{}, err

@@ -32,6 +32,10 @@ type Request struct {
 	// them out): Feed then takes no rows for forced and panel chunks, and
 	// the result holds none, so memory stays flat.
 	StreamRows bool
+	// Vocab, when not 0, is how many logits start each row: greedy
+	// decoding and Argmax look only at them, not at the expert ids a
+	// mixture of experts appends (engine.Engine.Routes). Drive sets it.
+	Vocab int
 }
 
 // Capacity is the KV cache a request needs.
@@ -199,7 +203,7 @@ func (r *Run) Feed(rows [][]float32) error {
 	case Greedy:
 		if want > 0 {
 			// The decoder needs the row to pick the next token.
-			r.dec.feed(rows[0])
+			r.dec.feed(r.logits(rows[0]))
 			r.res.Output, r.res.Stopped = r.dec.output, r.dec.stopped
 			if !r.req.StreamRows {
 				r.res.Rows = append(r.res.Rows, rows[0])
@@ -210,7 +214,7 @@ func (r *Run) Feed(rows [][]float32) error {
 			r.res.Rows = append(r.res.Rows, rows...)
 		}
 		for _, row := range rows {
-			r.res.Argmax = append(r.res.Argmax, Argmax(row))
+			r.res.Argmax = append(r.res.Argmax, Argmax(r.logits(row)))
 		}
 	case Panel:
 		if !r.req.StreamRows {
@@ -222,6 +226,14 @@ func (r *Run) Feed(rows [][]float32) error {
 		}
 	}
 	return nil
+}
+
+// logits is a row's logits, without the routes after them.
+func (r *Run) logits(row []float32) []float32 {
+	if r.req.Vocab > 0 && len(row) > r.req.Vocab {
+		return row[:r.req.Vocab]
+	}
+	return row
 }
 
 // Result is what the request produced so far.

@@ -11,9 +11,12 @@ import (
 )
 
 // chain predicts (last token + 1) mod vocab, one-hot; it records resets
-// and submissions so that the chunks a request takes can be checked.
+// and submissions so that the chunks a request takes can be checked. With
+// routes, each row ends in that many expert ids larger than any logit, as
+// a mixture of experts' rows do.
 type chain struct {
 	vocab, chunk int
+	routes       int
 	log          []string
 	pos          int
 	rows         []float32
@@ -21,7 +24,7 @@ type chain struct {
 
 func (c *chain) Name() string { return "chain" }
 func (c *chain) Vocab() int   { return c.vocab }
-func (c *chain) Routes() int  { return 0 }
+func (c *chain) Routes() int  { return c.routes }
 func (c *chain) Chunk() int   { return c.chunk }
 func (c *chain) Close()       {}
 func (c *chain) Reset()       { c.pos = 0; c.log = append(c.log, "reset") }
@@ -34,8 +37,11 @@ func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
 	}
 	c.rows = c.rows[:0]
 	for _, t := range tokens {
-		row := make([]float32, c.vocab)
+		row := make([]float32, c.vocab+c.routes)
 		row[(t+1)%c.vocab] = 1
+		for i := range c.routes {
+			row[c.vocab+i] = float32(7 + i)
+		}
 		c.rows = append(c.rows, row...)
 	}
 	if want == engine.None {
@@ -46,8 +52,9 @@ func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
 
 func (c *chain) Read(r engine.Region) ([][]float32, error) {
 	var out [][]float32
+	w := c.vocab + c.routes
 	for i := range r.Rows {
-		out = append(out, append([]float32(nil), r.Host[i*c.vocab:(i+1)*c.vocab]...))
+		out = append(out, append([]float32(nil), r.Host[i*w:(i+1)*w]...))
 	}
 	return out, nil
 }
@@ -82,22 +89,26 @@ func TestDrive(t *testing.T) {
 		{"panel chunked", 2, Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5, 6, 7}}},
 			[]string{"reset", "tt*", "reset", "tt*", "tt*"}, nil, []int{2, 3, 5, 6, 7}, nil, false, 5},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e := &chain{vocab: 10, chunk: c.chunk}
-			res, err := Drive(e, c.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
-				!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||
-				res.Stopped != c.stopped || len(res.Rows) != c.rows {
-				t.Fatalf("log %v output %v targets %v argmax %v stopped %v rows %d", e.log, res.Output, res.Targets, res.Argmax, res.Stopped, len(res.Rows))
-			}
-			if c.req.Capacity() < e.pos {
-				t.Fatalf("capacity %d, the run needed %d", c.req.Capacity(), e.pos)
-			}
-		})
+	// Every case again with routes after the logits: greedy decoding and
+	// argmax never take an expert id for a token.
+	for _, routes := range []int{0, 2} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/routes%d", c.name, routes), func(t *testing.T) {
+				e := &chain{vocab: 10, chunk: c.chunk, routes: routes}
+				res, err := Drive(e, c.req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
+					!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||
+					res.Stopped != c.stopped || len(res.Rows) != c.rows {
+					t.Fatalf("log %v output %v targets %v argmax %v stopped %v rows %d", e.log, res.Output, res.Targets, res.Argmax, res.Stopped, len(res.Rows))
+				}
+				if c.req.Capacity() < e.pos {
+					t.Fatalf("capacity %d, the run needed %d", c.req.Capacity(), e.pos)
+				}
+			})
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func (m *openModel) request(data []byte) error {
 		stops = *r.Stops
 	}
 	run, err := session.New(session.Request{Mode: r.Mode, PromptIDs: r.PromptIDs, MaxNew: r.MaxNew,
-		Stops: stops, Outputs: r.Outputs, Windows: r.Windows, StreamRows: true}, m.eng.Chunk())
+		Stops: stops, Outputs: r.Outputs, Windows: r.Windows, StreamRows: true, Vocab: m.eng.Vocab()}, m.eng.Chunk())
 	if err != nil {
 		return fmt.Errorf("ls_request: %w", err)
 	}

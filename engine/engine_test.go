@@ -66,7 +66,8 @@ func presets() []synth.Preset {
 
 // On every variant, teacher-forced logits (40 tokens: a 32-token chunk and
 // an 8-token one) match the CPU engine's, and greedy decoding picks the
-// same tokens.
+// same tokens; a mixture of experts routes every token of both to exactly
+// the same experts (the rows' route tails).
 func TestForwardMatchesCPU(t *testing.T) {
 	for _, p := range presets() {
 		for _, scheme := range []string{"f32", "q8", "q6", "q4"} {
@@ -87,10 +88,21 @@ func TestForwardMatchesCPU(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				V := c.Vocab()
+				if g.Vocab() != V || g.Routes() != c.Routes() || (c.Routes() > 0) != (p.Experts > 0) {
+					t.Fatalf("GPU rows of %d logits and %d routes, CPU %d and %d; the preset has %d experts", g.Vocab(), g.Routes(), V, c.Routes(), p.Experts)
+				}
 				worst, rel := 0.0, 0.0
 				for i := range want {
+					if len(got[i]) != engine.Width(g) {
+						t.Fatalf("row %d: %d values, want %d", i, len(got[i]), engine.Width(g))
+					}
+					// The experts chosen are exactly the CPU's.
+					if !slices.Equal(got[i][V:], want[i][V:]) {
+						t.Fatalf("row %d: GPU routes %v, CPU %v", i, got[i][V:], want[i][V:])
+					}
 					var top, diff float64
-					for j := range want[i] {
+					for j := range want[i][:V] {
 						top = max(top, math.Abs(float64(want[i][j])))
 						diff = max(diff, math.Abs(float64(got[i][j]-want[i][j])))
 					}
@@ -112,6 +124,11 @@ func TestForwardMatchesCPU(t *testing.T) {
 				}
 				if !slices.Equal(a.Output, b.Output) {
 					t.Fatalf("greedy tokens differ:\n cpu %v\n gpu %v", a.Output, b.Output)
+				}
+				for i := range a.Rows {
+					if !slices.Equal(a.Rows[i][V:], b.Rows[i][V:]) {
+						t.Fatalf("greedy step %d: GPU routes %v, CPU %v", i, b.Rows[i][V:], a.Rows[i][V:])
+					}
 				}
 			})
 		}

@@ -252,3 +252,55 @@ func TestPolicyVariant(t *testing.T) {
 		t.Fatalf("GPU − CPU %g; MLP-only vs f32 %g, full q4 vs f32 %g: want a GPU equal to the CPU and a variant between", gpuCPU, toF32, q4ToF32)
 	}
 }
+
+// A variant that quantizes some experts and keeps the others in float32
+// (their banks differ in format) runs on both engines alike, routes
+// included.
+func TestMixedExperts(t *testing.T) {
+	dev := nativetest.Device(t)
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
+	if err := synth.Write(synth.Presets["tiny-qwen3-moe"], dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	vdir := filepath.Join(t.TempDir(), "q4-experts")
+	if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: &variant.Policy{Only: `mlp\.experts\.[1-5]\.`}}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := engine.OpenVariant(ck, vdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, 40)
+	for i := range ids {
+		ids[i] = (i*7919 + 13) % 300
+	}
+	var rows [2][][]float32
+	for i, d := range []gpu.Device{nil, dev} {
+		e, err := engine.Open(ck, engine.Options{Variant: v, Device: d, Capacity: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if rows[i], err = session.Forward(e, ids, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	V, worst := 512, 0.0
+	for i := range rows[0] {
+		if !slices.Equal(rows[0][i][V:], rows[1][i][V:]) {
+			t.Fatalf("row %d: GPU routes %v, CPU %v", i, rows[1][i][V:], rows[0][i][V:])
+		}
+		for j := range V {
+			worst = max(worst, math.Abs(float64(rows[0][i][j]-rows[1][i][j])))
+		}
+	}
+	t.Logf("experts 1–5 in q4: |GPU − CPU| %.2e", worst)
+	if worst > 1e-3 {
+		t.Fatalf("GPU − CPU %g", worst)
+	}
+}

@@ -30,17 +30,16 @@ type bank struct {
 
 // moeLayer is a sparse layer's uploaded MLP.
 type moeLayer struct {
-	router           matrix
-	gate, up, down   []bank
-	shared           *[3]matrix // Qwen2-MoE's shared expert: gate, up, down; nil without
-	sharedGate       matrix     // (1, d)
-	sparse           int        // the layer's index among the sparse layers
-	experts, topK, d int
+	router         matrix
+	gate, up, down []bank
+	shared         *[3]matrix // Qwen2-MoE's shared expert: gate, up, down; nil without
+	sharedGate     matrix     // (1, d)
+	sparse         int        // the layer's index among the sparse layers
 }
 
 func (u *uploader) moe(n model.LayerNames, sparse int) moeLayer {
 	g := u.e.g
-	L := moeLayer{router: u.matrix(n.Router), sparse: sparse, experts: g.Experts, topK: g.TopK, d: g.Dim}
+	L := moeLayer{router: u.matrix(n.Router), sparse: sparse}
 	names := func(pick func(model.ExpertNames) string) []string {
 		out := make([]string, g.Experts)
 		for e := range out {

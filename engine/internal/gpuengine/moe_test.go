@@ -23,7 +23,8 @@ import (
 // each expert cut into row-pieces of 32 and 16 rows (4 KiB), one expert's
 // first piece per bank and two experts' second pieces; the q4 variant
 // (written in pieces of at most 2 KiB) in one bank and in banks of two
-// experts (its gate is 1728 bytes).
+// experts (its gate is 1728 bytes); a variant that quantizes half the
+// experts in two banks, one per format.
 func TestExpertBanks(t *testing.T) {
 	dev := nativetest.Device(t)
 	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
@@ -47,6 +48,15 @@ func TestExpertBanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Experts 0–3 in q4, 4–7 kept in float32: a bank per format.
+	mdir := filepath.Join(dir, "variants", "q4-experts-0-3")
+	if err := variant.Write(ck, quant.Q4, mdir, variant.Options{Policy: &variant.Policy{Only: `mlp\.experts\.[0-3]\.`}, MaxShardBytes: 16 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := variant.Open(mdir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name  string
 		src   Source
@@ -55,6 +65,7 @@ func TestExpertBanks(t *testing.T) {
 	}{
 		{"bf16", CheckpointSource(ck), []int64{0, 16 << 10, 4 << 10}, []int{1, 4, 8 + 4}},
 		{"q4", VariantSource(v), []int64{0, 3456}, []int{1, 4}},
+		{"q4 and f32", VariantSource(mixed), []int64{0}, []int{2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var ref []float32

@@ -66,7 +66,8 @@ func presets() []synth.Preset {
 
 // On every variant, teacher-forced logits (40 tokens: a 32-token chunk and
 // an 8-token one) match the CPU engine's, and greedy decoding picks the
-// same tokens.
+// same tokens; a mixture of experts routes every token of both to exactly
+// the same experts (the rows' route tails).
 func TestForwardMatchesCPU(t *testing.T) {
 	for _, p := range presets() {
 		for _, scheme := range []string{"f32", "q8", "q6", "q4"} {
@@ -87,10 +88,21 @@ func TestForwardMatchesCPU(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				V := c.Vocab()
+				if g.Vocab() != V || g.Routes() != c.Routes() || (c.Routes() > 0) != (p.Experts > 0) {
+					t.Fatalf("GPU rows of %d logits and %d routes, CPU %d and %d; the preset has %d experts", g.Vocab(), g.Routes(), V, c.Routes(), p.Experts)
+				}
 				worst, rel := 0.0, 0.0
 				for i := range want {
+					if len(got[i]) != engine.Width(g) {
+						t.Fatalf("row %d: %d values, want %d", i, len(got[i]), engine.Width(g))
+					}
+					// The experts chosen are exactly the CPU's.
+					if !slices.Equal(got[i][V:], want[i][V:]) {
+						t.Fatalf("row %d: GPU routes %v, CPU %v", i, got[i][V:], want[i][V:])
+					}
 					var top, diff float64
-					for j := range want[i] {
+					for j := range want[i][:V] {
 						top = max(top, math.Abs(float64(want[i][j])))
 						diff = max(diff, math.Abs(float64(got[i][j]-want[i][j])))
 					}
@@ -112,6 +124,11 @@ func TestForwardMatchesCPU(t *testing.T) {
 				}
 				if !slices.Equal(a.Output, b.Output) {
 					t.Fatalf("greedy tokens differ:\n cpu %v\n gpu %v", a.Output, b.Output)
+				}
+				for i := range a.Rows {
+					if !slices.Equal(a.Rows[i][V:], b.Rows[i][V:]) {
+						t.Fatalf("greedy step %d: GPU routes %v, CPU %v", i, b.Rows[i][V:], a.Rows[i][V:])
+					}
 				}
 			})
 		}
@@ -233,5 +250,57 @@ func TestPolicyVariant(t *testing.T) {
 	t.Logf("MLP-only q4: |GPU − CPU| %.2e; |· − f32| %.3f, full q4 %.3f", gpuCPU, toF32, q4ToF32)
 	if gpuCPU > 1e-3 || toF32 == 0 || toF32 >= q4ToF32 {
 		t.Fatalf("GPU − CPU %g; MLP-only vs f32 %g, full q4 vs f32 %g: want a GPU equal to the CPU and a variant between", gpuCPU, toF32, q4ToF32)
+	}
+}
+
+// A variant that quantizes some experts and keeps the others in float32
+// (their banks differ in format) runs on both engines alike, routes
+// included.
+func TestMixedExperts(t *testing.T) {
+	dev := nativetest.Device(t)
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
+	if err := synth.Write(synth.Presets["tiny-qwen3-moe"], dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	vdir := filepath.Join(t.TempDir(), "q4-experts")
+	if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: &variant.Policy{Only: `mlp\.experts\.[1-5]\.`}}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := engine.OpenVariant(ck, vdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, 40)
+	for i := range ids {
+		ids[i] = (i*7919 + 13) % 300
+	}
+	var rows [2][][]float32
+	for i, d := range []gpu.Device{nil, dev} {
+		e, err := engine.Open(ck, engine.Options{Variant: v, Device: d, Capacity: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if rows[i], err = session.Forward(e, ids, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	V, worst := 512, 0.0
+	for i := range rows[0] {
+		if !slices.Equal(rows[0][i][V:], rows[1][i][V:]) {
+			t.Fatalf("row %d: GPU routes %v, CPU %v", i, rows[1][i][V:], rows[0][i][V:])
+		}
+		for j := range V {
+			worst = max(worst, math.Abs(float64(rows[0][i][j]-rows[1][i][j])))
+		}
+	}
+	t.Logf("experts 1–5 in q4: |GPU − CPU| %.2e", worst)
+	if worst > 1e-3 {
+		t.Fatalf("GPU − CPU %g", worst)
 	}
 }

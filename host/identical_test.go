@@ -43,6 +43,8 @@ func TestBitIdentical(t *testing.T) {
 		{"tiny-mistral/f32", fixtures.families["tiny-mistral"], "f32"},       // a sliding window of 8
 		{"tiny-llama-bias/f32", fixtures.families["tiny-llama-bias"], "f32"}, // attention and MLP biases
 		{"tiny-gemma3/f32", fixtures.families["tiny-gemma3"], "f32"},         // (1 + w) norms, GELU-tanh, two RoPE tables
+		{"tiny-qwen3-moe/f32", fixtures.families["tiny-qwen3-moe"], "f32"},   // routed experts in banks, route tails in the rows
+		{"tiny-qwen2-moe/f32", fixtures.families["tiny-qwen2-moe"], "f32"},   // a dense layer, then experts and a gated shared expert
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prompt := testPrompt()

@@ -89,22 +89,26 @@ func TestDrive(t *testing.T) {
 		{"panel chunked", 2, Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5, 6, 7}}},
 			[]string{"reset", "tt*", "reset", "tt*", "tt*"}, nil, []int{2, 3, 5, 6, 7}, nil, false, 5},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e := &chain{vocab: 10, chunk: c.chunk}
-			res, err := Drive(e, c.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
-				!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||
-				res.Stopped != c.stopped || len(res.Rows) != c.rows {
-				t.Fatalf("log %v output %v targets %v argmax %v stopped %v rows %d", e.log, res.Output, res.Targets, res.Argmax, res.Stopped, len(res.Rows))
-			}
-			if c.req.Capacity() < e.pos {
-				t.Fatalf("capacity %d, the run needed %d", c.req.Capacity(), e.pos)
-			}
-		})
+	// Every case again with routes after the logits: greedy decoding and
+	// argmax never take an expert id for a token.
+	for _, routes := range []int{0, 2} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/routes%d", c.name, routes), func(t *testing.T) {
+				e := &chain{vocab: 10, chunk: c.chunk, routes: routes}
+				res, err := Drive(e, c.req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
+					!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||
+					res.Stopped != c.stopped || len(res.Rows) != c.rows {
+					t.Fatalf("log %v output %v targets %v argmax %v stopped %v rows %d", e.log, res.Output, res.Targets, res.Argmax, res.Stopped, len(res.Rows))
+				}
+				if c.req.Capacity() < e.pos {
+					t.Fatalf("capacity %d, the run needed %d", c.req.Capacity(), e.pos)
+				}
+			})
+		}
 	}
 }
 

@@ -9,7 +9,7 @@
 //   2 wts:    array<f32>  route writes, combine reads (T, K): their weights, in the same order
 //   3 out:    array<f32>  route: the step's logit rows, (rows, ldl); combine: O (T, d)
 //   4 ys:     array<f32>  combine: the experts' outputs (T, K, d), slot k as in ids
-//   5 shared: array<f32>  combine: the shared expert's output (T, d), read when has_shared
+//   5 shared_y: array<f32> combine: the shared expert's output (T, d), read when has_shared
 //   6 sgate:  array<f32>  combine: the shared expert gate's logit (T,), read when has_shared
 //   7 p: Params
 // route: (T, 1, 1) workgroups of WG (64), one per token: softmax in f32
@@ -21,7 +21,7 @@
 // logits before it).
 // combine: (ceil(d/WG), T, 1) workgroups of WG: O[t, c] = Σ_k wts[t, k] ·
 // ys[t, k, c], summed in increasing expert id (slot) order from 0 as
-// index_add_ does, plus sigmoid(sgate[t]) · shared[t, c] when has_shared.
+// index_add_ does, plus sigmoid(sgate[t]) · shared_y[t, c] when has_shared.
 
 struct Params {
     experts: u32,    // E
@@ -39,7 +39,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> wts: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> ys: array<f32>;
-@group(0) @binding(5) var<storage, read> shared: array<f32>;
+@group(0) @binding(5) var<storage, read> shared_y: array<f32>; // "shared" is reserved in WGSL (Tint refuses it; naga does not)
 @group(0) @binding(6) var<storage, read> sgate: array<f32>;
 @group(0) @binding(7) var<uniform> p: Params;
 
@@ -60,7 +60,7 @@ fn route(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     let base = t * E;
     // Each invocation holds experts lid, lid+WG, ...: it alone writes and
     // rereads them, so no barrier guards r.
-    var m = -3.4028235e38;
+    var m = -3.4028234663852886e38; // -FLT_MAX exactly: Tint refuses -3.4028235e38, which rounds past it
     for (var e = lid; e < E; e += WG) {
         m = max(m, r[base + e]);
     }
@@ -174,7 +174,7 @@ fn combine(@builtin(global_invocation_id) gid: vec3<u32>) {
         acc += ys[(t * K + k) * p.d + c] * wts[t * K + k];
     }
     if (p.has_shared != 0u) {
-        acc += 1.0 / (1.0 + exp(-sgate[t])) * shared[t * p.d + c];
+        acc += 1.0 / (1.0 + exp(-sgate[t])) * shared_y[t * p.d + c];
     }
     out[t * p.d + c] = acc;
 }

@@ -1,6 +1,9 @@
 package shaders
 
 import (
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,6 +28,51 @@ func TestCompile(t *testing.T) {
 		})
 	}
 }
+
+// reserved are WGSL's reserved words (the spec's §15.3): Chromium's Tint
+// refuses a kernel that names anything so, while naga, which TestCompile
+// runs, accepts it; moe.wgsl's binding "shared" passed here and failed
+// only in the browser.
+var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm asm_fragment async attribute auto
+	await become cast catch class co_await co_return co_yield coherent column_major common compile
+	compile_fragment concept const_cast consteval constexpr constinit crate debugger decltype delete demote
+	demote_to_helper do dynamic_cast enum explicit export extends extern external fallthrough filter final
+	finally friend from fxgroup get goto groupshared highp impl implements import inline instanceof interface
+	layout lowp macro macro_rules match mediump meta mod module move mut mutable namespace new nil noexcept
+	noinline nointerpolation non_coherent noncoherent noperspective null nullptr of operator package packoffset
+	partition pass patch pixelfragment precise precision premerge priv protected pub public readonly ref
+	regardless register reinterpret_cast require resource restrict self set shared sizeof smooth snorm static
+	static_assert static_cast std subroutine super target template this thread_local throw trait try type
+	typedef typeid typename typeof union unless unorm unsafe unsized use using varying virtual volatile wgsl
+	where with writeonly yield`)
+
+// TestTintRules: what Chromium's WGSL compiler refuses and naga does not.
+func TestTintRules(t *testing.T) {
+	words := map[string]bool{}
+	for _, w := range reserved {
+		words[w] = true
+	}
+	comment := regexp.MustCompile(`//[^\n]*`)
+	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "prelude": prelude} {
+		code := comment.ReplaceAllString(src, "")
+		for _, id := range ident.FindAllString(code, -1) {
+			if words[id] {
+				t.Errorf("%s.wgsl uses %q, a reserved word in WGSL", name, id)
+			}
+		}
+		// Tint also refuses a float literal beyond f32's range, such as
+		// -3.4028235e38 (FLT_MAX rounded up); naga rounds it down.
+		for _, lit := range floatLit.FindAllString(code, -1) {
+			if v, err := strconv.ParseFloat(lit, 64); err == nil && v > math.MaxFloat32 {
+				t.Errorf("%s.wgsl: the literal %s exceeds f32's range", name, lit)
+			}
+		}
+	}
+}
+
+var floatLit = regexp.MustCompile(`[0-9]+\.[0-9]*[eE][+-]?[0-9]+`)
 
 func TestHeaders(t *testing.T) {
 	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,

@@ -21,11 +21,13 @@ import (
 )
 
 // families are the synthetic presets whose architecture makes the page's
-// WebGPU run dispatch what the demo's does not: Qwen3's q/k norms and
-// Mistral's sliding window. tiny-llama3 is left out: its rope_scaling only
-// changes the frequency table engine.wasm computes and uploads, which
-// wazero computes in the same wasm, and a case costs about 6 s.
-var families = []string{"tiny-qwen3", "tiny-mistral"}
+// WebGPU run dispatch what the demo's does not: Qwen3's q/k norms,
+// Mistral's sliding window, and Qwen3-MoE's routing and expert banks (its
+// route tails compared with wazero's as the logits are). tiny-llama3 is
+// left out: its rope_scaling only changes the frequency table engine.wasm
+// computes and uploads, which wazero computes in the same wasm, and a case
+// costs about 6 s.
+var families = []string{"tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe"}
 
 // familyModel writes preset (seed 0) into a temporary dir with its q4
 // variant, as a user would serve it.
@@ -141,7 +143,8 @@ func clickAndWait(b *Browser, sel string, from int) int {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestUIRouting opens an autorun link for tiny-qwen3-moe on the page's CPU
-// path (the GPU engine does not run mixtures of experts yet), f32 against
+// path (bit for bit with the native engine; TestUIFamilies runs the same
+// model on WebGPU, route tails compared with wazero's), f32 against
 // q4, greedy. The document's routing (each side's experts per position
 // and sparse layer, the flagged positions and the counts) must equal
 // what the native Go engine captures for the same request, and its rows

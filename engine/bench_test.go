@@ -70,13 +70,14 @@ func storedBytes(ck *checkpoint.Checkpoint, v *variant.Variant, g model.Geometry
 	return n
 }
 
-// decodePresets are BenchmarkDecode's models: the tiny preset, two dense
-// real geometries, and Qwen3-30B-A3B's real layers (128 experts of 768,
-// 8 per token) cut to two: a 2.4 GB checkpoint, generated on first use,
-// whose q4 variant takes minutes to write. Run one with -bench
+// decodePresets are BenchmarkDecode's models: the tiny preset, the real
+// geometry of each family (generated on first use: 0.3 to 2.5 GB each,
+// and minutes for a q4 variant), and Qwen3-30B-A3B's real layers (128
+// experts of 768, 8 per token) cut to two. Run one with -bench
 // 'Decode/qwen3-30b' -benchtime 3x.
 func decodePresets() []synth.Preset {
-	return []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"], synth.TwoLayer("qwen3-30b-a3b")}
+	return []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"],
+		synth.Presets["smollm2-135m"], synth.Presets["llama-3.2-1b"], synth.Presets["gemma-3-1b"], synth.TwoLayer("qwen3-30b-a3b")}
 }
 
 // BenchmarkDecode measures KV-cache decode steps (one token in, one logit

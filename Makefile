@@ -30,14 +30,14 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 		echo "npm not found: the tokenizer oracle test will skip (apt-get install nodejs npm)"; \
 	fi
 
-# Benchmarks print one table: decode tokens/s and weight bandwidth per
-# preset, variant and device, the GPU's time per op, and the page's load,
-# open and first-token times in Chromium. The qwen2.5-0.5b and qwen3-0.6b
-# checkpoints (1 GB, 1.2 GB) and their q4 variants are generated once into
-# the cache.
+# Benchmarks print one table: decode tokens/s, weight bandwidth and the
+# GPU's dispatches per token per preset, variant and device, the GPU's time
+# per op, and the page's load, open and first-token times in Chromium. The
+# real-geometry checkpoints of every family (about 10 GB with their q4
+# variants) are generated once into the cache.
 bench:
 	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./engine/...; \
-	  $(GO) test -run '^$$' -bench '/qwen' -benchtime 3x -timeout 60m ./engine/...; \
+	  $(GO) test -run '^$$' -bench '/(qwen|smollm|llama|gemma)' -benchtime 3x -timeout 120m ./engine/...; \
 	  $(GO) test -run '^$$' -bench 'Page' -benchtime 3x ./web/e2e/; } | $(GO) run ./cmd/benchtable
 
 # engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).

@@ -16,8 +16,10 @@ import (
 	"logitscope/engine"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
+	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/receipt"
+	"logitscope/routing"
 	"logitscope/session"
 	"logitscope/tempfile"
 )
@@ -38,6 +40,9 @@ type Capture struct {
 	Policy   string        // the variant's quantization policy; "" for all matrices
 	Device   string        // "cpu", "gpu: <adapter>", "wasm+gpu: <adapter>", "wasm+cpu"
 	Took     time.Duration // the request, once the model was loaded
+	// Routing labels Result.Routes: the model's sparse layers, TopK and
+	// experts (the zero Layout for a dense model, whose Routes are nil).
+	Routing routing.Layout
 }
 
 // Run runs req on the variant of ck that variantName names (f32, q8, q6,
@@ -52,7 +57,11 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if err != nil {
 		return nil, err
 	}
-	c := &Capture{Variant: VariantLabel(variantName)}
+	g, err := model.GeometryOf(ck.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
+	}
+	c := &Capture{Variant: VariantLabel(variantName), Routing: g.RouteLayout()}
 	if v != nil {
 		c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
 	}
@@ -170,16 +179,26 @@ func ReceiptRequest(req session.Request, follow string) receipt.Request {
 	return receipt.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: req.MaxNew, Stops: req.Stops}
 }
 
-// Logits is the rows as one dump of vocab-long rows.
+// Logits is the rows as one dump of vocab-long rows, with the routes when
+// the model is a mixture of experts.
 func (c *Capture) Logits(vocab int) *dump.Logits {
 	l := &dump.Logits{Rows: len(c.Rows), Vocab: vocab, Data: make([]float32, 0, len(c.Rows)*vocab)}
 	for _, r := range c.Rows {
 		l.Data = append(l.Data, r...)
 	}
+	if c.Routes != nil {
+		rt := &routing.Routes{Layout: c.Routing, Rows: len(c.Routes), IDs: make([]int32, 0, len(c.Routes)*c.Routing.Width())}
+		for _, r := range c.Routes {
+			rt.IDs = append(rt.IDs, r...)
+		}
+		l.Routes = rt
+	}
 	return l
 }
 
-// Save writes c's rows as a dump at path and its sealed receipt beside it,
+// Save writes c's rows as a dump at path (safetensors, with the routes of
+// a mixture of experts, when path ends in .safetensors; else the binary
+// dump, which has no room for routes) and its sealed receipt beside it,
 // both whole or neither: each is written to a temporary, then the receipt
 // is renamed into place before the dump, so that even a process killed
 // between the two renames leaves no dump without its receipt (at worst a

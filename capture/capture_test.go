@@ -3,12 +3,15 @@ package capture
 import (
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"logitscope/checkpoint"
+	"logitscope/dump"
 	"logitscope/quant"
 	"logitscope/receipt"
+	"logitscope/routing"
 	"logitscope/session"
 	"logitscope/synth"
 	"logitscope/variant"
@@ -58,6 +61,58 @@ func TestRunAndSave(t *testing.T) {
 	}
 	if got.Seal != rc.Seal || got.VariantManifest != c.Manifest || got.Request.Windows != 2 || got.Dump.Rows != 5 {
 		t.Fatalf("receipt %+v", got)
+	}
+}
+
+// A mixture of experts' capture keeps each row's routes beside its
+// logits, labelled by the model's layout, and a safetensors dump saves
+// them; the receipt describes that file like any dump.
+func TestRunAndSaveRoutes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "moe")
+	if err := synth.Write(synth.Presets["tiny-qwen2-moe"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for _, req := range []session.Request{
+		{Mode: session.Panel, Windows: [][]int{{1, 2, 3, 4}, {5, 6, 7}}},
+		{Mode: session.Greedy, PromptIDs: []int{1, 2, 3}, MaxNew: 4, Stops: []int{}},
+	} {
+		c, err := Run(ck, "f32", req, Options{Device: "cpu", Runtime: "native"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// tiny-qwen2-moe: layer 0 dense, layer 1 routes 3 of 6 experts.
+		want := routing.Layout{Layers: []int{1}, TopK: 3, Experts: 6}
+		if !reflect.DeepEqual(c.Routing, want) || len(c.Routes) != len(c.Rows) || len(c.Rows) == 0 {
+			t.Fatalf("%s: layout %+v, %d routes for %d rows", req.Mode, c.Routing, len(c.Routes), len(c.Rows))
+		}
+		for i, row := range c.Rows {
+			if len(row) != ck.Config.VocabSize || len(c.Routes[i]) != 3 {
+				t.Fatalf("%s: row %d has %d logits and %d routes", req.Mode, i, len(row), len(c.Routes[i]))
+			}
+		}
+		path := filepath.Join(t.TempDir(), "moe.safetensors")
+		if _, err := Save(path, ck, ReceiptRequest(req, ""), c); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := dump.ReadAny(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := c.Logits(ck.Config.VocabSize); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: read back %+v, saved %+v", req.Mode, got.Routes, want.Routes)
+		}
+		rc, err := receipt.Read(receipt.Path(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.CheckDump(path); err != nil || rc.Dump.Rows != len(c.Rows) {
+			t.Fatalf("%s: receipt %+v: %v", req.Mode, rc.Dump, err)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"logitscope/host"
 	"logitscope/session"
 	"logitscope/variant"
+	"logitscope/wasm/abi"
 )
 
 // DefaultEngine is where `make wasm` puts engine.wasm.
@@ -71,7 +72,7 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	if !ownVariant(ck, variantName) {
 		return fmt.Errorf("--runtime wasm opens variants by scheme under MODEL/variants, not %s", variantName)
 	}
-	base, err := session.New(req, 1) // refused before anything loads
+	base, err := session.New(req, 1, ck.Config.VocabSize) // refused before anything loads
 	if err != nil {
 		return err
 	}
@@ -105,20 +106,59 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	defer eng.Close(ctx)
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
+	ar := abi.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: req.MaxNew, Outputs: req.Outputs, Windows: req.Windows}
+	if req.Mode == session.Greedy && req.Stops != nil {
+		stops := req.Stops
+		ar.Stops = &stops
+	}
+	rows, res, err := eng.Run(ctx, ar)
+	if err != nil {
+		return err
+	}
 	switch req.Mode {
 	case session.Panel:
-		c.Rows, c.Targets, err = eng.Panel(ctx, req.Windows)
+		c.Targets = res.Targets
 	case session.Forced:
 		c.Result = base.Result() // the outputs fed back, and whether they stopped
-		if c.Rows, err = eng.Forced(ctx, req.PromptIDs, req.Outputs); err == nil {
-			for _, row := range c.Rows {
-				c.Argmax = append(c.Argmax, session.Argmax(row))
-			}
-		}
 	default:
-		c.Rows, c.Output, c.Stopped, err = eng.Greedy(ctx, req.PromptIDs, req.MaxNew, req.Stops)
+		c.Output, c.Stopped = res.Output, res.Stopped
 	}
-	return err
+	// The host kept the rows as the guest wrote them: the logits, then
+	// any routes, which the result says how to split.
+	if c.Rows, c.Routes, err = SplitRows(rows, res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if res.Routes != nil && !res.Routes.Equal(c.Routing) {
+		return fmt.Errorf("%s: the guest routes %s, the checkpoint says %s", path, res.Routes, c.Routing)
+	}
+	if req.Mode == session.Forced {
+		for _, row := range c.Rows {
+			c.Argmax = append(c.Argmax, session.Argmax(row))
+		}
+	}
+	return nil
+}
+
+// SplitRows splits the rows a host kept, as engine.wasm wrote them, into
+// logits and routes with what its result says (abi.Result.SplitRow): a
+// dense model's rows stay as they are and have no routes.
+func SplitRows(rows [][]float32, res host.Result) ([][]float32, [][]int32, error) {
+	logits := make([][]float32, len(rows))
+	var routes [][]int32
+	if res.Routes != nil {
+		routes = make([][]int32, len(rows))
+	}
+	for i, row := range rows {
+		l, ids, err := res.SplitRow(row)
+		if err != nil {
+			return nil, nil, fmt.Errorf("row %d: %v", i, err)
+		}
+		logits[i] = l
+		if routes != nil {
+			routes[i] = ids
+		}
+	}
+	return logits, routes, nil
 }
 
 // ownVariant says whether a variant name is f32 or one of the model's own

@@ -58,6 +58,22 @@ type Config struct {
 	AttnLogitSoftcapping      *float64        `json:"attn_logit_softcapping,omitempty"`
 	UseBidirectionalAttention *bool           `json:"use_bidirectional_attention,omitempty"`
 	RopeParameters            json.RawMessage `json:"rope_parameters,omitempty"`
+
+	// Mixture of experts (Qwen2MoeConfig, Qwen3MoeConfig): num_experts
+	// routed experts of moe_intermediate_size on the layers that
+	// decoder_sparse_step and mlp_only_layers pick, num_experts_per_tok of
+	// them per token; Qwen2-MoE adds a shared expert of
+	// shared_expert_intermediate_size behind a sigmoid gate, and its
+	// attention biases follow qkv_bias.
+	NumExperts                   *int  `json:"num_experts,omitempty"`
+	NumLocalExperts              *int  `json:"num_local_experts,omitempty"` // Mixtral's name for it
+	NumExpertsPerTok             *int  `json:"num_experts_per_tok,omitempty"`
+	MoEIntermediateSize          int   `json:"moe_intermediate_size,omitempty"`
+	SharedExpertIntermediateSize int   `json:"shared_expert_intermediate_size,omitempty"`
+	NormTopKProb                 *bool `json:"norm_topk_prob,omitempty"`
+	DecoderSparseStep            *int  `json:"decoder_sparse_step,omitempty"`
+	MLPOnlyLayers                []int `json:"mlp_only_layers,omitempty"`
+	QKVBias                      *bool `json:"qkv_bias,omitempty"`
 }
 
 // Defaults for fields that config.json may omit; they match the

@@ -2,6 +2,10 @@
 // capture scripts write: little-endian uint64 rows, uint64 vocab, then
 // rows×vocab float32, row-major. Row i is the logit row computed just before
 // output token i was appended.
+//
+// The same logits can also be a safetensors file (safetensors.go), which
+// for a mixture of experts also holds the experts each row was routed to:
+// the binary format has no room for them, and other tools read it exactly.
 package dump
 
 import (
@@ -12,6 +16,9 @@ import (
 	"math"
 	"os"
 
+	"strings"
+
+	"logitscope/routing"
 	"logitscope/tempfile"
 )
 
@@ -22,16 +29,21 @@ const HeaderSize = 16
 // allocate without limit: 2^32 float32 is 16 GiB, far above any real capture.
 const maxElements = 1 << 32
 
-// Logits is a dump in memory: Data (Rows, Vocab) row-major.
+// Logits is a dump in memory: Data (Rows, Vocab) row-major, and for a
+// mixture of experts the Routes of the same rows (nil for a dense model,
+// and for a binary dump, which cannot hold them).
 type Logits struct {
 	Rows, Vocab int
 	Data        []float32
+	Routes      *routing.Routes
 }
 
 // Row returns row i (Vocab,) without copying.
 func (l *Logits) Row(i int) []float32 { return l.Data[i*l.Vocab : (i+1)*l.Vocab] }
 
-// Write encodes l to w.
+// Write encodes l to w as a binary dump, which holds the logits only: a
+// caller with Routes to keep writes safetensors (WriteTemp and WriteFile
+// choose by the path).
 func Write(w io.Writer, l *Logits) error {
 	if l.Rows*l.Vocab != len(l.Data) {
 		return fmt.Errorf("dump: %d rows × %d vocab does not match %d values", l.Rows, l.Vocab, len(l.Data))
@@ -55,7 +67,9 @@ func Write(w io.Writer, l *Logits) error {
 
 // WriteFile writes path atomically: a temporary file in the same directory,
 // renamed into place only when complete, so a failed or interrupted write
-// leaves no half-written dump behind (package tempfile).
+// leaves no half-written dump behind (package tempfile). A path ending in
+// .safetensors gets safetensors (with l's Routes), any other the binary
+// dump.
 func WriteFile(path string, l *Logits) error {
 	tmp, err := WriteTemp(path, l)
 	if err != nil {
@@ -68,8 +82,15 @@ func WriteFile(path string, l *Logits) error {
 // for a caller that puts it in place together with other files
 // (tempfile.Rename).
 func WriteTemp(path string, l *Logits) (string, error) {
+	if IsSafetensors(path) {
+		return tempfile.Write(path, func(w io.Writer) error { return writeSafetensors(w, l, nil) })
+	}
 	return tempfile.Write(path, func(w io.Writer) error { return Write(w, l) })
 }
+
+// IsSafetensors says whether a dump's name makes it safetensors rather
+// than the binary dump.
+func IsSafetensors(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".safetensors") }
 
 // ParseHeader validates the header against the total byte size of the dump.
 func ParseHeader(hdr []byte, size int64, name string) (rows, vocab int, err error) {

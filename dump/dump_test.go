@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"logitscope/routing"
 	"logitscope/safetensors"
 )
 
@@ -215,16 +216,163 @@ func TestSafetensorsLogits(t *testing.T) {
 	}
 }
 
+// moeLogits is goldenLogits with routes: 2 rows, sparse layers 1 and 3,
+// top-2 of 4 experts.
+func moeLogits() *Logits {
+	l := goldenLogits()
+	l.Routes = &routing.Routes{Layout: routing.Layout{Layers: []int{1, 3}, TopK: 2, Experts: 4}, Rows: 2,
+		IDs: []int32{3, 0, 1, 2, 0, 1, 2, 3}}
+	return l
+}
+
+// A mixture of experts' dump keeps its routes, labelled, through
+// safetensors, whichever way it is written; a binary dump keeps the
+// logits alone, as existing tools expect.
+func TestRoutesRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.safetensors", "b.SAFETENSORS"} {
+		path := filepath.Join(dir, name)
+		if err := WriteFile(path, moeLogits()); err != nil {
+			t.Fatal(err)
+		}
+		l, meta, err := ReadAny(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflectEqual(l, moeLogits()) {
+			t.Fatalf("%s: read back %+v routes %+v", name, l, l.Routes)
+		}
+		if meta[RouteLayers] != "1,3" || meta[RouteExperts] != "4" {
+			t.Fatalf("%s: metadata %v", name, meta)
+		}
+	}
+	// WriteSafetensors keeps the caller's metadata beside the labels.
+	path := filepath.Join(dir, "w.safetensors")
+	if err := WriteSafetensors(path, moeLogits(), map[string]string{"window": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, meta, err := ReadAny(path); err != nil || meta["window"] != "0" || l.Routes == nil {
+		t.Fatalf("got %+v %v %v", l, meta, err)
+	}
+	if err := WriteSafetensors(path, moeLogits(), map[string]string{RouteLayers: "0"}); err == nil || !strings.Contains(err.Error(), "metadata route_layers is the routes' label") {
+		t.Fatalf("the caller's route_layers: %v", err)
+	}
+	bin := filepath.Join(dir, "x.dump")
+	if err := WriteFile(bin, moeLogits()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile("testdata/golden.dump")
+	if got, _ := os.ReadFile(bin); !bytes.Equal(got, want) {
+		t.Fatal("a binary dump with routes is not the golden logits-only dump")
+	}
+	// A dense model's safetensors dump is what it was before routes.
+	plain := filepath.Join(dir, "plain.safetensors")
+	if err := WriteFile(plain, goldenLogits()); err != nil {
+		t.Fatal(err)
+	}
+	if l, meta, err := ReadAny(plain); err != nil || l.Routes != nil || len(meta) != 0 {
+		t.Fatalf("dense: %+v %v %v", l, meta, err)
+	}
+}
+
+func reflectEqual(a, b *Logits) bool {
+	return fmt.Sprintf("%v %d %d %+v", a.Data, a.Rows, a.Vocab, a.Routes) == fmt.Sprintf("%v %d %d %+v", b.Data, b.Rows, b.Vocab, b.Routes)
+}
+
+// Routes a reader could not label, or that are not expert ids, are
+// refused naming the file and the field.
+func TestRoutesErrors(t *testing.T) {
+	logits := safetensors.Tensor{Name: LogitsTensor, DType: safetensors.F32, Shape: []int{2, 3}, Data: safetensors.EncodeF32(goldenLogits().Data)}
+	routes := func(dtype safetensors.DType, shape []int, ids ...int32) safetensors.Tensor {
+		data := safetensors.EncodeI32(ids)
+		if dtype != safetensors.I32 {
+			data = safetensors.EncodeF32(make([]float32, len(ids)))
+		}
+		return safetensors.Tensor{Name: RoutesTensor, DType: dtype, Shape: shape, Data: data}
+	}
+	good := []int32{3, 0, 1, 2, 0, 1, 2, 3}
+	labels := map[string]string{RouteLayers: "1,3", RouteExperts: "4"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range labels {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name   string
+		routes safetensors.Tensor
+		meta   map[string]string
+		want   string
+	}{
+		{"dtype", routes(safetensors.F32, []int{2, 2, 2}, good...), labels, `"routes" is F32, want I32`},
+		{"rows", routes(safetensors.I32, []int{1, 2, 4}, good...), labels, `"routes" has shape [1 2 4], want (2 rows, sparse layers, top-k)`},
+		{"2-D", routes(safetensors.I32, []int{2, 4}, good...), labels, `has shape [2 4]`},
+		{"no layers", routes(safetensors.I32, []int{2, 2, 2}, good...), with(RouteLayers, ""), `"routes" has no route_layers metadata`},
+		{"bad layers", routes(safetensors.I32, []int{2, 2, 2}, good...), with(RouteLayers, "1;3"), `metadata route_layers "1;3": layer "1;3" is not a decimal number`},
+		{"layer count", routes(safetensors.I32, []int{2, 2, 2}, good...), with(RouteLayers, "1"), `names 1 layers, "routes" has 2`},
+		{"unordered layers", routes(safetensors.I32, []int{2, 2, 2}, good...), with(RouteLayers, "3,1"), `routes: layers [3 1]`},
+		{"no experts", routes(safetensors.I32, []int{2, 2, 2}, good...), with(RouteExperts, ""), `metadata route_experts "": want the number of experts`},
+		{"expert range", routes(safetensors.I32, []int{2, 2, 2}, 3, 0, 1, 2, 0, 1, 2, 4), labels, `routes: row 1, layer 3: expert 4 is outside the 4 experts`},
+		{"negative expert", routes(safetensors.I32, []int{2, 2, 2}, 3, -1, 1, 2, 0, 1, 2, 3), labels, `row 0, layer 1: expert -1`},
+		{"twice", routes(safetensors.I32, []int{2, 2, 2}, 3, 3, 1, 2, 0, 1, 2, 3), labels, `expert 3 chosen twice`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.safetensors")
+			if err := safetensors.WriteFile(path, []safetensors.Tensor{logits, c.routes}, c.meta); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := ReadAny(path)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("err = %v, want it to name %s and say %q", err, path, c.want)
+			}
+		})
+	}
+	// Writing checks the routes against the logits as well.
+	l := moeLogits()
+	l.Routes.Rows = 1
+	if err := WriteSafetensors(filepath.Join(t.TempDir(), "w.safetensors"), l, nil); err == nil || !strings.Contains(err.Error(), "1 rows of routes for 2 rows of logits") {
+		t.Fatalf("write: %v", err)
+	}
+}
+
 func FuzzParseSafetensors(f *testing.F) {
 	dir := f.TempDir()
 	path := filepath.Join(dir, "seed.safetensors")
 	WriteSafetensors(path, goldenLogits(), map[string]string{"k": "v"})
 	seed, _ := os.ReadFile(path)
 	f.Add(seed)
+	// A mixture of experts' dump: the routes tensor and its labels.
+	WriteSafetensors(path, moeLogits(), nil)
+	seed, _ = os.ReadFile(path)
+	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, _, err := ParseSafetensors(data, "fuzz")
-		if err == nil && l.Rows*l.Vocab != len(l.Data) {
+		if err != nil {
+			return
+		}
+		if l.Rows*l.Vocab != len(l.Data) {
 			t.Fatalf("%d×%d logits with %d values", l.Rows, l.Vocab, len(l.Data))
+		}
+		if rt := l.Routes; rt != nil {
+			if rt.Rows != l.Rows || rt.Check("fuzz") != nil {
+				t.Fatalf("routes %+v for %d rows parsed: %v", rt, l.Rows, rt.Check("fuzz"))
+			}
+			// What parses writes back and reads as the same.
+			var buf bytes.Buffer
+			if err := writeSafetensors(&buf, l, nil); err != nil {
+				t.Fatalf("parsed routes do not write: %v", err)
+			}
+			again, _, err := ParseSafetensors(buf.Bytes(), "again")
+			if err != nil || !reflectEqual(again, l) {
+				t.Fatalf("routes changed through a write: %v", err)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"logitscope/checkpoint"
@@ -17,8 +18,8 @@ import (
 
 // benchModel opens a cached synthetic preset and its q4 variant (written
 // once into the cache).
-func benchModel(b *testing.B, preset string) (*checkpoint.Checkpoint, *variant.Variant) {
-	dir, err := synth.Cached(preset, 0)
+func benchModel(b *testing.B, p synth.Preset) (*checkpoint.Checkpoint, *variant.Variant) {
+	dir, err := synth.CachedPreset(p, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,36 +40,55 @@ func benchModel(b *testing.B, preset string) (*checkpoint.Checkpoint, *variant.V
 
 // storedBytes is what one decode step reads of the weights as the engine
 // holds them: float32 on the CPU, the stored bytes on the GPU. A tied
-// embedding counts once: the head reads all of it.
+// embedding counts once: the head reads all of it. A routed expert counts
+// TopK/Experts of its bytes: a token reads TopK of each layer's experts.
 func storedBytes(ck *checkpoint.Checkpoint, v *variant.Variant, g model.Geometry, device string) int64 {
-	var n int64
+	var n, routed int64
 	for _, s := range g.Specs() {
+		sum := &n
+		if strings.Contains(s.Name, ".mlp.experts.") {
+			sum = &routed
+		}
 		elems := int64(1)
 		for _, d := range s.Shape {
 			elems *= int64(d)
 		}
 		switch {
 		case device == "cpu":
-			n += 4 * elems
+			*sum += 4 * elems
 		case v != nil:
 			_, _, size, _ := v.Shape(s.Name)
-			n += size
+			*sum += size
 		default:
 			info, _, _ := ck.Info(s.Name)
-			n += info.Length
+			*sum += info.Length
 		}
+	}
+	if routed > 0 {
+		n += routed * int64(g.TopK) / int64(g.Experts)
 	}
 	return n
 }
 
+// decodePresets are BenchmarkDecode's models: the tiny preset, the real
+// geometry of each family (generated on first use: 0.3 to 2.5 GB each,
+// and minutes for a q4 variant), and Qwen3-30B-A3B's real layers (128
+// experts of 768, 8 per token) cut to two. Run one with -bench
+// 'Decode/qwen3-30b' -benchtime 3x.
+func decodePresets() []synth.Preset {
+	return []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"],
+		synth.Presets["smollm2-135m"], synth.Presets["llama-3.2-1b"], synth.Presets["gemma-3-1b"], synth.TwoLayer("qwen3-30b-a3b")}
+}
+
 // BenchmarkDecode measures KV-cache decode steps (one token in, one logit
 // row out, positions 32..288 after a 32-token prefill) for each preset,
-// variant and device, with tokens/s and the effective weight bandwidth.
+// variant and device, with tokens/s, the effective weight bandwidth and,
+// on the GPU, the dispatches one step records.
 func BenchmarkDecode(b *testing.B) {
-	for _, preset := range []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b"} {
+	for _, preset := range decodePresets() {
 		for _, vname := range []string{"f32", "q4"} {
 			for _, dname := range []string{"cpu", "gpu"} {
-				b.Run(preset+"/"+vname+"/"+dname, func(b *testing.B) {
+				b.Run(preset.Name+"/"+vname+"/"+dname, func(b *testing.B) {
 					ck, v := benchModel(b, preset)
 					if vname == "f32" {
 						v = nil
@@ -101,20 +121,32 @@ func BenchmarkDecode(b *testing.B) {
 						pos = prompt
 						b.StartTimer()
 					}
+					counter, _ := s.(interface{ Dispatches() int64 })
+					var dispatches int64
 					fresh()
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						if pos == prompt+span {
 							fresh()
 						}
+						var before int64
+						if counter != nil {
+							before = counter.Dispatches()
+						}
 						if _, err := session.Forward(s, []int{ids[i%prompt]}, false); err != nil {
 							b.Fatal(err)
+						}
+						if counter != nil {
+							dispatches += counter.Dispatches() - before
 						}
 						pos++
 					}
 					sec := b.Elapsed().Seconds()
 					b.ReportMetric(float64(b.N)/sec, "tok/s")
 					b.ReportMetric(float64(storedBytes(ck, v, g, dname))*float64(b.N)/sec/1e9, "weightGB/s")
+					if counter != nil {
+						b.ReportMetric(float64(dispatches)/float64(b.N), "dispatches/tok")
+					}
 				})
 			}
 		}

@@ -10,9 +10,9 @@ import (
 // submission's rows are copied into one reused slice, so that a wasm host
 // reads them at a fixed guest address and memory stays flat.
 type cpuEngine struct {
-	st    *cpu.State
-	vocab int
-	rows  []float32 // (Chunk, Vocab): the last submission's rows
+	st            *cpu.State
+	vocab, routes int
+	rows          []float32 // (Chunk, Vocab+Routes): the last submission's rows
 }
 
 // cpuChunk is the GPU's chunk, so that a request splits into the same
@@ -24,11 +24,12 @@ func newCPU(m *model.Model, capacity int) (*cpuEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cpuEngine{st: st, vocab: m.Vocab, rows: make([]float32, cpuChunk*m.Vocab)}, nil
+	return &cpuEngine{st: st, vocab: m.Vocab, routes: m.Routes(), rows: make([]float32, cpuChunk*(m.Vocab+m.Routes()))}, nil
 }
 
 func (c *cpuEngine) Name() string { return DeviceName(nil) }
 func (c *cpuEngine) Vocab() int   { return c.vocab }
+func (c *cpuEngine) Routes() int  { return c.routes }
 func (c *cpuEngine) Chunk() int   { return cpuChunk }
 func (c *cpuEngine) Reset()       { c.st.Reset() }
 
@@ -46,18 +47,20 @@ func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	if err != nil || want == None {
 		return Region{}, err
 	}
+	w := c.vocab + c.routes
 	for i, r := range rows {
-		copy(c.rows[i*c.vocab:(i+1)*c.vocab], r)
+		copy(c.rows[i*w:(i+1)*w], r)
 	}
 	n := len(rows)
-	return Region{Rows: n, Size: int64(n * c.vocab * 4), Host: c.rows[:n*c.vocab]}, nil
+	return Region{Rows: n, Size: int64(n * w * 4), Host: c.rows[:n*w]}, nil
 }
 
 // Read copies the rows out: the next Submit overwrites them.
 func (c *cpuEngine) Read(r Region) ([][]float32, error) {
 	out := make([][]float32, r.Rows)
 	for i := range out {
-		out[i] = append([]float32(nil), r.Host[i*c.vocab:(i+1)*c.vocab]...)
+		w := c.vocab + c.routes
+		out[i] = append([]float32(nil), r.Host[i*w:(i+1)*w]...)
 	}
 	return out, nil
 }

@@ -32,8 +32,9 @@ func (w Want) rows(t int) int {
 	return t
 }
 
-// Region is where a submission's logit rows lie: Rows rows of the
-// vocabulary, either Size bytes at Offset of a device Buffer (little-endian
+// Region is where a submission's logit rows lie: Rows rows of Width
+// float32 (the vocabulary's logits, then a mixture of experts' routes),
+// either Size bytes at Offset of a device Buffer (little-endian
 // float32, read back by the host: blocking natively, with mapAsync in a
 // browser) or, for the CPU engine, Host in this process's memory. Either
 // stays valid until the next Submit.
@@ -44,24 +45,31 @@ type Region struct {
 	Host         []float32
 }
 
-// Slice narrows r to its rows [lo, hi), so that a host reads only the rows
-// it keeps.
-func (r Region) Slice(lo, hi, vocab int) Region {
-	row := int64(vocab) * 4
+// Slice narrows r, whose rows are width float32, to its rows [lo, hi), so
+// that a host reads only the rows it keeps.
+func (r Region) Slice(lo, hi, width int) Region {
+	row := int64(width) * 4
 	out := Region{Rows: hi - lo, Buffer: r.Buffer, Offset: r.Offset + int64(lo)*row, Size: int64(hi-lo) * row}
 	if r.Host != nil {
-		out.Host, out.Offset = r.Host[lo*vocab:hi*vocab], 0
+		out.Host, out.Offset = r.Host[lo*width:hi*width], 0
 	}
 	return out
 }
+
+// Width is the length of e's rows: Vocab logits, then Routes expert ids.
+func Width(e Engine) int { return e.Vocab() + e.Routes() }
 
 // Engine is one sequence on one device: a model, its KV cache and the
 // position reached. Not safe for concurrent use.
 type Engine interface {
 	// Name says where it runs, for receipts: "cpu", or "gpu: <adapter>".
 	Name() string
-	// Vocab is the length of a logit row.
+	// Vocab is the number of logits in a row.
 	Vocab() int
+	// Routes is the number of values after the logits in a row: for a
+	// mixture of experts, the ids (as float32) of the experts each sparse
+	// layer routed the row's token to (model.Geometry.Routes); else 0.
+	Routes() int
 	// Chunk is the most tokens one Submit takes.
 	Chunk() int
 	// Submit appends at most Chunk tokens to the sequence and names the

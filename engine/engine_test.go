@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -66,7 +67,8 @@ func presets() []synth.Preset {
 
 // On every variant, teacher-forced logits (40 tokens: a 32-token chunk and
 // an 8-token one) match the CPU engine's, and greedy decoding picks the
-// same tokens.
+// same tokens; a mixture of experts routes every token of both to exactly
+// the same experts (the rows' route tails).
 func TestForwardMatchesCPU(t *testing.T) {
 	for _, p := range presets() {
 		for _, scheme := range []string{"f32", "q8", "q6", "q4"} {
@@ -87,7 +89,14 @@ func TestForwardMatchesCPU(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				worst, rel := gpuError(want, got)
+				V := c.Vocab()
+				if g.Vocab() != V || g.Routes() != c.Routes() || (c.Routes() > 0) != (p.Experts > 0) {
+					t.Fatalf("GPU rows of %d logits and %d routes, CPU %d and %d; the preset has %d experts", g.Vocab(), g.Routes(), V, c.Routes(), p.Experts)
+				}
+				worst, rel, err := gpuError(want, got, V)
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Logf("%s %s: max |GPU − CPU| %.2e logits (%.2e of the row's largest)", p.Name, scheme, worst, rel)
 				if rel > ForwardTolerance {
 					t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
@@ -105,24 +114,37 @@ func TestForwardMatchesCPU(t *testing.T) {
 				if !slices.Equal(a.Output, b.Output) {
 					t.Fatalf("greedy tokens differ:\n cpu %v\n gpu %v", a.Output, b.Output)
 				}
+				for i := range a.Rows {
+					if !slices.Equal(a.Rows[i][V:], b.Rows[i][V:]) {
+						t.Fatalf("greedy step %d: GPU routes %v, CPU %v", i, b.Rows[i][V:], a.Rows[i][V:])
+					}
+				}
 			})
 		}
 	}
 }
 
-// gpuError is how far the GPU's rows are from the CPU's: the largest
-// absolute difference, and the largest relative to its row's largest
-// |logit| (what ForwardTolerance bounds).
-func gpuError(cpu, gpu [][]float32) (worst, rel float64) {
+// gpuError is how far the GPU's logits (each row's first vocab values)
+// are from the CPU's: the largest absolute difference, and the largest
+// relative to its row's largest |logit| (what ForwardTolerance bounds);
+// rows of another width or with other routes are an error.
+func gpuError(cpu, gpu [][]float32, vocab int) (worst, rel float64, err error) {
 	for i := range cpu {
+		if len(gpu[i]) != len(cpu[i]) {
+			return 0, 0, fmt.Errorf("row %d: GPU %d values, CPU %d", i, len(gpu[i]), len(cpu[i]))
+		}
+		// The experts a mixture routes to are exactly the CPU's.
+		if !slices.Equal(gpu[i][vocab:], cpu[i][vocab:]) {
+			return 0, 0, fmt.Errorf("row %d: GPU routes %v, CPU %v", i, gpu[i][vocab:], cpu[i][vocab:])
+		}
 		var top, diff float64
-		for j := range cpu[i] {
+		for j := range cpu[i][:vocab] {
 			top = max(top, math.Abs(float64(cpu[i][j])))
 			diff = max(diff, math.Abs(float64(gpu[i][j]-cpu[i][j])))
 		}
 		worst, rel = max(worst, diff), max(rel, diff/top)
 	}
-	return worst, rel
+	return worst, rel, nil
 }
 
 // Both engines refuse what does not fit, with the same words.
@@ -301,7 +323,10 @@ func TestMixedVariant(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			worst, rel := gpuError(rows[0], rows[1])
+			worst, rel, err := gpuError(rows[0], rows[1], e[0].Vocab())
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Logf("%s mixed: max |GPU − CPU| %.2e logits (%.2e of the row's largest)", name, worst, rel)
 			if rel > ForwardTolerance {
 				t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
@@ -319,5 +344,52 @@ func TestMixedVariant(t *testing.T) {
 				t.Fatalf("greedy tokens differ:\n cpu %v\n gpu %v", out[0], out[1])
 			}
 		})
+	}
+}
+
+// A variant that quantizes some experts and keeps the others in float32
+// (their banks differ in format) runs on both engines alike, routes
+// included.
+func TestMixedExperts(t *testing.T) {
+	dev := nativetest.Device(t)
+	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
+	if err := synth.Write(synth.Presets["tiny-qwen3-moe"], dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	vdir := filepath.Join(t.TempDir(), "q4-experts")
+	if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: &variant.Policy{Only: `mlp\.experts\.[1-5]\.`}}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := engine.OpenVariant(ck, vdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, 40)
+	for i := range ids {
+		ids[i] = (i*7919 + 13) % 300
+	}
+	var rows [2][][]float32
+	for i, d := range []gpu.Device{nil, dev} {
+		e, err := engine.Open(ck, engine.Options{Variant: v, Device: d, Capacity: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if rows[i], err = session.Forward(e, ids, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worst, rel, err := gpuError(rows[0], rows[1], 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("experts 1–5 in q4: max |GPU − CPU| %.2e (%.2e of the row's largest)", worst, rel)
+	if rel > ForwardTolerance {
+		t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
 	}
 }

@@ -10,13 +10,14 @@ import (
 // gpuEngine is the WGSL program (package gpuengine) behind the seam.
 type gpuEngine struct {
 	*gpuengine.State
-	dev   gpu.Device
-	vocab int
-	name  string
+	dev           gpu.Device
+	vocab, routes int
+	name          string
 }
 
 func (g *gpuEngine) Name() string { return g.name }
 func (g *gpuEngine) Vocab() int   { return g.vocab }
+func (g *gpuEngine) Routes() int  { return g.routes }
 
 // Submit records and submits one step; its rows lie at the start of the
 // engine's logits buffer.
@@ -28,7 +29,7 @@ func (g *gpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	if err := g.State.Submit(tokens, n); err != nil {
 		return Region{}, err
 	}
-	return Region{Rows: n, Buffer: g.Logits(), Size: int64(n * g.vocab * 4)}, nil
+	return Region{Rows: n, Buffer: g.Logits(), Size: int64(n * (g.vocab + g.routes) * 4)}, nil
 }
 
 // Read waits for the submission and decodes its rows.
@@ -40,8 +41,9 @@ func (g *gpuEngine) Read(r Region) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) != r.Rows*g.vocab*4 {
-		return nil, fmt.Errorf("read %d bytes of logits, want %d rows of %d float32", len(raw), r.Rows, g.vocab)
+	w := g.vocab + g.routes
+	if len(raw) != r.Rows*w*4 {
+		return nil, fmt.Errorf("read %d bytes of logits, want %d rows of %d float32", len(raw), r.Rows, w)
 	}
-	return gpu.Float32Rows(raw, g.vocab), nil
+	return gpu.Float32Rows(raw, w), nil
 }

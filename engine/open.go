@@ -66,7 +66,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab, name: DeviceName(opt.Device)}, nil
+	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab, routes: g.Routes(), name: DeviceName(opt.Device)}, nil
 }
 
 // DeviceName is how receipts and logs name a device: "gpu: <adapter>

@@ -24,7 +24,7 @@ var fixtures struct {
 	tmp      string
 	wasm     []byte
 	modelDir string
-	families map[string]string // preset → directory: tiny-qwen3, tiny-llama3, tiny-mistral, tiny-llama-bias, tiny-gemma3
+	families map[string]string // preset → directory: tiny-qwen3, tiny-llama3, tiny-mistral, tiny-llama-bias, tiny-gemma3, the two MoE
 	mod      *Module
 }
 
@@ -72,7 +72,7 @@ func setup(t testing.TB) {
 			return
 		}
 		f.families = map[string]string{}
-		for _, name := range []string{"tiny-qwen3", "tiny-llama3", "tiny-mistral", "tiny-llama-bias", "tiny-gemma3"} {
+		for _, name := range []string{"tiny-qwen3", "tiny-llama3", "tiny-mistral", "tiny-llama-bias", "tiny-gemma3", "tiny-qwen3-moe", "tiny-qwen2-moe"} {
 			f.families[name] = filepath.Join(f.tmp, name)
 			if f.err = synth.Write(synth.Presets[name], f.families[name], synth.Options{}); f.err != nil {
 				return

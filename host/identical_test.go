@@ -43,6 +43,8 @@ func TestBitIdentical(t *testing.T) {
 		{"tiny-mistral/f32", fixtures.families["tiny-mistral"], "f32"},       // a sliding window of 8
 		{"tiny-llama-bias/f32", fixtures.families["tiny-llama-bias"], "f32"}, // attention and MLP biases
 		{"tiny-gemma3/f32", fixtures.families["tiny-gemma3"], "f32"},         // (1 + w) norms, GELU-tanh, two RoPE tables
+		{"tiny-qwen3-moe/f32", fixtures.families["tiny-qwen3-moe"], "f32"},   // routed experts in banks, route tails in the rows
+		{"tiny-qwen2-moe/f32", fixtures.families["tiny-qwen2-moe"], "f32"},   // a dense layer, then experts and a gated shared expert
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prompt := testPrompt()
@@ -64,11 +66,28 @@ func TestBitIdentical(t *testing.T) {
 			if stopped || !slices.Equal(out, want.Output) {
 				t.Fatalf("greedy output %v (stopped %v), native %v", out, stopped, want.Output)
 			}
-			sameBits(t, "greedy", rows, want.Rows)
+			sameBits(t, "greedy", rows, engineRows(want))
 
 			samePanel(t, ctx, e, nat)
 		})
 	}
+}
+
+// engineRows puts a result's rows back as an engine writes them, each
+// row's routes (a mixture of experts') after its logits, as the wasm host
+// keeps them.
+func engineRows(res session.Result) [][]float32 {
+	if res.Routes == nil {
+		return res.Rows
+	}
+	out := make([][]float32, len(res.Rows))
+	for i, row := range res.Rows {
+		out[i] = slices.Clone(row)
+		for _, id := range res.Routes[i] {
+			out[i] = append(out[i], float32(id))
+		}
+	}
+	return out
 }
 
 func sameBits(t *testing.T, what string, got, want [][]float32) {

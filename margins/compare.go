@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"logitscope/dump"
+	"logitscope/routing"
 )
 
 // Compare compares the reference dump with the test dump position by
@@ -19,7 +20,9 @@ import (
 //
 // The dumps must have the same geometry, at least one row and a vocabulary
 // of at least two tokens; a NaN or infinite logit is an error naming the
-// dump, the row and the token.
+// dump, the row and the token. When both carry routes (a mixture of
+// experts), the report compares those too (Report.Routing); when only one
+// does, there is nothing to compare them with and the report has none.
 func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error) {
 	if ref == nil || test == nil {
 		return nil, errors.New("margins: nil dump")
@@ -35,6 +38,9 @@ func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error
 		if l.d.Rows*l.d.Vocab != len(l.d.Data) {
 			return nil, fmt.Errorf("margins: %s is %d rows × %d vocab but holds %d values",
 				l.name, l.d.Rows, l.d.Vocab, len(l.d.Data))
+		}
+		if rt := l.d.Routes; rt != nil && rt.Rows != l.d.Rows {
+			return nil, fmt.Errorf("margins: %s has %d rows of logits but %d of routes", l.name, l.d.Rows, rt.Rows)
 		}
 	}
 	if ref.Rows < 1 {
@@ -90,7 +96,7 @@ func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error
 		}
 	}
 
-	return &Report{
+	rep := &Report{
 		Rows:      ref.Rows,
 		Vocab:     ref.Vocab,
 		TopK:      opt.TopK,
@@ -98,7 +104,17 @@ func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error
 		Summary:   summarize(pos, targets != nil, captureSigma),
 		Positions: pos,
 		opt:       opt,
-	}, nil
+	}
+	if ref.Routes != nil && test.Routes != nil {
+		flips := make([]bool, len(pos))
+		for i := range pos {
+			flips[i] = pos[i].Flip
+		}
+		if rep.Routing, err = routing.Compare(ref.Routes, test.Routes, flips); err != nil {
+			return nil, fmt.Errorf("margins: %v", err)
+		}
+	}
+	return rep, nil
 }
 
 // analyzeRows runs analyzeRow over all rows on opt.Workers goroutines. Each

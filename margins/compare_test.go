@@ -3,10 +3,12 @@ package margins
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
 	"logitscope/dump"
+	"logitscope/routing"
 )
 
 // handCase is two rows over a vocabulary of three, with small integer
@@ -315,5 +317,45 @@ func TestTopKOption(t *testing.T) {
 	p := r.Positions[0]
 	if p.Target != p.RefChoice || p.LnPRefTarget != nil || r.Summary.PPL != nil || r.Summary.TeacherForced {
 		t.Errorf("argmax mode: target %d (a = %d), ln p %v, PPL %v", p.Target, p.RefChoice, p.LnPRefTarget, r.Summary.PPL)
+	}
+}
+
+// Routes are compared when both dumps carry them, flips counted where
+// the sets changed; one side alone has nothing to be compared with, and
+// routes that do not line up with the logits are refused.
+func TestCompareRouting(t *testing.T) {
+	l := routing.Layout{Layers: []int{1, 2}, TopK: 2, Experts: 6}
+	ref, test := randomPair(3, 40, 50, 0.8)
+	withRoutes(4, ref, test, l)
+	r := mustCompare(t, ref, test, nil, Options{})
+	if r.Routing == nil {
+		t.Fatal("no routing comparison")
+	}
+	flips := make([]bool, r.Rows)
+	for i, p := range r.Positions {
+		flips[i] = p.Flip
+	}
+	want, err := routing.Compare(ref.Routes, test.Routes, flips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.Routing, want) || r.Routing.Summary.Flips != r.Summary.Flips || r.Routing.Summary.SetChanged == 0 {
+		t.Fatalf("routing summary %+v, want %+v with %d flips", r.Routing.Summary, want.Summary, r.Summary.Flips)
+	}
+
+	alone := *test
+	alone.Routes = nil
+	if r := mustCompare(t, ref, &alone, nil, Options{}); r.Routing != nil {
+		t.Error("a comparison with routes on one side only has a routing report")
+	}
+	short := *test
+	short.Routes = &routing.Routes{Layout: l, Rows: 1, IDs: test.Routes.IDs[:l.Width()]}
+	if _, err := Compare(ref, &short, nil, Options{}); err == nil || !strings.Contains(err.Error(), "test has 40 rows of logits but 1 of routes") {
+		t.Errorf("short routes: %v", err)
+	}
+	other := *test
+	other.Routes = &routing.Routes{Layout: routing.Layout{Layers: []int{1, 2}, TopK: 2, Experts: 7}, Rows: 40, IDs: test.Routes.IDs}
+	if _, err := Compare(ref, &other, nil, Options{}); err == nil || !strings.Contains(err.Error(), "of 7 experts") {
+		t.Errorf("another layout: %v", err)
 	}
 }

@@ -2,9 +2,11 @@ package margins
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"logitscope/dump"
+	"logitscope/routing"
 )
 
 // logits builds a dump from literal rows.
@@ -56,6 +58,35 @@ func randomPair(seed uint64, rows, vocab int, noise float64) (ref, test *dump.Lo
 		test.Data[i] = float32(z + noise*rng.norm())
 	}
 	return ref, test
+}
+
+// withRoutes gives ref and test routes of layout (TopK 2): distinct
+// random experts per layer; on the test side every 5th row swaps one
+// expert of a random layer for another, and every 7th reorders one.
+func withRoutes(seed uint64, ref, test *dump.Logits, l routing.Layout) {
+	rng := newRNG(seed)
+	a := &routing.Routes{Layout: l, Rows: ref.Rows}
+	for range ref.Rows * len(l.Layers) {
+		x := rng.intN(l.Experts)
+		y := (x + 1 + rng.intN(l.Experts-1)) % l.Experts
+		a.IDs = append(a.IDs, int32(x), int32(y))
+	}
+	b := &routing.Routes{Layout: l, Rows: ref.Rows, IDs: slices.Clone(a.IDs)}
+	for i := range ref.Rows {
+		ids := b.At(i, rng.intN(len(l.Layers)))
+		switch {
+		case i%5 == 0:
+			for e := range int32(l.Experts) {
+				if e != ids[0] && e != ids[1] {
+					ids[1] = e
+					break
+				}
+			}
+		case i%7 == 0:
+			ids[0], ids[1] = ids[1], ids[0]
+		}
+	}
+	ref.Routes, test.Routes = a, b
 }
 
 func near(t *testing.T, name string, got, want float64) {

@@ -1,5 +1,7 @@
 package margins
 
+import "logitscope/routing"
+
 // Report is the result of [Compare]. It marshals to JSON with no NaN or
 // infinity anywhere: undefined values are null or left out.
 type Report struct {
@@ -9,6 +11,9 @@ type Report struct {
 	Criterion Criterion  `json:"criterion"`
 	Summary   Summary    `json:"summary"`
 	Positions []Position `json:"positions"`
+	// Routing compares the experts a mixture of experts routed each
+	// position to, when both dumps carry routes; nil otherwise.
+	Routing *routing.Report `json:"routing,omitempty"`
 
 	opt Options // text rendering: MaxFlips, TokenText
 }

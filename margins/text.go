@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"logitscope/routing"
 )
 
 // WriteText writes the report for a person: geometry and criterion, the
@@ -57,7 +59,67 @@ func (r *Report) WriteText(w io.Writer) error {
 	p("Test top-1 in ref top-5: %7.3f%%\n", 100*s.TestTop1InRefTop5)
 
 	r.writeFlips(p)
+	r.writeRouting(p)
 	return bw.Flush()
+}
+
+// writeRouting writes the routing comparison of a mixture of experts:
+// the counts, per layer, then the first positions whose expert sets
+// changed (as many as flips are listed).
+func (r *Report) writeRouting(p func(string, ...any)) {
+	rt := r.Routing
+	if rt == nil {
+		return
+	}
+	s := &rt.Summary
+	share := func(n, of int) string {
+		if of == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.3f%%", 100*float64(n)/float64(of))
+	}
+	p("\n====== Expert routing: %d of %d positions routed to another set (%d only reordered) ======\n",
+		s.SetChanged, s.Positions, s.OrderOnly)
+	p("sparse %s\n", rt.Layout)
+	p("Experts swapped: %d of %d choices (%s)\n", s.Swapped, s.Slots, share(s.Swapped, s.Slots))
+	p("Flips at positions with another set: %d of %d\n", s.FlipsAtSetChange, s.Flips)
+	p("%6s %12s %11s %9s\n", "layer", "set changed", "order only", "swapped")
+	for _, l := range s.Layers {
+		p("%6d %12d %11d %9d\n", l.Layer, l.SetChanged, l.OrderOnly, l.Swapped)
+	}
+	if s.SetChanged == 0 {
+		p("First routing change: none\n")
+		return
+	}
+	p("%6s %6s  %-16s %s\n", "pos", "layer", "reference", "test")
+	listed := 0
+	for i := range rt.Positions {
+		x := &rt.Positions[i]
+		if x.Change != routing.Set {
+			continue
+		}
+		if listed == r.opt.MaxFlips {
+			break
+		}
+		listed++
+		for j, layer := range rt.Layers {
+			if routing.Of(int32s(x.Ref[j]), int32s(x.Test[j])) == routing.Set {
+				p("%6d %6d  %-16s %s\n", i, layer, fmt.Sprint(x.Ref[j]), fmt.Sprint(x.Test[j]))
+			}
+		}
+	}
+	if more := s.SetChanged - listed; more > 0 {
+		p("… and %d more positions with another set\n", more)
+	}
+	p("First routing change: position %d\n", s.FirstSetChange)
+}
+
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
 }
 
 func (r *Report) writeFlips(p func(string, ...any)) {

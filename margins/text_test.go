@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"logitscope/routing"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -33,7 +35,10 @@ func goldenCases(t *testing.T) map[string]*Report {
 		}
 	}
 	same, _ := randomPair(6, 3, 50, 0)
+	moe, moeTest := randomPair(5, 120, 2000, 0.6)
+	withRoutes(7, moe, moeTest, routing.Layout{Layers: []int{0, 2, 3}, TopK: 2, Experts: 6})
 	return map[string]*Report{
+		"routing": mustCompare(t, moe, moeTest, nil, Options{MaxFlips: 3}),
 		"hand": mustCompare(t, ref, test, targets, Options{
 			TokenText: func(id int) string { return []string{"cat", " the", "\n"}[id] },
 		}),

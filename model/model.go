@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"logitscope/checkpoint"
+	"logitscope/routing"
 )
 
 // Geometry is what the forward pass needs to know of the config.
@@ -52,6 +53,52 @@ type Geometry struct {
 	SandwichNorm       bool
 	QueryPreAttnScalar float64
 	LocalRopeTheta     float64
+
+	// Mixture of experts (Qwen2-MoE, Qwen3-MoE): on the layers Sparse
+	// marks, the MLP is a router (Experts, d) that picks TopK of Experts
+	// SwiGLU experts of width ExpertIntermediate per token, weighted by
+	// their softmax probabilities (renormalized over the TopK when
+	// NormTopK); SharedIntermediate > 0 adds Qwen2-MoE's shared expert
+	// behind a sigmoid gate. Other layers keep the dense MLP of
+	// Intermediate. Sparse is nil for dense models.
+	Experts, TopK      int
+	ExpertIntermediate int
+	SharedIntermediate int
+	NormTopK           bool
+	Sparse             []bool
+}
+
+// SparseLayers counts the layers whose MLP is routed.
+func (g Geometry) SparseLayers() int {
+	n := 0
+	for _, s := range g.Sparse {
+		if s {
+			n++
+		}
+	}
+	return n
+}
+
+// Routes is how many expert ids a forward pass reports per position after
+// the logits: TopK for each sparse layer, in layer order (0 for a dense
+// model). Every engine writes them into its logit rows, so that routing
+// crosses every host exactly as the logits do.
+func (g Geometry) Routes() int { return g.SparseLayers() * g.TopK }
+
+// RouteLayout labels those routes for readers of a row: the sparse
+// layers' numbers, TopK and the number of experts. A dense model's is the
+// zero Layout.
+func (g Geometry) RouteLayout() routing.Layout {
+	if g.SparseLayers() == 0 {
+		return routing.Layout{}
+	}
+	l := routing.Layout{TopK: g.TopK, Experts: g.Experts}
+	for i, s := range g.Sparse {
+		if s {
+			l.Layers = append(l.Layers, i)
+		}
+	}
+	return l
 }
 
 // CheckCapacity refuses a KV cache longer than the model's context.
@@ -100,6 +147,20 @@ type Layer struct {
 	Wdown          *Matrix   // (d, Intermediate)
 	Bgate, Bup     []float32 // (Intermediate,); nil without mlp_bias
 	Bdown          []float32 // (d,)
+
+	// A sparse layer's MLP instead: Router (Experts, d), each expert's
+	// Wgate, Wup (ExpertIntermediate, d) and Wdown (d,
+	// ExpertIntermediate); Qwen2-MoE's Shared expert of SharedIntermediate
+	// and SharedGate (1, d).
+	Router     *Matrix
+	Experts    []Expert
+	Shared     *Expert
+	SharedGate *Matrix
+}
+
+// Expert is one SwiGLU MLP of a mixture of experts.
+type Expert struct {
+	Wgate, Wup, Wdown *Matrix
 }
 
 // Model is a loaded checkpoint.
@@ -109,6 +170,85 @@ type Model struct {
 	Layers []Layer
 	Norm   []float32 // (d,)
 	Head   *Matrix   // (Vocab, d); the same *Matrix as Embed when tied
+}
+
+// Architectures are the config.json architectures this package reads.
+var Architectures = []string{"Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
+	"Gemma3ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"}
+
+// MaxExperts bounds num_experts: DeepSeek-V3 has 256 routed experts,
+// Qwen3-235B-A22B 128.
+const MaxExperts = 1 << 12
+
+// moe reads the mixture of experts of Qwen2MoeConfig and Qwen3MoeConfig
+// (transformers main, v5: configuration_qwen2_moe.py,
+// configuration_qwen3_moe.py), with their defaults where a config omits a
+// field: layer i is sparse unless mlp_only_layers lists it, when
+// (i+1) % decoder_sparse_step == 0 and num_experts > 0.
+func moe(c checkpoint.Config, g *Geometry) error {
+	qwen2 := g.Arch == "Qwen2MoeForCausalLM"
+	g.Experts, g.TopK, g.ExpertIntermediate = 128, 8, 768 // Qwen3MoeConfig
+	if qwen2 {
+		g.Experts, g.TopK, g.ExpertIntermediate, g.SharedIntermediate = 60, 4, 1408, 5632
+	}
+	if c.NumExperts == nil && c.NumLocalExperts != nil {
+		c.NumExperts = c.NumLocalExperts
+	}
+	for _, f := range []struct {
+		field string
+		v     *int
+		to    *int
+		limit int
+	}{
+		{"num_experts", c.NumExperts, &g.Experts, MaxExperts},
+		{"num_experts_per_tok", c.NumExpertsPerTok, &g.TopK, MaxExperts},
+		{"moe_intermediate_size", nilIfZero(c.MoEIntermediateSize), &g.ExpertIntermediate, checkpoint.MaxIntermediateSize},
+		{"shared_expert_intermediate_size", nilIfZero(c.SharedExpertIntermediateSize), &g.SharedIntermediate, checkpoint.MaxIntermediateSize},
+	} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 0 || *f.v > f.limit {
+			return fmt.Errorf("config.json: %s %d is outside [0, %d]", f.field, *f.v, f.limit)
+		}
+		*f.to = *f.v
+	}
+	if !qwen2 && c.SharedExpertIntermediateSize != 0 {
+		return fmt.Errorf("config.json: shared_expert_intermediate_size %d: %s has no shared expert", c.SharedExpertIntermediateSize, g.Arch)
+	}
+	step := 1
+	if c.DecoderSparseStep != nil {
+		step = *c.DecoderSparseStep
+	}
+	if step < 1 {
+		return fmt.Errorf("config.json: decoder_sparse_step %d must be at least 1", step)
+	}
+	only := map[int]bool{}
+	for _, l := range c.MLPOnlyLayers {
+		if l < 0 || l >= c.NumHiddenLayers {
+			return fmt.Errorf("config.json: mlp_only_layers lists layer %d of %d", l, c.NumHiddenLayers)
+		}
+		only[l] = true
+	}
+	g.NormTopK = c.NormTopKProb != nil && *c.NormTopKProb
+	g.Sparse = make([]bool, c.NumHiddenLayers)
+	for i := range g.Sparse {
+		g.Sparse[i] = g.Experts > 0 && !only[i] && (i+1)%step == 0
+	}
+	if g.SparseLayers() > 0 && (g.TopK < 1 || g.TopK > g.Experts) {
+		return fmt.Errorf("config.json: num_experts_per_tok %d must be between 1 and num_experts %d", g.TopK, g.Experts)
+	}
+	if g.SparseLayers() > 0 && g.ExpertIntermediate < 1 {
+		return fmt.Errorf("config.json: moe_intermediate_size %d must be positive", g.ExpertIntermediate)
+	}
+	return nil
+}
+
+func nilIfZero(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
 }
 
 // GeometryOf maps a config to the forward pass's geometry, refusing
@@ -153,12 +293,28 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		}
 	case "MistralForCausalLM":
 		// Llama's layers with a sliding window (modeling_mistral.py).
+	case "Qwen3MoeForCausalLM":
+		// Qwen3's attention with routed experts (modular_qwen3_moe.py).
+		g.QKNorm = true
+		if c.AttentionBias != nil && *c.AttentionBias {
+			g.QKVBias, g.OBias = true, true
+		}
+		if err := moe(c, &g); err != nil {
+			return g, err
+		}
+	case "Qwen2MoeForCausalLM":
+		// Qwen2's attention, its q/k/v biases as qkv_bias says (default
+		// true), with routed experts and a shared one (modular_qwen2_moe.py).
+		g.QKVBias = c.QKVBias == nil || *c.QKVBias
+		if err := moe(c, &g); err != nil {
+			return g, err
+		}
 	case "Gemma3ForCausalLM":
 		if err := gemma3(c, &g); err != nil {
 			return g, err
 		}
 	default:
-		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM, Gemma3ForCausalLM)", g.Arch)
+		return g, fmt.Errorf("config.json: architecture %q is not supported (supported: %s)", g.Arch, strings.Join(Architectures, ", "))
 	}
 	var err error
 	g.Window, err = windows(c)
@@ -300,6 +456,8 @@ func windows(c checkpoint.Config) ([]int, error) {
 		slides = c.SlidingWindow != nil
 	case "Gemma3ForCausalLM":
 		return gemma3Windows(c)
+	case "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM":
+		return moeWindows(c)
 	}
 	w := 0
 	if slides {
@@ -342,6 +500,41 @@ func gemma3Windows(c checkpoint.Config) ([]int, error) {
 	}
 	for i := range out {
 		if (i+1)%pattern != 0 {
+			out[i] = w
+		}
+	}
+	return out, nil
+}
+
+// moeWindows: both MoE configs default sliding_window to 4096 and slide
+// only with use_sliding_window. Qwen3-MoE's attention then slides on every
+// layer (modular_qwen3_moe.py reads config.sliding_window, not a layer
+// type); Qwen2-MoE derives layer_types, where a config has none, as
+// sliding on the layers i < max_window_layers (default 28) with i+1 odd.
+func moeWindows(c checkpoint.Config) ([]int, error) {
+	out := make([]int, c.NumHiddenLayers)
+	if c.UseSlidingWindow == nil || !*c.UseSlidingWindow {
+		if c.LayerTypes != nil {
+			return layerWindows(c.LayerTypes, 0, out)
+		}
+		return out, nil
+	}
+	w := 4096
+	if c.SlidingWindow != nil {
+		w = *c.SlidingWindow
+	}
+	if w < 1 {
+		return nil, fmt.Errorf("config.json: sliding_window %d: a sliding window needs a size of at least 1", w)
+	}
+	if c.LayerTypes != nil && c.Arch() == "Qwen2MoeForCausalLM" {
+		return layerWindows(c.LayerTypes, w, out)
+	}
+	first := 28
+	if c.MaxWindowLayers != nil {
+		first = *c.MaxWindowLayers
+	}
+	for i := range out {
+		if c.Arch() == "Qwen3MoeForCausalLM" || ((i+1)%2 != 0 && i < first) {
 			out[i] = w
 		}
 	}
@@ -538,7 +731,7 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 	m.Layers = make([]Layer, g.NumLayers)
 	for i := range m.Layers {
 		n := g.Names(i)
-		m.Layers[i] = Layer{
+		L := Layer{
 			AttnNorm: vec(n.AttnNorm), MLPNorm: vec(n.MLPNorm),
 			PostAttnNorm: vec(n.PostAttnNorm), PostMLPNorm: vec(n.PostMLPNorm),
 			Wq: data[n.Wq], Wk: data[n.Wk], Wv: data[n.Wv], Wo: data[n.Wo],
@@ -547,6 +740,18 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 			Wgate: data[n.Wgate], Wup: data[n.Wup], Wdown: data[n.Wdown],
 			Bgate: vec(n.Bgate), Bup: vec(n.Bup), Bdown: vec(n.Bdown),
 		}
+		if g.Sparse != nil && g.Sparse[i] {
+			expert := func(e ExpertNames) Expert { return Expert{data[e.Wgate], data[e.Wup], data[e.Wdown]} }
+			L.Router = data[n.Router]
+			for e := 0; e < g.Experts; e++ {
+				L.Experts = append(L.Experts, expert(n.Expert(e)))
+			}
+			if g.SharedIntermediate > 0 {
+				shared := expert(n.Shared)
+				L.Shared, L.SharedGate = &shared, data[n.SharedGate]
+			}
+		}
+		m.Layers[i] = L
 	}
 	return m, nil
 }
@@ -578,8 +783,12 @@ func (g Geometry) Specs() []Spec {
 		if g.SandwichNorm {
 			s = append(s, Spec{n.PostAttnNorm, []int{d}})
 		}
-		s = append(s, Spec{n.MLPNorm, []int{d}},
-			Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
+		s = append(s, Spec{n.MLPNorm, []int{d}})
+		if g.Sparse != nil && g.Sparse[i] {
+			s = append(s, g.moeSpecs(n)...)
+		} else {
+			s = append(s, Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
+		}
 		if g.SandwichNorm {
 			s = append(s, Spec{n.PostMLPNorm, []int{d}})
 		}
@@ -594,6 +803,24 @@ func (g Geometry) Specs() []Spec {
 	return s
 }
 
+// moeSpecs lists a sparse layer's MLP tensors: the router, each expert's,
+// and Qwen2-MoE's shared expert and its gate.
+func (g Geometry) moeSpecs(n LayerNames) []Spec {
+	d, ff := g.Dim, g.ExpertIntermediate
+	s := []Spec{{n.Router, []int{g.Experts, d}}}
+	mlp := func(e ExpertNames, ff int) {
+		s = append(s, Spec{e.Wgate, []int{ff, d}}, Spec{e.Wup, []int{ff, d}}, Spec{e.Wdown, []int{d, ff}})
+	}
+	for e := 0; e < g.Experts; e++ {
+		mlp(n.Expert(e), ff)
+	}
+	if g.SharedIntermediate > 0 {
+		mlp(n.Shared, g.SharedIntermediate)
+		s = append(s, Spec{n.SharedGate, []int{1, d}})
+	}
+	return s
+}
+
 // Check verifies that w holds every tensor of g with the shape the config
 // implies, and nothing the forward pass would ignore: a stored tensor
 // without a reader usually means a config field is missing. Errors name
@@ -604,6 +831,12 @@ func Check(dir string, g Geometry, w Weights) error {
 	// instead of after enumerating (and allocating for) its layers.
 	if held := layersHeld(w.Names()); g.NumLayers != held {
 		return fmt.Errorf("%s: config.json: num_hidden_layers %d, but the weights hold %d layers", dir, g.NumLayers, held)
+	}
+	for _, n := range w.Names() {
+		if strings.HasSuffix(n, "mlp.experts.gate_up_proj") || strings.HasSuffix(n, "mlp.experts.down_proj") {
+			_, file, _, _ := w.Shape(n)
+			return fmt.Errorf("%s: tensor %s: fused expert tensors are not supported (store one gate_proj, up_proj and down_proj per expert, as the published checkpoints do)", file, n)
+		}
 	}
 	used := map[string]bool{}
 	for _, s := range g.Specs() {

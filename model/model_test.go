@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"logitscope/checkpoint"
+	"logitscope/routing"
 	"logitscope/safetensors"
 	"logitscope/synth"
 )
@@ -397,6 +399,12 @@ func TestWindows(t *testing.T) {
 		{"mistral", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2, SlidingWindow: &w}, []int{w, w}},
 		{"mistral null window", checkpoint.Config{Architectures: []string{"MistralForCausalLM"}, NumHiddenLayers: 2}, []int{0, 0}},
 		{"llama never slides", checkpoint.Config{Architectures: []string{"LlamaForCausalLM"}, NumHiddenLayers: 2, SlidingWindow: &w}, []int{0, 0}},
+		// Qwen3-MoE slides on every layer; Qwen2-MoE on i < max_window_layers
+		// with i+1 odd (configuration_qwen2_moe.py, v5).
+		{"qwen3-moe", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 3, SlidingWindow: &w, UseSlidingWindow: &yes, MaxWindowLayers: &one}, []int{w, w, w}},
+		{"qwen3-moe off", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 3, SlidingWindow: &w}, []int{0, 0, 0}},
+		{"qwen2-moe", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 4, UseSlidingWindow: &yes}, []int{w, 0, w, 0}},
+		{"qwen2-moe max_window_layers", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 4, UseSlidingWindow: &yes, MaxWindowLayers: &one}, []int{w, 0, 0, 0}},
 	} {
 		g, err := GeometryOf(c.cfg)
 		if err != nil || !slices.Equal(g.Window, c.want) {
@@ -531,5 +539,133 @@ func TestLoadGemma3(t *testing.T) {
 	n := m.Names(0)
 	if n.MLPNorm != "model.layers.0.pre_feedforward_layernorm.weight" || n.PostAttnNorm != "model.layers.0.post_attention_layernorm.weight" {
 		t.Fatalf("names %+v", n)
+	}
+}
+
+// Qwen2-MoE and Qwen3-MoE as their configs define them: defaults for
+// absent fields, decoder_sparse_step and mlp_only_layers picking the
+// sparse layers, and out-of-range values refused by field name.
+func TestGeometryOfMoE(t *testing.T) {
+	yes, no := true, false
+	n := func(v int) *int { return &v }
+	for _, c := range []struct {
+		name   string
+		cfg    checkpoint.Config
+		check  func(g Geometry) bool
+		errMsg string
+	}{
+		{"qwen3-moe defaults", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 2},
+			func(g Geometry) bool {
+				return g.Experts == 128 && g.TopK == 8 && g.ExpertIntermediate == 768 && !g.NormTopK && g.QKNorm && !g.QKVBias &&
+					g.SharedIntermediate == 0 && slices.Equal(g.Sparse, []bool{true, true}) && g.Routes() == 16
+			}, ""},
+		{"qwen2-moe defaults", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 1},
+			func(g Geometry) bool {
+				return g.Experts == 60 && g.TopK == 4 && g.ExpertIntermediate == 1408 && g.SharedIntermediate == 5632 && g.QKVBias && !g.OBias && !g.QKNorm
+			}, ""},
+		{"qwen2-moe qkv_bias false", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 1, QKVBias: &no},
+			func(g Geometry) bool { return !g.QKVBias }, ""},
+		{"sparse step and mlp_only_layers", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 6, DecoderSparseStep: n(2), MLPOnlyLayers: []int{3}, NormTopKProb: &yes, NumExperts: n(4), NumExpertsPerTok: n(2)},
+			func(g Geometry) bool {
+				return slices.Equal(g.Sparse, []bool{false, true, false, false, false, true}) && g.NormTopK && g.Routes() == 4
+			}, ""},
+		{"num_local_experts", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 1, NumLocalExperts: n(16), NumExpertsPerTok: n(2)},
+			func(g Geometry) bool { return g.Experts == 16 }, ""},
+		{"no experts is dense", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 2, NumExperts: n(0)},
+			func(g Geometry) bool { return g.Routes() == 0 && g.SparseLayers() == 0 }, ""},
+		{"top-k over experts", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 1, NumExperts: n(4), NumExpertsPerTok: n(5)}, nil,
+			"num_experts_per_tok 5 must be between 1 and num_experts 4"},
+		{"experts out of bounds", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 1, NumExperts: n(1 << 20)}, nil,
+			"num_experts 1048576 is outside"},
+		{"bad sparse step", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 1, DecoderSparseStep: n(0)}, nil,
+			"decoder_sparse_step 0 must be at least 1"},
+		{"mlp_only_layers out of range", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 2, MLPOnlyLayers: []int{2}}, nil,
+			"mlp_only_layers lists layer 2 of 2"},
+		{"shared expert on qwen3", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 1, SharedExpertIntermediateSize: 64}, nil,
+			"shared_expert_intermediate_size 64: Qwen3MoeForCausalLM has no shared expert"},
+		{"negative moe width", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 1, MoEIntermediateSize: -1}, nil,
+			"moe_intermediate_size -1 is outside"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := GeometryOf(c.cfg)
+			if c.errMsg != "" {
+				if err == nil || !strings.Contains(err.Error(), c.errMsg) {
+					t.Fatalf("err = %v, want %q", err, c.errMsg)
+				}
+				return
+			}
+			if err != nil || !c.check(g) {
+				t.Fatalf("geometry %+v, %v", g, err)
+			}
+		})
+	}
+}
+
+// A MoE checkpoint loads each expert's tensors; one stored the fused way
+// of transformers v5's in-memory layout is refused by name.
+func TestLoadMoE(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := synth.Write(synth.Presets["tiny-qwen2-moe"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense, sparse := m.Layers[0], m.Layers[1]
+	if dense.Router != nil || dense.Wgate == nil || sparse.Router == nil || len(sparse.Experts) != 6 || sparse.Shared == nil ||
+		sparse.SharedGate.Rows != 1 || sparse.Experts[5].Wdown.Cols != 48 || sparse.Wgate != nil {
+		t.Fatalf("layers loaded as %+v / %+v", dense, sparse)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	w := extraTensor{CheckpointWeights(ck), "model.layers.1.mlp.experts.gate_up_proj"}
+	if _, err := LoadWeights(ck, w, nil); err == nil || !strings.Contains(err.Error(), "mlp.experts.gate_up_proj: fused expert tensors are not supported") {
+		t.Fatalf("fused experts: %v", err)
+	}
+}
+
+// extraTensor adds a name to a checkpoint's weights.
+type extraTensor struct {
+	Weights
+	name string
+}
+
+func (e extraTensor) Names() []string { return append(e.Weights.Names(), e.name) }
+func (e extraTensor) Shape(name string) ([]int, string, int64, bool) {
+	if name == e.name {
+		return []int{6, 96, 64}, "model.safetensors", 0, true
+	}
+	return e.Weights.Shape(name)
+}
+
+// RouteLayout names the sparse layers as the config makes them, with
+// TopK and the number of experts; a dense model has none.
+func TestRouteLayout(t *testing.T) {
+	two, three, eight := 2, 3, 8
+	cases := []struct {
+		name string
+		cfg  checkpoint.Config
+		want routing.Layout
+	}{
+		{"dense", checkpoint.Config{Architectures: []string{"Qwen2ForCausalLM"}, NumHiddenLayers: 4}, routing.Layout{}},
+		{"qwen3-moe", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 3, NumExperts: &eight, NumExpertsPerTok: &two},
+			routing.Layout{Layers: []int{0, 1, 2}, TopK: 2, Experts: 8}},
+		{"mlp_only_layers", checkpoint.Config{Architectures: []string{"Qwen2MoeForCausalLM"}, NumHiddenLayers: 3, NumExperts: &eight, NumExpertsPerTok: &three, MLPOnlyLayers: []int{0}},
+			routing.Layout{Layers: []int{1, 2}, TopK: 3, Experts: 8}},
+		{"decoder_sparse_step", checkpoint.Config{Architectures: []string{"Qwen3MoeForCausalLM"}, NumHiddenLayers: 4, NumExperts: &eight, NumExpertsPerTok: &two, DecoderSparseStep: &two},
+			routing.Layout{Layers: []int{1, 3}, TopK: 2, Experts: 8}},
+	}
+	for _, c := range cases {
+		g, err := GeometryOf(c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := g.RouteLayout(); !reflect.DeepEqual(got, c.want) || got.Width() != g.Routes() {
+			t.Errorf("%s: layout %+v (width %d), want %+v (Routes %d)", c.name, got, got.Width(), c.want, g.Routes())
+		}
 	}
 }

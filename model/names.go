@@ -15,6 +15,27 @@ const (
 type LayerNames struct {
 	AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, Bo, QNorm, KNorm, MLPNorm, Wgate, Wup, Wdown, Bgate, Bup, Bdown string
 	PostAttnNorm, PostMLPNorm                                                                             string // "" without SandwichNorm
+
+	// A sparse layer's router, shared expert and its gate (Qwen2-MoE,
+	// Qwen3-MoE); Expert names the routed experts.
+	Router, SharedGate string
+	Shared             ExpertNames
+	prefix             string
+}
+
+// ExpertNames are the tensor names of one expert's SwiGLU MLP.
+type ExpertNames struct{ Wgate, Wup, Wdown string }
+
+func expertNames(p string) ExpertNames {
+	return ExpertNames{p + "gate_proj.weight", p + "up_proj.weight", p + "down_proj.weight"}
+}
+
+// Expert names routed expert e's tensors, as the Hugging Face checkpoints
+// of Qwen2-MoE and Qwen3-MoE store them: one tensor per expert (the fused
+// mlp.experts.gate_up_proj of transformers v5's in-memory layout is not
+// read).
+func (n LayerNames) Expert(e int) ExpertNames {
+	return expertNames(fmt.Sprintf("%smlp.experts.%d.", n.prefix, e))
 }
 
 // NamesOf gives layer i's tensor names in the Qwen2 / Llama layout; see
@@ -31,6 +52,8 @@ func NamesOf(i int) LayerNames {
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Wgate:   p + "mlp.gate_proj.weight", Wup: p + "mlp.up_proj.weight", Wdown: p + "mlp.down_proj.weight",
 		Bgate: p + "mlp.gate_proj.bias", Bup: p + "mlp.up_proj.bias", Bdown: p + "mlp.down_proj.bias",
+		Router: p + "mlp.gate.weight", SharedGate: p + "mlp.shared_expert_gate.weight",
+		Shared: expertNames(p + "mlp.shared_expert."), prefix: p,
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 // Drive runs a request to completion on a blocking host: each chunk
 // submitted, its kept rows read back and fed.
 func Drive(e engine.Engine, req Request) (Result, error) {
-	r, err := New(req, e.Chunk())
+	r, err := New(req, e.Chunk(), e.Vocab())
 	if err != nil {
 		return Result{}, err
 	}
@@ -25,8 +25,9 @@ func Drive(e engine.Engine, req Request) (Result, error) {
 }
 
 // Forward appends tokens to e's sequence, in the chunks a request would
-// take, and returns logit rows: one per token with all, else only the
-// last. For tests and benchmarks that drive an engine by hand.
+// take, and returns its rows as the engine wrote them (logits, then any
+// routes: engine.Width): one per token with all, else only the last. For
+// tests and benchmarks that drive an engine by hand.
 func Forward(e engine.Engine, tokens []int, all bool) ([][]float32, error) {
 	if len(tokens) == 0 {
 		return nil, nil
@@ -55,7 +56,7 @@ func submit(e engine.Engine, c Chunk) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.Read(reg.Slice(c.Keep[0], c.Keep[1], e.Vocab()))
+	return e.Read(reg.Slice(c.Keep[0], c.Keep[1], engine.Width(e)))
 }
 
 // qwenStops are Qwen's <|im_end|> and <|endoftext|>: the stop ids when a

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"logitscope/engine"
+	"logitscope/routing"
 )
 
 // Modes of a request.
@@ -49,10 +50,14 @@ func (r Request) Capacity() int {
 	return len(r.PromptIDs) + r.MaxNew
 }
 
-// Result is what a request produced: Rows[i] is the logit row before
-// Output[i] (greedy, forced) or predicting Targets[i] (panel).
+// Result is what a request produced: Rows[i] is the logit row (Vocab
+// logits) before Output[i] (greedy, forced) or predicting Targets[i]
+// (panel), and for a mixture of experts Routes[i] is the experts that row's
+// token was routed to (the engine row's values after the logits; nil for a
+// dense model).
 type Result struct {
 	Rows    [][]float32
+	Routes  [][]int32
 	Output  []int
 	Argmax  []int // forced: the engine's own top-1 at each row
 	Stopped bool
@@ -109,6 +114,7 @@ func (st step) chunks(size int) []Chunk {
 type Run struct {
 	req     Request
 	size    int      // the engine's chunk
+	vocab   int      // logits per row; the rest of a row is routes
 	dec     *decoder // greedy
 	window  int      // panel: the window being run
 	fed     bool     // forced: its one step is under way or done
@@ -117,12 +123,16 @@ type Run struct {
 }
 
 // New checks a request and starts it for an engine taking chunks of size
-// tokens.
-func New(req Request, size int) (*Run, error) {
+// tokens, whose rows start with vocab logits (engine.Engine's Chunk and
+// Vocab).
+func New(req Request, size, vocab int) (*Run, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("chunk of %d tokens: want at least 1", size)
 	}
-	r := &Run{req: req, size: size}
+	if vocab < 1 {
+		return nil, fmt.Errorf("rows of %d logits: want at least 1", vocab)
+	}
+	r := &Run{req: req, size: size, vocab: vocab}
 	switch req.Mode {
 	case Greedy:
 		if len(req.PromptIDs) == 0 {
@@ -182,7 +192,9 @@ func (r *Run) Next() (Chunk, bool) {
 	return r.pending[0], true
 }
 
-// Feed hands back the kept rows of the chunk Next gave (Chunk.Keep). With
+// Feed hands back the kept rows of the chunk Next gave (Chunk.Keep), as
+// the engine wrote them: the logits, then any routes, which Feed splits
+// off so that argmax and the result's rows see only the logits. With
 // StreamRows, forced and panel chunks take none: the host keeps them.
 func (r *Run) Feed(rows [][]float32) error {
 	if len(r.pending) == 0 {
@@ -194,34 +206,63 @@ func (r *Run) Feed(rows [][]float32) error {
 	if len(rows) != want && !streamed {
 		return fmt.Errorf("fed %d rows, the chunk keeps %d", len(rows), want)
 	}
+	logits, routes, err := split(rows, r.vocab)
+	if err != nil {
+		return err
+	}
 	r.pending = r.pending[1:]
+	keep := func() {
+		if !r.req.StreamRows {
+			r.res.Rows = append(r.res.Rows, logits...)
+			if routes != nil {
+				r.res.Routes = append(r.res.Routes, routes...)
+			}
+		}
+	}
 	switch r.req.Mode {
 	case Greedy:
 		if want > 0 {
 			// The decoder needs the row to pick the next token.
-			r.dec.feed(rows[0])
+			r.dec.feed(logits[0])
 			r.res.Output, r.res.Stopped = r.dec.output, r.dec.stopped
-			if !r.req.StreamRows {
-				r.res.Rows = append(r.res.Rows, rows[0])
-			}
+			keep()
 		}
 	case Forced:
-		if !r.req.StreamRows {
-			r.res.Rows = append(r.res.Rows, rows...)
-		}
-		for _, row := range rows {
+		keep()
+		for _, row := range logits {
 			r.res.Argmax = append(r.res.Argmax, Argmax(row))
 		}
 	case Panel:
-		if !r.req.StreamRows {
-			r.res.Rows = append(r.res.Rows, rows...)
-		}
+		keep()
 		if len(r.pending) == 0 {
 			r.res.Targets = append(r.res.Targets, r.req.Windows[r.window][1:]...)
 			r.window++
 		}
 	}
 	return nil
+}
+
+// split splits engine rows into their logits and routes (nil for a dense
+// model's rows, which stay as they are).
+func split(rows [][]float32, vocab int) ([][]float32, [][]int32, error) {
+	logits := make([][]float32, len(rows))
+	var routes [][]int32
+	for i, row := range rows {
+		l, ids, err := routing.SplitRow(row, vocab)
+		if err != nil {
+			return nil, nil, fmt.Errorf("row %d of the chunk: %v", i, err)
+		}
+		logits[i] = l
+		if ids != nil {
+			if routes == nil {
+				routes = make([][]int32, len(rows))
+			}
+			routes[i] = ids
+		} else if routes != nil {
+			return nil, nil, fmt.Errorf("row %d of the chunk has no routes, the rows before it have", i)
+		}
+	}
+	return logits, routes, nil
 }
 
 // Result is what the request produced so far.

@@ -11,9 +11,12 @@ import (
 )
 
 // chain predicts (last token + 1) mod vocab, one-hot; it records resets
-// and submissions so that the chunks a request takes can be checked.
+// and submissions so that the chunks a request takes can be checked. With
+// routes, each row carries that many "expert ids" after its logits, all
+// larger than any logit: token t was routed to t+5, t+6, ….
 type chain struct {
 	vocab, chunk int
+	routes       int
 	log          []string
 	pos          int
 	rows         []float32
@@ -21,6 +24,7 @@ type chain struct {
 
 func (c *chain) Name() string { return "chain" }
 func (c *chain) Vocab() int   { return c.vocab }
+func (c *chain) Routes() int  { return c.routes }
 func (c *chain) Chunk() int   { return c.chunk }
 func (c *chain) Close()       {}
 func (c *chain) Reset()       { c.pos = 0; c.log = append(c.log, "reset") }
@@ -33,8 +37,11 @@ func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
 	}
 	c.rows = c.rows[:0]
 	for _, t := range tokens {
-		row := make([]float32, c.vocab)
+		row := make([]float32, c.vocab+c.routes)
 		row[(t+1)%c.vocab] = 1
+		for j := range c.routes {
+			row[c.vocab+j] = float32(t + 5 + j)
+		}
 		c.rows = append(c.rows, row...)
 	}
 	if want == engine.None {
@@ -45,8 +52,9 @@ func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
 
 func (c *chain) Read(r engine.Region) ([][]float32, error) {
 	var out [][]float32
+	w := c.vocab + c.routes
 	for i := range r.Rows {
-		out = append(out, append([]float32(nil), r.Host[i*c.vocab:(i+1)*c.vocab]...))
+		out = append(out, append([]float32(nil), r.Host[i*w:(i+1)*w]...))
 	}
 	return out, nil
 }
@@ -81,22 +89,80 @@ func TestDrive(t *testing.T) {
 		{"panel chunked", 2, Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5, 6, 7}}},
 			[]string{"reset", "tt*", "reset", "tt*", "tt*"}, nil, []int{2, 3, 5, 6, 7}, nil, false, 5},
 	}
-	for _, c := range cases {
+	// Every case again with routes after the logits: greedy decoding and
+	// argmax never take an expert id for a token.
+	for _, routes := range []int{0, 2} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/routes%d", c.name, routes), func(t *testing.T) {
+				e := &chain{vocab: 10, chunk: c.chunk, routes: routes}
+				res, err := Drive(e, c.req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
+					!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||
+					res.Stopped != c.stopped || len(res.Rows) != c.rows {
+					t.Fatalf("log %v output %v targets %v argmax %v stopped %v rows %d", e.log, res.Output, res.Targets, res.Argmax, res.Stopped, len(res.Rows))
+				}
+				if c.req.Capacity() < e.pos {
+					t.Fatalf("capacity %d, the run needed %d", c.req.Capacity(), e.pos)
+				}
+			})
+		}
+	}
+}
+
+// A mixture of experts' rows carry routes after the logits: argmax (greedy
+// decoding, forced agreement) and the result's rows see only the logits,
+// the routes come out beside them, and a dense model's rows are the
+// engine's rows unchanged.
+func TestDriveSplitsRoutes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		req  Request
+	}{
+		{"greedy", Request{Mode: Greedy, PromptIDs: []int{1, 2, 3}, MaxNew: 3}},
+		{"forced", Request{Mode: Forced, PromptIDs: []int{1, 2}, Outputs: []int{3, 4, 5}}},
+		{"panel", Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {7, 8}}}},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := &chain{vocab: 10, chunk: c.chunk}
-			res, err := Drive(e, c.req)
+			dense, err := Drive(&chain{vocab: 10, chunk: 2}, c.req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
-				!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||
-				res.Stopped != c.stopped || len(res.Rows) != c.rows {
-				t.Fatalf("log %v output %v targets %v argmax %v stopped %v rows %d", e.log, res.Output, res.Targets, res.Argmax, res.Stopped, len(res.Rows))
+			moe, err := Drive(&chain{vocab: 10, chunk: 2, routes: 4}, c.req)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if c.req.Capacity() < e.pos {
-				t.Fatalf("capacity %d, the run needed %d", c.req.Capacity(), e.pos)
+			if dense.Routes != nil {
+				t.Errorf("a dense model's result has routes %v", dense.Routes)
+			}
+			if !reflect.DeepEqual(moe.Rows, dense.Rows) || !reflect.DeepEqual(moe.Output, dense.Output) ||
+				!reflect.DeepEqual(moe.Argmax, dense.Argmax) || !reflect.DeepEqual(moe.Targets, dense.Targets) {
+				t.Fatalf("with routes: rows %v output %v argmax %v targets %v\nwithout: rows %v output %v argmax %v targets %v",
+					moe.Rows, moe.Output, moe.Argmax, moe.Targets, dense.Rows, dense.Output, dense.Argmax, dense.Targets)
+			}
+			if len(moe.Routes) != len(moe.Rows) {
+				t.Fatalf("%d routes for %d rows", len(moe.Routes), len(moe.Rows))
+			}
+			for i, ids := range moe.Routes {
+				// Row i predicts token (t+1) mod 10 after token t, which
+				// was routed to t+5 … t+8.
+				tok := int32(Argmax(moe.Rows[i])+9) % 10
+				if want := []int32{tok + 5, tok + 6, tok + 7, tok + 8}; !reflect.DeepEqual(ids, want) {
+					t.Errorf("row %d: routes %v, want %v", i, ids, want)
+				}
+				if len(moe.Rows[i]) != 10 {
+					t.Errorf("row %d has %d values, want the 10 logits", i, len(moe.Rows[i]))
+				}
 			}
 		})
+	}
+	// A row that is not logits and expert ids is refused.
+	r, _ := New(Request{Mode: Panel, Windows: [][]int{{1, 2}}}, 32, 2)
+	r.Next()
+	if err := r.Feed([][]float32{{0, 1, 0.5}}); err == nil || !strings.Contains(err.Error(), "value 0 after the 2 logits is 0.5, not an expert id") {
+		t.Errorf("a row with a fractional route: %v", err)
 	}
 }
 
@@ -109,11 +175,11 @@ func TestErrors(t *testing.T) {
 		{Request{Mode: Greedy}, "without prompt ids"},
 		{Request{Mode: Panel, Windows: [][]int{{1, 2}, {3}}}, "panel window 2 has 1 tokens"},
 	} {
-		if _, err := New(c.req, 32); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := New(c.req, 32, 10); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c.req, err)
 		}
 	}
-	r, _ := New(Request{Mode: Panel, Windows: [][]int{{1, 2}}}, 32)
+	r, _ := New(Request{Mode: Panel, Windows: [][]int{{1, 2}}}, 32, 10)
 	if err := r.Feed(nil); err == nil || !strings.Contains(err.Error(), "no chunk pending") {
 		t.Errorf("feed before next: %v", err)
 	}
@@ -127,11 +193,11 @@ func TestErrors(t *testing.T) {
 // panel chunks without rows (it keeps them itself): the result has the
 // targets but no rows.
 func TestKeepAndStream(t *testing.T) {
-	r, _ := New(Request{Mode: Forced, PromptIDs: []int{1, 2, 3}, Outputs: []int{4, 5}}, 32)
+	r, _ := New(Request{Mode: Forced, PromptIDs: []int{1, 2, 3}, Outputs: []int{4, 5}}, 32, 10)
 	if c, _ := r.Next(); c.Keep != [2]int{2, 4} || len(c.Tokens) != 4 || c.Want != engine.All || !c.Reset {
 		t.Fatalf("forced chunk %+v", c)
 	}
-	r, _ = New(Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5}}, StreamRows: true}, 32)
+	r, _ = New(Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {4, 5}}, StreamRows: true}, 32, 10)
 	for i, want := range [][2]int{{0, 2}, {0, 1}} {
 		c, ok := r.Next()
 		if !ok || c.Keep != want {
@@ -144,7 +210,7 @@ func TestKeepAndStream(t *testing.T) {
 	if _, ok := r.Next(); ok || !reflect.DeepEqual(r.Result().Targets, []int{2, 3, 5}) || r.Result().Rows != nil {
 		t.Fatalf("after streaming: %+v", r.Result())
 	}
-	g, _ := New(Request{Mode: Greedy, PromptIDs: []int{1, 2}, MaxNew: 1, StreamRows: true}, 32)
+	g, _ := New(Request{Mode: Greedy, PromptIDs: []int{1, 2}, MaxNew: 1, StreamRows: true}, 32, 10)
 	if c, _ := g.Next(); c.Keep != [2]int{0, 1} || c.Want != engine.Last {
 		t.Fatalf("greedy chunk %+v", c)
 	}

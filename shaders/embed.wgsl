@@ -27,6 +27,7 @@ struct Params {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    w0 = 0u;
     let g = gid.x;
     let t = gid.y;
     let id = ids[t];

@@ -1,15 +1,26 @@
 // matmul.wgsl — Y = X @ Wᵀ + b for one row-piece of a weight matrix, with
-// the weights decoded in the loop (weights.wgsl) and f32 accumulation.
+// the weights decoded in the loop (weights.wgsl) and f32 accumulation; and
+// the same for a mixture of experts' routed experts, where the router's
+// choice, read from a buffer, picks each token's matrices.
 //
 // Bindings (group 0):
-//   0 w: array<u32>   W piece (n_rows, cols) in FORMAT's layout
-//   1 x: array<f32>   X (T, cols), row-major, row t at x_off + t*cols
-//   2 y: array<f32>   Y, element (t, col0 + n) at y_off + t*ldy + col0 + n
-//   3 b: array<f32>   bias for the whole matrix (indexed col0 + n); read only when has_bias
+//   0 w: array<u32>     W piece (n_rows, cols) in FORMAT's layout; for expert,
+//                       a bank: experts [first, first+count), each such a
+//                       piece, stride words apart
+//   1 x: array<f32>     X, row r at x_off + r*cols: (T, cols); for expert's
+//                       down projection (x_slot 1), (T, K, cols)
+//   2 y: array<f32>     Y, element (r, col0 + n) at y_off + r*ldy + col0 + n,
+//                       r = t (main) or t*K + k (expert: (T, K, ldy))
+//   3 b: array<f32>     bias for the whole matrix (indexed col0 + n); read only when has_bias (main)
 //   4 p: Params
-// Dispatch: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64), where
-// B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
+//   5 route: array<u32> expert: (T, K) the experts each token is routed to (route in moe.wgsl)
+// Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64),
+// where B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
 // starting at (y*GRID_X + x)*ROWS for token t, LANES invocations per row.
+// expert: (B, K, T): workgroup (x, k, t) computes rows from x*ROWS of
+// token t's k-th expert when the bank holds it, and returns at once when
+// it does not (every bank of a matrix is dispatched; each slot's expert is
+// in exactly one of them).
 // Each invocation sums whole groups of 32 (quantized formats scale once per
 // group), then each row's LANES partial sums are added in a tree. Few
 // invocations per row keep the workgroup count (and barriers) low, which
@@ -25,6 +36,12 @@ struct Params {
     y_off: u32,      // element offset of Y's row 0
     has_bias: u32,
     x_off: u32,      // element offset of X's row 0
+    // expert only:
+    first: u32,      // the bank's first expert
+    count: u32,      // experts in the bank
+    stride: u32,     // words from one expert's piece to the next
+    topk: u32,       // K, route slots per token
+    x_slot: u32,     // 1: X has a row per (token, slot); 0: one per token
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
@@ -35,19 +52,53 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read> b: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> route: array<u32>;
 
 const ROWS: u32 = WG / LANES;
 var<workgroup> partial: array<f32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let lane = lid % LANES;
+    w0 = 0u;
     let n = (wid.y * GRID_X + wid.x) * ROWS + lid / LANES;
     let t = wid.z;
-    let in_range = n < p.n_rows;
+    let v = row_dot(n, lid, p.x_off + t * p.cols);
+    if (lid % LANES == 0u && n < p.n_rows) {
+        var o = v;
+        if (p.has_bias != 0u) {
+            o += b[p.col0 + n];
+        }
+        y[p.y_off + t * p.ldy + p.col0 + n] = o;
+    }
+}
+
+@compute @workgroup_size(WG)
+fn expert(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    w0 = 0u;
+    let k = wid.y;
+    let t = wid.z;
+    let slot = t * p.topk + k;
+    // The same for the whole workgroup, so returning keeps the barriers
+    // in uniform control flow.
+    let id = route[slot];
+    if (id < p.first || id - p.first >= p.count) {
+        return;
+    }
+    w0 = (id - p.first) * p.stride;
+    let n = wid.x * ROWS + lid / LANES;
+    let v = row_dot(n, lid, p.x_off + select(t, slot, p.x_slot != 0u) * p.cols);
+    if (lid % LANES == 0u && n < p.n_rows) {
+        y[p.y_off + slot * p.ldy + p.col0 + n] = v;
+    }
+}
+
+// row_dot is W row n · X from element xrow, in lane 0 of the row's
+// LANES invocations (rows past n_rows give 0). Every invocation of the
+// workgroup must call it: it holds barriers.
+fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
+    let lane = lid % LANES;
     var acc = 0.0;
-    if (in_range) {
-        let xrow = p.x_off + t * p.cols;
+    if (n < p.n_rows) {
         for (var g = lane; g < p.groups; g += LANES) {
             let c0 = g * 32u;
             var s = 0.0;
@@ -73,13 +124,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         workgroupBarrier();
     }
-    if (lane == 0u && in_range) {
-        var v = partial[lid];
-        if (p.has_bias != 0u) {
-            v += b[p.col0 + n];
-        }
-        y[p.y_off + t * p.ldy + p.col0 + n] = v;
-    }
+    return partial[lid];
 }
 
 // group_dot is Σ_k weight_at(r, g, k) · x[xb + k] over a full group of 32,
@@ -88,14 +133,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
     var s = 0.0;
     if (FORMAT == F32) {
-        let base = r * cols + g * 32u;
+        let base = w0 + r * cols + g * 32u;
         for (var k = 0u; k < 32u; k += 4u) {
             let wv = vec4<f32>(bitcast<f32>(w[base + k]), bitcast<f32>(w[base + k + 1u]),
                                bitcast<f32>(w[base + k + 2u]), bitcast<f32>(w[base + k + 3u]));
             s += dot(wv, vec4<f32>(x[xb + k], x[xb + k + 1u], x[xb + k + 2u], x[xb + k + 3u]));
         }
     } else if (FORMAT == BF16 || FORMAT == F16) {
-        let base = (r * cols + g * 32u) / 2u;
+        let base = w0 + (r * cols + g * 32u) / 2u;
         for (var k = 0u; k < 16u; k++) {
             let word = w[base + k];
             var v = vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
@@ -105,13 +150,13 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
             s += dot(v, vec2<f32>(x[xb + 2u * k], x[xb + 2u * k + 1u]));
         }
     } else if (FORMAT == Q8) {
-        let base = (r * groups + g) * 8u;
+        let base = w0 + (r * groups + g) * 8u;
         for (var k = 0u; k < 8u; k++) {
             let q = vec4<f32>(unpack4xI8(w[base + k]));
             s += dot(q, vec4<f32>(x[xb + 4u * k], x[xb + 4u * k + 1u], x[xb + 4u * k + 2u], x[xb + 4u * k + 3u]));
         }
     } else if (FORMAT == Q4) {
-        let base = (r * groups + g) * 4u;
+        let base = w0 + (r * groups + g) * 4u;
         for (var k = 0u; k < 4u; k++) {
             let word = w[base + k];
             for (var j = 0u; j < 8u; j++) {
@@ -119,7 +164,7 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
             }
         }
     } else {
-        let base = (r * groups + g) * 6u;
+        let base = w0 + (r * groups + g) * 6u;
         for (var k = 0u; k < 4u; k++) {
             let word = w[base + k];
             let hi = w[base + 4u + k / 2u] >> (16u * (k % 2u));

@@ -23,6 +23,8 @@ var (
 	attention string
 	//go:embed elementwise.wgsl
 	elementwise string
+	//go:embed moe.wgsl
+	moe string
 )
 
 // The workgroup geometry that the kernels and the dispatches share, stated
@@ -69,7 +71,8 @@ func (f Format) String() string {
 	return fmt.Sprintf("Format(%d)", f)
 }
 
-// Matmul is the weight-decoding matrix product for format f.
+// Matmul is the weight-decoding matrix product for format f: entry point
+// main for one matrix, expert for a bank of routed experts.
 func Matmul(f Format) string { return withFormat(f, matmul) }
 
 // Embed is the weight-decoding row gather for format f.
@@ -81,9 +84,11 @@ func withFormat(f Format, kernel string) string {
 	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s", prelude, f, weights, kernel)
 }
 
-// RMSNorm, RoPE, Attention and Elementwise (entry points add and
-// silu_mul) need no weight decoding.
+// RMSNorm, RoPE, Attention, Elementwise (entry points add, silu_mul,
+// gelu_tanh_mul and scale) and MoE (route and combine) need no weight
+// decoding.
 func RMSNorm() string     { return prelude + rmsnorm }
 func RoPE() string        { return prelude + rope }
 func Attention() string   { return prelude + attention }
 func Elementwise() string { return prelude + elementwise }
+func MoE() string         { return prelude + moe }

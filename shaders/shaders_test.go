@@ -1,6 +1,9 @@
 package shaders
 
 import (
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,7 +14,7 @@ import (
 // for every weight format: a syntax or type error fails here without a GPU.
 func TestCompile(t *testing.T) {
 	sources := map[string]string{
-		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(),
+		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
 	}
 	for f := F32; f <= Q4; f++ {
 		sources["matmul/"+f.String()] = Matmul(f)
@@ -26,9 +29,54 @@ func TestCompile(t *testing.T) {
 	}
 }
 
+// reserved are WGSL's reserved words (the spec's §15.3): Chromium's Tint
+// refuses a kernel that names anything so, while naga, which TestCompile
+// runs, accepts it; moe.wgsl's binding "shared" passed here and failed
+// only in the browser.
+var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm asm_fragment async attribute auto
+	await become cast catch class co_await co_return co_yield coherent column_major common compile
+	compile_fragment concept const_cast consteval constexpr constinit crate debugger decltype delete demote
+	demote_to_helper do dynamic_cast enum explicit export extends extern external fallthrough filter final
+	finally friend from fxgroup get goto groupshared highp impl implements import inline instanceof interface
+	layout lowp macro macro_rules match mediump meta mod module move mut mutable namespace new nil noexcept
+	noinline nointerpolation non_coherent noncoherent noperspective null nullptr of operator package packoffset
+	partition pass patch pixelfragment precise precision premerge priv protected pub public readonly ref
+	regardless register reinterpret_cast require resource restrict self set shared sizeof smooth snorm static
+	static_assert static_cast std subroutine super target template this thread_local throw trait try type
+	typedef typeid typename typeof union unless unorm unsafe unsized use using varying virtual volatile wgsl
+	where with writeonly yield`)
+
+// TestTintRules: what Chromium's WGSL compiler refuses and naga does not.
+func TestTintRules(t *testing.T) {
+	words := map[string]bool{}
+	for _, w := range reserved {
+		words[w] = true
+	}
+	comment := regexp.MustCompile(`//[^\n]*`)
+	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "prelude": prelude} {
+		code := comment.ReplaceAllString(src, "")
+		for _, id := range ident.FindAllString(code, -1) {
+			if words[id] {
+				t.Errorf("%s.wgsl uses %q, a reserved word in WGSL", name, id)
+			}
+		}
+		// Tint also refuses a float literal beyond f32's range, such as
+		// -3.4028235e38 (FLT_MAX rounded up); naga rounds it down.
+		for _, lit := range floatLit.FindAllString(code, -1) {
+			if v, err := strconv.ParseFloat(lit, 64); err == nil && v > math.MaxFloat32 {
+				t.Errorf("%s.wgsl: the literal %s exceeds f32's range", name, lit)
+			}
+		}
+	}
+}
+
+var floatLit = regexp.MustCompile(`[0-9]+\.[0-9]*[eE][+-]?[0-9]+`)
+
 func TestHeaders(t *testing.T) {
 	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
-		"rope": rope, "attention": attention, "elementwise": elementwise} {
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe} {
 		if !strings.HasPrefix(src, "// "+name+".wgsl — ") || !strings.Contains(src, "Binding") && name != "weights" {
 			t.Errorf("%s.wgsl lacks its header comment (name, bindings, shapes)", name)
 		}
@@ -43,5 +91,22 @@ func TestGeometry(t *testing.T) {
 	}
 	if !strings.Contains(Matmul(Q4), "const WG: u32 = 64u;") || !strings.HasPrefix(RMSNorm(), prelude) {
 		t.Fatal("a kernel lacks the geometry prelude")
+	}
+}
+
+// weights.wgsl's w0 has no working initializer (naga drops it): every
+// entry point of a kernel that decodes weights sets it first.
+func TestEntryPointsSetW0(t *testing.T) {
+	for name, src := range map[string]string{"matmul": matmul, "embed": embed} {
+		parts := strings.Split(src, "@compute @workgroup_size(WG)\nfn ")
+		if len(parts) < 2 {
+			t.Fatalf("%s.wgsl: no entry point found", name)
+		}
+		for _, p := range parts[1:] {
+			body := p[strings.Index(p, "{\n")+2:]
+			if !strings.HasPrefix(strings.TrimSpace(body), "w0 = ") {
+				t.Errorf("%s.wgsl: entry point %s does not set w0 first", name, p[:strings.Index(p, "(")])
+			}
+		}
 	}
 }

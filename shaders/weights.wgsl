@@ -14,6 +14,11 @@
 //     g is even). G = ceil(cols/32). Value = f32(q) * f32(scale).
 // Float formats are read in groups of 32 too (the last one masked by
 // cols), so one loop shape serves every format.
+//
+// The matrix starts at word w0 of w: 0, except where one buffer holds
+// several experts' matrices (matmul.wgsl's expert entry point). Every
+// entry point sets w0 first: naga (gogpu) drops a private variable's
+// initializer, and lavapipe then reads garbage, not zero.
 
 const F32: u32 = 0u;
 const BF16: u32 = 1u;
@@ -21,6 +26,8 @@ const F16: u32 = 2u;
 const Q8: u32 = 3u;
 const Q6: u32 = 4u;
 const Q4: u32 = 5u;
+
+var<private> w0: u32;
 
 // Words per group in the quant region.
 fn group_words() -> u32 {
@@ -35,7 +42,7 @@ fn group_words() -> u32 {
 // The f16 scale of group g of row r; scale_base is the first word of the
 // scale region.
 fn group_scale(r: u32, g: u32, groups: u32, scale_base: u32) -> f32 {
-    let word = w[scale_base + r * ((groups + 1u) / 2u) + g / 2u];
+    let word = w[w0 + scale_base + r * ((groups + 1u) / 2u) + g / 2u];
     // unpack2x16float on a runtime value (naga folds constants wrongly).
     return unpack2x16float(word)[g % 2u];
 }
@@ -45,17 +52,17 @@ fn group_scale(r: u32, g: u32, groups: u32, scale_base: u32) -> f32 {
 fn weight_at(r: u32, g: u32, k: u32, cols: u32, groups: u32) -> f32 {
     let c = g * 32u + k;
     if (FORMAT == F32) {
-        return bitcast<f32>(w[r * cols + c]);
+        return bitcast<f32>(w[w0 + r * cols + c]);
     }
     if (FORMAT == BF16 || FORMAT == F16) {
         let e = r * cols + c;
-        let word = w[e / 2u];
+        let word = w[w0 + e / 2u];
         if (FORMAT == F16) {
             return unpack2x16float(word)[e % 2u];
         }
         return bitcast<f32>(select(word << 16u, word & 0xffff0000u, e % 2u == 1u));
     }
-    let base = (r * groups + g) * group_words();
+    let base = w0 + (r * groups + g) * group_words();
     if (FORMAT == Q8) {
         let word = w[base + k / 4u];
         return f32((i32(word << (24u - 8u * (k % 4u)))) >> 24u);

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
 	"logitscope/margins"
+	"logitscope/routing"
 )
 
 // check is Parse's second half: every field the page turns into a class
@@ -47,6 +50,11 @@ func (d *Doc) check() error {
 	}
 	for i := range rep.Positions {
 		if err := checkPosition(&rep.Positions[i], i, rep.TopK, vocab); err != nil {
+			return err
+		}
+	}
+	if rep.Routing != nil {
+		if err := checkRouting(rep); err != nil {
 			return err
 		}
 	}
@@ -141,6 +149,55 @@ func checkPosition(p *margins.Position, i, topK, vocab int) error {
 				return fmt.Errorf("%s.%s[%d].id %d: want a token id below %d", at, top.name, j, t.ID, vocab)
 			}
 		}
+	}
+	return nil
+}
+
+// checkRouting checks a mixture of experts' routing comparison: a layout
+// a reader can label, one position per row whose expert lists fit it, and
+// every change and count the one the lists give (the page colours and
+// filters positions by them), recomputed as routing.Compare computes them.
+func checkRouting(rep *margins.Report) error {
+	rt := rep.Routing
+	if err := rt.Layout.Check("routing"); err != nil {
+		return err
+	}
+	if len(rt.Positions) != rep.Rows {
+		return fmt.Errorf("routing: %d positions, the report has %d rows", len(rt.Positions), rep.Rows)
+	}
+	flips := make([]bool, rep.Rows)
+	for i := range rep.Positions {
+		flips[i] = rep.Positions[i].Flip
+	}
+	for i := range rt.Positions {
+		p := &rt.Positions[i]
+		at := "routing.positions[" + strconv.Itoa(i) + "]"
+		for _, side := range []struct {
+			name  string
+			lists [][]int
+		}{{"ref", p.Ref}, {"test", p.Test}} {
+			if len(side.lists) != len(rt.Layers) {
+				return fmt.Errorf("%s.%s: %d layers, routing has %d", at, side.name, len(side.lists), len(rt.Layers))
+			}
+			for j, ids := range side.lists {
+				if len(ids) != rt.TopK {
+					return fmt.Errorf("%s.%s[%d]: %d experts, top_k is %d", at, side.name, j, len(ids), rt.TopK)
+				}
+				for k, id := range ids {
+					if id < 0 || id >= rt.Experts || slices.Contains(ids[:k], id) {
+						return fmt.Errorf("%s.%s[%d]: %v: want distinct experts below %d", at, side.name, j, ids, rt.Experts)
+					}
+				}
+			}
+		}
+		want := routing.NewPosition(rt.Layout, p.Ref, p.Test)
+		if p.Change != want.Change || !slices.Equal(p.SetLayers, want.SetLayers) || !slices.Equal(p.OrderLayers, want.OrderLayers) {
+			return fmt.Errorf("%s: change %q (set layers %v, order layers %v): its experts say %q (%v, %v)",
+				at, p.Change, p.SetLayers, p.OrderLayers, want.Change, want.SetLayers, want.OrderLayers)
+		}
+	}
+	if want := routing.Summarize(rt.Layout, rt.Positions, flips); !reflect.DeepEqual(rt.Summary, want) {
+		return fmt.Errorf("routing.summary %+v: the positions say %+v", rt.Summary, want)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"logitscope/routing"
 )
 
 // goodDoc is Build's document for pair() as JSON, with texts.
@@ -63,6 +65,66 @@ func TestParseRefusesHostile(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// moeDoc is Build's document for moePair() as JSON.
+func moeDoc(t testing.TB) string {
+	ref, test := moePair()
+	d, err := Build(nil, Capture{Logits: ref}, Capture{Logits: test}, nil, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// A document's routing is checked as its margins are: the change the page
+// colours a position by must be the one its experts give, every expert
+// fits the layout, and the counts are the positions'.
+func TestParseRefusesHostileRouting(t *testing.T) {
+	good := moeDoc(t)
+	d, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatalf("the good document: %v", err)
+	}
+	if rt := d.Report.Routing; rt == nil || rt.Summary.SetChanged != 1 || rt.Summary.OrderOnly != 1 || rt.Positions[2].Change != routing.Set {
+		t.Fatalf("routing %+v", d.Report.Routing)
+	}
+	for _, c := range []struct {
+		name, from, to, want string
+	}{
+		{"change markup", `"change":"same"`, `"change":"same\"><b>"`, `routing.positions[0]: change "same\"><b>"`},
+		{"change unknown", `"change":"set"`, `"change":"swap"`, `routing.positions[2]: change "swap"`},
+		{"change hidden", `"change":"set"`, `"change":"same"`, `routing.positions[2]: change "same" (set layers [1], order layers []): its experts say "set"`},
+		{"set layers", `"set_layers":[1]`, `"set_layers":[3]`, `routing.positions[2]: change "set" (set layers [3]`},
+		{"expert range", `"test":[[0,2]`, `"test":[[0,4]`, `routing.positions[2].test[0]: [0 4]: want distinct experts below 4`},
+		{"negative expert", `"ref":[[0,1],[2,3]],"test":[[0,1],[2,3]]`, `"ref":[[0,-1],[2,3]],"test":[[0,1],[2,3]]`, `routing.positions[0].ref[0]: [0 -1]`},
+		{"expert twice", `"test":[[0,2]`, `"test":[[2,2]`, `routing.positions[2].test[0]: [2 2]`},
+		{"top-k", `"test":[[0,2]`, `"test":[[0,2,3]`, `routing.positions[2].test[0]: 3 experts, top_k is 2`},
+		{"layer count", `"ref":[[0,1],[2,3]],"test":[[0,1],[2,3]]`, `"ref":[[0,1]],"test":[[0,1],[2,3]]`, `routing.positions[0].ref: 1 layers, routing has 2`},
+		{"layers", `"layers":[1,3]`, `"layers":[3,1]`, `routing: layers [3 1]`},
+		{"experts", `"experts":4`, `"experts":1`, `routing: top_k 2: want 1 to the 1 experts`},
+		{"summary", `"set_changed":1,"order_only":1`, `"set_changed":0,"order_only":1`, `routing.summary`},
+		{"first change", `"first_set_change":2`, `"first_set_change":-1`, `routing.summary`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(good, c.from, c.to, 1)
+			if bad == good {
+				t.Fatalf("%q not in the document", c.from)
+			}
+			_, err := Parse([]byte(bad))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	short := strings.Replace(good, `{"change":"same","ref":[[0,1],[2,3]],"test":[[0,1],[2,3]]},`, ``, 1)
+	if _, err := Parse([]byte(short)); err == nil || !strings.Contains(err.Error(), "routing: 2 positions, the report has 3 rows") {
+		t.Errorf("a position short: %v", err)
 	}
 }
 

@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"logitscope/dump"
 	"logitscope/receipt"
+	"logitscope/routing"
 )
 
 // pair is a 3-row, 16-token reference and a test that agrees on row 0,
@@ -27,6 +30,17 @@ func pair() (ref, test *dump.Logits) {
 	}
 	r[2*v], r[2*v+1] = 3, 2
 	t[2*v], t[2*v+1] = 2.4, 2.6 // m = 1, σ = 0.3
+	return ref, test
+}
+
+// moePair is pair with routes (sparse layers 1 and 3, top-2 of 4
+// experts): row 0 routed alike, row 1 reordered at layer 3, row 2 to
+// another expert at layer 1.
+func moePair() (ref, test *dump.Logits) {
+	ref, test = pair()
+	l := routing.Layout{Layers: []int{1, 3}, TopK: 2, Experts: 4}
+	ref.Routes = &routing.Routes{Layout: l, Rows: 3, IDs: []int32{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}}
+	test.Routes = &routing.Routes{Layout: l, Rows: 3, IDs: []int32{0, 1, 2, 3, 0, 1, 3, 2, 0, 2, 2, 3}}
 	return ref, test
 }
 
@@ -135,5 +149,34 @@ func TestOffline(t *testing.T) {
 		if _, err := Offline(c.ref, c.test, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// Two dropped safetensors dumps of a mixture of experts carry their
+// routes into the document; dropped as binary dumps they carry none.
+func TestOfflineRoutes(t *testing.T) {
+	ref, test := moePair()
+	dir := t.TempDir()
+	drop := func(name string, l *dump.Logits) Dropped {
+		path := filepath.Join(dir, name)
+		if err := dump.WriteFile(path, l); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Dropped{Name: name, Data: data}
+	}
+	d, err := Offline(drop("ref.safetensors", ref), drop("q4.safetensors", test), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := d.Report.Routing; rt == nil || rt.Summary.SetChanged != 1 || rt.Summary.FirstSetChange != 2 {
+		t.Fatalf("routing %+v", d.Report.Routing)
+	}
+	d, err = Offline(drop("ref.dump", ref), drop("q4.dump", test), nil)
+	if err != nil || d.Report.Routing != nil {
+		t.Fatalf("binary dumps: routing %v, %v", d.Report.Routing, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"logitscope/margins"
+	"logitscope/routing"
 )
 
 // FuzzParse: a stored or dropped document never panics the page, one that
@@ -36,6 +37,16 @@ func FuzzParse(f *testing.F) {
 		f.Add(bytes.Replace(good, []byte(hostile[0]), []byte(hostile[1]), 1))
 	}
 	f.Add(append(good, " {}"...))
+	// A mixture of experts' document: its routing, and a change that its
+	// experts contradict.
+	mref, mtest := moePair()
+	md, err := Build(nil, Capture{Logits: mref}, Capture{Logits: mtest}, nil, text)
+	if err != nil {
+		f.Fatal(err)
+	}
+	moe, _ := json.Marshal(md)
+	f.Add(moe)
+	f.Add(bytes.Replace(moe, []byte(`"change":"set"`), []byte(`"change":"same"`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := Parse(data)
 		if err != nil {
@@ -44,6 +55,13 @@ func FuzzParse(f *testing.F) {
 		for i, p := range d.Report.Positions {
 			if p.Class != margins.Agree && p.Class != margins.Close && p.Class != margins.Clear {
 				t.Fatalf("position %d: class %q parsed", i, p.Class)
+			}
+		}
+		if rt := d.Report.Routing; rt != nil {
+			for i, p := range rt.Positions {
+				if p.Change != routing.Same && p.Change != routing.Order && p.Change != routing.Set {
+					t.Fatalf("routing position %d: change %q parsed", i, p.Change)
+				}
 			}
 		}
 		again, err := json.Marshal(d)

@@ -22,6 +22,13 @@ func Cached(preset string, seed uint64) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("unknown preset %q", preset)
 	}
+	return CachedPreset(p, seed)
+}
+
+// CachedPreset is Cached for a preset that need not be in Presets (a
+// TwoLayer cut), cached under its Name.
+func CachedPreset(p Preset, seed uint64) (string, error) {
+	preset := p.Name
 	root := os.Getenv("LOGITSCOPE_CACHE")
 	if root == "" {
 		c, err := os.UserCacheDir()

@@ -76,11 +76,49 @@ const gemma3_1b = `{
   "vocab_size": 262144
 }`
 
+// qwen3_30b_a3b is Qwen/Qwen3-30B-A3B's config.json.
+const qwen3_30b_a3b = `{
+  "architectures": ["Qwen3MoeForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "decoder_sparse_step": 1,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 6144,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 48,
+  "mlp_only_layers": [],
+  "model_type": "qwen3_moe",
+  "moe_intermediate_size": 768,
+  "norm_topk_prob": true,
+  "num_attention_heads": 32,
+  "num_experts": 128,
+  "num_experts_per_tok": 8,
+  "num_hidden_layers": 48,
+  "num_key_value_heads": 4,
+  "output_router_logits": false,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000.0,
+  "router_aux_loss_coef": 0.001,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+}`
+
 // A preset named after a real model gives the geometry of that model's own
 // config.json, so benchmarks on it measure the real shapes. The preset's
 // config is checked without writing its 1.2 GB of weights.
 func TestPresetsMatchRealConfigs(t *testing.T) {
-	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}, {"gemma-3-1b", gemma3_1b}} {
+	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}, {"gemma-3-1b", gemma3_1b}, {"qwen3-30b-a3b", qwen3_30b_a3b}} {
 		t.Run(c.preset, func(t *testing.T) {
 			p := Presets[c.preset]
 			b, err := json.Marshal(config(p, p.Vocab, p.SpecialBase))

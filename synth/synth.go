@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,7 +22,7 @@ import (
 // Preset is a model geometry.
 type Preset struct {
 	Name                   string
-	Arch                   string // Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM or Gemma3ForCausalLM
+	Arch                   string // one of model.Architectures
 	Hidden, Intermediate   int
 	Layers, Heads, KVHeads int
 	HeadDim                int // 0: Hidden/Heads; Qwen3 and Gemma 3 write it to config.json
@@ -42,7 +43,19 @@ type Preset struct {
 	SlidingWindowPattern int
 	LocalRopeTheta       float64
 	QueryPreAttnScalar   float64
+
+	// Qwen2-MoE and Qwen3-MoE: Experts routed experts of width
+	// MoEIntermediate, TopK per token, on every layer but MLPOnly;
+	// SharedIntermediate is Qwen2-MoE's shared expert.
+	Experts, TopK      int
+	MoEIntermediate    int
+	SharedIntermediate int
+	NormTopK           bool
+	MLPOnly            []int
 }
+
+// sparse tells whether layer i has routed experts.
+func (p Preset) sparse(i int) bool { return p.Experts > 0 && !slices.Contains(p.MLPOnly, i) }
 
 // Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
 // geometries (config.json values) and put the special tokens at Qwen's ids,
@@ -86,6 +99,19 @@ var Presets = map[string]Preset{
 	// bf16 rounds to 9.8125, so that the embedding scale's rounding shows.
 	"tiny-gemma3": {Name: "tiny-gemma3", Arch: "Gemma3ForCausalLM", Hidden: 96, Intermediate: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 32,
 		MaxPos: 4096, RopeTheta: 1e6, Tied: true, Merges: 400, SlidingWindow: 8, SlidingWindowPattern: 3, LocalRopeTheta: 1e4, QueryPreAttnScalar: 24},
+	// Qwen3-MoE at the tiny size: 8 experts of width 48, 2 per token,
+	// renormalized, on both layers.
+	"tiny-qwen3-moe": {Name: "tiny-qwen3-moe", Arch: "Qwen3MoeForCausalLM", Hidden: 64, Intermediate: 192, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: false, Merges: 400, Experts: 8, TopK: 2, MoEIntermediate: 48, NormTopK: true},
+	// Qwen2-MoE at the tiny size: layer 0 dense (mlp_only_layers), layer 1
+	// routed to 3 of 6 experts, not renormalized, with a shared expert.
+	"tiny-qwen2-moe": {Name: "tiny-qwen2-moe", Arch: "Qwen2MoeForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: false, Merges: 400, Experts: 6, TopK: 3, MoEIntermediate: 48, SharedIntermediate: 96, MLPOnly: []int{0}},
+	// Qwen/Qwen3-30B-A3B's geometry (config.json values): 30.5B parameters,
+	// too large to generate here; benchmarks run TwoLayer of it, its real
+	// layers (604M expert parameters each) cut to two.
+	"qwen3-30b-a3b": {Name: "qwen3-30b-a3b", Arch: "Qwen3MoeForCausalLM", Hidden: 2048, Intermediate: 6144, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128,
+		Vocab: 151936, MaxPos: 40960, RopeTheta: 1e6, Tied: false, Merges: 400, SpecialBase: 151643, Experts: 128, TopK: 8, MoEIntermediate: 768, NormTopK: true},
 	// google/gemma-3-1b's text geometry (config.json values).
 	"gemma-3-1b": {Name: "gemma-3-1b", Arch: "Gemma3ForCausalLM", Hidden: 1152, Intermediate: 6912, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256,
 		Vocab: 262144, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SlidingWindow: 512, SlidingWindowPattern: 6, LocalRopeTheta: 1e4,
@@ -246,6 +272,28 @@ func config(p Preset, vocab, special int) map[string]any {
 		c["final_logit_softcapping"] = nil
 		c["attn_logit_softcapping"] = nil
 		c["cache_implementation"] = "hybrid"
+	case "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM":
+		// As Qwen3-30B-A3B's and Qwen1.5-MoE-A2.7B's config.json write them.
+		c["num_experts"] = p.Experts
+		c["num_experts_per_tok"] = p.TopK
+		c["moe_intermediate_size"] = p.MoEIntermediate
+		c["norm_topk_prob"] = p.NormTopK
+		c["decoder_sparse_step"] = 1
+		c["mlp_only_layers"] = append([]int{}, p.MLPOnly...)
+		c["use_sliding_window"] = false
+		c["sliding_window"] = nil
+		c["max_window_layers"] = p.Layers
+		c["output_router_logits"] = false
+		c["router_aux_loss_coef"] = 0.001
+		c["attention_dropout"] = 0.0
+		if p.Arch == "Qwen3MoeForCausalLM" {
+			c["model_type"] = "qwen3_moe"
+			c["head_dim"] = p.headDim()
+			c["attention_bias"] = false
+		} else {
+			c["model_type"] = "qwen2_moe"
+			c["shared_expert_intermediate_size"] = p.SharedIntermediate
+		}
 	case "MistralForCausalLM":
 		c["model_type"] = "mistral"
 		c["sliding_window"] = nil
@@ -306,11 +354,28 @@ func specs(p Preset, vocab int) []tensorSpec {
 			lin(pre+"self_attn.v_proj.weight", kv, d, 1),
 			lin(pre+"self_attn.o_proj.weight", d, q, 2),
 			tensorSpec{pre + "post_attention_layernorm.weight", []int{d}, norm, 0.2},
-			lin(pre+"mlp.gate_proj.weight", p.Intermediate, d, 1),
-			lin(pre+"mlp.up_proj.weight", p.Intermediate, d, 1),
-			lin(pre+"mlp.down_proj.weight", d, p.Intermediate, 2),
 		)
-		if p.Arch == "Qwen2ForCausalLM" {
+		mlp := func(pre string, ff int, gain float32) {
+			s = append(s, lin(pre+"gate_proj.weight", ff, d, gain), lin(pre+"up_proj.weight", ff, d, gain), lin(pre+"down_proj.weight", d, ff, 2*gain))
+		}
+		if p.sparse(i) {
+			// The router's gain spreads its logits enough that a token's
+			// top experts are mostly clear winners, yet some are near ties
+			// that quantization can swap. Each expert is narrower than the
+			// dense MLP it replaces; the gain keeps the sum of TopK of them
+			// about as strong.
+			s = append(s, lin(pre+"mlp.gate.weight", p.Experts, d, 1.5))
+			for e := 0; e < p.Experts; e++ {
+				mlp(fmt.Sprintf("%smlp.experts.%d.", pre, e), p.MoEIntermediate, 1)
+			}
+			if p.SharedIntermediate > 0 {
+				mlp(pre+"mlp.shared_expert.", p.SharedIntermediate, 1)
+				s = append(s, lin(pre+"mlp.shared_expert_gate.weight", 1, d, 1))
+			}
+		} else {
+			mlp(pre+"mlp.", p.Intermediate, 1)
+		}
+		if p.Arch == "Qwen2ForCausalLM" || p.Arch == "Qwen2MoeForCausalLM" {
 			s = append(s,
 				tensorSpec{pre + "self_attn.q_proj.bias", []int{q}, kindBias, 0.5},
 				tensorSpec{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, 0.5},
@@ -328,7 +393,7 @@ func specs(p Preset, vocab int) []tensorSpec {
 				tensorSpec{pre + "mlp.down_proj.bias", []int{d}, kindBias, 0.05},
 			)
 		}
-		if p.Arch == "Qwen3ForCausalLM" || gemma {
+		if p.Arch == "Qwen3ForCausalLM" || p.Arch == "Qwen3MoeForCausalLM" || gemma {
 			// Spread enough that a forward pass that skipped q/k norm, or
 			// applied one head's weight to another, would be seen.
 			s = append(s,

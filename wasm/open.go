@@ -10,7 +10,9 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
+	"logitscope/model"
 	"logitscope/quant"
+	"logitscope/routing"
 	"logitscope/session"
 	"logitscope/tokenizer"
 	"logitscope/wasm/abi"
@@ -21,8 +23,9 @@ import (
 // read, the host reads them (a device buffer, or guest memory on the CPU
 // path) and hands them to ls_feed.
 type openModel struct {
-	ck  *checkpoint.Checkpoint
-	eng engine.Engine
+	ck     *checkpoint.Checkpoint
+	eng    engine.Engine
+	routes routing.Layout // what the rows carry after the logits
 
 	req  *abi.Request
 	run  *session.Run // the request's policy, shared with the native CLI
@@ -67,6 +70,9 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error)
 		ck.Close()
 		return nil, err
 	}
+	// engine.Open read the same config: it cannot fail here.
+	g, _ := model.GeometryOf(ck.Config)
+	m.routes = g.RouteLayout()
 	return m, nil
 }
 
@@ -115,7 +121,7 @@ func (m *openModel) request(data []byte) error {
 		stops = *r.Stops
 	}
 	run, err := session.New(session.Request{Mode: r.Mode, PromptIDs: r.PromptIDs, MaxNew: r.MaxNew,
-		Stops: stops, Outputs: r.Outputs, Windows: r.Windows, StreamRows: true}, m.eng.Chunk())
+		Stops: stops, Outputs: r.Outputs, Windows: r.Windows, StreamRows: true}, m.eng.Chunk(), m.eng.Vocab())
 	if err != nil {
 		return fmt.Errorf("ls_request: %w", err)
 	}
@@ -166,7 +172,7 @@ func (m *openModel) step() (bool, error) {
 			}
 			continue
 		}
-		r = r.Slice(c.Keep[0], c.Keep[1], m.eng.Vocab())
+		r = r.Slice(c.Keep[0], c.Keep[1], engine.Width(m.eng))
 		if r.Host != nil {
 			m.pin.Pin(&r.Host[0])
 		}
@@ -197,7 +203,7 @@ func (m *openModel) feed(raw []byte) error {
 	case r == nil:
 		return errors.New("ls_feed: no region pending")
 	case int64(len(raw)) != r.Size:
-		return fmt.Errorf("ls_feed: %d bytes, the region holds %d (%d rows of %d float32)", len(raw), r.Size, r.Rows, m.eng.Vocab())
+		return fmt.Errorf("ls_feed: %d bytes, the region holds %d (%d rows of %d float32)", len(raw), r.Size, r.Rows, engine.Width(m.eng))
 	}
 	m.pending = nil
 	m.pin.Unpin()
@@ -208,7 +214,7 @@ func (m *openModel) feed(raw []byte) error {
 		return m.run.Feed(nil)
 	}
 	// Greedy: the decoder needs the row to pick the next token.
-	return m.run.Feed(gpu.Float32Rows(raw, m.eng.Vocab()))
+	return m.run.Feed(gpu.Float32Rows(raw, engine.Width(m.eng)))
 }
 
 func (m *openModel) result() ([]byte, error) {
@@ -217,7 +223,10 @@ func (m *openModel) result() ([]byte, error) {
 	}
 	r := m.run.Result()
 	res := abi.Result{Mode: m.req.Mode, Rows: m.rows, Done: m.done, Output: r.Output, Stopped: r.Stopped,
-		Targets: r.Targets, PromptIDs: m.req.PromptIDs}
+		Targets: r.Targets, PromptIDs: m.req.PromptIDs, Vocab: m.eng.Vocab()}
+	if m.routes.Width() > 0 {
+		res.Routes = &m.routes
+	}
 	for _, p := range []*[]int{&res.Output, &res.Targets, &res.PromptIDs} {
 		if *p == nil {
 			*p = []int{}

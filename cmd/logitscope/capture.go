@@ -10,6 +10,7 @@ import (
 
 	"logitscope/capture"
 	"logitscope/checkpoint"
+	"logitscope/dump"
 	"logitscope/engine"
 	"logitscope/receipt"
 	"logitscope/session"
@@ -127,6 +128,10 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	if _, err := capture.Save(*dumpPath, ck, rq, c); err != nil {
 		return err
 	}
+	if c.Routes != nil && !dump.IsSafetensors(*dumpPath) {
+		fmt.Fprintf(stderr, "note: %s is a binary dump, which has no room for the experts each row was routed to (%s): "+
+			"give --dump-logits a .safetensors name to keep them\n", *dumpPath, c.Routing)
+	}
 
 	res := c.Result
 	rows, vocab := len(res.Rows), ck.Config.VocabSize
@@ -146,6 +151,10 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wall_time_seconds: %.3f\n", c.Took.Seconds())
 	fmt.Fprintf(stdout, "logit_rows_dumped: %d rows x %d vocab -> %s\n", rows, vocab, *dumpPath)
+	if c.Routes != nil && dump.IsSafetensors(*dumpPath) {
+		fmt.Fprintf(stdout, "routes_dumped: %d rows x %d sparse layers x top-%d of %d experts -> %s\n",
+			len(c.Routes), len(c.Routing.Layers), c.Routing.TopK, c.Routing.Experts, *dumpPath)
+	}
 	if req.Mode != session.Panel {
 		text := res.Output
 		if res.Stopped {

@@ -38,7 +38,7 @@ type reportJSON struct {
 func report(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (required)")
+	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts) (required)")
 	testPath := fs.String("test", "", "test dump, same geometry (required)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
@@ -80,6 +80,17 @@ func report(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "note: "+note)
 			out.Notes = append(out.Notes, note)
 		}
+	}
+	// Routes are compared only when both sides kept them: a binary dump
+	// of a mixture of experts, or another tool's, has none.
+	if (ref.logits.Routes == nil) != (test.logits.Routes == nil) {
+		with, without := ref, test
+		if ref.logits.Routes == nil {
+			with, without = test, ref
+		}
+		note := fmt.Sprintf("%s carries expert routes and %s none: routing is not compared", with.Path, without.Path)
+		fmt.Fprintln(stderr, "note: "+note)
+		out.Notes = append(out.Notes, note)
 	}
 	var targets []int
 	if ref.Receipt != nil && test.Receipt != nil {

@@ -3,7 +3,12 @@
 // the same.
 package abi
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+
+	"logitscope/routing"
+)
 
 // Open is ls_open's JSON.
 type Open struct {
@@ -36,6 +41,32 @@ type Result struct {
 	Targets   []int  `json:"targets"`
 	Rows      int    `json:"rows"`
 	Done      bool   `json:"done"`
+	// Vocab is how many logits start each row; Routes, for a mixture of
+	// experts, labels the expert ids after them (Routes.Width() per row).
+	// A host that keeps rows splits them with these.
+	Vocab  int             `json:"vocab"`
+	Routes *routing.Layout `json:"routes,omitempty"`
+}
+
+// Width is how many float32 each row of the request holds: Vocab logits,
+// then Routes.Width() expert ids.
+func (r Result) Width() int {
+	if r.Routes == nil {
+		return r.Vocab
+	}
+	return r.Vocab + r.Routes.Width()
+}
+
+// SplitRow splits one row, as a host kept it, into its logits and its
+// route ids (nil for a dense model, whose row is its logits).
+func (r Result) SplitRow(row []float32) ([]float32, []int32, error) {
+	switch {
+	case r.Vocab < 1:
+		return nil, nil, fmt.Errorf("ls_result says %d logits per row (an engine.wasm older than its host? rebuild it)", r.Vocab)
+	case len(row) != r.Width():
+		return nil, nil, fmt.Errorf("a row of %d values; ls_result says %d logits and %d route ids", len(row), r.Vocab, r.Width()-r.Vocab)
+	}
+	return routing.SplitRow(row, r.Vocab)
 }
 
 // RegionSize is the bytes ls_region writes.

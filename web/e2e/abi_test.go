@@ -64,6 +64,7 @@ type browserRun struct {
 	Targets    []int           `json:"targets"`
 	Stopped    bool            `json:"stopped"`
 	Vocab      int             `json:"vocab"`
+	Width      int             `json:"width"` // float32 per row: the logits, then any routes
 	Rows       []float32       `json:"rows"`
 	FirstRowMS float64         `json:"firstRowMs"`
 	MS         float64         `json:"ms"`
@@ -181,7 +182,7 @@ func TestABIInBrowser(t *testing.T) {
 						t.Fatal(err)
 					}
 					t.Logf("browser %s %s: first row %.0f ms, %d rows in %.0f ms", device, run.Name,
-						run.FirstRowMS, len(run.Rows)/max(run.Vocab, 1), run.MS)
+						run.FirstRowMS, len(run.Rows)/max(run.Width, 1), run.MS)
 					compareRows(t, run, want, res, tol)
 				})
 			}
@@ -227,22 +228,22 @@ func compareRows(t *testing.T, got browserRun, want [][]float32, res abi.Result,
 		t.Errorf("tokens %v (stopped %v, targets %v), wazero %v (stopped %v, targets %v)",
 			got.Output, got.Stopped, got.Targets, res.Output, res.Stopped, res.Targets)
 	}
-	if got.Vocab == 0 || len(got.Rows) != len(want)*got.Vocab {
-		t.Fatalf("%d logits of vocab %d, wazero %d rows", len(got.Rows), got.Vocab, len(want))
+	if got.Width == 0 || len(got.Rows) != len(want)*got.Width {
+		t.Fatalf("%d values in rows of %d, wazero %d rows", len(got.Rows), got.Width, len(want))
 	}
 	worstAbs, worstRel := 0.0, 0.0
 	worstRow, worstCol := 0, 0
 	differ := 0
 	for i, row := range want {
-		if len(row) != got.Vocab {
-			t.Fatalf("row %d: wazero has %d logits, the browser %d", i, len(row), got.Vocab)
+		if len(row) != got.Width {
+			t.Fatalf("row %d: wazero has %d values, the browser %d", i, len(row), got.Width)
 		}
 		scale := 0.0
 		for _, v := range row {
 			scale = math.Max(scale, math.Abs(float64(v)))
 		}
 		for j, v := range row {
-			g := got.Rows[i*got.Vocab+j]
+			g := got.Rows[i*got.Width+j]
 			if math.Float32bits(g) != math.Float32bits(v) {
 				differ++
 			}
@@ -256,9 +257,9 @@ func compareRows(t *testing.T, got browserRun, want [][]float32, res abi.Result,
 		}
 	}
 	t.Logf("%d rows × %d: %d logits differ in their bits; max abs diff %.3g (row %d [%d]), max diff / row max |logit| %.3g (tolerance %g)",
-		len(want), got.Vocab, differ, worstAbs, worstRow, worstCol, worstRel, tol)
+		len(want), got.Width, differ, worstAbs, worstRow, worstCol, worstRel, tol)
 	if tol == 0 && differ > 0 || worstRel > tol || math.IsNaN(worstAbs) {
 		t.Errorf("logits differ beyond the tolerance %g: max abs diff %.3g at row %d [%d] (browser %v, wazero %v)",
-			tol, worstAbs, worstRow, worstCol, got.Rows[worstRow*got.Vocab+worstCol], want[worstRow][worstCol])
+			tol, worstAbs, worstRow, worstCol, got.Rows[worstRow*got.Width+worstCol], want[worstRow][worstCol])
 	}
 }

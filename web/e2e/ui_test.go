@@ -35,6 +35,7 @@ import (
 // float32 LE, row-major.
 type pageLogits struct {
 	Vocab int    `json:"vocab"`
+	Width int    `json:"width"` // float32 per row: the logits, then any routes
 	Ref   string `json:"ref"`
 	Test  string `json:"test"`
 }
@@ -201,7 +202,7 @@ func compareWithWazero(t *testing.T, mod *host.Module, dev gpu.Device, dir strin
 			// The document's tokens are what the page showed: the
 			// reference's greedy output, which the test side was fed.
 			got := browserRun{Output: doc.Tokens, Stopped: side.res.Stopped, Targets: side.res.Targets,
-				Vocab: lg.Vocab, Rows: decodeRows(t, side.b64)}
+				Vocab: lg.Vocab, Width: lg.Width, Rows: decodeRows(t, side.b64)}
 			compareRows(t, got, side.want, side.res, tol)
 		})
 	}
@@ -280,7 +281,7 @@ func TestUINoWebGPU(t *testing.T) {
 	for _, side := range []struct{ variant, b64 string }{{spec.Ref, lg.Ref}, {spec.Test, lg.Test}} {
 		t.Run(side.variant, func(t *testing.T) {
 			rows, res := wazeroRun(t, mod, nil, site.DemoDir, side.variant, req)
-			got := browserRun{Output: res.Output, Targets: doc.Tokens, Vocab: lg.Vocab, Rows: decodeRows(t, side.b64)}
+			got := browserRun{Output: res.Output, Targets: doc.Tokens, Vocab: lg.Vocab, Width: lg.Width, Rows: decodeRows(t, side.b64)}
 			compareRows(t, got, rows, res, 0)
 		})
 	}

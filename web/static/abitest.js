@@ -92,7 +92,7 @@
       const o = await bridge.open({ model: MODEL, variant: "q4", capacity: 64, device: "auto" });
       if (o.device !== "cpu" || o.adapter !== "") fail(`open: ${JSON.stringify(o)}`);
       const out = await bridge.run(request);
-      if (out.rows.length !== 3 * out.vocab || out.result.output.length !== 3) fail(`run: ${JSON.stringify(out.result)}`);
+      if (out.rows.length !== 3 * out.width || out.result.output.length !== 3) fail(`run: ${JSON.stringify(out.result)}`);
     });
     bridge.terminate();
   }
@@ -195,8 +195,8 @@
       }],
       ["greedy text prompt through ChatML", async (t) => {
         const e = await open(t, "q4");
-        const { result: res, rows, vocab } = await e.run({ mode: "greedy", text: "Hello", max_new: 3, stops: [] });
-        const nrows = rows.length / vocab;
+        const { result: res, rows, width } = await e.run({ mode: "greedy", text: "Hello", max_new: 3, stops: [] });
+        const nrows = rows.length / width;
         if (res.prompt_ids.length < 10 || res.output.length !== 3 || nrows !== 3 || !res.done) {
           fail(`result ${JSON.stringify(res)} with ${nrows} rows`);
         }
@@ -294,8 +294,8 @@
         const e = await open(t, "q4", { device: "cpu", capacity: 64 });
         const prompt = Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % 500);
         const g = await e.run({ mode: "greedy", prompt_ids: prompt, max_new: 3, stops: [] });
-        if (g.rows.length / g.vocab !== 3 || g.result.output.length !== 3) {
-          fail(`greedy on the CPU: ${g.rows.length / g.vocab} rows, output ${JSON.stringify(g.result.output)}`);
+        if (g.rows.length / g.width !== 3 || g.result.output.length !== 3) {
+          fail(`greedy on the CPU: ${g.rows.length / g.width} rows, output ${JSON.stringify(g.result.output)}`);
         }
         await e.run({ mode: "panel", windows: [[1, 2, 3, 4], [5, 6, 7]] });
         if (Object.keys(e.gpu.counts).length !== 0) fail(`the CPU path called gpu imports: ${JSON.stringify(e.gpu.counts)}`);
@@ -321,7 +321,7 @@
     bridge.onprogress = (p) => progress.push(p);
     const keep = (name, device, request, out) => window.identical.runs.push({
       name, device, request, output: out.result.output, targets: out.result.targets, stopped: out.result.stopped,
-      vocab: out.vocab, rows: Array.from(out.rows), firstRowMs: out.firstRowMs, ms: out.ms });
+      vocab: out.vocab, width: out.width, rows: Array.from(out.rows), firstRowMs: out.firstRowMs, ms: out.ms });
 
     await runCase("bridge: probe", async (t) => {
       const p = await bridge.probe();
@@ -357,14 +357,14 @@
       await bridge.open({ model: MODEL, variant: "f32", capacity: 64, device: "gpu" });
       progress.length = 0;
       const out = await bridge.run(greedy);
-      const n = out.rows.length / out.vocab;
+      const n = out.rows.length / out.width;
       if (n !== greedy.max_new || out.result.output.length !== greedy.max_new) fail(`${n} rows, output ${JSON.stringify(out.result.output)}`);
       if (!progress.some((p) => p.phase === "rows" && p.loaded === n)) fail(`no rows progress up to ${n}: ${JSON.stringify(progress)}`);
       keep("greedy", "gpu", greedy, out);
       t.log(`greedy: output ${JSON.stringify(out.result.output)}, first row ${out.firstRowMs.toFixed(0)} ms, all ${out.ms.toFixed(0)} ms`);
       const p = await bridge.run(panel);
       const want = windows.reduce((k, w) => k + w.length - 1, 0);
-      if (p.rows.length / p.vocab !== want || p.result.targets.length !== want) fail(`panel: ${p.rows.length / p.vocab} rows, want ${want}`);
+      if (p.rows.length / p.width !== want || p.result.targets.length !== want) fail(`panel: ${p.rows.length / p.width} rows, want ${want}`);
       keep("panel", "gpu", panel, p);
       t.log(`panel: ${want} rows in ${p.ms.toFixed(0)} ms`);
     });
@@ -372,12 +372,12 @@
       const o = await bridge.open({ model: MODEL, variant: "f32", capacity: 64, device: "cpu" });
       if (o.device !== "cpu") fail(`open: ${JSON.stringify(o)}`);
       const out = await bridge.run(greedy);
-      if (out.rows.length / out.vocab !== greedy.max_new) fail(`${out.rows.length / out.vocab} rows`);
+      if (out.rows.length / out.width !== greedy.max_new) fail(`${out.rows.length / out.width} rows`);
       keep("greedy", "cpu", greedy, out);
       t.log(`greedy: output ${JSON.stringify(out.result.output)}, first row ${out.firstRowMs.toFixed(0)} ms, all ${out.ms.toFixed(0)} ms`);
       const p = await bridge.run(panel);
       keep("panel", "cpu", panel, p);
-      t.log(`panel: ${p.rows.length / p.vocab} rows in ${p.ms.toFixed(0)} ms`);
+      t.log(`panel: ${p.rows.length / p.width} rows in ${p.ms.toFixed(0)} ms`);
     });
     bridge.terminate();
 

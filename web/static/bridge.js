@@ -6,7 +6,7 @@
 //   b.onprogress = (p) => {};            // {phase, message, loaded, total}
 //   await b.probe();                     // {webgpu, adapter, reason}
 //   await b.open({model, variant, capacity, device});
-//   await b.run(request);                // {result, vocab, rows, firstRowMs, ms}
+//   await b.run(request);                // {result, vocab, width, rows, firstRowMs, ms}
 //   b.terminate();
 "use strict";
 
@@ -74,7 +74,7 @@
     //   -> {device: "webgpu"|"cpu", adapter, bytes, cachedBytes, vocab, ms}
     open(args) { return this.call("open", args); }
 
-    // run <wasm/abi.Request> -> {result, vocab, rows: Float32Array, firstRowMs, ms}
+    // run <wasm/abi.Request> -> {result, vocab, width, rows: Float32Array, firstRowMs, ms}
     run(request) {
       return this.call("run", request).then((v) => {
         if (!(v.rows instanceof Float32Array)) v.rows = new Float32Array(v.rows || []);

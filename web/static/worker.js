@@ -220,7 +220,7 @@
       let rows = new Float32Array(0);
       let used = 0; // floats
       let nrows = 0;
-      let vocab = 0;
+      let width = 0; // float32 per row: the logits, then a mixture of experts' routes
       let firstRowMs = null;
       const regP = this.malloc(24);
       let feedP = 0;
@@ -234,7 +234,7 @@
           const offset = Number(dv.getBigUint64(4, true));
           const size = Number(dv.getBigUint64(12, true));
           const n = dv.getUint32(20, true);
-          if (n > 0) vocab = size / 4 / n;
+          if (n > 0) width = size / 4 / n;
           if (used + size / 4 > rows.length) {
             const grown = new Float32Array(Math.max(2 * rows.length, used + size / 4, 1024));
             grown.set(rows.subarray(0, used));
@@ -260,8 +260,11 @@
           if (onRows) onRows(nrows);
         }
         const result = JSON.parse(dec.decode(this.callOut("ls_result")));
-        if (!vocab) vocab = this.config().vocab_size || 0;
-        return { result, vocab, rows: rows.slice(0, used), firstRowMs: firstRowMs ?? 0, ms: performance.now() - t0 };
+        // The rows stay as the engine wrote them; result.vocab and
+        // result.routes say how to split them (wasm/ABI.md).
+        const vocab = result.vocab || this.config().vocab_size || 0;
+        if (!width) width = vocab + (result.routes ? result.routes.layers.length * result.routes.top_k : 0);
+        return { result, vocab, width, rows: rows.slice(0, used), firstRowMs: firstRowMs ?? 0, ms: performance.now() - t0 };
       } finally {
         if (this.alive) {
           this.free(regP);
@@ -512,7 +515,7 @@
       };
     },
 
-    // run <wasm/abi.Request> -> {result, vocab, rows, firstRowMs, ms}
+    // run <wasm/abi.Request> -> {result, vocab, width, rows, firstRowMs, ms}
     async run(request, progress) {
       if (!engine || !engine.alive) {
         throw new Error(discarded || "run: no model open (call open first)");

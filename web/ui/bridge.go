@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"syscall/js"
 
+	"logitscope/dump"
+	"logitscope/routing"
 	"logitscope/wasm/abi"
 )
 
@@ -63,10 +65,11 @@ func (b *bridge) open(model, variant string, capacity int, device string) (o ope
 }
 
 // runReply is run()'s reply with the rows copied into Go: Raw holds them
-// as the bridge gave them (float32 little-endian), Rows decoded.
+// as the bridge gave them (float32 little-endian, Width per row: the
+// logits, then a mixture of experts' routes), Rows decoded.
 type runReply struct {
 	Result     abi.Result
-	Vocab      int
+	Width      int
 	Raw        []byte
 	Rows       []float32
 	FirstRowMs float64
@@ -86,7 +89,7 @@ func (b *bridge) run(req abi.Request) (r runReply, err error) {
 	if err := fromJS(v.Get("result"), &r.Result); err != nil {
 		return r, fmt.Errorf("run: the reply's result: %v", err)
 	}
-	r.Vocab = v.Get("vocab").Int()
+	r.Width = v.Get("width").Int()
 	r.FirstRowMs = v.Get("firstRowMs").Float()
 	r.Ms = v.Get("ms").Float()
 	rows := v.Get("rows")
@@ -95,10 +98,36 @@ func (b *bridge) run(req abi.Request) (r runReply, err error) {
 	}
 	r.Raw = bytesOf(rows)
 	r.Rows = float32s(r.Raw)
-	if r.Vocab <= 0 || len(r.Rows) != r.Result.Rows*r.Vocab {
-		return r, fmt.Errorf("run: %d values for %d rows × %d vocab", len(r.Rows), r.Result.Rows, r.Vocab)
+	if r.Width <= 0 || len(r.Rows) != r.Result.Rows*r.Width {
+		return r, fmt.Errorf("run: %d values for %d rows of %d", len(r.Rows), r.Result.Rows, r.Width)
 	}
 	return r, nil
+}
+
+// logits splits the reply's rows, as the engine wrote them, into a dump
+// of the logits and, for a mixture of experts, its routes, as the result
+// says (abi.Result.SplitRow).
+func (r runReply) logits() (*dump.Logits, error) {
+	res := r.Result
+	if w := res.Width(); w != r.Width {
+		return nil, fmt.Errorf("run: rows of %d values, the engine says %d logits and %d route ids", r.Width, res.Vocab, w-res.Vocab)
+	}
+	l := &dump.Logits{Rows: res.Rows, Vocab: res.Vocab}
+	if res.Routes == nil {
+		l.Data = r.Rows // a dense model's rows are its logits
+		return l, nil
+	}
+	l.Routes = &routing.Routes{Layout: *res.Routes, Rows: res.Rows}
+	l.Data = make([]float32, 0, res.Rows*res.Vocab)
+	for i := range res.Rows {
+		logits, ids, err := res.SplitRow(r.Rows[i*r.Width : (i+1)*r.Width])
+		if err != nil {
+			return nil, fmt.Errorf("run: row %d: %v", i, err)
+		}
+		l.Data = append(l.Data, logits...)
+		l.Routes.IDs = append(l.Routes.IDs, ids...)
+	}
+	return l, nil
 }
 
 // onProgress installs f as the bridge's progress callback.

@@ -33,8 +33,9 @@
 // The scripting contract (web/e2e relies on it): window.logitscope exists
 // from the start (index.html); when a run, a shared snapshot or an offline
 // comparison is shown, .result is the document (JSON.parse of its JSON)
-// and, for runs, .logits is {vocab, ref, test} with the rows as base64 of
-// float32 little-endian; on failure .error is the message; and
+// and, for runs, .logits is {vocab, width, ref, test} with the rows as the
+// engine wrote them (width float32 each: vocab logits, then a mixture of
+// experts' routes) as base64 of float32 little-endian; on failure .error is the message; and
 // document.body.dataset.state is loading, idle, running, done or error,
 // set after the render that shows that state.
 package main

@@ -47,8 +47,10 @@ func main() {
 	}
 }
 
-// listenKeys makes ← and → step through the positions, unless the focus
-// is in a field of the form.
+// listenKeys makes ← and → step through the positions, and with Shift
+// jump to the previous or next position the token strip's filter keeps
+// (flips and routing changes when it shows all), unless the focus is in a
+// field of the form.
 func listenKeys(r *Root) {
 	f := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		e := args[0]
@@ -69,7 +71,12 @@ func listenKeys(r *Root) {
 			return nil
 		}
 		r.ee.Lock()
-		moved := r.Step(d)
+		var moved bool
+		if e.Get("shiftKey").Bool() {
+			moved = r.JumpFlag(d)
+		} else {
+			moved = r.Step(d)
+		}
 		r.ee.UnlockRender()
 		if moved {
 			e.Call("preventDefault")

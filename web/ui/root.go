@@ -66,6 +66,7 @@ type Root struct {
 	Doc    *snapshot.Doc
 	Source string // run | snapshot | offline
 	Sel    int
+	Filter string // the token strip's: all, flips or routes (view.go)
 	SnapID string // the /r/<id> this page shows, until the form is edited
 	Ran    bool   // the form's spec has been run: its URL reruns it
 
@@ -100,6 +101,7 @@ type Root struct {
 func (r *Root) boot(ee vugu.EventEnv) {
 	r.ee = ee
 	r.State = "idle"
+	r.Filter = filterAll
 	r.FieldErr = map[string]string{}
 	r.toks = map[string]*tokenizer.Tokenizer{}
 	r.probed = make(chan struct{})
@@ -234,10 +236,12 @@ func (r *Root) fail(err error) {
 	r.ls.Set("error", r.Err)
 }
 
-// logitsOut is window.logitscope.logits of a run.
+// logitsOut is window.logitscope.logits of a run: the rows as the engine
+// wrote them, Width float32 each (Vocab logits, then a mixture of experts'
+// routes).
 type logitsOut struct {
-	Vocab     int
-	Ref, Test string // base64 of the rows, float32 little-endian
+	Vocab, Width int
+	Ref, Test    string // base64 of the rows, float32 little-endian
 }
 
 // show makes doc the page's document; raw is its JSON (nil: marshal it).
@@ -272,6 +276,7 @@ func (r *Root) show(doc *snapshot.Doc, raw []byte, source string, lg *logitsOut)
 	if lg != nil {
 		l := global.Get("Object").New()
 		l.Set("vocab", lg.Vocab)
+		l.Set("width", lg.Width)
 		l.Set("ref", lg.Ref)
 		l.Set("test", lg.Test)
 		r.ls.Set("logits", l)
@@ -366,3 +371,60 @@ func (r *Root) Step(d int) bool {
 
 // Inspect is the inspector's view of the selected position.
 func (r *Root) Inspect() inspector { return inspectorView(r.Doc, r.Sel) }
+
+// Filters lists the strip's filters that apply to the document: routing
+// changes only for a mixture of experts.
+func (r *Root) Filters() [][2]string {
+	f := [][2]string{{filterAll, "all positions"}, {filterFlips, "argmax flips"}}
+	if r.Doc != nil && r.Doc.Report.Routing != nil {
+		f = append(f, [2]string{filterRoutes, "routing changes"})
+	}
+	return f
+}
+
+// StripFilter is the filter in effect: routes falls back to all for a
+// document without routing.
+func (r *Root) StripFilter() string {
+	if r.Filter == filterRoutes && (r.Doc == nil || r.Doc.Report.Routing == nil) {
+		return filterAll
+	}
+	return r.Filter
+}
+
+// SetFilter changes the strip's filter.
+func (r *Root) SetFilter(e vugu.DOMEvent) {
+	switch f := e.PropString("target", "value"); f {
+	case filterAll, filterFlips, filterRoutes:
+		r.Filter = f
+	}
+}
+
+// Flagged counts the positions the strip's filter keeps.
+func (r *Root) Flagged() int {
+	n := 0
+	for i := range r.Doc.Report.Positions {
+		if flagged(r.Doc, i, r.StripFilter()) {
+			n++
+		}
+	}
+	return n
+}
+
+// JumpFlag selects the next (d 1) or previous (d −1) position the filter
+// keeps; false when there is none.
+func (r *Root) JumpFlag(d int) bool {
+	if r.Doc == nil {
+		return false
+	}
+	i := nextFlagged(r.Doc, r.Sel, d, r.StripFilter())
+	if i < 0 {
+		return false
+	}
+	r.Select(i)
+	return true
+}
+
+// CanJump says whether JumpFlag(d) would move.
+func (r *Root) CanJump(d int) bool {
+	return r.Doc != nil && nextFlagged(r.Doc, r.Sel, d, r.StripFilter()) >= 0
+}

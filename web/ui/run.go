@@ -12,7 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"logitscope/dump"
 	"logitscope/snapshot"
 )
 
@@ -133,14 +132,24 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 	if spec.Mode == snapshot.Panel {
 		targets = rr.Result.Targets
 	}
+	// The rows carry a mixture of experts' routes after the logits: split
+	// here, so that the analysis sees the logits and the routes apart.
+	refLogits, err := rr.logits()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %v", spec.Ref, err)
+	}
+	testLogits, err := tr.logits()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %v", spec.Test, err)
+	}
 	ref := snapshot.Capture{
 		Side:      snapshot.Side{Label: spec.Ref, Device: ro.Device, Adapter: ro.Adapter},
-		Logits:    &dump.Logits{Rows: rr.Result.Rows, Vocab: rr.Vocab, Data: rr.Rows},
+		Logits:    refLogits,
 		PromptIDs: rr.Result.PromptIDs, Output: rr.Result.Output, Targets: rr.Result.Targets,
 	}
 	test := snapshot.Capture{
 		Side:      snapshot.Side{Label: spec.Test, Device: to.Device, Adapter: to.Adapter},
-		Logits:    &dump.Logits{Rows: tr.Result.Rows, Vocab: tr.Vocab, Data: tr.Rows},
+		Logits:    testLogits,
 		PromptIDs: tr.Result.PromptIDs, Output: tr.Result.Output, Targets: tr.Result.Targets,
 	}
 	text := func(id int) string { return tok.Decode([]int{id}, false) }
@@ -154,7 +163,7 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 	r.ee.RUnlock()
 	doc.Timing = t
 	doc.Created = time.Now().UTC().Format(time.RFC3339)
-	lg := &logitsOut{Vocab: rr.Vocab,
+	lg := &logitsOut{Vocab: rr.Result.Vocab, Width: rr.Width,
 		Ref:  base64.StdEncoding.EncodeToString(rr.Raw),
 		Test: base64.StdEncoding.EncodeToString(tr.Raw)}
 	return doc, nil, lg, nil

@@ -6,10 +6,12 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"logitscope/margins"
+	"logitscope/routing"
 	"logitscope/snapshot"
 	"logitscope/web/ui/chart"
 	"logitscope/web/ui/markup"
@@ -89,6 +91,10 @@ func summaryView(d *snapshot.Doc) []section {
 		row("Geometry", strconv.Itoa(d.Report.Rows)+" positions × "+strconv.Itoa(d.Report.Vocab)+" vocab"))
 	out = append(out, fl)
 
+	if rt := d.Report.Routing; rt != nil {
+		out = append(out, routingSection(rt))
+	}
+
 	t := d.Timing
 	tm := section{Title: "Timing"}
 	for _, x := range []struct {
@@ -105,6 +111,40 @@ func summaryView(d *snapshot.Doc) []section {
 	}
 	out = append(out, section{"Sides", []kv{sideRow("Reference", d.Ref), sideRow("Test", d.Test)}})
 	return out
+}
+
+// routingSection counts a mixture of experts' routing changes: positions
+// routed to another set of experts (linked to the first), positions only
+// reordered, experts swapped, flips that fell on a set change, and each
+// sparse layer's share.
+func routingSection(rt *routing.Report) section {
+	s := &rt.Summary
+	of := func(n, m int) string { return strconv.Itoa(n) + " of " + strconv.Itoa(m) }
+	sec := section{Title: "Expert routing", Rows: []kv{
+		{Label: "Another expert set", Value: of(s.SetChanged, s.Positions) + " positions", Class: "rs", Pos: -1,
+			Note: "at least one sparse layer ran an expert the reference did not pick"},
+		{Label: "Only reordered", Value: strconv.Itoa(s.OrderOnly), Class: "ro", Pos: -1,
+			Note: "the same experts, ranked (and so weighted) differently"},
+	}}
+	if f := s.FirstSetChange; f >= 0 && f < len(rt.Positions) {
+		sec.Rows = append(sec.Rows, kv{Label: "First routing change", Value: "position " + strconv.Itoa(f), Pos: f, Class: "rs",
+			Note: "layers " + routing.FormatLayers(rt.Positions[f].SetLayers)})
+	} else {
+		sec.Rows = append(sec.Rows, row("First routing change", "none"))
+	}
+	swapped := "—"
+	if s.Slots > 0 {
+		swapped = pct(float64(s.Swapped)/float64(s.Slots), 3)
+	}
+	sec.Rows = append(sec.Rows,
+		kv{Label: "Experts swapped", Value: of(s.Swapped, s.Slots) + " choices", Note: swapped, Pos: -1},
+		row("Flips at a set change", of(s.FlipsAtSetChange, s.Flips)),
+		row("Sparse layers", rt.Layout.String()))
+	for _, l := range s.Layers {
+		sec.Rows = append(sec.Rows, row("Layer "+strconv.Itoa(l.Layer),
+			strconv.Itoa(l.SetChanged)+" set · "+strconv.Itoa(l.OrderOnly)+" order · "+strconv.Itoa(l.Swapped)+" swapped"))
+	}
+	return sec
 }
 
 func sideRow(label string, s snapshot.Side) kv {
@@ -198,6 +238,60 @@ type inspector struct {
 	Class        string
 	Ref, Test    []topRow
 	Facts        []kv
+	// Routing: the position's change (same, order, set) and one row per
+	// sparse layer; "" and nil for a dense model.
+	Route  string
+	Routes []routeRow
+}
+
+// routeRow is one sparse layer of a position: both sides' experts, most
+// probable first, each marked when the other side did not pick it.
+type routeRow struct {
+	Layer     int
+	Change    string
+	Ref, Test []expert
+}
+
+// expert is one chosen expert; Other says the other side did not pick it.
+type expert struct {
+	ID    int
+	Other bool
+}
+
+// routeRows lays out position i's routing, or nil without routing.
+func routeRows(rt *routing.Report, i int) []routeRow {
+	if rt == nil || i >= len(rt.Positions) {
+		return nil
+	}
+	p := &rt.Positions[i]
+	mark := func(ids, other []int) []expert {
+		out := make([]expert, len(ids))
+		for k, id := range ids {
+			out[k] = expert{ID: id, Other: !slices.Contains(other, id)}
+		}
+		return out
+	}
+	rows := make([]routeRow, len(rt.Layers))
+	for j, layer := range rt.Layers {
+		change := routing.Same
+		switch {
+		case slices.Contains(p.SetLayers, layer):
+			change = routing.Set
+		case slices.Contains(p.OrderLayers, layer):
+			change = routing.Order
+		}
+		rows[j] = routeRow{Layer: layer, Change: string(change), Ref: mark(p.Ref[j], p.Test[j]), Test: mark(p.Test[j], p.Ref[j])}
+	}
+	return rows
+}
+
+// routeLabel names a routing change for people.
+func routeLabel(c string) string {
+	return map[string]string{
+		string(routing.Same):  "same experts",
+		string(routing.Order): "experts reordered",
+		string(routing.Set):   "another expert set",
+	}[c]
 }
 
 func topRows(d *snapshot.Doc, toks []margins.Token, a, b int) []topRow {
@@ -261,7 +355,44 @@ func inspectorView(d *snapshot.Doc, i int) inspector {
 		{Label: "Δp of the target", Value: pct(p.DeltaP, 3),
 			Note: "target " + quoted(d, p.Target) + ": " + pct(p.PRefTarget, 2) + " → " + pct(p.PTestTarget, 2), Pos: -1},
 	}
+	if rt := d.Report.Routing; rt != nil {
+		v.Route = string(rt.Positions[i].Change)
+		v.Routes = routeRows(rt, i)
+	}
 	return v
+}
+
+// Filters of the token strip: every position, the flips, or the positions
+// routed to another set of experts. The strip dims the others; the
+// flagged-position buttons step between those it keeps (all: either).
+const (
+	filterAll    = "all"
+	filterFlips  = "flips"
+	filterRoutes = "routes"
+)
+
+// flagged says whether position i passes filter.
+func flagged(d *snapshot.Doc, i int, filter string) bool {
+	flip := d.Report.Positions[i].Flip
+	set := d.Report.Routing != nil && d.Report.Routing.Positions[i].Change == routing.Set
+	switch filter {
+	case filterFlips:
+		return flip
+	case filterRoutes:
+		return set
+	}
+	return flip || set
+}
+
+// nextFlagged is the first position after from (dir 1) or before it (dir
+// −1) that passes filter, or −1.
+func nextFlagged(d *snapshot.Doc, from, dir int, filter string) int {
+	for i := from + dir; i >= 0 && i < len(d.Report.Positions); i += dir {
+		if flagged(d, i, filter) {
+			return i
+		}
+	}
+	return -1
 }
 
 // kinds are the positions' classes as chart kinds.
@@ -301,16 +432,30 @@ func stripHTML(d *snapshot.Doc) string {
 		m.Elem("span", stripText(d.Text(id)), "class", "p", "title", "prompt · "+strconv.Itoa(id))
 	}
 	scale := kldScale(d)
+	rt := d.Report.Routing
 	for i, p := range d.Report.Positions {
 		k := 0.0
 		if scale > 0 {
 			k = math.Sqrt(math.Min(1, math.Max(0, p.KLD/scale)))
 		}
+		class := "t " + string(p.Class)
+		title := strconv.Itoa(i) + " · " + string(p.Class) + " · KLD " + strconv.FormatFloat(p.KLD, 'g', 3, 64)
+		if rt != nil {
+			// rs: routed to another set of experts; ro: only reordered.
+			switch r := &rt.Positions[i]; r.Change {
+			case routing.Set:
+				class += " rs"
+				title += " · another expert set at layers " + routing.FormatLayers(r.SetLayers)
+			case routing.Order:
+				class += " ro"
+				title += " · experts reordered at layers " + routing.FormatLayers(r.OrderLayers)
+			}
+		}
 		m.Elem("span", stripText(d.Text(d.Tokens[i])),
-			"class", "t "+string(p.Class),
+			"class", class,
 			"data-i", strconv.Itoa(i),
 			"style", "--k:"+strconv.FormatFloat(k, 'f', 2, 64),
-			"title", strconv.Itoa(i)+" · "+string(p.Class)+" · KLD "+strconv.FormatFloat(p.KLD, 'g', 3, 64))
+			"title", title)
 	}
 	return m.String()
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/xml"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
 	"logitscope/dump"
 	"logitscope/margins"
+	"logitscope/routing"
 	"logitscope/snapshot"
 )
 
@@ -43,6 +45,117 @@ func testDoc(t *testing.T) *snapshot.Doc {
 	}
 	d.Timing.RefRun = 12.5
 	return d
+}
+
+// moeDoc is testDoc with routes (sparse layers 0 and 2, top-2 of 4
+// experts): row 1 reorders at layer 2, row 2 routes to another expert at
+// layer 0 and reorders at layer 2, row 3 routes to another at layer 2.
+func moeDoc(t *testing.T) *snapshot.Doc {
+	t.Helper()
+	const vocab = 64
+	rows := func(r [][]float32, ids ...int32) *dump.Logits {
+		l := &dump.Logits{Rows: len(r), Vocab: vocab, Data: make([]float32, len(r)*vocab)}
+		for i, v := range r {
+			copy(l.Data[i*vocab:], v)
+		}
+		l.Routes = &routing.Routes{Layout: routing.Layout{Layers: []int{0, 2}, TopK: 2, Experts: 4}, Rows: len(r), IDs: ids}
+		return l
+	}
+	ref := rows([][]float32{{5, 1}, {2, 1.99}, {9}, {0, 0, 0, 4}}, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3)
+	test := rows([][]float32{{5, 1.1}, {1.98, 2}, {0, 9}, {0, 0, 0, 4.2}}, 0, 1, 2, 3, 0, 1, 3, 2, 3, 1, 3, 2, 0, 1, 2, 0)
+	d, err := snapshot.Build(nil, snapshot.Capture{Logits: ref}, snapshot.Capture{Logits: test}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A mixture of experts' document adds the routing section, marks the
+// strip, lays out each position's experts per layer, and its filters pick
+// the flips or the routing changes.
+func TestRoutingView(t *testing.T) {
+	d := moeDoc(t)
+	var sec *section
+	for _, s := range summaryView(d) {
+		if s.Title == "Expert routing" {
+			sec = &s
+		}
+	}
+	if sec == nil {
+		t.Fatal("no Expert routing section")
+	}
+	all := map[string]kv{}
+	for _, r := range sec.Rows {
+		all[r.Label] = r
+	}
+	for label, want := range map[string]string{
+		"Another expert set": "2 of 4 positions", "Only reordered": "1", "First routing change": "position 2",
+		"Experts swapped": "2 of 16 choices", "Flips at a set change": "1 of 2", "Sparse layers": "layers 0,2: top-2 of 4 experts",
+		"Layer 0": "1 set · 0 order · 1 swapped", "Layer 2": "1 set · 2 order · 1 swapped",
+	} {
+		if got := all[label].Value; got != want {
+			t.Errorf("%s: %q, want %q", label, got, want)
+		}
+	}
+	if r := all["First routing change"]; r.Pos != 2 || r.Note != "layers 0" {
+		t.Errorf("first routing change %+v", r)
+	}
+	for _, s := range summaryView(testDoc(t)) {
+		if s.Title == "Expert routing" {
+			t.Error("a dense document has a routing section")
+		}
+	}
+
+	strip := stripHTML(d)
+	for _, want := range []string{`class="t agree" data-i="0"`, `class="t close ro" data-i="1"`, `class="t clear rs" data-i="2"`, `class="t agree rs" data-i="3"`,
+		`another expert set at layers 0`} {
+		if !strings.Contains(strip, want) {
+			t.Errorf("strip lacks %s: %s", want, strip)
+		}
+	}
+	if strings.Contains(stripHTML(testDoc(t)), " r") {
+		t.Error("a dense document's strip has routing marks")
+	}
+
+	v := inspectorView(d, 2)
+	want := []routeRow{
+		{Layer: 0, Change: "set", Ref: []expert{{0, true}, {1, false}}, Test: []expert{{3, true}, {1, false}}},
+		{Layer: 2, Change: "order", Ref: []expert{{2, false}, {3, false}}, Test: []expert{{3, false}, {2, false}}},
+	}
+	if v.Route != "set" || !reflect.DeepEqual(v.Routes, want) {
+		t.Errorf("inspector routes %q %+v, want %+v", v.Route, v.Routes, want)
+	}
+	if v := inspectorView(testDoc(t), 2); v.Route != "" || v.Routes != nil {
+		t.Errorf("a dense position has routes %q %v", v.Route, v.Routes)
+	}
+
+	for _, c := range []struct {
+		filter   string
+		from     int
+		dir      int
+		want     int
+		nflagged int
+	}{
+		{filterFlips, 0, 1, 1, 2}, {filterFlips, 2, 1, -1, 2}, {filterRoutes, 0, 1, 2, 2},
+		{filterRoutes, 2, 1, 3, 2}, {filterRoutes, 2, -1, -1, 2}, {filterAll, 3, -1, 2, 3},
+	} {
+		if got := nextFlagged(d, c.from, c.dir, c.filter); got != c.want {
+			t.Errorf("nextFlagged(%d, %d, %s) = %d, want %d", c.from, c.dir, c.filter, got, c.want)
+		}
+		n := 0
+		for i := range d.Report.Positions {
+			if flagged(d, i, c.filter) {
+				n++
+			}
+		}
+		if n != c.nflagged {
+			t.Errorf("%s flags %d positions, want %d", c.filter, n, c.nflagged)
+		}
+	}
+	// A dense document flags its flips alone, whatever the filter.
+	if nextFlagged(testDoc(t), 0, 1, filterRoutes) != -1 || nextFlagged(testDoc(t), 0, 1, filterAll) != 1 {
+		t.Error("a dense document's flagged positions")
+	}
 }
 
 func TestSummaryView(t *testing.T) {

@@ -18,6 +18,7 @@ type State struct {
 	k, v    [][]float32 // per layer: (capacity, KVHeads*HeadDim)
 	pos     int         // tokens already in the cache
 	cap     int
+	tap     func(layer int, h []float32) // tests: sees each layer's MLP input (T, d)
 }
 
 // New makes an empty KV cache for up to capacity tokens.
@@ -73,8 +74,9 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	q := make([]float32, T*qDim)
 	att := make([]float32, T*qDim)
 	o := make([]float32, T*d)
-	gate := make([]float32, T*m.Intermediate)
-	up := make([]float32, T*m.Intermediate)
+	// routes (T, Routes): the experts each sparse layer picked per token.
+	routes := make([]float32, T*m.Routes())
+	sparse := 0
 
 	for l := range m.Layers {
 		L := &m.Layers[l]
@@ -103,16 +105,15 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 		add(x, o)
 
 		rmsnorm(h, x, L.MLPNorm, d, eps, unit)
-		matmul(gate, h, L.Wgate, L.Bgate, T)
-		matmul(up, h, L.Wup, L.Bup, T)
-		act := silu
-		if m.GeluTanh {
-			act = geluTanh
+		if s.tap != nil {
+			s.tap(l, h)
 		}
-		for i, g := range gate {
-			gate[i] = act(g) * up[i]
+		if L.Router != nil {
+			s.moe(o, h, L, T, routes, sparse)
+			sparse++
+		} else {
+			s.mlp(o, h, model.Expert{Wgate: L.Wgate, Wup: L.Wup, Wdown: L.Wdown}, L.Bgate, L.Bup, L.Bdown, T)
 		}
-		matmul(o, gate, L.Wdown, L.Bdown, T)
 		if L.PostMLPNorm != nil {
 			rmsnorm(o, o, L.PostMLPNorm, d, eps, unit)
 		}
@@ -126,14 +127,134 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	}
 	n := T - first
 	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, eps, unit)
+	// Each row is the logits and then the token's routes (Geometry.Routes).
+	R := m.Routes()
+	w := m.Vocab + R
 	logits := make([]float32, n*m.Vocab)
 	matmul(logits, h[:n*d], m.Head, nil, n)
 	rows := make([][]float32, n)
 	for i := range rows {
-		rows[i] = logits[i*m.Vocab : (i+1)*m.Vocab : (i+1)*m.Vocab]
+		if R == 0 {
+			rows[i] = logits[i*m.Vocab : (i+1)*m.Vocab : (i+1)*m.Vocab]
+			continue
+		}
+		rows[i] = make([]float32, w)
+		copy(rows[i], logits[i*m.Vocab:(i+1)*m.Vocab])
+		copy(rows[i][m.Vocab:], routes[(first+i)*R:(first+i+1)*R])
 	}
 	return rows, nil
 }
+
+// mlp: out (T,d) = Wdown (act(Wgate x + bg) ⊙ (Wup x + bu)) + bd for x
+// (T,d), act SiLU or Gemma's GELU-tanh.
+func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T int) {
+	ff := e.Wgate.Rows
+	gate := make([]float32, T*ff)
+	up := make([]float32, T*ff)
+	matmul(gate, x, e.Wgate, bg, T)
+	matmul(up, x, e.Wup, bu, T)
+	act := silu
+	if s.m.GeluTanh {
+		act = geluTanh
+	}
+	for i, g := range gate {
+		gate[i] = act(g) * up[i]
+	}
+	matmul(out, gate, e.Wdown, bd, T)
+}
+
+// moe is a sparse layer's MLP, as transformers' Qwen2MoeTopKRouter,
+// MixtralExperts and Qwen2MoeSparseMoeBlock compute it (main, v5): the
+// router's logits (T, Experts) softmaxed in float32, the TopK most
+// probable experts per token (renormalized to sum 1 with NormTopK), and
+// out (T,d) = Σ p_e · expert_e(h) summed in increasing expert order into
+// zeros, as index_add_ does, plus sigmoid(SharedGate h) · shared(h) for
+// Qwen2-MoE. Each expert runs once over the tokens routed to it. The
+// chosen ids, in the router's order, go to routes (T, Routes) at sparse
+// layer si's columns.
+func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, si int) {
+	m := s.m
+	d, E, K := m.Dim, m.Experts, m.TopK
+	probs := make([]float32, T*E)
+	matmul(probs, h, L.Router, nil, T)
+	type pick struct {
+		t int
+		p float32
+	}
+	byExpert := make([][]pick, E)
+	for t := 0; t < T; t++ {
+		pt := probs[t*E : (t+1)*E]
+		softmax(pt)
+		ids, ps := topK(pt, K)
+		if m.NormTopK {
+			var sum float32
+			for _, p := range ps {
+				sum += p
+			}
+			for j := range ps {
+				ps[j] /= sum
+			}
+		}
+		for j, e := range ids {
+			byExpert[e] = append(byExpert[e], pick{t, ps[j]})
+			routes[t*m.Routes()+si*K+j] = float32(e)
+		}
+	}
+	clear(out[:T*d])
+	for e, picks := range byExpert {
+		if len(picks) == 0 {
+			continue
+		}
+		n := len(picks)
+		xe := make([]float32, n*d)
+		for i, pk := range picks {
+			copy(xe[i*d:(i+1)*d], h[pk.t*d:(pk.t+1)*d])
+		}
+		ye := make([]float32, n*d)
+		s.mlp(ye, xe, L.Experts[e], nil, nil, nil, n)
+		for i, pk := range picks {
+			ot, yt := out[pk.t*d:(pk.t+1)*d], ye[i*d:(i+1)*d]
+			for c := range ot {
+				ot[c] += float32(yt[c] * pk.p)
+			}
+		}
+	}
+	if L.Shared == nil {
+		return
+	}
+	shared := make([]float32, T*d)
+	s.mlp(shared, h, *L.Shared, nil, nil, nil, T)
+	gate := make([]float32, T)
+	matmul(gate, h, L.SharedGate, nil, T)
+	for t := 0; t < T; t++ {
+		g := sigmoid(gate[t])
+		ot, st := out[t*d:(t+1)*d], shared[t*d:(t+1)*d]
+		for c := range ot {
+			ot[c] += float32(g * st[c])
+		}
+	}
+}
+
+// topK returns the indices of the k largest of p, largest first (the
+// lower index first among equals), and their values.
+func topK(p []float32, k int) ([]int, []float32) {
+	ids := make([]int, 0, k)
+	vals := make([]float32, 0, k)
+	taken := make([]bool, len(p))
+	for range k {
+		best := -1
+		for i, v := range p {
+			if !taken[i] && (best < 0 || v > p[best]) {
+				best = i
+			}
+		}
+		taken[best] = true
+		ids, vals = append(ids, best), append(vals, p[best])
+	}
+	return ids, vals
+}
+
+func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
 
 // rope rotates each head of v (heads*hd,) in place, NeoX style
 // (rotate_half): element i pairs with element i+hd/2.

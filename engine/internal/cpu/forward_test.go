@@ -126,6 +126,8 @@ func TestFeaturesMatter(t *testing.T) {
 	}{
 		{"tiny-llama3", func(m *model.Model) bool { return m.Rope.Type == "llama3" }, func(m *model.Model) { m.Rope = model.RopeScaling{} }},
 		{"tiny-mistral", func(m *model.Model) bool { return m.Window[0] == 8 && m.Window[1] == 8 }, func(m *model.Model) { m.Window = nil }},
+		{"tiny-qwen3-moe", func(m *model.Model) bool { return m.NormTopK }, func(m *model.Model) { m.NormTopK = false }},
+		{"tiny-qwen2-moe", func(m *model.Model) bool { return m.Layers[1].Shared != nil }, func(m *model.Model) { m.Layers[1].Shared = nil }},
 	} {
 		t.Run(c.preset, func(t *testing.T) {
 			m := load(t, synth.Presets[c.preset])

@@ -12,7 +12,8 @@ import (
 // no code with forward.go. Qwen3's q_norm and k_norm follow
 // models/qwen3/modeling_qwen3.py (Qwen3Attention.forward): the projections
 // viewed as (heads, hd), each head RMS-normalized, then RoPE. Gemma 3 has
-// its own transcription (naive_gemma3_test.go).
+// its own transcription (naive_gemma3_test.go); a sparse layer's MLP is
+// naiveMoE (naive_moe_test.go).
 func naiveForward(m *model.Model, ids []int) [][]float64 {
 	if m.Arch == "Gemma3ForCausalLM" {
 		return naiveGemma3(m, ids, gemmaExact)
@@ -75,13 +76,12 @@ func naiveForward(m *model.Model, ids []int) [][]float64 {
 			}
 		}
 		h = norm64(x, L.MLPNorm, float64(m.NormEps))
-		g, u := linear64(h, L.Wgate, L.Bgate), linear64(h, L.Wup, L.Bup)
-		for t := range g {
-			for i := range g[t] {
-				g[t][i] = g[t][i] / (1 + math.Exp(-g[t][i])) * u[t][i]
-			}
+		var dn [][]float64
+		if L.Router != nil {
+			dn, _ = naiveMoE(m, &L, h)
+		} else {
+			dn = swiglu64(h, model.Expert{Wgate: L.Wgate, Wup: L.Wup, Wdown: L.Wdown}, L.Bgate, L.Bup, L.Bdown)
 		}
-		dn := linear64(g, L.Wdown, L.Bdown)
 		for t := range x {
 			for i := range x[t] {
 				x[t][i] += dn[t][i]
@@ -192,4 +192,15 @@ func rope64(x []float64, pos, hd int, inv []float64) []float64 {
 		}
 	}
 	return out
+}
+
+// swiglu64: down(silu(gate x + bg) · (up x + bu)) + bd, for x (T, d).
+func swiglu64(x [][]float64, e model.Expert, bg, bu, bd []float32) [][]float64 {
+	g, u := linear64(x, e.Wgate, bg), linear64(x, e.Wup, bu)
+	for t := range g {
+		for i := range g[t] {
+			g[t][i] = g[t][i] / (1 + math.Exp(-g[t][i])) * u[t][i]
+		}
+	}
+	return linear64(g, e.Wdown, bd)
 }

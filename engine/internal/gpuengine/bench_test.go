@@ -20,8 +20,8 @@ import (
 
 // benchModel opens a cached synthetic preset and, unless f32 is asked
 // for, its q4 variant (written once into the cache).
-func benchModel(b *testing.B, preset, vname string) (model.Geometry, Source) {
-	dir, err := synth.Cached(preset, 0)
+func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry, Source) {
+	dir, err := synth.CachedPreset(preset, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,11 +49,13 @@ func benchModel(b *testing.B, preset, vname string) (model.Geometry, Source) {
 }
 
 // BenchmarkOps profiles one GPU decode step op by op (a wait after each
-// dispatch) and reports each op family's time as "<op>-ms".
+// dispatch) and reports each op family's time as "<op>-ms"; the mixture of
+// experts is Qwen3-30B-A3B's layers cut to two (see engine's
+// BenchmarkDecode).
 func BenchmarkOps(b *testing.B) {
-	for _, preset := range []string{"tiny", "qwen2.5-0.5b", "qwen3-0.6b"} {
+	for _, preset := range []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"], synth.TwoLayer("qwen3-30b-a3b")} {
 		for _, vname := range []string{"f32", "q4"} {
-			b.Run(preset+"/"+vname, func(b *testing.B) {
+			b.Run(preset.Name+"/"+vname, func(b *testing.B) {
 				g, src := benchModel(b, preset, vname)
 				e, err := New(nativetest.Device(b), g, src, Options{Capacity: 64 + b.N})
 				if err != nil {

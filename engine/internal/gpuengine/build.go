@@ -27,7 +27,9 @@ type pending struct {
 // lays out the program of one forward step.
 func (e *State) build(src Source, progress func(done, total int64)) error {
 	g := e.g
-	d, qDim, kvDim, ff := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim, g.Intermediate
+	d, qDim, kvDim := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
+	// gate and up serve the dense MLP and Qwen2-MoE's shared expert.
+	ff := max(g.Intermediate, g.SharedIntermediate)
 	c, f := int64(e.chunk), int64(4)
 	var err error
 	alloc := func(label string, size int64) gpu.Buffer {
@@ -45,9 +47,22 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	e.o = alloc("o", c*int64(d)*f)
 	e.gate = alloc("gate", c*int64(ff)*f)
 	e.up = alloc("up", c*int64(ff)*f)
-	e.logits = alloc("logits", c*int64(g.Vocab)*f)
+	e.logits = alloc("logits", c*int64(g.Vocab+g.Routes())*f)
 	e.scores = alloc("scores", c*int64(g.Heads*e.capacity)*f)
 	e.none = alloc("no-bias", 4)
+	if g.SparseLayers() > 0 {
+		K, eff := int64(g.TopK), int64(g.ExpertIntermediate)
+		e.router = alloc("router", c*int64(g.Experts)*f)
+		e.routeIDs = alloc("route-ids", c*K*4)
+		e.routeW = alloc("route-weights", c*K*f)
+		e.eg = alloc("expert-gate", c*K*eff*f)
+		e.eu = alloc("expert-up", c*K*eff*f)
+		e.ey = alloc("expert-out", c*K*int64(d)*f)
+		if g.SharedIntermediate > 0 {
+			e.shared = alloc("shared-expert", c*int64(d)*f)
+			e.sgate = alloc("shared-expert-gate", c*f)
+		}
+	}
 	for l := 0; l < g.NumLayers; l++ {
 		e.kc = append(e.kc, alloc(fmt.Sprintf("k-cache.%d", l), int64(e.capacity*kvDim)*f))
 		e.vc = append(e.vc, alloc(fmt.Sprintf("v-cache.%d", l), int64(e.capacity*kvDim)*f))
@@ -65,6 +80,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	if g.EmbedScale != 0 {
 		prog = append(prog, e.scaleOp("embed-scale", e.x, g.EmbedScale, d))
 	}
+	sparseSeen := 0
 	for l := 0; l < g.NumLayers; l++ {
 		n := g.Names(l)
 		attnNorm, mlpNorm := up.vector(n.AttnNorm), up.vector(n.MLPNorm)
@@ -84,10 +100,18 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if g.QKNorm {
 			qNorm, kNorm = up.vector(n.QNorm), up.vector(n.KNorm)
 		}
-		wg, wu, wd := up.matrix(n.Wgate), up.matrix(n.Wup), up.matrix(n.Wdown)
+		sparse := g.Sparse != nil && g.Sparse[l]
+		var moe moeLayer
+		var wg, wu, wd matrix
 		bg, bu, bd := e.none, e.none, e.none
-		if g.MLPBias {
-			bg, bu, bd = up.vector(n.Bgate), up.vector(n.Bup), up.vector(n.Bdown)
+		if sparse {
+			moe = up.moe(n, sparseSeen)
+			sparseSeen++
+		} else {
+			wg, wu, wd = up.matrix(n.Wgate), up.matrix(n.Wup), up.matrix(n.Wdown)
+			if g.MLPBias {
+				bg, bu, bd = up.vector(n.Bgate), up.vector(n.Bup), up.vector(n.Bdown)
+			}
 		}
 		if up.err != nil {
 			return up.err
@@ -111,14 +135,18 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		prog = append(prog, e.matmulOps("o", wo, e.att, zero, e.o, zero, d, bo, T)...)
 		prog = append(prog, e.residualOps("post-attn-norm", postAttnNorm)...)
 		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero))
-		prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, ff, bg, T)...)
-		prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, ff, bu, T)...)
 		act := "silu_mul"
 		if g.GeluTanh {
 			act = "gelu_tanh_mul"
 		}
-		prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
-		prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, bd, T)...)
+		if sparse {
+			prog = append(prog, e.moeOps(moe, act)...)
+		} else {
+			prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, g.Intermediate, bg, T)...)
+			prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, g.Intermediate, bu, T)...)
+			prog = append(prog, e.elementwiseOp(act, e.gate, e.up, g.Intermediate))
+			prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, bd, T)...)
+		}
 		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm)...)
 	}
 	norm := up.vector(model.NormName)
@@ -133,7 +161,8 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	rows := func(s step) int { return s.rows }
 	lastRows := func(s step) int { return (s.T - s.rows) * d }
 	prog = append(prog, e.rmsnormOp("final-norm", e.x, norm, e.h, rows, lastRows))
-	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab, e.none, rows)...)
+	// Rows are Vocab + Routes wide: the route kernels filled the tails.
+	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab+g.Routes(), e.none, rows)...)
 	return e.finish(prog)
 }
 

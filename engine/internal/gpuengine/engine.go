@@ -41,6 +41,14 @@ type State struct {
 	none                                                         gpu.Buffer // bound where an op has no bias
 	ropeLocal                                                    gpu.Buffer // Gemma 3's sliding layers' table; 0 without
 
+	// Sparse layers' scratch (0 for dense models): router logits (T, E),
+	// the chosen experts and their weights (T, K), the experts' gate, up
+	// (T, K, ExpertIntermediate) and outputs (T, K, d), Qwen2-MoE's shared
+	// expert's output (T, d) and gate logit (T,).
+	router, routeIDs, routeW, eg, eu, ey, shared, sgate gpu.Buffer
+
+	dispatches int64 // recorded so far, for benchmarks
+
 	prog     []op
 	buildErr error // the first pipeline that failed to compile, while building
 }
@@ -81,16 +89,21 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	if err := g.CheckCapacity(opt.Capacity); err != nil {
 		return nil, err
 	}
-	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
 	lim := dev.Info().Limits
+	if err := checkMoE(g, lim); err != nil {
+		return nil, err
+	}
+	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
 	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)
 	if opt.MaxPieceBytes > 0 {
 		e.maxPiece = min(e.maxPiece, opt.MaxPieceBytes)
 	}
 	// The attention scratch holds (chunk, heads, capacity) scores in one
-	// binding: shrink the chunk for very long contexts.
+	// binding, the experts' (chunk, TopK, max(d, ExpertIntermediate)):
+	// shrink the chunk for very long contexts or very many experts.
 	e.chunk = MaxChunk
-	for e.chunk > 1 && int64(e.chunk*g.Heads*e.capacity*4) > lim.MaxStorageBufferBindingSize {
+	scratch := int64(max(g.Heads*e.capacity, g.TopK*max(g.Dim, g.ExpertIntermediate), g.Experts)) * 4
+	for e.chunk > 1 && int64(e.chunk)*scratch > lim.MaxStorageBufferBindingSize {
 		e.chunk /= 2
 	}
 	if err := e.build(src, opt.Progress); err != nil {
@@ -114,8 +127,8 @@ func (e *State) Close() {
 // Chunk is the most tokens one Submit takes.
 func (e *State) Chunk() int { return e.chunk }
 
-// Logits is the buffer whose start holds a step's rows: (rows, Vocab)
-// little-endian float32.
+// Logits is the buffer whose start holds a step's rows: (rows, Vocab +
+// Routes) little-endian float32, the logits then the route tail.
 func (e *State) Logits() gpu.Buffer { return e.logits }
 
 // Submit records and submits one step of at most Chunk tokens, appending
@@ -175,8 +188,14 @@ func (e *State) dispatch(o op, s step) error {
 	if err := e.dev.Dispatch(o.pipe, []gpu.BindGroup{o.group}, x, y, z); err != nil {
 		return fmt.Errorf("%s: %w", o.name, err)
 	}
+	e.dispatches++
 	return nil
 }
+
+// Dispatches is how many dispatches the engine has recorded so far (ops
+// with no work in a step, such as the head in an unread prefill chunk,
+// are skipped and not counted): benchmarks divide it by the tokens.
+func (e *State) Dispatches() int64 { return e.dispatches }
 
 // Profile decodes token id with a submission and a wait after every
 // dispatch, and returns the time spent per op, summed over layers and
@@ -250,26 +269,32 @@ func (e *State) upload(label string, data []byte) (gpu.Buffer, error) {
 	return b, e.dev.WriteBuffer(b, 0, data)
 }
 
-// uploadPiece copies a weight piece from its file into a new buffer: by
-// the device itself when it can (the wasm host), else through memory.
+// uploadPiece copies a weight piece from its file into a new buffer.
 func (e *State) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
-	if fu, ok := e.dev.(gpu.FileUploader); ok {
-		b, err := e.buffer(label, (p.Length+3)/4*4)
-		if err != nil {
-			return 0, err
-		}
-		return b, fu.UploadFile(b, 0, p.File, p.Offset, p.Length)
-	}
-	f, err := os.Open(p.File)
+	b, err := e.buffer(label, (p.Length+3)/4*4)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	data := make([]byte, p.Length)
-	if _, err := f.ReadAt(data, p.Offset); err != nil {
-		return 0, fmt.Errorf("%s: reading %s at %d: %w", p.File, label, p.Offset, err)
+	return b, e.writePiece(b, 0, label, p)
+}
+
+// writePiece copies a weight piece from its file to offset of b (a
+// multiple of 4; banks hold several pieces), zero-padded to whole words:
+// by the device itself when it can (the wasm host), else through memory.
+func (e *State) writePiece(b gpu.Buffer, offset int64, label string, p Piece) error {
+	if fu, ok := e.dev.(gpu.FileUploader); ok {
+		return fu.UploadFile(b, offset, p.File, p.Offset, p.Length)
 	}
-	return e.upload(label, data)
+	f, err := os.Open(p.File)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data := make([]byte, (p.Length+3)/4*4)
+	if _, err := f.ReadAt(data[:p.Length], p.Offset); err != nil {
+		return fmt.Errorf("%s: reading %s at %d: %w", p.File, label, p.Offset, err)
+	}
+	return e.dev.WriteBuffer(b, offset, data)
 }
 
 func (e *State) uploadF32(label string, v []float32) (gpu.Buffer, error) {

@@ -3,6 +3,7 @@ package gpuengine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"logitscope/gpu"
@@ -382,5 +383,232 @@ func check(t *testing.T, name string, got []float32, want []float64, maxNMSE, ma
 	t.Logf("%s: NMSE %.2e, max abs %.2e", name, nmse, abs)
 	if nmse > maxNMSE || abs > maxAbs {
 		t.Fatal(fmt.Sprintf("%s: NMSE %g (limit %g), max abs %g (limit %g)", name, nmse, maxNMSE, abs, maxAbs))
+	}
+}
+
+// The route kernel against float64: softmax, the K most probable experts
+// (the lower id first among equal probabilities), renormalized or not;
+// the scratch in increasing id order, the wanted rows' route tails in
+// probability order, the rest of the logit rows untouched. Cases: E below
+// and above the workgroup, ties inside the top K and across its edge.
+func TestRouteKernel(t *testing.T) {
+	dev := nativetest.Device(t)
+	const sentinel = -7
+	for _, c := range []struct {
+		name        string
+		E, K, T     int
+		norm        bool
+		rows        int       // the last rows tokens have logit rows
+		row0        []float32 // token 0's router logits, when set
+		wantLeading []int     // token 0's picks, most probable first, when set
+	}{
+		{name: "qwen3-like", E: 8, K: 2, T: 3, norm: true, rows: 3},
+		{name: "no-norm-last-row", E: 6, K: 3, T: 4, rows: 1},
+		{name: "wide", E: 130, K: 8, T: 2, norm: true, rows: 2},
+		// Token 0: experts 1 and 4 tie for first, 2 and 5 for third with
+		// room for one: 1, 4, then 2.
+		{name: "ties", E: 6, K: 3, T: 2, rows: 2, row0: []float32{0, 5, 2, -1, 5, 2}, wantLeading: []int{1, 4, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rnd(c.E*100 + c.K)
+			logits := r.fill(c.T*c.E, 3)
+			copy(logits, c.row0)
+			const vocab, col = 10, 10 // one sparse layer: the tail starts right after the logits
+			ldl := vocab + c.K
+			out := make([]float32, c.rows*ldl)
+			for i := range out {
+				out[i] = sentinel
+			}
+			rb, ids, wts, ob := buf(t, dev, logits), buf(t, dev, make([]uint32, c.T*c.K)), buf(t, dev, make([]float32, c.T*c.K)), buf(t, dev, out)
+			norm := 0
+			if c.norm {
+				norm = 1
+			}
+			p := buf(t, dev, params(c.E, c.K, norm, c.T-c.rows, ldl, col, 0, 0))
+			dispatch(t, dev, shaders.MoE(), "route", []gpu.Buffer{rb, ids, wts, ob, 0, 0, 0, p}, uint32(c.T), 1, 1)
+			gotIDs, gotW, gotOut := read(t, dev, ids, c.T*c.K), read(t, dev, wts, c.T*c.K), read(t, dev, ob, len(out))
+			for tk := 0; tk < c.T; tk++ {
+				pick, w := refRoute(logits[tk*c.E:(tk+1)*c.E], c.K, c.norm)
+				if tk == 0 && c.wantLeading != nil && !slices.Equal(pick, c.wantLeading) {
+					t.Fatalf("reference picks %v, want %v", pick, c.wantLeading)
+				}
+				byID := slices.Clone(pick)
+				slices.Sort(byID)
+				for j, e := range byID {
+					i := tk*c.K + j
+					if got := math.Float32bits(gotIDs[i]); got != uint32(e) {
+						t.Fatalf("token %d slot %d: expert %d, want %d (picks %v)", tk, j, got, e, pick)
+					}
+					want := w[slices.Index(pick, e)]
+					if d := math.Abs(float64(gotW[i]) - want); d > 1e-6 {
+						t.Fatalf("token %d expert %d: weight %g, want %g", tk, e, gotW[i], want)
+					}
+				}
+				if row := tk - (c.T - c.rows); row >= 0 {
+					for j, e := range pick {
+						if got := gotOut[row*ldl+col+j]; got != float32(e) {
+							t.Fatalf("token %d route tail %d: %g, want %d", tk, j, got, e)
+						}
+					}
+					for j := 0; j < vocab; j++ {
+						if gotOut[row*ldl+j] != sentinel {
+							t.Fatalf("row %d: logit %d overwritten", row, j)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// refRoute is the router in float64: the k most probable experts, most
+// probable first (the lower id among equals), and their weights.
+func refRoute(logits []float32, k int, norm bool) ([]int, []float64) {
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	p := make([]float64, len(logits))
+	var z float64
+	for i, v := range logits {
+		p[i] = math.Exp(float64(v) - mx)
+		z += p[i]
+	}
+	order := make([]int, len(p))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case p[a] > p[b]:
+			return -1
+		case p[a] < p[b]:
+			return 1
+		}
+		return 0
+	})
+	pick := order[:k]
+	w := make([]float64, k)
+	var sum float64
+	for j, e := range pick {
+		w[j] = p[e] / z
+		sum += w[j]
+	}
+	if norm {
+		for j := range w {
+			w[j] /= sum
+		}
+	}
+	return pick, w
+}
+
+// combine: O = Σ_k w·y over each token's slots, plus the shared expert
+// behind its sigmoid gate when there is one.
+func TestCombineKernel(t *testing.T) {
+	dev := nativetest.Device(t)
+	const T, K, d = 3, 3, 70
+	r := rnd(29)
+	ys, w, shared, sg := r.fill(T*K*d, 2), r.fill(T*K, 0.5), r.fill(T*d, 2), r.fill(T, 3)
+	for _, hasShared := range []int{0, 1} {
+		t.Run(fmt.Sprint("shared", hasShared), func(t *testing.T) {
+			out := buf(t, dev, make([]float32, T*d))
+			p := buf(t, dev, params(0, K, 0, 0, 0, 0, d, hasShared))
+			dispatch(t, dev, shaders.MoE(), "combine", []gpu.Buffer{0, 0, buf(t, dev, w), out, buf(t, dev, ys), buf(t, dev, shared), buf(t, dev, sg), p},
+				(d+63)/64, T, 1)
+			want := make([]float64, T*d)
+			for tk := 0; tk < T; tk++ {
+				for c := 0; c < d; c++ {
+					for k := 0; k < K; k++ {
+						want[tk*d+c] += float64(w[tk*K+k]) * float64(ys[(tk*K+k)*d+c])
+					}
+					if hasShared == 1 {
+						want[tk*d+c] += float64(shared[tk*d+c]) / (1 + math.Exp(-float64(sg[tk])))
+					}
+				}
+			}
+			check(t, "combine", read(t, dev, out, T*d), want, 1e-12, 1e-5)
+		})
+	}
+}
+
+// The expert entry point of matmul: 5 experts of W (41, 75) (odd rows and
+// columns: 16-bit rows start mid-word, a bf16 expert is not a whole number
+// of words) in every format, each split into two row-pieces, the experts
+// of each piece in two banks ([0, 3) and [3, 5)); 3 tokens routed to 2
+// experts each, expert 2 to none. Both input layouts: one X row per token
+// (gate, up) and one per (token, slot) (down). Every (token, slot) row of
+// Y is the routed expert's product; the columns past the matrix stay 0.
+func TestExpertMatmulKernel(t *testing.T) {
+	const E, rows, cols, T, K, ldy = 5, 41, 75, 3, 2, 44
+	route := []uint32{1, 4, 0, 3, 3, 4}
+	banks := [][2]int{{0, 3}, {3, 5}}
+	pieces := [][2]int{{0, 24}, {24, rows}}
+	dev := nativetest.Device(t)
+	for f := shaders.F32; f <= shaders.Q4; f++ {
+		for _, perSlot := range []int{0, 1} {
+			t.Run(fmt.Sprintf("%s/x_slot%d", f, perSlot), func(t *testing.T) {
+				r := rnd(f + 31)
+				xRows := T
+				if perSlot == 1 {
+					xRows = T * K
+				}
+				x := r.fill(xRows*cols, 1)
+				w := make([][]float32, E)   // expert e's W
+				deq := make([][]float32, E) // as the CPU engine decodes it
+				for e := range w {
+					w[e] = r.fill(rows*cols, 0.5)
+					deq[e] = make([]float32, 0, rows*cols)
+				}
+				y := buf(t, dev, make([]float32, T*K*ldy))
+				xb, rb := buf(t, dev, x), buf(t, dev, route)
+				for _, pc := range pieces {
+					n := pc[1] - pc[0]
+					raws := make([][]byte, E)
+					for e := range w {
+						raw, dq := encode(t, f, w[e][pc[0]*cols:pc[1]*cols], n, cols)
+						raws[e], deq[e] = raw, append(deq[e], dq...)
+					}
+					stride := (len(raws[0]) + 3) / 4 * 4
+					base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
+					for _, bk := range banks {
+						var bank []byte
+						for e := bk[0]; e < bk[1]; e++ {
+							bank = append(bank, raws[e]...)
+							bank = append(bank, make([]byte, stride-len(raws[e]))...)
+						}
+						p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, pc[0], 0, 0, 0, bk[0], bk[1]-bk[0], stride/4, K, perSlot))
+						dispatch(t, dev, shaders.Matmul(f), "expert", []gpu.Buffer{buf(t, dev, bank), xb, y, 0, p, rb},
+							uint32(n+shaders.MatmulRows-1)/shaders.MatmulRows, K, T)
+					}
+				}
+				got := read(t, dev, y, T*K*ldy)
+				var want []float64
+				var gotVals []float32
+				for tk := 0; tk < T; tk++ {
+					for k := 0; k < K; k++ {
+						e, slot := int(route[tk*K+k]), tk*K+k
+						xr := x[tk*cols : (tk+1)*cols]
+						if perSlot == 1 {
+							xr = x[slot*cols : (slot+1)*cols]
+						}
+						for n := 0; n < ldy; n++ {
+							v := 0.0
+							if n < rows {
+								for c := 0; c < cols; c++ {
+									v += float64(deq[e][n*cols+c]) * float64(xr[c])
+								}
+							}
+							want = append(want, v)
+							gotVals = append(gotVals, got[slot*ldy+n])
+						}
+					}
+				}
+				nmse, maxAbs := errors(gotVals, want)
+				t.Logf("expert %s x_slot %d: NMSE %.2e, max abs %.2e", f, perSlot, nmse, maxAbs)
+				if nmse > 1e-10 || maxAbs > 1e-4 {
+					t.Fatalf("expert matmul %s: NMSE %g, max abs %g", f, nmse, maxAbs)
+				}
+			})
+		}
 	}
 }

@@ -84,12 +84,12 @@ func FuzzEncode(f *testing.F) {
 // content as written in the file.
 func expectedRoundTrip(tok *Tokenizer, s string) string {
 	var b strings.Builder
-	tok.added.split(s, false, func(seg string, id int) {
+	tok.added.split(s, false, func(seg string, _, id int) {
 		if id >= 0 {
 			b.WriteString(tok.idToken[id])
 			return
 		}
-		tok.added.split(norm.NFC.String(seg), true, func(seg string, id int) {
+		tok.added.split(norm.NFC.String(seg), true, func(seg string, _, id int) {
 			if id >= 0 {
 				b.WriteString(tok.idToken[id])
 			} else {

@@ -12,15 +12,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
-// The oracle is Hugging Face's tokenizers.js with the real Qwen vocabulary,
-// pinned in testdata/oracle/package.json. Tests that need it skip when node
-// or its node_modules are missing.
+// The oracle is Hugging Face's tokenizers.js with real vocabularies, pinned
+// in testdata/oracle/package.json. Tests that need it skip when node or its
+// node_modules are missing, except in CI.
 const oracleDir = "testdata/oracle"
+
+// realNames are the tokenizers the oracle ships (oracle.mjs).
+var realNames = []string{"qwen3", "llama3_1", "gemma3", "llama2", "deepseek_v3"}
 
 func needOracle(tb testing.TB) string {
 	tb.Helper()
@@ -30,7 +30,7 @@ func needOracle(tb testing.TB) string {
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		skip("node not found; install Node.js and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
+		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
 	}
 	if _, err := os.Stat(filepath.Join(oracleDir, "node_modules")); err != nil {
 		skip("oracle not installed; run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
@@ -38,41 +38,48 @@ func needOracle(tb testing.TB) string {
 	return node
 }
 
-var qwen struct {
+type loaded struct {
 	once sync.Once
 	tok  *Tokenizer
 	err  error
 }
 
-// qwenTokenizer loads the real Qwen tokenizer.json, written by the oracle,
-// once per test binary.
-func qwenTokenizer(tb testing.TB) *Tokenizer {
+var real sync.Map // name → *loaded
+
+// realTokenizer loads a real tokenizer.json, written by the oracle, once
+// per test binary.
+func realTokenizer(tb testing.TB, name string) *Tokenizer {
 	tb.Helper()
 	node := needOracle(tb)
-	qwen.once.Do(func() {
+	v, _ := real.LoadOrStore(name, &loaded{})
+	l := v.(*loaded)
+	l.once.Do(func() {
 		dir, err := os.MkdirTemp("", "tokenizer-oracle")
 		if err != nil {
-			qwen.err = err
+			l.err = err
 			return
 		}
 		defer os.RemoveAll(dir)
-		path := filepath.Join(dir, "tokenizer.json")
-		cmd := exec.Command(node, "oracle.mjs", "write-tokenizer", path)
+		path := filepath.Join(dir, name+".json")
+		cmd := exec.Command(node, "oracle.mjs", "write-tokenizer", path, name)
 		cmd.Dir = oracleDir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			qwen.err = fmt.Errorf("oracle write-tokenizer: %v: %s", err, bytes.TrimSpace(out))
+			l.err = fmt.Errorf("oracle write-tokenizer %s: %v: %s", name, err, bytes.TrimSpace(out))
 			return
 		}
-		qwen.tok, qwen.err = Load(path)
+		l.tok, l.err = Load(path)
 	})
-	if qwen.err != nil {
-		tb.Fatalf("loading the oracle's tokenizer.json: %v", qwen.err)
+	if l.err != nil {
+		tb.Fatalf("loading the oracle's %s tokenizer.json: %v", name, l.err)
 	}
-	return qwen.tok
+	return l.tok
 }
 
-// oracleEncode runs `node oracle.mjs encode` on texts.
-func oracleEncode(t *testing.T, texts []string) [][]int {
+func qwenTokenizer(tb testing.TB) *Tokenizer { return realTokenizer(tb, "qwen3") }
+
+// runOracle runs `node oracle.mjs args...` with texts as JSON lines on
+// stdin and decodes one JSON line of output per text into T.
+func runOracle[T any](t *testing.T, texts []string, args ...string) []T {
 	t.Helper()
 	node := needOracle(t)
 	var in bytes.Buffer
@@ -82,29 +89,47 @@ func oracleEncode(t *testing.T, texts []string) [][]int {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(node, "oracle.mjs", "encode")
+	cmd := exec.Command(node, append([]string{"oracle.mjs"}, args...)...)
 	cmd.Dir = oracleDir
 	cmd.Stdin = &in
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("oracle encode: %v\n%s", err, stderr.Bytes())
+		t.Fatalf("oracle %v: %v\n%s", args, err, stderr.Bytes())
 	}
-	var res [][]int
+	var res []T
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var line struct{ IDs []int }
+		var line T
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("oracle output line %d: %v", len(res)+1, err)
 		}
-		res = append(res, line.IDs)
+		res = append(res, line)
 	}
 	if len(res) != len(texts) {
 		t.Fatalf("oracle returned %d lines for %d strings", len(res), len(texts))
 	}
 	return res
+}
+
+// oracleEncode returns the oracle's Qwen ids of texts, no special tokens.
+func oracleEncode(t *testing.T, texts []string) [][]int {
+	t.Helper()
+	var ids [][]int
+	for _, r := range runOracle[struct{ IDs []int }](t, texts, "encode") {
+		ids = append(ids, r.IDs)
+	}
+	return ids
+}
+
+// conformLine is one line of `oracle.mjs conform`.
+type conformLine struct {
+	IDs      []int  `json:"ids"`
+	Special  []int  `json:"special"`
+	Text     string `json:"text"`
+	TextSkip string `json:"text_skip"`
 }
 
 func readConformance(t *testing.T) []string {
@@ -124,28 +149,43 @@ func readConformance(t *testing.T) []string {
 	return texts
 }
 
+// TestOracleConformance checks every conformance string on every real
+// tokenizer: ids without and with special tokens, and decoding both (the
+// second skipping special tokens), against Hugging Face.
 func TestOracleConformance(t *testing.T) {
-	tok := qwenTokenizer(t)
 	texts := readConformance(t)
-	want := oracleEncode(t, texts)
-	bad := 0
-	for i, s := range texts {
-		got := tok.Encode(s)
-		if !equalIDs(got, want[i]) {
-			if bad++; bad <= 5 {
-				t.Errorf("conformance.jsonl:%d: Encode(%q)\n got %v\nwant %v", i+1, s, got, want[i])
+	for _, name := range realNames {
+		t.Run(name, func(t *testing.T) {
+			tok := realTokenizer(t, name)
+			want := runOracle[conformLine](t, texts, "conform", name)
+			var bad [4]int // ids, special ids, text, text skipping special tokens
+			report := func(kind, i int, format string, args ...any) {
+				if bad[kind]++; bad[kind] <= 3 {
+					t.Errorf("conformance.jsonl:%d: "+format, append([]any{i + 1}, args...)...)
+				}
 			}
-		}
-		if utf8.ValidString(s) {
-			if d := tok.Decode(got, false); d != norm.NFC.String(s) {
-				t.Errorf("conformance.jsonl:%d: Decode(Encode(%q)) = %q, want its NFC %q", i+1, s, d, norm.NFC.String(s))
+			for i, s := range texts {
+				w := want[i]
+				ids := tok.Encode(s)
+				if !equalIDs(ids, w.IDs) {
+					report(0, i, "Encode(%q)\n got %v\nwant %v", s, ids, w.IDs)
+				}
+				special := tok.EncodeWith(s, EncodeOptions{AddSpecialTokens: true})
+				if !equalIDs(special, w.Special) {
+					report(1, i, "EncodeWith(%q, AddSpecialTokens)\n got %v\nwant %v", s, special, w.Special)
+				}
+				if d := tok.Decode(w.IDs, false); d != w.Text {
+					report(2, i, "Decode(%v) = %q, want %q", w.IDs, d, w.Text)
+				}
+				if d := tok.Decode(w.Special, true); d != w.TextSkip {
+					report(3, i, "Decode(%v, skipSpecial) = %q, want %q", w.Special, d, w.TextSkip)
+				}
 			}
-		}
+			n := len(texts)
+			t.Logf("%s: of %d strings, ids match on %d, with special tokens on %d, decode on %d, decode skipping special tokens on %d",
+				name, n, n-bad[0], n-bad[1], n-bad[2], n-bad[3])
+		})
 	}
-	if bad > 0 {
-		t.Errorf("%d of %d strings differ from the oracle", bad, len(texts))
-	}
-	t.Logf("%d strings match the oracle", len(texts)-bad)
 }
 
 func TestOracleChatML(t *testing.T) {

@@ -183,6 +183,11 @@ func build(data []byte) (*Tokenizer, error) {
 			}
 			return nil, fmt.Errorf("added_tokens[%d]: %q has id %d, which %s gives to %q", i, short(a.Content), id, owner, short(prev))
 		}
+		// Hugging Face's Rust crate would give the token its vocabulary id
+		// and tokenizers.js the file's: refuse rather than pick one.
+		if vid, ok := t.vocab[a.Content]; ok && vid != id {
+			return nil, fmt.Errorf("added_tokens[%d]: %q has id %d, but model.vocab gives it %d", i, short(a.Content), id, vid)
+		}
 		if _, ok := addedAt[id]; !ok {
 			addedAt[id] = i
 		}

@@ -137,6 +137,9 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"model.type"}},
 		{"added id of a vocab token", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 97 }),
 			[]string{`added_tokens[0]: "<|endoftext|>" has id 97, which model.vocab gives to "a"`}},
+		{"added token under another vocab id", mutate(t, func(d map[string]any) {
+			d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 300, "content": "hello"})
+		}), []string{`added_tokens[8]: "hello" has id 300, but model.vocab gives it 260`}},
 		{"added id of another added token", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[1])["id"] = 280 }),
 			[]string{`added_tokens[1]: "<|im_start|>" has id 280, which added_tokens[0] gives to "<|endoftext|>"`}},
 	}

@@ -81,13 +81,24 @@ func qwenTokenizer(tb testing.TB) *Tokenizer { return realTokenizer(tb, "qwen3")
 // stdin and decodes one JSON line of output per text into T.
 func runOracle[T any](t *testing.T, texts []string, args ...string) []T {
 	t.Helper()
-	node := needOracle(t)
-	var in bytes.Buffer
-	enc := json.NewEncoder(&in)
-	for _, s := range texts {
-		if err := enc.Encode(s); err != nil {
+	lines := make([]string, len(texts))
+	for i, s := range texts {
+		b, err := json.Marshal(s)
+		if err != nil {
 			t.Fatal(err)
 		}
+		lines[i] = string(b)
+	}
+	return runOracleLines[T](t, lines, args...)
+}
+
+// runOracleLines is runOracle with the input lines already JSON.
+func runOracleLines[T any](t *testing.T, lines []string, args ...string) []T {
+	t.Helper()
+	node := needOracle(t)
+	var in bytes.Buffer
+	for _, l := range lines {
+		in.WriteString(l + "\n")
 	}
 	cmd := exec.Command(node, append([]string{"oracle.mjs"}, args...)...)
 	cmd.Dir = oracleDir
@@ -108,8 +119,8 @@ func runOracle[T any](t *testing.T, texts []string, args ...string) []T {
 		}
 		res = append(res, line)
 	}
-	if len(res) != len(texts) {
-		t.Fatalf("oracle returned %d lines for %d strings", len(res), len(texts))
+	if len(res) != len(lines) {
+		t.Fatalf("oracle returned %d lines for %d inputs", len(res), len(lines))
 	}
 	return res
 }
@@ -184,6 +195,38 @@ func TestOracleConformance(t *testing.T) {
 			n := len(texts)
 			t.Logf("%s: of %d strings, ids match on %d, with special tokens on %d, decode on %d, decode skipping special tokens on %d",
 				name, n, n-bad[0], n-bad[1], n-bad[2], n-bad[3])
+		})
+	}
+}
+
+// TestOracleTokenTexts decodes single tokens, as the page does to show each
+// token: the first and last 300 ids and every 61st in between, which takes
+// in byte tokens, added tokens and unused ones.
+func TestOracleTokenTexts(t *testing.T) {
+	for _, name := range realNames {
+		t.Run(name, func(t *testing.T) {
+			tok := realTokenizer(t, name)
+			n := tok.VocabSize()
+			var ids []int
+			for id := 0; id < n; id++ {
+				if _, ok := tok.Token(id); ok && (id < 300 || id >= n-300 || id%61 == 0) {
+					ids = append(ids, id)
+				}
+			}
+			lines := make([]string, len(ids))
+			for i, id := range ids {
+				lines[i] = fmt.Sprintf("[%d]", id)
+			}
+			want := runOracleLines[struct{ Text string }](t, lines, "decode", name)
+			bad := 0
+			for i, id := range ids {
+				if got := tok.Decode([]int{id}, false); got != want[i].Text {
+					if bad++; bad <= 5 {
+						t.Errorf("Decode([%d]) = %q, want %q", id, got, want[i].Text)
+					}
+				}
+			}
+			t.Logf("%s: %d of %d single tokens decode as in Hugging Face", name, len(ids)-bad, len(ids))
 		})
 	}
 }

@@ -13,6 +13,9 @@
 //       without and with add_special_tokens, decode(ids), and
 //       decode(special, skip_special_tokens) (both without transformers'
 //       clean_up_tokenization_spaces, which is no part of tokenizer.json).
+//   node oracle.mjs decode NAME < ids.jsonl > out.jsonl
+//       each input line is a JSON array of ids; each output line is
+//       {"text": decode(ids)}, as above.
 //
 // Install with `npm ci --prefix tokenizer/testdata/oracle` (or `make deps`).
 import { writeFileSync } from "node:fs";
@@ -72,9 +75,15 @@ if (cmd === "write-tokenizer" && args[0]) {
     const special = tok.encode(text, { add_special_tokens: true }).ids;
     out.push(JSON.stringify({ ids, special, text: decode(tok, ids, false), text_skip: decode(tok, special, true) }));
   }
+} else if (cmd === "decode" && args[0]) {
+  const { json, config } = await load(args[0]);
+  const tok = new Tokenizer(json, config);
+  for await (const ids of lines()) {
+    out.push(JSON.stringify({ text: decode(tok, ids, false) }));
+  }
 } else {
   process.stderr.write(
-    "usage: node oracle.mjs write-tokenizer PATH [NAME] | encode [NAME] < strings.jsonl | conform NAME < strings.jsonl\n",
+    "usage: node oracle.mjs write-tokenizer PATH [NAME] | encode [NAME] < strings.jsonl | conform NAME < strings.jsonl | decode NAME < ids.jsonl\n",
   );
   process.exit(2);
 }

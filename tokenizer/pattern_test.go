@@ -45,6 +45,7 @@ func TestRegexMatches(t *testing.T) {
 	}{
 		{gpt2Pattern, "Hello  world's 42  ", []string{"Hello", " ", " world", "'s", " 42", "  "}},
 		{gpt2Pattern, "a \u00a0\u3000b", []string{"a", " \u00a0", "\u3000", "b"}}, // \s is White_Space
+		{gpt2Pattern, "IT'S 'x ' '\tb", []string{"IT", "'", "S", " '", "x", " '", " '", "\t", "b"}}, // case-sensitive
 		{`\s+(?=x)`, "a  x  y", []string{"  "}},
 		{`\p{N}{1,3}`, "12345 6", []string{"123", "45", "6"}},
 		{`a{,2}b`, "aaab", []string{"aab"}}, // Oniguruma's {,n}
@@ -65,6 +66,11 @@ func TestRegexMatches(t *testing.T) {
 	for _, tt := range tests {
 		if got := matches(mustRegex(t, tt.pattern), tt.in); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%q on %q: %q, want %q", tt.pattern, tt.in, got, tt.want)
+		}
+		if tt.pattern == gpt2Pattern {
+			if got := matches(gpt2Matcher{}, tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("GPT-2 scanner on %q: %q, want %q", tt.in, got, tt.want)
+			}
 		}
 	}
 }
@@ -96,7 +102,7 @@ func TestPatternRefusals(t *testing.T) {
 	}
 }
 
-// TestScannerMatchesRegex checks the hand-written scanner against the
+// TestScannerMatchesRegex checks the hand-written scanners against the
 // translated patterns, on the conformance strings.
 func TestScannerMatchesRegex(t *testing.T) {
 	for i, s := range readConformance(t) {
@@ -114,6 +120,9 @@ func checkScanner(t *testing.T, s string, line int) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("line %d: digits %d: scanner %q, regex %q", line, c.digits, got, want)
 		}
+	}
+	if got, want := matches(gpt2Matcher{}, s), matches(mustRegex(t, gpt2Pattern), s); !reflect.DeepEqual(got, want) {
+		t.Errorf("line %d: GPT-2 scanner %q, regex %q", line, got, want)
 	}
 }
 

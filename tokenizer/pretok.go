@@ -259,7 +259,7 @@ func parsePreTokenizer(raw json.RawMessage, field string) ([]preTokenizer, error
 		// Hugging Face's defaults: add_prefix_space and use_regex true.
 		p := &byteLevelPre{addPrefixSpace: c.AddPrefixSpace == nil || *c.AddPrefixSpace, mapBytes: true}
 		if c.UseRegex == nil || *c.UseRegex {
-			p.regex, _ = compileRegex(gpt2Pattern)
+			p.regex = gpt2Matcher{}
 		}
 		return []preTokenizer{p}, nil
 	case "Metaspace":

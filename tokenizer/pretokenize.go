@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -181,4 +182,52 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// matchGPT2 returns the length of the match of gpt2Pattern (ByteLevel's own
+// regex) at s[i:], which is never empty. Its contractions are
+// case-sensitive, and only a plain space joins the word after it.
+func matchGPT2(s string, i int) int {
+	r, _, _ := next(s, i)
+
+	// 's|'t|'re|'ve|'m|'ll|'d
+	if r == '\'' && i+1 < len(s) {
+		switch t := s[i+1:]; {
+		case t[0] == 's' || t[0] == 't' || t[0] == 'm' || t[0] == 'd':
+			return 2
+		case strings.HasPrefix(t, "re") || strings.HasPrefix(t, "ve") || strings.HasPrefix(t, "ll"):
+			return 3
+		}
+	}
+
+	//  ?\p{L}+,  ?\p{N}+ and  ?[^\s\p{L}\p{N}]+, in this order
+	j := i
+	if r == ' ' {
+		j++
+	}
+	// (Without the space, a space can start none of them.)
+	for _, cls := range [...]charClass{classLetter, classNumber, classOther} {
+		if n := run(s[j:], cls); n > 0 {
+			return j + n - i
+		}
+	}
+
+	// Whitespace: \s+(?!\S) takes the run, less its last character when
+	// something follows; a lone space before a word falls to \s+.
+	end, lastStart := i, i
+	for end < len(s) {
+		_, w, c := next(s, end)
+		if c != classSpace {
+			break
+		}
+		lastStart = end
+		end += w
+	}
+	switch {
+	case end == len(s):
+		return end - i
+	case lastStart > i:
+		return lastStart - i
+	}
+	return end - i
 }

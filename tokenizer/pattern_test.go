@@ -44,7 +44,7 @@ func TestRegexMatches(t *testing.T) {
 		want        []string
 	}{
 		{gpt2Pattern, "Hello  world's 42  ", []string{"Hello", " ", " world", "'s", " 42", "  "}},
-		{gpt2Pattern, "a \u00a0\u3000b", []string{"a", " \u00a0", "\u3000", "b"}}, // \s is White_Space
+		{gpt2Pattern, "a \u00a0\u3000b", []string{"a", " \u00a0", "\u3000", "b"}},                   // \s is White_Space
 		{gpt2Pattern, "IT'S 'x ' '\tb", []string{"IT", "'", "S", " '", "x", " '", " '", "\t", "b"}}, // case-sensitive
 		{`\s+(?=x)`, "a  x  y", []string{"  "}},
 		{`\p{N}{1,3}`, "12345 6", []string{"123", "45", "6"}},

@@ -9,10 +9,11 @@
 //       each input line is a JSON string; each output line is {"ids":[...]}
 //       for it, in order: the plain encoding, no special tokens added.
 //   node oracle.mjs conform NAME < in.jsonl > out.jsonl
-//       each output line is {"ids", "special", "text", "text_skip"}: the ids
-//       without and with add_special_tokens, decode(ids), and
+//       each output line is {"ids", "special", "text", "text_skip", "pair"}:
+//       the ids without and with add_special_tokens, decode(ids),
 //       decode(special, skip_special_tokens) (both without transformers'
-//       clean_up_tokenization_spaces, which is no part of tokenizer.json).
+//       clean_up_tokenization_spaces, which is no part of tokenizer.json),
+//       and the ids of the string paired with PAIR, with special tokens.
 //   node oracle.mjs decode NAME < ids.jsonl > out.jsonl
 //       each input line is a JSON array of ids; each output line is
 //       {"text": decode(ids)}, as above.
@@ -56,6 +57,9 @@ async function* lines() {
 const decode = (tok, ids, skip) =>
   ids.length === 0 ? "" : tok.decode(ids, { skip_special_tokens: skip, clean_up_tokenization_spaces: false });
 
+// PAIR is the second text of conform's pairs.
+const PAIR = "And a second text, 2 of 2.";
+
 const [cmd, ...args] = process.argv.slice(2);
 const out = [];
 if (cmd === "write-tokenizer" && args[0]) {
@@ -73,7 +77,8 @@ if (cmd === "write-tokenizer" && args[0]) {
   for await (const text of lines()) {
     const ids = tok.encode(text, { add_special_tokens: false }).ids;
     const special = tok.encode(text, { add_special_tokens: true }).ids;
-    out.push(JSON.stringify({ ids, special, text: decode(tok, ids, false), text_skip: decode(tok, special, true) }));
+    const pair = tok.encode(text, { text_pair: PAIR, add_special_tokens: true }).ids;
+    out.push(JSON.stringify({ ids, special, text: decode(tok, ids, false), text_skip: decode(tok, special, true), pair }));
   }
 } else if (cmd === "decode" && args[0]) {
   const { json, config } = await load(args[0]);

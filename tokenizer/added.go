@@ -2,35 +2,82 @@ package tokenizer
 
 import (
 	"fmt"
-	"sort"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
 // addedVocab finds added tokens (like <|im_start|>) in text before the
-// model sees it. Like Hugging Face, tokens with "normalized": false are
-// matched in the raw text and the others in the normalized text, each
-// leftmost first and, at one position, longest first.
+// model sees it, as Hugging Face's AddedVocabulary does: tokens with
+// "normalized": false are matched in the raw text and the others in the
+// normalized text, each leftmost first and, at one position, longest first;
+// single_word, lstrip and rstrip act on the match.
 type addedVocab struct {
 	byContent map[string]int
-	raw, norm matcher
+	raw, norm trie
 }
 
 type addedTok struct {
-	content                   string
-	id                        int
-	lstrip, rstrip, singleWrd bool
+	id                         int
+	lstrip, rstrip, singleWord bool
 }
 
-// matcher holds tokens bucketed by first byte, longest first, which is
-// enough for the few dozen added tokens a model has.
-type matcher struct {
-	byFirst [256][]addedTok
-	any     bool
+// trie is a byte trie of token contents. Gemma 3 has over 6000 added
+// tokens, most starting with "<", too many to try one by one.
+type trie struct {
+	first [256]bool        // bytes that start some token
+	edges map[uint64]int32 // node<<8 | byte → child node
+	term  []int32          // node → index into toks, -1 if no token ends there
+	toks  []addedTok
 }
 
-func newAddedVocab(list []addedTokenJSON, normalize func(string) string) (*addedVocab, error) {
+func (t *trie) empty() bool { return len(t.toks) == 0 }
+
+func (t *trie) add(content string, tok addedTok) {
+	t.first[content[0]] = true
+	if t.edges == nil {
+		t.edges = make(map[uint64]int32)
+		t.term = []int32{-1}
+	}
+	node := int32(0)
+	for i := 0; i < len(content); i++ {
+		key := uint64(node)<<8 | uint64(content[i])
+		next, ok := t.edges[key]
+		if !ok {
+			next = int32(len(t.term))
+			t.term = append(t.term, -1)
+			t.edges[key] = next
+		}
+		node = next
+	}
+	if t.term[node] < 0 {
+		t.term[node] = int32(len(t.toks))
+		t.toks = append(t.toks, tok)
+		return
+	}
+	// Two entries with one content: the later one wins, as it replaces
+	// the earlier in Hugging Face's map.
+	t.toks[t.term[node]] = tok
+}
+
+// longest returns the longest token at the start of s.
+func (t *trie) longest(s string) (addedTok, int, bool) {
+	node, best, n := int32(0), int32(-1), 0
+	for i := 0; i < len(s); i++ {
+		next, ok := t.edges[uint64(node)<<8|uint64(s[i])]
+		if !ok {
+			break
+		}
+		node = next
+		if t.term[node] >= 0 {
+			best, n = t.term[node], i+1
+		}
+	}
+	if best < 0 {
+		return addedTok{}, 0, false
+	}
+	return t.toks[best], n, true
+}
+
+func newAddedVocab(list []addedTokenJSON, normalize normalizer) (*addedVocab, error) {
 	v := &addedVocab{byContent: make(map[string]int, len(list))}
 	for i, a := range list {
 		if a.ID == nil {
@@ -40,93 +87,111 @@ func newAddedVocab(list []addedTokenJSON, normalize func(string) string) (*added
 			return nil, fmt.Errorf("added_tokens[%d].id: %d is outside [0, %d)", i, *a.ID, maxID)
 		}
 		v.byContent[a.Content] = *a.ID
-		tok := addedTok{a.Content, *a.ID, a.LStrip, a.RStrip, a.SingleWord}
+		tok := addedTok{*a.ID, a.LStrip, a.RStrip, a.SingleWord}
 		// Hugging Face's default: special tokens are matched raw.
 		normalized := !a.Special
 		if a.Normalized != nil {
 			normalized = *a.Normalized
 		}
-		m := &v.raw
+		content, t := a.Content, &v.raw
 		if normalized && normalize != nil {
-			tok.content = normalize(tok.content)
-			m = &v.norm
+			content, t = normalize(content), &v.norm
+		} else if normalized {
+			t = &v.norm
 		}
-		if tok.content == "" {
-			continue
+		if content == "" {
+			continue // Hugging Face ignores empty tokens
 		}
-		m.byFirst[tok.content[0]] = append(m.byFirst[tok.content[0]], tok)
-		m.any = true
-	}
-	for _, m := range []*matcher{&v.raw, &v.norm} {
-		for _, b := range m.byFirst {
-			sort.SliceStable(b, func(i, j int) bool { return len(b[i].content) > len(b[j].content) })
-		}
+		t.add(content, tok)
 	}
 	return v, nil
 }
 
 // split calls emit for each piece of text in order: plain text with tok -1,
-// or an added token's id. Whitespace eaten by lstrip/rstrip is dropped.
-func (v *addedVocab) split(text string, normalized bool, emit func(seg string, tok int)) {
-	m := &v.raw
+// or an added token's id, and where the piece starts in text. Whitespace eaten by lstrip/rstrip is dropped.
+// It follows AddedVocabulary::find_matches, quirks included: matches come
+// from one leftmost-longest pass over the text, so a match refused by
+// single_word does not let a shorter token match there, and the pass goes
+// on from the end of the match, not from the end of what rstrip took.
+func (v *addedVocab) split(text string, normalized bool, emit func(seg string, start, tok int)) {
+	t := &v.raw
 	if normalized {
-		m = &v.norm
+		t = &v.norm
 	}
-	if !m.any {
+	if t.empty() {
 		if text != "" {
-			emit(text, -1)
+			emit(text, 0, -1)
 		}
 		return
 	}
 	done := 0 // text[:done] has been emitted
 	for i := 0; i < len(text); {
-		tok, ok := m.find(text[i:])
+		if !t.first[text[i]] {
+			i++
+			continue
+		}
+		tok, n, ok := t.longest(text[i:])
 		if !ok {
 			i++
 			continue
 		}
-		start, stop := i, i+len(tok.content)
+		start, stop := i, i+n
 		i = stop
-		if tok.singleWrd && (endsWithWord(text[:start]) || startsWithWord(text[stop:])) {
+		if tok.singleWord && (endsWithWord(text[:start]) || startsWithWord(text[stop:])) {
 			continue
 		}
 		if tok.lstrip {
-			start = done + len(strings.TrimRightFunc(text[done:start], unicode.IsSpace))
+			ws := start
+			for ws > 0 {
+				r, w := utf8.DecodeLastRuneInString(text[:ws])
+				if !isWhiteSpace(r) || (r == utf8.RuneError && w == 1) {
+					break
+				}
+				ws -= w
+			}
+			start = max(ws, done)
 		}
 		if tok.rstrip {
-			stop = len(text) - len(strings.TrimLeftFunc(text[stop:], unicode.IsSpace))
-			i = stop
+			for stop < len(text) {
+				r, w := utf8.DecodeRuneInString(text[stop:])
+				if !isWhiteSpace(r) || (r == utf8.RuneError && w == 1) {
+					break
+				}
+				stop += w
+			}
 		}
 		if start > done {
-			emit(text[done:start], -1)
+			emit(text[done:start], done, -1)
 		}
-		emit("", tok.id)
+		emit("", start, tok.id)
 		done = stop
 	}
 	if done < len(text) {
-		emit(text[done:], -1)
+		emit(text[done:], done, -1)
 	}
 }
 
-func (m *matcher) find(s string) (addedTok, bool) {
-	for _, t := range m.byFirst[s[0]] {
-		if strings.HasPrefix(s, t.content) {
-			return t, true
+// wordSet is the Rust regex crate's Unicode \w, which single_word uses.
+var wordSet = func() *charSet {
+	c := &charSet{}
+	r := wordChars()
+	for i := 0; i+1 < len(r); i += 2 {
+		for x := r[i]; x <= r[i+1] && x < utf8.RuneSelf; x++ {
+			c.ascii[x>>6] |= 1 << (x & 63)
+		}
+		if r[i+1] >= utf8.RuneSelf {
+			c.ranges = append(c.ranges, max(r[i], utf8.RuneSelf), r[i+1])
 		}
 	}
-	return addedTok{}, false
-}
-
-func isWordRune(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
-}
+	return c
+}()
 
 func endsWithWord(s string) bool {
-	r, _ := utf8.DecodeLastRuneInString(s)
-	return s != "" && isWordRune(r)
+	r, w := utf8.DecodeLastRuneInString(s)
+	return s != "" && !(r == utf8.RuneError && w == 1) && wordSet.has(r)
 }
 
 func startsWithWord(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return s != "" && isWordRune(r)
+	r, w := utf8.DecodeRuneInString(s)
+	return s != "" && !(r == utf8.RuneError && w == 1) && wordSet.has(r)
 }

@@ -3,13 +3,21 @@ package tokenizer
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
-// bpe is the BPE model of a byte-level tokenizer. It works on ids: a word's
-// bytes start as the ids of their byte-level characters and merges replace
-// adjacent pairs of ids.
+// bpe is Hugging Face's BPE model. It works on ids: a word starts as the ids
+// of its characters and merges replace adjacent pairs of ids. In byteMode
+// (a ByteLevel pre-tokenizer last) words arrive as raw bytes and each byte
+// stands for its byte-level character, which saves building the byte-level
+// string; otherwise words are text and each character is looked up.
 type bpe struct {
-	byteID       [256]int32 // id of each byte's character, -1 if absent
+	byteMode     bool
+	byteID       [256]int32           // byteMode: id of each byte's character, -1 if absent
+	asciiID      [utf8.RuneSelf]int32 // id of each one-character ASCII token, -1 if absent
+	runeID       map[rune]int32       // ids of the other one-character tokens
+	byteFallback bool
+	fallbackID   [256]int32 // ids of <0x00>..<0xFF>, -1 if absent
 	merges       map[uint64]merge
 	vocab        map[string]int
 	unk          int32 // -1: characters outside the vocabulary are dropped
@@ -30,7 +38,7 @@ const (
 	quadraticLimit = 64      // symbols; longer words use the heap
 )
 
-func newBPE(m *modelJSON) (*bpe, error) {
+func newBPE(m *modelJSON, byteMode bool) (*bpe, error) {
 	switch m.Type {
 	case "BPE", "":
 	default:
@@ -40,13 +48,12 @@ func newBPE(m *modelJSON) (*bpe, error) {
 	case m.Vocab == nil:
 		return nil, fmt.Errorf("model.vocab: missing")
 	case m.Dropout != nil && *m.Dropout != 0:
+		// Hugging Face treats 0 as no dropout.
 		return nil, fmt.Errorf("model.dropout: unsupported %v (want null)", *m.Dropout)
 	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
 		return nil, fmt.Errorf("model.continuing_subword_prefix: unsupported %q", short(*m.ContinuingSubwordPrefix))
 	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
 		return nil, fmt.Errorf("model.end_of_word_suffix: unsupported %q", short(*m.EndOfWordSuffix))
-	case m.ByteFallback:
-		return nil, fmt.Errorf("model.byte_fallback: unsupported true")
 	}
 	for tok, id := range m.Vocab {
 		if id < 0 || id >= maxID {
@@ -54,6 +61,9 @@ func newBPE(m *modelJSON) (*bpe, error) {
 		}
 	}
 	b := &bpe{
+		byteMode:     byteMode,
+		runeID:       make(map[rune]int32),
+		byteFallback: m.ByteFallback,
 		merges:       make(map[uint64]merge, len(m.Merges)),
 		vocab:        m.Vocab,
 		unk:          -1,
@@ -72,6 +82,23 @@ func newBPE(m *modelJSON) (*bpe, error) {
 		b.byteID[c] = -1
 		if id, ok := m.Vocab[string(byteRune[c])]; ok {
 			b.byteID[c] = int32(id)
+		}
+		b.fallbackID[c] = -1
+		if id, ok := m.Vocab[fmt.Sprintf("<0x%02X>", c)]; ok {
+			b.fallbackID[c] = int32(id)
+		}
+	}
+	for i := range b.asciiID {
+		b.asciiID[i] = -1
+	}
+	for tok, id := range m.Vocab {
+		r, w := utf8.DecodeRuneInString(tok)
+		switch {
+		case w != len(tok) || (r == utf8.RuneError && w == 1):
+		case r < utf8.RuneSelf:
+			b.asciiID[r] = int32(id)
+		default:
+			b.runeID[r] = int32(id)
 		}
 	}
 	for i, raw := range m.Merges {
@@ -96,7 +123,7 @@ func newBPE(m *modelJSON) (*bpe, error) {
 	return b, nil
 }
 
-// encodeWord appends the ids of one pre-tokenized word (raw bytes) to ids.
+// encodeWord appends the ids of one pre-tokenized word to ids.
 func (b *bpe) encodeWord(word string, ids []int) []int {
 	if len(word) <= maxCachedWord {
 		b.mu.RLock()
@@ -126,28 +153,88 @@ func (b *bpe) encodeWord(word string, ids []int) []int {
 
 func (b *bpe) merge(word string) []int32 {
 	if b.ignoreMerges {
-		if id, ok := b.vocab[byteLevel(word)]; ok {
+		key := word
+		if b.byteMode {
+			key = byteLevel(word)
+		}
+		if id, ok := b.vocab[key]; ok {
 			return []int32{int32(id)}
 		}
 	}
-	syms := make([]int32, 0, len(word))
-	prevUnk := false
-	for i := 0; i < len(word); i++ {
-		id := b.byteID[word[i]]
-		switch {
-		case id >= 0:
-			syms, prevUnk = append(syms, id), false
-		case b.unk < 0:
-			// Hugging Face drops what it cannot map when there is no unk.
-		case b.fuseUnk && prevUnk:
-		default:
-			syms, prevUnk = append(syms, b.unk), true
-		}
-	}
+	syms := b.symbols(word)
 	if len(syms) <= quadraticLimit {
 		return b.mergeQuadratic(syms)
 	}
 	return b.mergeHeap(syms)
+}
+
+// symbols maps a word to the ids of its characters as BPE::merge_word does:
+// a character outside the vocabulary becomes its <0xNN> byte tokens with
+// byte_fallback (when all of them exist), else unk_token, consecutive ones
+// fused into one with fuse_unk, else nothing. Like Hugging Face, a pending
+// unk is only written out at the next known character or at the end, so it
+// can land after the byte tokens of a later character.
+func (b *bpe) symbols(word string) []int32 {
+	syms := make([]int32, 0, len(word))
+	pendingUnk := false
+	for i := 0; i < len(word); {
+		var id int32
+		var ch string // the character, for byte fallback
+		if b.byteMode {
+			c := word[i]
+			i++
+			if id = b.byteID[c]; id < 0 {
+				ch = string(byteRune[c])
+			}
+		} else {
+			r, w := decodeRune(word, i)
+			ch = word[i : i+w]
+			i += w
+			switch {
+			case r < utf8.RuneSelf:
+				id = b.asciiID[r]
+			case r == utf8.RuneError && w == 1:
+				id = -1 // an invalid byte is no vocabulary entry
+			default:
+				var ok bool
+				if id, ok = b.runeID[r]; !ok {
+					id = -1
+				}
+			}
+		}
+		if id >= 0 {
+			if pendingUnk {
+				syms, pendingUnk = append(syms, b.unk), false
+			}
+			syms = append(syms, id)
+			continue
+		}
+		if b.byteFallback && b.hasFallback(ch) {
+			for j := 0; j < len(ch); j++ {
+				syms = append(syms, b.fallbackID[ch[j]])
+			}
+			continue
+		}
+		if b.unk >= 0 {
+			if pendingUnk && !b.fuseUnk {
+				syms = append(syms, b.unk)
+			}
+			pendingUnk = true
+		}
+	}
+	if pendingUnk {
+		syms = append(syms, b.unk)
+	}
+	return syms
+}
+
+func (b *bpe) hasFallback(ch string) bool {
+	for j := 0; j < len(ch); j++ {
+		if b.fallbackID[ch[j]] < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeQuadratic applies the lowest-ranked adjacent merge, leftmost first

@@ -6,19 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"golang.org/x/text/unicode/norm"
 )
 
-// fileJSON is the part of tokenizer.json that affects ids. truncation,
-// padding and post_processor are ignored: Encode adds no special tokens and
-// never truncates or pads.
+// fileJSON is the part of tokenizer.json that affects ids and text.
+// truncation and padding are ignored: Encode never truncates or pads.
 type fileJSON struct {
-	AddedTokens  []addedTokenJSON `json:"added_tokens"`
-	Normalizer   json.RawMessage  `json:"normalizer"`
-	PreTokenizer json.RawMessage  `json:"pre_tokenizer"`
-	Model        *modelJSON       `json:"model"`
-	Decoder      json.RawMessage  `json:"decoder"`
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	Model         *modelJSON       `json:"model"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
+	Decoder       json.RawMessage  `json:"decoder"`
 }
 
 type addedTokenJSON struct {
@@ -69,16 +67,32 @@ func parseMerge(raw json.RawMessage, i int) (a, b string, err error) {
 	return pair[0], pair[1], nil
 }
 
-// component is the common shape of normalizers, pre-tokenizers and decoders.
+// component is the common shape of normalizers, pre-tokenizers,
+// post-processors and decoders: each reads the fields of its type.
 type component struct {
-	Type           string            `json:"type"`
-	Normalizers    []json.RawMessage `json:"normalizers"`
-	PreTokenizers  []json.RawMessage `json:"pretokenizers"`
-	Pattern        *struct{ Regex, String *string }
-	Behavior       string `json:"behavior"`
-	Invert         bool   `json:"invert"`
-	AddPrefixSpace *bool  `json:"add_prefix_space"`
-	UseRegex       *bool  `json:"use_regex"`
+	Type          string            `json:"type"`
+	Normalizers   []json.RawMessage `json:"normalizers"`
+	PreTokenizers []json.RawMessage `json:"pretokenizers"`
+	Processors    []json.RawMessage `json:"processors"`
+	Decoders      []json.RawMessage `json:"decoders"`
+	Pattern       *patternJSON      `json:"pattern"`
+	Content       *string           `json:"content"`
+	Behavior      *string           `json:"behavior"`
+	Invert        *bool             `json:"invert"`
+	Prepend       *string           `json:"prepend"`
+	StripLeft     *bool             `json:"strip_left"`
+	StripRight    *bool             `json:"strip_right"`
+	// ByteLevel and Metaspace
+	AddPrefixSpace *bool   `json:"add_prefix_space"`
+	UseRegex       *bool   `json:"use_regex"`
+	Replacement    *string `json:"replacement"`
+	PrependScheme  *string `json:"prepend_scheme"`
+	Split          *bool   `json:"split"`
+	// Digits
+	IndividualDigits *bool `json:"individual_digits"`
+	// the Strip decoder
+	Start *int `json:"start"`
+	Stop  *int `json:"stop"`
 }
 
 // maxID and sparseSlack bound ids so that a hostile or broken file cannot
@@ -101,16 +115,36 @@ func build(data []byte) (*Tokenizer, error) {
 	if t.normalize, err = parseNormalizer(f.Normalizer, "normalizer"); err != nil {
 		return nil, err
 	}
-	if err := checkPreTokenizer(f.PreTokenizer); err != nil {
+	if t.pre, err = parsePreTokenizer(f.PreTokenizer, "pre_tokenizer"); err != nil {
 		return nil, err
 	}
-	if err := checkDecoder(f.Decoder); err != nil {
+	// A ByteLevel pre-tokenizer at the end leaves the byte mapping to the
+	// model, which then reads words as raw bytes; without its own regex
+	// or prefix space it has nothing else to do.
+	byteMode := false
+	if n := len(t.pre); n > 0 {
+		if bl, ok := t.pre[n-1].(*byteLevelPre); ok {
+			byteMode, bl.mapBytes = true, false
+			if !bl.addPrefixSpace && bl.regex == nil {
+				t.pre = t.pre[:n-1]
+			}
+		}
+	}
+	if len(t.pre) == 1 {
+		if sp, ok := t.pre[0].(*splitPre); ok && sp.behavior == isolated {
+			if sm, ok := sp.m.(scanMatcher); ok {
+				t.scanDigits = sm.digits
+			}
+		}
+	}
+	if t.decoder, err = parseDecoder(f.Decoder, "decoder"); err != nil {
 		return nil, err
 	}
+	_, t.byteLevel = t.decoder.(byteLevelDec)
 	if f.Model == nil {
 		return nil, errors.New("model: missing")
 	}
-	if t.model, err = newBPE(f.Model); err != nil {
+	if t.model, err = newBPE(f.Model, byteMode); err != nil {
 		return nil, err
 	}
 	t.vocab = f.Model.Vocab
@@ -149,6 +183,11 @@ func build(data []byte) (*Tokenizer, error) {
 			}
 			return nil, fmt.Errorf("added_tokens[%d]: %q has id %d, which %s gives to %q", i, short(a.Content), id, owner, short(prev))
 		}
+		// Hugging Face's Rust crate would give the token its vocabulary id
+		// and tokenizers.js the file's: refuse rather than pick one.
+		if vid, ok := t.vocab[a.Content]; ok && vid != id {
+			return nil, fmt.Errorf("added_tokens[%d]: %q has id %d, but model.vocab gives it %d", i, short(a.Content), id, vid)
+		}
 		if _, ok := addedAt[id]; !ok {
 			addedAt[id] = i
 		}
@@ -156,6 +195,10 @@ func build(data []byte) (*Tokenizer, error) {
 		if a.Special {
 			t.kind[id] = specialToken
 		}
+	}
+	known := func(id int) bool { return id >= 0 && id < len(t.kind) && t.kind[id] != noToken }
+	if t.post, err = parsePostProcessor(f.PostProcessor, "post_processor", known); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -206,131 +249,4 @@ func parseComponent(raw json.RawMessage, field string) (*component, error) {
 		return nil, fmt.Errorf("%s: %v", field, jsonError(err))
 	}
 	return &c, nil
-}
-
-func parseNormalizer(raw json.RawMessage, field string) (func(string) string, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	c, err := parseComponent(raw, field)
-	if err != nil {
-		return nil, err
-	}
-	switch c.Type {
-	case "NFC":
-		return norm.NFC.String, nil
-	case "NFD":
-		return norm.NFD.String, nil
-	case "NFKC":
-		return norm.NFKC.String, nil
-	case "NFKD":
-		return norm.NFKD.String, nil
-	case "Sequence":
-		var fs []func(string) string
-		for i, r := range c.Normalizers {
-			f, err := parseNormalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
-			if err != nil {
-				return nil, err
-			}
-			if f != nil {
-				fs = append(fs, f)
-			}
-		}
-		switch len(fs) {
-		case 0:
-			return nil, nil
-		case 1:
-			return fs[0], nil
-		}
-		return func(s string) string {
-			for _, f := range fs {
-				s = f(s)
-			}
-			return s
-		}, nil
-	}
-	return nil, fmt.Errorf("%s.type: unsupported normalizer %q (supported: NFC, NFD, NFKC, NFKD, Sequence)", field, short(c.Type))
-}
-
-// checkPreTokenizer accepts exactly Qwen2's pipeline: the Qwen2 Split, then
-// ByteLevel without its own regex and without a prefix space.
-func checkPreTokenizer(raw json.RawMessage) error {
-	const field = "pre_tokenizer"
-	if isNull(raw) {
-		return errors.New(field + ": missing (want Sequence of Split and ByteLevel)")
-	}
-	c, err := parseComponent(raw, field)
-	if err != nil {
-		return err
-	}
-	if c.Type != "Sequence" {
-		return fmt.Errorf("%s.type: unsupported pre-tokenizer %q (want Sequence of Split and ByteLevel)", field, short(c.Type))
-	}
-	if len(c.PreTokenizers) != 2 {
-		return fmt.Errorf("%s.pretokenizers: has %d entries, want 2 (Split, ByteLevel)", field, len(c.PreTokenizers))
-	}
-	split, err := parseComponent(c.PreTokenizers[0], field+".pretokenizers[0]")
-	if err != nil {
-		return err
-	}
-	if err := checkSplit(split, field+".pretokenizers[0]"); err != nil {
-		return err
-	}
-	bl, err := parseComponent(c.PreTokenizers[1], field+".pretokenizers[1]")
-	if err != nil {
-		return err
-	}
-	return checkByteLevel(bl, field+".pretokenizers[1]", true)
-}
-
-func checkSplit(c *component, field string) error {
-	if c.Type != "Split" {
-		return fmt.Errorf("%s.type: unsupported pre-tokenizer %q (want Split)", field, short(c.Type))
-	}
-	switch {
-	case c.Pattern == nil:
-		return fmt.Errorf("%s.pattern: missing", field)
-	case c.Pattern.Regex == nil:
-		return fmt.Errorf("%s.pattern: want {\"Regex\": ...}, the Qwen2 pattern", field)
-	case *c.Pattern.Regex != qwen2Pattern:
-		return fmt.Errorf("%s.pattern.Regex: unsupported pattern %q (only the Qwen2 pattern is implemented)", field, short(*c.Pattern.Regex))
-	case c.Behavior != "Isolated":
-		return fmt.Errorf("%s.behavior: unsupported %q (want Isolated)", field, short(c.Behavior))
-	case c.Invert:
-		return fmt.Errorf("%s.invert: unsupported true", field)
-	}
-	return nil
-}
-
-// checkByteLevel applies Hugging Face's defaults: absent add_prefix_space and
-// use_regex mean true.
-func checkByteLevel(c *component, field string, pre bool) error {
-	if c.Type != "ByteLevel" {
-		kind := "decoder"
-		if pre {
-			kind = "pre-tokenizer"
-		}
-		return fmt.Errorf("%s.type: unsupported %s %q (want ByteLevel)", field, kind, short(c.Type))
-	}
-	if !pre {
-		return nil // the decoder's options only affect offsets
-	}
-	if c.AddPrefixSpace == nil || *c.AddPrefixSpace {
-		return fmt.Errorf("%s.add_prefix_space: unsupported true (want false)", field)
-	}
-	if c.UseRegex == nil || *c.UseRegex {
-		return fmt.Errorf("%s.use_regex: unsupported true (want false)", field)
-	}
-	return nil
-}
-
-func checkDecoder(raw json.RawMessage) error {
-	if isNull(raw) {
-		return errors.New("decoder: missing (want ByteLevel)")
-	}
-	c, err := parseComponent(raw, "decoder")
-	if err != nil {
-		return err
-	}
-	return checkByteLevel(c, "decoder", false)
 }

@@ -46,7 +46,7 @@ func TestLoadErrors(t *testing.T) {
 		{"empty", []byte(""), []string{"malformed JSON"}},
 		{"truncated", []byte(`{"model": {`), []string{"malformed JSON"}},
 		{"not an object", []byte(`[1, 2]`), []string{"top level"}},
-		{"no model", []byte(`{"pre_tokenizer": null}`), []string{"pre_tokenizer", "missing"}},
+		{"no model", []byte(`{"pre_tokenizer": null}`), []string{"model", "missing"}},
 		{"model type", mutate(t, func(d map[string]any) { model(d)["type"] = "WordPiece" }),
 			[]string{"model.type", `"WordPiece"`}},
 		{"vocab type", mutate(t, func(d map[string]any) { model(d)["vocab"] = []any{1} }),
@@ -73,29 +73,62 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"model.unk_token", `"<unk>"`}},
 		{"dropout", mutate(t, func(d map[string]any) { model(d)["dropout"] = 0.1 }),
 			[]string{"model.dropout"}},
-		{"byte fallback", mutate(t, func(d map[string]any) { model(d)["byte_fallback"] = true }),
-			[]string{"model.byte_fallback"}},
-		{"normalizer", mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Lowercase"} }),
-			[]string{"normalizer.type", `"Lowercase"`}},
+		{"continuing_subword_prefix", mutate(t, func(d map[string]any) { model(d)["continuing_subword_prefix"] = "##" }),
+			[]string{"model.continuing_subword_prefix", `"##"`}},
+		{"end_of_word_suffix", mutate(t, func(d map[string]any) { model(d)["end_of_word_suffix"] = "</w>" }),
+			[]string{"model.end_of_word_suffix", `"</w>"`}},
+		{"normalizer", mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "BertNormalizer"} }),
+			[]string{"normalizer.type", `"BertNormalizer"`}},
 		{"normalizer in sequence", mutate(t, func(d map[string]any) {
-			obj(d["normalizer"])["normalizers"] = []any{map[string]any{"type": "NFC"}, map[string]any{"type": "Strip"}}
-		}), []string{"normalizer.normalizers[1].type", `"Strip"`}},
+			obj(d["normalizer"])["normalizers"] = []any{map[string]any{"type": "NFC"}, map[string]any{"type": "Precompiled"}}
+		}), []string{"normalizer.normalizers[1].type", `"Precompiled"`}},
+		{"strip fields", mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Strip"} }),
+			[]string{"normalizer", "strip_left"}},
+		{"replace pattern", mutate(t, func(d map[string]any) {
+			d["normalizer"] = map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": "(?<= )x"}, "content": ""}
+		}), []string{"normalizer.pattern.Regex", "lookbehind"}},
 		{"pre-tokenizer type", mutate(t, func(d map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Whitespace"} }),
 			[]string{"pre_tokenizer.type", `"Whitespace"`}},
-		{"pre-tokenizer missing", mutate(t, func(d map[string]any) { d["pre_tokenizer"] = nil }),
-			[]string{"pre_tokenizer", "missing"}},
-		{"pattern", mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"Regex": `\w+`} }),
-			[]string{"pre_tokenizer.pretokenizers[0].pattern.Regex", `"\\w+"`}},
-		{"string pattern", mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"String": " "} }),
-			[]string{"pre_tokenizer.pretokenizers[0].pattern", "Regex"}},
-		{"behavior", mutate(t, func(d map[string]any) { pre(d, 0)["behavior"] = "Removed" }),
-			[]string{"behavior", `"Removed"`}},
-		{"use_regex", mutate(t, func(d map[string]any) { pre(d, 1)["use_regex"] = true }),
-			[]string{"pre_tokenizer.pretokenizers[1].use_regex"}},
-		{"use_regex default", mutate(t, func(d map[string]any) { delete(pre(d, 1), "use_regex") }),
-			[]string{"pre_tokenizer.pretokenizers[1].use_regex"}},
+		{"pre-tokenizer in sequence", mutate(t, func(d map[string]any) { pre(d, 1)["type"] = "UnicodeScripts" }),
+			[]string{"pre_tokenizer.pretokenizers[1].type", `"UnicodeScripts"`}},
+		{"pattern", mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"Regex": `\s+(?!\S)\b`} }),
+			[]string{"pre_tokenizer.pretokenizers[0].pattern.Regex", "lookahead"}},
+		{"pattern kind", mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"Glob": "*"} }),
+			[]string{"pre_tokenizer.pretokenizers[0].pattern", "String", "Regex"}},
+		{"behavior", mutate(t, func(d map[string]any) { pre(d, 0)["behavior"] = "Splice" }),
+			[]string{"pre_tokenizer.pretokenizers[0].behavior", `"Splice"`}},
+		{"behavior missing", mutate(t, func(d map[string]any) { delete(pre(d, 0), "behavior") }),
+			[]string{"pre_tokenizer.pretokenizers[0].behavior", "missing"}},
+		{"metaspace replacement", mutate(t, func(d map[string]any) {
+			d["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "__"}
+		}), []string{"pre_tokenizer.replacement", `"__"`}},
+		{"metaspace scheme", mutate(t, func(d map[string]any) {
+			d["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "_", "prepend_scheme": "sometimes"}
+		}), []string{"pre_tokenizer.prepend_scheme", `"sometimes"`}},
 		{"decoder", mutate(t, func(d map[string]any) { d["decoder"] = map[string]any{"type": "WordPiece"} }),
 			[]string{"decoder.type", `"WordPiece"`}},
+		{"decoder in sequence", mutate(t, func(d map[string]any) {
+			d["decoder"] = map[string]any{"type": "Sequence", "decoders": []any{map[string]any{"type": "Fuse"}, map[string]any{"type": "CTC"}}}
+		}), []string{"decoder.decoders[1].type", `"CTC"`}},
+		{"strip decoder", mutate(t, func(d map[string]any) {
+			d["decoder"] = map[string]any{"type": "Strip", "content": "ab", "start": 1, "stop": 0}
+		}), []string{"decoder.content", `"ab"`}},
+		{"post-processor", mutate(t, func(d map[string]any) { d["post_processor"] = map[string]any{"type": "RobertaProcessing"} }),
+			[]string{"post_processor.type", `"RobertaProcessing"`}},
+		{"template token", mutate(t, func(d map[string]any) {
+			d["post_processor"] = map[string]any{"type": "TemplateProcessing",
+				"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>"}}, map[string]any{"Sequence": map[string]any{"id": "A"}}},
+				"special_tokens": map[string]any{}}
+		}), []string{"post_processor.single[0].SpecialToken.id", `"<s>"`}},
+		{"template id", mutate(t, func(d map[string]any) {
+			d["post_processor"] = map[string]any{"type": "TemplateProcessing",
+				"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>"}}, map[string]any{"Sequence": map[string]any{"id": "A"}}},
+				"special_tokens": map[string]any{"<s>": map[string]any{"id": "<s>", "ids": []int{5000}}}}
+		}), []string{`post_processor.special_tokens["<s>"].ids[0]`, "5000"}},
+		{"template sequence", mutate(t, func(d map[string]any) {
+			d["post_processor"] = map[string]any{"type": "TemplateProcessing",
+				"single": []any{map[string]any{"Sequence": map[string]any{"id": "B"}}}}
+		}), []string{"post_processor.single[0].Sequence.id", `"B"`}},
 		{"added id", mutate(t, func(d map[string]any) { delete(obj(d["added_tokens"].([]any)[2]), "id") }),
 			[]string{"added_tokens[2].id", "missing"}},
 		{"added id range", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 1 << 40 }),
@@ -104,6 +137,9 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"model.type"}},
 		{"added id of a vocab token", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[0])["id"] = 97 }),
 			[]string{`added_tokens[0]: "<|endoftext|>" has id 97, which model.vocab gives to "a"`}},
+		{"added token under another vocab id", mutate(t, func(d map[string]any) {
+			d["added_tokens"] = append(d["added_tokens"].([]any), map[string]any{"id": 300, "content": "hello"})
+		}), []string{`added_tokens[8]: "hello" has id 300, but model.vocab gives it 260`}},
 		{"added id of another added token", mutate(t, func(d map[string]any) { obj(d["added_tokens"].([]any)[1])["id"] = 280 }),
 			[]string{`added_tokens[1]: "<|im_start|>" has id 280, which added_tokens[0] gives to "<|endoftext|>"`}},
 	}
@@ -126,31 +162,59 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestParseAccepts(t *testing.T) {
-	tests := map[string][]byte{
-		"null normalizer": mutate(t, func(d map[string]any) { d["normalizer"] = nil }),
-		"plain NFC":       mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFC"} }),
-		"empty sequence": mutate(t, func(d map[string]any) {
+	pre := func(d map[string]any, i int) map[string]any {
+		return obj(obj(d["pre_tokenizer"])["pretokenizers"].([]any)[i])
+	}
+	tests := map[string]struct {
+		data []byte
+		want string // Decode(Encode("héllo world")): "" that itself, "-" nothing
+	}{
+		"null normalizer": {mutate(t, func(d map[string]any) { d["normalizer"] = nil }), ""},
+		"plain NFC":       {mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "NFC"} }), ""},
+		"empty sequence": {mutate(t, func(d map[string]any) {
 			d["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{}}
-		}),
-		"no model type":   mutate(t, func(d map[string]any) { delete(obj(d["model"]), "type") }),
-		"no merges":       mutate(t, func(d map[string]any) { delete(obj(d["model"]), "merges") }),
-		"unknown fields":  mutate(t, func(d map[string]any) { d["future"] = []any{1, "x"} }),
-		"no added tokens": mutate(t, func(d map[string]any) { delete(d, "added_tokens") }),
+		}), ""},
+		"no model type":   {mutate(t, func(d map[string]any) { delete(obj(d["model"]), "type") }), ""},
+		"no merges":       {mutate(t, func(d map[string]any) { delete(obj(d["model"]), "merges") }), ""},
+		"unknown fields":  {mutate(t, func(d map[string]any) { d["future"] = []any{1, "x"} }), ""},
+		"no added tokens": {mutate(t, func(d map[string]any) { delete(d, "added_tokens") }), ""},
 		// Byte-level files often list a special token in model.vocab too,
 		// under the same id: that is one token, not a collision.
-		"added token also in vocab": mutate(t, func(d map[string]any) { obj(obj(d["model"])["vocab"])["<|endoftext|>"] = 280 }),
-		"added token listed twice": mutate(t, func(d map[string]any) {
+		"added token also in vocab": {mutate(t, func(d map[string]any) { obj(obj(d["model"])["vocab"])["<|endoftext|>"] = 280 }), ""},
+		"added token listed twice": {mutate(t, func(d map[string]any) {
 			d["added_tokens"] = append(d["added_tokens"].([]any), d["added_tokens"].([]any)[0])
-		}),
+		}), ""},
+		// Without ByteLevel the vocabulary's byte-level characters are just
+		// characters: é is the one for byte E9, space is none.
+		"no pre-tokenizer": {mutate(t, func(d map[string]any) { d["pre_tokenizer"] = nil }), "h\uFFFDlloworld"},
+		"no decoder":       {mutate(t, func(d map[string]any) { d["decoder"] = nil }), "h Ã© ll o Ġworld"},
+		"string pattern":   {mutate(t, func(d map[string]any) { pre(d, 0)["pattern"] = map[string]any{"String": " "} }), ""},
+		// Every character is in some match of the Qwen pattern.
+		"removed behavior": {mutate(t, func(d map[string]any) { pre(d, 0)["behavior"] = "Removed" }), "-"},
+		"byte-level regex": {mutate(t, func(d map[string]any) { pre(d, 1)["use_regex"] = true }), ""},
+		"prefix space":     {mutate(t, func(d map[string]any) { pre(d, 1)["add_prefix_space"] = true }), " héllo world"},
+		"byte fallback":    {mutate(t, func(d map[string]any) { obj(d["model"])["byte_fallback"] = true }), ""},
+		"dropout 0":        {mutate(t, func(d map[string]any) { obj(d["model"])["dropout"] = 0 }), ""},
+		"Lowercase":        {mutate(t, func(d map[string]any) { d["normalizer"] = map[string]any{"type": "Lowercase"} }), ""},
+		"template post": {mutate(t, func(d map[string]any) {
+			d["post_processor"] = map[string]any{"type": "Sequence", "processors": []any{}}
+		}), ""},
 	}
-	for name, data := range tests {
-		tok, err := Parse(data, name)
+	for name, tt := range tests {
+		tok, err := Parse(tt.data, name)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if got := tok.Decode(tok.Encode("héllo world"), false); got != "héllo world" {
-			t.Errorf("%s: round trip gave %q", name, got)
+		want := tt.want
+		switch want {
+		case "":
+			want = "héllo world"
+		case "-":
+			want = ""
+		}
+		if got := tok.Decode(tok.Encode("héllo world"), false); got != want {
+			t.Errorf("%s: round trip gave %q, want %q", name, got, want)
 		}
 	}
 }

@@ -1,15 +1,15 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// qwen2Pattern is the Split regex of Qwen2's tokenizer.json. Its \s+(?!\S)
-// needs a lookahead, which Go's regexp lacks, so splitQwen2 implements this
-// exact pattern by hand, following Oniguruma's leftmost-first alternation
-// and greedy backtracking.
-const qwen2Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+// matchQwen2 implements qwen2Pattern and llama3Pattern (pattern.go) by hand,
+// following Oniguruma's leftmost-first alternation and greedy backtracking:
+// the patterns' \s+(?!\S) needs a lookahead, and a scanner is several times
+// faster than any regex engine on them.
 
 type charClass uint8
 
@@ -55,15 +55,16 @@ func next(s string, i int) (rune, int, charClass) {
 // Isolated behaviour needs nothing more.
 func splitQwen2(s string, emit func(string)) {
 	for i := 0; i < len(s); {
-		n := matchQwen2(s, i)
+		n := matchQwen2(s, i, 1)
 		emit(s[i : i+n])
 		i += n
 	}
 }
 
-// matchQwen2 returns the length of the match of qwen2Pattern at s[i:], which
-// is never empty. Each block is one alternative, tried in pattern order.
-func matchQwen2(s string, i int) int {
+// matchQwen2 returns the length of the match at s[i:], which is never empty,
+// of qwen2Pattern (digits 1) or llama3Pattern (digits 3, for \p{N}{1,3}).
+// Each block is one alternative, tried in pattern order.
+func matchQwen2(s string, i, digits int) int {
 	r, w, c := next(s, i)
 
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
@@ -83,9 +84,17 @@ func matchQwen2(s string, i int) int {
 		}
 	}
 
-	// \p{N}
+	// \p{N} or \p{N}{1,3}
 	if c == classNumber {
-		return w
+		n := w
+		for k := 1; k < digits && i+n < len(s); k++ {
+			_, w, c := next(s, i+n)
+			if c != classNumber {
+				break
+			}
+			n += w
+		}
+		return n
 	}
 
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
@@ -173,4 +182,52 @@ func lower(c byte) byte {
 		return c + 'a' - 'A'
 	}
 	return c
+}
+
+// matchGPT2 returns the length of the match of gpt2Pattern (ByteLevel's own
+// regex) at s[i:], which is never empty. Its contractions are
+// case-sensitive, and only a plain space joins the word after it.
+func matchGPT2(s string, i int) int {
+	r, _, _ := next(s, i)
+
+	// 's|'t|'re|'ve|'m|'ll|'d
+	if r == '\'' && i+1 < len(s) {
+		switch t := s[i+1:]; {
+		case t[0] == 's' || t[0] == 't' || t[0] == 'm' || t[0] == 'd':
+			return 2
+		case strings.HasPrefix(t, "re") || strings.HasPrefix(t, "ve") || strings.HasPrefix(t, "ll"):
+			return 3
+		}
+	}
+
+	//  ?\p{L}+,  ?\p{N}+ and  ?[^\s\p{L}\p{N}]+, in this order
+	j := i
+	if r == ' ' {
+		j++
+	}
+	// (Without the space, a space can start none of them.)
+	for _, cls := range [...]charClass{classLetter, classNumber, classOther} {
+		if n := run(s[j:], cls); n > 0 {
+			return j + n - i
+		}
+	}
+
+	// Whitespace: \s+(?!\S) takes the run, less its last character when
+	// something follows; a lone space before a word falls to \s+.
+	end, lastStart := i, i
+	for end < len(s) {
+		_, w, c := next(s, end)
+		if c != classSpace {
+			break
+		}
+		lastStart = end
+		end += w
+	}
+	switch {
+	case end == len(s):
+		return end - i
+	case lastStart > i:
+		return lastStart - i
+	}
+	return end - i
 }

@@ -5,7 +5,10 @@
 //
 // The output is committed so the test does not depend on this program. It
 // keeps to characters of Unicode 15.0, the version of Go's tables, since the
-// oracle's newer tables would classify later characters differently.
+// oracle's newer tables would classify later characters differently. The
+// first 420 strings are the Qwen-only corpus as it was; the rest bring in the
+// added tokens and habits of the other real tokenizers (Llama 2 and 3,
+// Gemma 3, DeepSeek-V3).
 package main
 
 import (
@@ -240,6 +243,96 @@ var fragments = []string{
 	"über", "naïve", "ſ",
 }
 
+// others are the special and added tokens of the other real tokenizers,
+// inside text, at its edges, cut short and next to each other.
+var others = []string{
+	"<|begin_of_text|>Hello<|eot_id|>",
+	"<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+	"<|reserved_special_token_5|> and <|reserved_special_token_250|>",
+	"<|begin_of_text|><|begin_of_text|>",
+	"text<|end_of_text|>",
+	"<|eot_id",
+	"<|python_tag|>print(1)<|eom_id|>",
+	"<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n",
+	"<start_of_image> <image_soft_token> <end_of_image>",
+	"<unused0><unused99> <unused",
+	"<mask> is <mask>",
+	"<table><tr><td>x</td></tr></table>",
+	"<h1>Title</h1>\n\n\n<p>para</p>",
+	"<strong>bold</strong> <em>it</em> <code>x</code>",
+	"[multimodal]",
+	"<s>[INST] Hi [/INST] Hello</s>",
+	"<s> <s><s>x</s>",
+	"<unk> <pad> <eos>",
+	"<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜>Hello<｜end▁of▁sentence｜>",
+	"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+	"<｜fim▁begin｜>def f():<｜fim▁hole｜>\n<｜fim▁end｜>",
+	"<|EOT|> after",
+	"<｜place▁holder▁no▁42｜>",
+	"<｜begin▁of▁sentence",
+	"▁ ▁▁ x▁y ▁▁▁",
+	"▁Hello▁world",
+	"▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁",
+	"\t\t\tindented\n\t\t\t\tmore",
+	"a\n\nb\n\n\nc\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\nd",
+	"<0x41><0xE5><0x8F><0xAB> are byte tokens written out",
+	"<0x0A>",
+}
+
+// numbers are digit runs of every length (Llama 3 and DeepSeek take
+// \p{N}{1,3}, Qwen one digit, SentencePiece splits them by merges).
+var numbers = []string{
+	"1 12 123 1234 12345 123456 1234567 12345678",
+	"12345678901234567890123456789",
+	"3.14159 0.000001 -273.15 6.022e23 1/3",
+	"1,234,567 and 1.234.567,89 and 1 234 567",
+	"$1234.56 €99,99 ¥100000",
+	"２０２４年１２月 ２５日",
+	"१२३४५ ١٢٣٤٥٦ ๑๒๓๔",
+	"1st 2nd 3rd 4th 21st 100th",
+	"v10.0.19045 build 2024.11.30",
+	"0x7FFFFFFF 0b1111 0o777",
+	"½¼¾ ⅓ ⅔ ²³¹ ①②③④⑤⑥",
+	"Ⅰ Ⅱ Ⅲ Ⅳ Ⅻ ↉",
+	"+1-555-0100 (555) 555-0199",
+	"IPv4 192.168.0.1 IPv6 fe80::1",
+}
+
+// scripts adds what the first list lacks: mixed Han and kana (DeepSeek-V3
+// splits them out), characters that only byte fallback spells in Llama 2,
+// and text next to U+FFFD or made of byte-level characters (mojibake).
+var scripts = []string{
+	"ひらがなカタカナ漢字mixed日本語English",
+	"中文English混合123数字",
+	"東京タワー、スカイツリー。",
+	"𠀀𠀁𪚥 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+	"🫠🫨🪿 🧑‍🧑‍🧒",
+	"ꦗꦮ ᠮᠣᠩᠭᠣᠯ ᏣᎳᎩ ⴰⵣⵓⵍ",
+	"\ufffd\ufffdabc caf\ufffd \ufffd",
+	"Ã©tÃ© â€œquotedâ€\u009d Ä  Ċ Ġ",
+	"ĠĠĠ ĊĊ Ġhello Ċworld",
+	"\u0100\u0101\u0120\u0121\u0143",
+	"e\u0301\u0302\u0303\u0304\u0305",
+	"zero\u200bwidth\u200cjoin\u200dx",
+	"\u202eright to left\u202c and \u2066isolate\u2069",
+	"tab\tvtab\vff\fnel\u0085ls\u2028ps\u2029",
+	"   \t\t  \n\n  \u00a0\u00a0  \u3000 end",
+	"word\n \n \n word",
+	"İstanbul ΣΊΣΥΦΟΣ ǅ",
+}
+
+// moreFragments are mixed, with fragments, into the last random strings.
+var moreFragments = []string{
+	"<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<bos>", "<start_of_turn>", "<end_of_turn>",
+	"<s>", "</s>", "<unk>", "<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>", "<|EOT|>", "<mask>", "<td>",
+	"▁", "▁▁", " ▁", "\n\n", "\n\n\n", "\t\t", "    ",
+	"123", "4567", "89012", "٣٤", "２３",
+	"漢字", "かな", "カナ", "한", "🫠", "𪚥",
+	"\ufffd", "Ã", "Ġ", "Ċ", "<0x41>",
+	"the", " quick", "BROWN", "'s", "'LL", "don't",
+	"(", ")", "[", "]", "{", "}", "<", ">", "/", "\\", "\"", "'", "`", "$", "#", "!", "?", ".", ",", ":", ";", "-", "_", "=",
+}
+
 func main() {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
@@ -287,12 +380,27 @@ func main() {
 
 	// Random mixtures of fragments, deterministic across runs.
 	rng := rand.New(rand.NewPCG(1, 2))
-	for len(seen) < 420 {
-		n := 1 + rng.IntN(12)
-		var b strings.Builder
-		for range n {
-			b.WriteString(fragments[rng.IntN(len(fragments))])
+	mix := func(frags []string, until int) {
+		for len(seen) < until {
+			n := 1 + rng.IntN(12)
+			var b strings.Builder
+			for range n {
+				b.WriteString(frags[rng.IntN(len(frags))])
+			}
+			put(b.String())
 		}
-		put(b.String())
 	}
+	mix(fragments, 420)
+
+	for _, list := range [][]string{others, numbers, scripts} {
+		for _, s := range list {
+			put(s)
+		}
+	}
+	put(strings.Repeat("<start_of_turn>", 50))
+	put(strings.Repeat("1234567890", 60))
+	put(strings.Repeat("\t", 100))
+	put(strings.Repeat("▁", 300))
+	put(strings.Repeat("漢字かな", 80))
+	mix(append(append([]string{}, fragments...), moreFragments...), 700)
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -34,7 +35,7 @@ func naiveMoE(m *model.Model, L *model.Layer, h [][]float64) ([][]float64, [][]i
 			order[i] = i
 			p[i] /= z
 		}
-		slices.SortStableFunc(order, func(a, b int) int { return -cmpFloat(p[a], p[b]) })
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(p[b], p[a]) })
 		top := order[:m.TopK]
 		var sum float64
 		for _, e := range top {
@@ -64,16 +65,6 @@ func naiveMoE(m *model.Model, L *model.Layer, h [][]float64) ([][]float64, [][]i
 		}
 	}
 	return out, routes
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Every engine reports, after a row's logits, the experts each sparse

@@ -3,6 +3,7 @@ module logitscope
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/vugu/vjson v0.0.0-20200505061711-f9cbed27d3d9

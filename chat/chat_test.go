@@ -1,0 +1,81 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, c := range []struct {
+		name, json string
+		template   string
+		tokens     map[string]string
+		err        string
+	}{
+		{"string", `{"chat_template": "T", "bos_token": "<s>", "eos_token": "</s>", "add_bos_token": true}`, "T", map[string]string{"bos_token": "<s>", "eos_token": "</s>"}, ""},
+		{"named list", `{"chat_template": [{"name": "tool_use", "template": "X"}, {"name": "default", "template": "D"}]}`, "D", map[string]string{}, ""},
+		{"no default", `{"chat_template": [{"name": "tool_use", "template": "X"}]}`, "", nil, `no template named "default" among "tool_use"`},
+		{"AddedToken", `{"bos_token": {"__type": "AddedToken", "content": "<|b|>", "lstrip": false}, "pad_token": null}`, "", map[string]string{"bos_token": "<|b|>"}, ""},
+		{"null template", `{"chat_template": null}`, "", map[string]string{}, ""},
+		{"bad template", `{"chat_template": 3}`, "", nil, "chat_template: neither a string nor a list"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(c.json))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Template != c.template {
+				t.Errorf("Template = %q, want %q", cfg.Template, c.template)
+			}
+			if len(cfg.Tokens) != len(c.tokens) {
+				t.Errorf("Tokens = %v, want %v", cfg.Tokens, c.tokens)
+			}
+			for k, v := range c.tokens {
+				if cfg.Tokens[k] != v {
+					t.Errorf("Tokens[%s] = %q, want %q", k, cfg.Tokens[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestRender(t *testing.T) {
+	msgs := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}}
+	at := time.Date(2026, time.March, 5, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name     string
+		template string
+		want     string
+		err      string
+	}{
+		{"ChatML without a template", "", "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n", ""},
+		{"tokens", "{{ bos_token }}{{ messages[1].content }}{{ eos_token }}", "<s>U</s>", ""},
+		{"strftime_now", `{{ strftime_now("%d %b %Y") }}|{{ strftime_now("%-d %B, %A") }}`, "05 Mar 2026|5 March, Thursday", ""},
+		{"raise_exception", `{{ raise_exception("roles must alternate") }}`, "", "chat_template: raise_exception: roles must alternate"},
+		{"syntax", "{% for %}", "", "chat_template: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := TemplateConfig{Template: c.template, Tokens: map[string]string{"bos_token": "<s>", "eos_token": "</s>"}}
+			got, err := RenderAt(cfg, msgs, true, at)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}

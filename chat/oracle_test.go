@@ -1,0 +1,142 @@
+package chat
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"logitscope/tokenizer"
+)
+
+// The oracle is Hugging Face's @huggingface/jinja and tokenizers.js on the
+// real tokenizer_config.json and tokenizer.json of five families, pinned in
+// the tokenizer package's testdata/oracle/package.json.
+const oracleDir = "../tokenizer/testdata/oracle"
+
+var families = []string{"qwen3", "llama3_1", "gemma3", "llama2", "deepseek_v3"}
+
+// The conversations transformers' apply_chat_template is asked most: a
+// system prompt and a question, a bare question, and a multi-turn chat.
+var conversations = []struct {
+	name   string
+	msgs   []Message
+	addGen bool
+}{
+	{"system+user", []Message{{Role: "system", Content: "You are a terse assistant."}, {Role: "user", Content: "What is 2+2?"}}, true},
+	{"user", []Message{{Role: "user", Content: "Write a haiku about rain.\nMake it sad."}}, true},
+	{"multi-turn", []Message{
+		{Role: "system", Content: "You are a helpful assistant."},
+		{Role: "user", Content: "Name a prime."},
+		{Role: "assistant", Content: "Seven."},
+		{Role: "user", Content: "Another one, in 日本語? 🙂"},
+	}, true},
+	{"multi-turn, no generation prompt", []Message{
+		{Role: "user", Content: "Hi"},
+		{Role: "assistant", Content: "Hello!"},
+	}, false},
+}
+
+// now is the date strftime_now answers on both sides.
+var now = time.Date(2026, time.July, 26, 12, 0, 0, 0, time.UTC)
+
+func needNode(t *testing.T) string {
+	t.Helper()
+	skip := t.Skip
+	if os.Getenv("CI") != "" {
+		skip = t.Fatal // CI installs the oracle: a skip there would hide a broken install
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
+	}
+	if _, err := os.Stat(filepath.Join(oracleDir, "node_modules", "@huggingface", "jinja")); err != nil {
+		skip("oracle not installed; run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
+	}
+	return node
+}
+
+// oracle runs `node oracle.mjs args...` with stdin and returns stdout.
+func oracle(t *testing.T, stdin []byte, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(needNode(t), append([]string{"oracle.mjs"}, args...)...)
+	cmd.Dir = oracleDir
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oracle %v: %v\n%s", args, err, stderr.Bytes())
+	}
+	return out
+}
+
+// TestOracle renders every conversation with every family's own template
+// here and with @huggingface/jinja, and requires the same text and, through
+// the tokenizer package, the same ids as tokenizers.js (no special tokens
+// added: the rendered text carries its BOS, as transformers encodes it).
+func TestOracle(t *testing.T) {
+	needNode(t)
+	for _, fam := range families {
+		t.Run(fam, func(t *testing.T) {
+			dir := t.TempDir()
+			tokPath := filepath.Join(dir, "tokenizer.json")
+			oracle(t, nil, "write-tokenizer", tokPath, fam)
+			tok, err := tokenizer.Load(tokPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgPath := filepath.Join(dir, "tokenizer_config.json")
+			oracle(t, nil, "write-config", cfgPath, fam)
+			cfg, err := LoadConfig(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			var in bytes.Buffer
+			for _, c := range conversations {
+				var msgs []map[string]string // transformers' {"role", "content"}
+				for _, m := range c.msgs {
+					msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+				}
+				line, err := json.Marshal(map[string]any{"messages": msgs, "add_generation_prompt": c.addGen, "now": now.Format(time.RFC3339)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in.Write(append(line, '\n'))
+			}
+			sc := bufio.NewScanner(bytes.NewReader(oracle(t, in.Bytes(), "chat", fam)))
+			sc.Buffer(nil, 1<<24)
+			for _, c := range conversations {
+				if !sc.Scan() {
+					t.Fatalf("oracle gave no line for %s", c.name)
+				}
+				var want struct {
+					Text string
+					IDs  []int
+				}
+				if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
+					t.Fatal(err)
+				}
+				got, err := RenderAt(cfg, c.msgs, c.addGen, now)
+				if err != nil {
+					t.Errorf("%s: %v", c.name, err)
+					continue
+				}
+				if got != want.Text {
+					t.Errorf("%s: rendered\n got %q\nwant %q", c.name, got, want.Text)
+					continue
+				}
+				if ids := tok.Encode(got); !slices.Equal(ids, want.IDs) {
+					t.Errorf("%s: ids\n got %v\nwant %v", c.name, ids, want.IDs)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -100,6 +101,12 @@ func LoadConfig(path string) (TemplateConfig, error) {
 		return TemplateConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// ConfigBeside loads the tokenizer_config.json in tokenizer.json's
+// directory, where checkpoints keep both.
+func ConfigBeside(tokenizerPath string) (TemplateConfig, error) {
+	return LoadConfig(filepath.Join(filepath.Dir(tokenizerPath), "tokenizer_config.json"))
 }
 
 // Render renders msgs with the template, dating strftime_now today.

@@ -42,10 +42,13 @@ type Receipt struct {
 type Request struct {
 	Mode      string `json:"mode"` // greedy, forced (the reference's tokens fed back) or panel
 	PromptIDs []int  `json:"prompt_ids,omitempty"`
-	MaxNew    int    `json:"max_new,omitempty"`
-	Stops     []int  `json:"stops,omitempty"`
-	Panel     string `json:"panel_sha256,omitempty"` // PanelSHA256 of the windows
-	Windows   int    `json:"windows,omitempty"`
+	// Prompt is the text PromptIDs encode, as the checkpoint's chat
+	// template rendered it, so a reader sees what the model was asked.
+	Prompt  string `json:"prompt,omitempty"`
+	MaxNew  int    `json:"max_new,omitempty"`
+	Stops   []int  `json:"stops,omitempty"`
+	Panel   string `json:"panel_sha256,omitempty"` // PanelSHA256 of the windows
+	Windows int    `json:"windows,omitempty"`
 	// Follow is the sha256 of the dump whose prompt and output tokens a
 	// forced capture fed back.
 	Follow string `json:"follow_sha256,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"logitscope/capture"
+	"logitscope/chat"
 	"logitscope/checkpoint"
 	"logitscope/dump"
 	"logitscope/engine"
@@ -75,6 +76,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 
 	req := session.Request{Mode: session.Greedy, MaxNew: *maxNew, Stops: stops.ids}
 	followed := "" // the sha256 of the dump a forced capture feeds back
+	prompt := ""   // the rendered chat prompt, for the receipt
 	switch {
 	case *follow != "":
 		ref, err := readSide(*follow)
@@ -87,6 +89,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		req = session.Request{Mode: session.Forced, PromptIDs: ref.Receipt.Request.PromptIDs, Stops: ref.Receipt.Request.Stops,
 			Outputs: ref.Receipt.OutputIDs}
 		followed = ref.Receipt.Dump.SHA256
+		prompt = ref.Receipt.Request.Prompt
 		if len(req.PromptIDs) == 0 {
 			return fmt.Errorf("%s: its receipt has no prompt ids to feed back", *follow)
 		}
@@ -106,7 +109,16 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	default:
-		req.PromptIDs = tok.Encode(tokenizer.ChatML(tokenizer.Turns(*system, pos[0]), true))
+		// The checkpoint's own chat template, as transformers applies it;
+		// the rendered text carries its BOS, so nothing is added on encoding.
+		tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
+		if err != nil {
+			return err
+		}
+		if prompt, err = chat.Render(tmpl, tokenizer.Turns(*system, pos[0]), true); err != nil {
+			return fmt.Errorf("%s: %v", dir, err)
+		}
+		req.PromptIDs = tok.Encode(prompt)
 		if *idsPath != "" {
 			if err := writeIDs(*idsPath, req.PromptIDs, stdout); err != nil {
 				return err
@@ -118,6 +130,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	rq := capture.ReceiptRequest(req, followed)
+	rq.Prompt = prompt
 	if *dryRun {
 		return printPlan(stdout, ck, *variantName, rq, req.Windows, *dumpPath)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"logitscope/chat"
 	"logitscope/checkpoint"
 	"logitscope/tokenizer"
 )
@@ -23,7 +24,7 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	tokPath := fs.String("tokenizer", "", "tokenizer.json")
 	modelDir := fs.String("model", "", "model directory (its tokenizer.json); default $LOGITSCOPE_MODEL or the demo model")
-	chat := fs.Bool("chat", false, "apply the ChatML template (system prompt + user turn + generation prompt) first")
+	chatOn := fs.Bool("chat", false, "apply the chat_template of the tokenizer_config.json beside the tokenizer (ChatML when it has none) to system prompt + user turn + generation prompt first")
 	system := fs.String("system", tokenizer.DefaultSystem, "system prompt for --chat")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -47,6 +48,12 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var tmpl chat.TemplateConfig
+	if *chatOn {
+		if tmpl, err = chat.ConfigBeside(*tokPath); err != nil {
+			return err
+		}
+	}
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	out := bufio.NewWriter(stdout)
@@ -56,8 +63,10 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("stdin line %d: %v", line, err)
 		}
-		if *chat {
-			text = tokenizer.ChatML(tokenizer.Turns(*system, text), true)
+		if *chatOn {
+			if text, err = chat.Render(tmpl, tokenizer.Turns(*system, text), true); err != nil {
+				return fmt.Errorf("stdin line %d: %v", line, err)
+			}
 		}
 		b, _ := json.Marshal(struct {
 			IDs []int `json:"ids"`

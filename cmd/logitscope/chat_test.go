@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"logitscope/receipt"
+	"logitscope/synth"
+	"logitscope/tokenizer"
+)
+
+// tokenize --chat applies the chat_template of the tokenizer_config.json
+// beside the tokenizer, as transformers' apply_chat_template does: the ids
+// equal Hugging Face's for each family's own template.
+func TestTokenizeChatTemplate(t *testing.T) {
+	for _, fam := range []string{"llama3_1", "gemma3", "deepseek_v3"} {
+		t.Run(fam, func(t *testing.T) {
+			dir := t.TempDir()
+			tokPath := filepath.Join(dir, "tokenizer.json")
+			oracle(t, nil, "write-tokenizer", tokPath, fam)
+			oracle(t, nil, "write-config", filepath.Join(dir, "tokenizer_config.json"), fam)
+			line, _ := json.Marshal(map[string]any{"add_generation_prompt": true, "now": "2026-07-26T12:00:00Z",
+				"messages": []map[string]string{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}}})
+			var want struct{ IDs []int }
+			if err := json.Unmarshal(oracle(t, append(line, '\n'), "chat", fam), &want); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			if err := tokenizeFrom(strings.NewReader(`"Hi there"`+"\n"), []string{"--tokenizer", tokPath, "--chat", "--system", "Be brief."}, &out, os.Stderr); err != nil {
+				t.Fatal(err)
+			}
+			wantLine, _ := json.Marshal(map[string][]int{"ids": want.IDs})
+			if got := strings.TrimSpace(out.String()); got != string(wantLine) {
+				t.Fatalf("tokenize --chat\n got %s\nwant %s", got, wantLine)
+			}
+		})
+	}
+}
+
+// capture renders the prompt with the checkpoint's chat_template and
+// records the rendered text in the receipt.
+func TestCaptureChatTemplate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["chat_template"] = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dumpPath := filepath.Join(t.TempDir(), "c.dump")
+	out, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--runtime", "native", "--max-new", "2", "--system", "S", "--prompt-ids", "-", "--dump-logits", dumpPath, "Hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "[system] S<|im_end|>[user] Hello<|im_end|>[assistant] "
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs, _ := json.Marshal(map[string][]int{"ids": tok.Encode(prompt)})
+	if got := strings.SplitN(out, "\n", 2)[0]; got != string(wantIDs) {
+		t.Fatalf("prompt ids\n got %s\nwant %s", got, wantIDs)
+	}
+	r, err := receipt.Read(receipt.Path(dumpPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Request.Prompt != prompt {
+		t.Fatalf("receipt prompt = %q, want %q", r.Request.Prompt, prompt)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"logitscope/chat"
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
@@ -110,7 +111,7 @@ func (m *openModel) request(data []byte) error {
 		if len(r.PromptIDs) > 0 {
 			return errors.New("ls_request: give prompt_ids or text, not both")
 		}
-		ids, err := m.chatML(*r.Text, r.System)
+		ids, err := m.chatPrompt(*r.Text, r.System)
 		if err != nil {
 			return err
 		}
@@ -129,8 +130,16 @@ func (m *openModel) request(data []byte) error {
 	return nil
 }
 
-func (m *openModel) chatML(text string, system *string) ([]int, error) {
+// chatPrompt renders one user turn (and a system turn, DefaultSystem
+// unless given) with the checkpoint's own chat_template, ChatML when it
+// has none, and encodes it as transformers does: the rendered text
+// carries its BOS.
+func (m *openModel) chatPrompt(text string, system *string) ([]int, error) {
 	tok, err := tokenizer.Load(m.ck.TokenizerPath())
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := chat.ConfigBeside(m.ck.TokenizerPath())
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +147,11 @@ func (m *openModel) chatML(text string, system *string) ([]int, error) {
 	if system != nil {
 		sys = *system
 	}
-	return tok.Encode(tokenizer.ChatML(tokenizer.Turns(sys, text), true)), nil
+	prompt, err := chat.Render(tmpl, tokenizer.Turns(sys, text), true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.ck.Dir, err)
+	}
+	return tok.Encode(prompt), nil
 }
 
 // step submits chunks until one has rows to read (true) or the request is

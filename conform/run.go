@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"logitscope/capture"
+	"logitscope/chat"
 	"logitscope/checkpoint"
 	"logitscope/dump"
 	"logitscope/margins"
@@ -206,9 +207,17 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		// both sides instead of drifting after the first different token.
 		compare = "follow"
 		stops := session.Stops(ck.Generation)
+		// Prompts are rendered with the checkpoint's own chat_template.
+		tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
+		if err != nil {
+			return nil, compare, nil, err
+		}
 		for i, prompt := range c.Prompts {
-			greedy := session.Request{Mode: session.Greedy, MaxNew: c.MaxNew, Stops: stops,
-				PromptIDs: tok.Encode(tokenizer.ChatML(tokenizer.Turns(tokenizer.DefaultSystem, prompt), true))}
+			text, err := chat.Render(tmpl, tokenizer.Turns(tokenizer.DefaultSystem, prompt), true)
+			if err != nil {
+				return nil, compare, nil, fmt.Errorf("prompt %d: %s: %w", i+1, ck.Dir, err)
+			}
+			greedy := session.Request{Mode: session.Greedy, MaxNew: c.MaxNew, Stops: stops, PromptIDs: tok.Encode(text)}
 			ref, err := run(c.Reference, greedy, "", filepath.Join(dir, fmt.Sprintf("ref-%d.dump", i+1)))
 			if err != nil {
 				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"logitscope/chat"
 	"logitscope/session"
 	"logitscope/tokenizer"
 	"logitscope/wasm/abi"
@@ -173,8 +174,9 @@ func parseInts(s string) ([]int, error) {
 
 // RefRequest is the engine request of the reference side. The page
 // tokenizes (the same tokenizer package as the engine), so the request
-// carries ids and the snapshot can show the prompt's tokens.
-func (s Spec) RefRequest(tok *tokenizer.Tokenizer) (abi.Request, error) {
+// carries ids and the snapshot can show the prompt's tokens; the prompt is
+// rendered with the checkpoint's chat template tmpl (ChatML when empty).
+func (s Spec) RefRequest(tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig) (abi.Request, error) {
 	if err := s.Check(); err != nil {
 		return abi.Request{}, err
 	}
@@ -189,7 +191,11 @@ func (s Spec) RefRequest(tok *tokenizer.Tokenizer) (abi.Request, error) {
 	if s.System != nil {
 		sys = *s.System
 	}
-	ids := tok.Encode(tokenizer.ChatML(tokenizer.Turns(sys, s.Prompt), true))
+	prompt, err := chat.Render(tmpl, tokenizer.Turns(sys, s.Prompt), true)
+	if err != nil {
+		return abi.Request{}, err
+	}
+	ids := tok.Encode(prompt)
 	return abi.Request{Mode: session.Greedy, PromptIDs: ids, MaxNew: s.MaxNew, Stops: s.Stops}, nil
 }
 

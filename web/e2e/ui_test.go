@@ -20,6 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"logitscope/chat"
 	"logitscope/dump"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
@@ -272,7 +273,11 @@ func TestUINoWebGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := spec.RefRequest(tok)
+	tmpl, err := chat.ConfigBeside(filepath.Join(site.DemoDir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := spec.RefRequest(tok, tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,26 @@ func fetchBytes(url string) ([]byte, error) {
 	return fetchWith(url, nil)
 }
 
+// fetchOptional is fetchBytes with nil, nil for a file the server does
+// not have (HTTP 404).
+func fetchOptional(url string) ([]byte, error) {
+	resp, err := call(global, "fetch", url)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", url, err)
+	}
+	switch {
+	case resp.Get("status").Int() == 404:
+		return nil, nil
+	case !resp.Get("ok").Bool():
+		return fetchBytes(url) // for fetchWith's error, body and all
+	}
+	buf, err := call(resp, "arrayBuffer")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", url, err)
+	}
+	return bytesOf(buf), nil
+}
+
 func fetchWith(url string, init any) ([]byte, error) {
 	args := []any{url}
 	if init != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/vugu/vugu"
 
+	"logitscope/chat"
 	"logitscope/snapshot"
 	"logitscope/tokenizer"
 )
@@ -94,6 +95,7 @@ type Root struct {
 
 	tokMu sync.Mutex
 	toks  map[string]*tokenizer.Tokenizer
+	chats map[string]chat.TemplateConfig // by model: its tokenizer_config.json's chat template
 }
 
 // boot reads the URL and starts the background work; called once before
@@ -104,6 +106,7 @@ func (r *Root) boot(ee vugu.EventEnv) {
 	r.Filter = filterAll
 	r.FieldErr = map[string]string{}
 	r.toks = map[string]*tokenizer.Tokenizer{}
+	r.chats = map[string]chat.TemplateConfig{}
 	r.probed = make(chan struct{})
 	r.wantPos = -1
 	r.ls = global.Get("logitscope")
@@ -212,6 +215,29 @@ func (r *Root) tokenizer(model string) (*tokenizer.Tokenizer, error) {
 	}
 	r.toks[model] = t
 	return t, nil
+}
+
+// chatTemplate loads (once) and returns a model's chat template from its
+// tokenizer_config.json, so the page prompts each model as transformers
+// would; a model without that file is ChatML. Goroutines only.
+func (r *Root) chatTemplate(model string) (chat.TemplateConfig, error) {
+	r.tokMu.Lock()
+	defer r.tokMu.Unlock()
+	if c, ok := r.chats[model]; ok {
+		return c, nil
+	}
+	data, err := fetchOptional("/models/" + url.PathEscape(model) + "/tokenizer_config.json")
+	if err != nil {
+		return chat.TemplateConfig{}, err
+	}
+	var c chat.TemplateConfig
+	if data != nil {
+		if c, err = chat.ParseConfig(data); err != nil {
+			return chat.TemplateConfig{}, fmt.Errorf("%s/tokenizer_config.json: %w", model, err)
+		}
+	}
+	r.chats[model] = c
+	return c, nil
 }
 
 // begin enters the running state.

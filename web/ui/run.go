@@ -83,7 +83,11 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	refReq, err := spec.RefRequest(tok)
+	tmpl, err := r.chatTemplate(spec.Model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	refReq, err := spec.RefRequest(tok, tmpl)
 	if err != nil {
 		return nil, nil, nil, err
 	}

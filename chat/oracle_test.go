@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,53 @@ func TestOracle(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// dated is the date header of Meta's full Llama 3.1 and 3.2 templates
+// (the oracle's Llama 3.1 package ships a shorter one): strftime_now
+// probed with "is defined", then called.
+const dated = `{{- bos_token }}
+{%- if not date_string is defined %}
+    {%- if strftime_now is defined %}
+        {%- set date_string = strftime_now("%d %b %Y") %}
+    {%- else %}
+        {%- set date_string = "26 Jul 2024" %}
+    {%- endif %}
+{%- endif %}
+{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{{- "Cutting Knowledge Date: December 2023\n" }}
+{{- "Today Date: " + date_string + "\n\n" }}
+{%- for message in messages %}
+    {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}
+`
+
+// TestOracleDate renders a template that prints today's date, with the
+// date injected on both sides.
+func TestOracleDate(t *testing.T) {
+	needNode(t)
+	msgs := []Message{{Role: "user", Content: "  What day is it?  "}}
+	line, err := json.Marshal(map[string]any{"template": dated, "add_generation_prompt": true, "now": now.Format(time.RFC3339),
+		"messages": []map[string]string{{"role": msgs[0].Role, "content": msgs[0].Content}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct{ Text string }
+	if err := json.Unmarshal(oracle(t, append(line, '\n'), "chat", "llama3_1"), &want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := RenderAt(TemplateConfig{Template: dated, Tokens: map[string]string{"bos_token": "<|begin_of_text|>"}}, msgs, true, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "Today Date: 26 Jul 2026\n") {
+		t.Errorf("no injected date in %q", got)
+	}
+	if got != want.Text {
+		t.Fatalf("rendered\n got %q\nwant %q", got, want.Text)
 	}
 }

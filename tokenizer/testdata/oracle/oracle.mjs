@@ -20,7 +20,8 @@
 //       each input line is a JSON array of ids; each output line is
 //       {"text": decode(ids)}, as above.
 //   node oracle.mjs chat NAME < in.jsonl > out.jsonl
-//       each input line is {"messages", "add_generation_prompt", "now"};
+//       each input line is {"messages", "add_generation_prompt", "now"}
+//       and optionally "template", rendered instead of NAME's own;
 //       each output line is {"text", "ids"}: the conversation rendered with
 //       NAME's chat_template by @huggingface/jinja, with what transformers'
 //       apply_chat_template passes (the special tokens, raise_exception,
@@ -144,8 +145,9 @@ if (cmd === "write-tokenizer" && args[0]) {
 } else if (cmd === "chat" && args[0]) {
   const { json, config } = await load(args[0]);
   const tok = new Tokenizer(json, config);
-  const template = new Template(chatTemplate(config));
-  for await (const { messages, add_generation_prompt, now } of lines()) {
+  const own = new Template(chatTemplate(config));
+  for await (const { messages, add_generation_prompt, now, template: src } of lines()) {
+    const template = src ? new Template(src) : own;
     // raise_exception and strftime_now are @huggingface/jinja's globals.
     const text = at(now, () => template.render({ ...specialTokens(config), messages, add_generation_prompt }));
     out.push(JSON.stringify({ text, ids: tok.encode(text, { add_special_tokens: false }).ids }));

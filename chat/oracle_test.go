@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,13 +11,12 @@ import (
 	"time"
 
 	"logitscope/tokenizer"
+	"logitscope/tokenizer/oracletest"
 )
 
-// The oracle is Hugging Face's @huggingface/jinja and tokenizers.js on the
-// real tokenizer_config.json and tokenizer.json of five families, pinned in
-// the tokenizer package's testdata/oracle/package.json.
-const oracleDir = "../tokenizer/testdata/oracle"
-
+// The oracle (package oracletest) is Hugging Face's @huggingface/jinja and
+// tokenizers.js on the real tokenizer_config.json and tokenizer.json of
+// five families.
 var families = []string{"qwen3", "llama3_1", "gemma3", "llama2", "deepseek_v3"}
 
 // The conversations transformers' apply_chat_template is asked most: a
@@ -46,55 +43,23 @@ var conversations = []struct {
 // now is the date strftime_now answers on both sides.
 var now = time.Date(2026, time.July, 26, 12, 0, 0, 0, time.UTC)
 
-func needNode(t *testing.T) string {
-	t.Helper()
-	skip := t.Skip
-	if os.Getenv("CI") != "" {
-		skip = t.Fatal // CI installs the oracle: a skip there would hide a broken install
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
-	}
-	if _, err := os.Stat(filepath.Join(oracleDir, "node_modules", "@huggingface", "jinja")); err != nil {
-		skip("oracle not installed; run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
-	}
-	return node
-}
-
-// oracle runs `node oracle.mjs args...` with stdin and returns stdout.
-func oracle(t *testing.T, stdin []byte, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(needNode(t), append([]string{"oracle.mjs"}, args...)...)
-	cmd.Dir = oracleDir
-	cmd.Env = append(os.Environ(), "TZ=UTC")
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle %v: %v\n%s", args, err, stderr.Bytes())
-	}
-	return out
-}
-
 // TestOracle renders every conversation with every family's own template
 // here and with @huggingface/jinja, and requires the same text and, through
 // the tokenizer package, the same ids as tokenizers.js (no special tokens
 // added: the rendered text carries its BOS, as transformers encodes it).
 func TestOracle(t *testing.T) {
-	needNode(t)
+	oracletest.Node(t)
 	for _, fam := range families {
 		t.Run(fam, func(t *testing.T) {
 			dir := t.TempDir()
 			tokPath := filepath.Join(dir, "tokenizer.json")
-			oracle(t, nil, "write-tokenizer", tokPath, fam)
+			oracletest.Run(t, nil, "write-tokenizer", tokPath, fam)
 			tok, err := tokenizer.Load(tokPath)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfgPath := filepath.Join(dir, "tokenizer_config.json")
-			oracle(t, nil, "write-config", cfgPath, fam)
+			oracletest.Run(t, nil, "write-config", cfgPath, fam)
 			cfg, err := LoadConfig(cfgPath)
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +77,7 @@ func TestOracle(t *testing.T) {
 				}
 				in.Write(append(line, '\n'))
 			}
-			sc := bufio.NewScanner(bytes.NewReader(oracle(t, in.Bytes(), "chat", fam)))
+			sc := bufio.NewScanner(bytes.NewReader(oracletest.Run(t, in.Bytes(), "chat", fam)))
 			sc.Buffer(nil, 1<<24)
 			for _, c := range conversations {
 				if !sc.Scan() {
@@ -167,7 +132,7 @@ const dated = `{{- bos_token }}
 // TestOracleDate renders a template that prints today's date, with the
 // date injected on both sides.
 func TestOracleDate(t *testing.T) {
-	needNode(t)
+	oracletest.Node(t)
 	msgs := []Message{{Role: "user", Content: "  What day is it?  "}}
 	line, err := json.Marshal(map[string]any{"template": dated, "add_generation_prompt": true, "now": now.Format(time.RFC3339),
 		"messages": []map[string]string{{"role": msgs[0].Role, "content": msgs[0].Content}}})
@@ -175,7 +140,7 @@ func TestOracleDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want struct{ Text string }
-	if err := json.Unmarshal(oracle(t, append(line, '\n'), "chat", "llama3_1"), &want); err != nil {
+	if err := json.Unmarshal(oracletest.Run(t, append(line, '\n'), "chat", "llama3_1"), &want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := RenderAt(TemplateConfig{Template: dated, Tokens: map[string]string{"bos_token": "<|begin_of_text|>"}}, msgs, true, now)

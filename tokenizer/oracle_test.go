@@ -12,31 +12,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"logitscope/tokenizer/oracletest"
 )
 
-// The oracle is Hugging Face's tokenizers.js with real vocabularies, pinned
-// in testdata/oracle/package.json. Tests that need it skip when node or its
-// node_modules are missing, except in CI.
-const oracleDir = "testdata/oracle"
+// The oracle (package oracletest) is Hugging Face's tokenizers.js with
+// real vocabularies.
 
 // realNames are the tokenizers the oracle ships (oracle.mjs).
 var realNames = []string{"qwen3", "llama3_1", "gemma3", "llama2", "deepseek_v3"}
-
-func needOracle(tb testing.TB) string {
-	tb.Helper()
-	skip := tb.Skip
-	if os.Getenv("CI") != "" {
-		skip = tb.Fatal // CI installs the oracle: a skip there would hide a broken install
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
-	}
-	if _, err := os.Stat(filepath.Join(oracleDir, "node_modules")); err != nil {
-		skip("oracle not installed; run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
-	}
-	return node
-}
 
 type loaded struct {
 	once sync.Once
@@ -50,7 +34,7 @@ var real sync.Map // name → *loaded
 // per test binary.
 func realTokenizer(tb testing.TB, name string) *Tokenizer {
 	tb.Helper()
-	node := needOracle(tb)
+	node := oracletest.Node(tb)
 	v, _ := real.LoadOrStore(name, &loaded{})
 	l := v.(*loaded)
 	l.once.Do(func() {
@@ -62,7 +46,7 @@ func realTokenizer(tb testing.TB, name string) *Tokenizer {
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, name+".json")
 		cmd := exec.Command(node, "oracle.mjs", "write-tokenizer", path, name)
-		cmd.Dir = oracleDir
+		cmd.Dir = oracletest.Dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			l.err = fmt.Errorf("oracle write-tokenizer %s: %v: %s", name, err, bytes.TrimSpace(out))
 			return
@@ -95,20 +79,11 @@ func runOracle[T any](t *testing.T, texts []string, args ...string) []T {
 // runOracleLines is runOracle with the input lines already JSON.
 func runOracleLines[T any](t *testing.T, lines []string, args ...string) []T {
 	t.Helper()
-	node := needOracle(t)
 	var in bytes.Buffer
 	for _, l := range lines {
 		in.WriteString(l + "\n")
 	}
-	cmd := exec.Command(node, append([]string{"oracle.mjs"}, args...)...)
-	cmd.Dir = oracleDir
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle %v: %v\n%s", args, err, stderr.Bytes())
-	}
+	out := oracletest.Run(t, in.Bytes(), args...)
 	var res []T
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)

@@ -10,6 +10,7 @@ import (
 	"logitscope/receipt"
 	"logitscope/synth"
 	"logitscope/tokenizer"
+	"logitscope/tokenizer/oracletest"
 )
 
 // tokenize --chat applies the chat_template of the tokenizer_config.json
@@ -20,12 +21,12 @@ func TestTokenizeChatTemplate(t *testing.T) {
 		t.Run(fam, func(t *testing.T) {
 			dir := t.TempDir()
 			tokPath := filepath.Join(dir, "tokenizer.json")
-			oracle(t, nil, "write-tokenizer", tokPath, fam)
-			oracle(t, nil, "write-config", filepath.Join(dir, "tokenizer_config.json"), fam)
+			oracletest.Run(t, nil, "write-tokenizer", tokPath, fam)
+			oracletest.Run(t, nil, "write-config", filepath.Join(dir, "tokenizer_config.json"), fam)
 			line, _ := json.Marshal(map[string]any{"add_generation_prompt": true, "now": "2026-07-26T12:00:00Z",
 				"messages": []map[string]string{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}}})
 			var want struct{ IDs []int }
-			if err := json.Unmarshal(oracle(t, append(line, '\n'), "chat", fam), &want); err != nil {
+			if err := json.Unmarshal(oracletest.Run(t, append(line, '\n'), "chat", fam), &want); err != nil {
 				t.Fatal(err)
 			}
 			var out strings.Builder

@@ -4,49 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"logitscope/tokenizer"
+	"logitscope/tokenizer/oracletest"
 )
-
-const oracleDir = "../../tokenizer/testdata/oracle"
-
-// oracle runs Hugging Face's tokenizer (tokenizer/testdata/oracle) with
-// args and stdin; it skips on a developer machine without node or the npm
-// install, and fails in CI, which installs both.
-func oracle(t *testing.T, stdin []byte, args ...string) []byte {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(oracleDir, "node_modules"))
-	}
-	if err != nil {
-		msg := "tokenizer oracle not installed: install Node.js and run `make deps`"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	cmd := exec.Command(node, append([]string{"oracle.mjs"}, args...)...)
-	cmd.Dir = oracleDir
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle %v: %v: %s", args, err, stderr.String())
-	}
-	return out
-}
 
 // `logitscope tokenize` gives Hugging Face's ids on the real Qwen
 // vocabulary for every conformance string, plain and with --chat.
 func TestTokenizeMatchesHuggingFace(t *testing.T) {
 	tokPath := filepath.Join(t.TempDir(), "tokenizer.json")
-	oracle(t, nil, "write-tokenizer", tokPath)
+	oracletest.Run(t, nil, "write-tokenizer", tokPath)
 	texts, err := os.ReadFile("../../tokenizer/testdata/conformance.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +40,8 @@ func TestTokenizeMatchesHuggingFace(t *testing.T) {
 		args     []string
 		in, want []byte
 	}{
-		{"plain", nil, texts, oracle(t, texts, "encode")},
-		{"chat", []string{"--chat"}, texts, oracle(t, chat.Bytes(), "encode")},
+		{"plain", nil, texts, oracletest.Run(t, texts, "encode")},
+		{"chat", []string{"--chat"}, texts, oracletest.Run(t, chat.Bytes(), "encode")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -124,7 +94,7 @@ func TestTokenizeInput(t *testing.T) {
 // and encodes prompts exactly as Hugging Face does.
 func TestMkmodelWithQwenTokenizer(t *testing.T) {
 	tokPath := filepath.Join(t.TempDir(), "tokenizer.json")
-	oracle(t, nil, "write-tokenizer", tokPath)
+	oracletest.Run(t, nil, "write-tokenizer", tokPath)
 	dir := filepath.Join(t.TempDir(), "m")
 	if _, err := run(t, mkmodelCmd, "--preset", "tiny", "--tokenizer", tokPath, "--out", dir); err != nil {
 		t.Fatal(err)
@@ -137,7 +107,7 @@ func TestMkmodelWithQwenTokenizer(t *testing.T) {
 	}
 	idsOut.WriteString(strings.SplitN(out, "\n", 2)[0])
 	b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns(tokenizer.DefaultSystem, "Give me a short introduction to large language models."), true))
-	want := strings.TrimSpace(string(oracle(t, append(b, '\n'), "encode")))
+	want := strings.TrimSpace(string(oracletest.Run(t, append(b, '\n'), "encode")))
 	if idsOut.String() != want {
 		t.Fatalf("prompt ids\n got %s\nwant %s", idsOut.String(), want)
 	}

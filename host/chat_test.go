@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,27 +11,17 @@ import (
 	"logitscope/tokenizer"
 )
 
+// roleTemplate tags each turn with its role, so that a prompt rendered
+// with it cannot be mistaken for ChatML.
+const roleTemplate = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"
+
 // A text request renders the checkpoint's own chat_template inside
 // engine.wasm, as the CLI does natively.
 func TestTextRequestUsesChatTemplate(t *testing.T) {
 	setup(t)
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	b, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["chat_template"] = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{ChatTemplate: roleTemplate}); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
@@ -50,7 +38,7 @@ func TestTextRequestUsesChatTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := chat.LoadConfig(cfgPath)
+	tmpl, err := chat.LoadConfig(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

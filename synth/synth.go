@@ -159,8 +159,11 @@ func PresetNames() []string {
 // Options for Write.
 type Options struct {
 	Seed      uint64
-	Tokenizer string                // a tokenizer.json to use instead of the built-in one
-	Progress  func(done, total int) // called after each tensor; may be nil
+	Tokenizer string // a tokenizer.json to use instead of the built-in one
+	// ChatTemplate, if set, is written as tokenizer_config.json's
+	// chat_template (without one, readers fall back to ChatML).
+	ChatTemplate string
+	Progress     func(done, total int) // called after each tensor; may be nil
 }
 
 // Write generates the preset's checkpoint into dir. The same preset, seed
@@ -180,14 +183,18 @@ func Write(p Preset, dir string, opt Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	tokConfig := map[string]any{
+		"add_bos_token": false, "add_prefix_space": false, "bos_token": nil, "eos_token": "<|im_end|>",
+		"pad_token": "<|endoftext|>", "model_max_length": p.MaxPos, "tokenizer_class": "Qwen2Tokenizer",
+		"errors": "replace", "split_special_tokens": false, "clean_up_tokenization_spaces": false,
+	}
+	if opt.ChatTemplate != "" {
+		tokConfig["chat_template"] = opt.ChatTemplate
+	}
 	files := map[string]any{
 		"config.json":            config(p, vocab, special),
 		"generation_config.json": map[string]any{"bos_token_id": special, "eos_token_id": []int{special + 2, special}, "do_sample": false},
-		"tokenizer_config.json": map[string]any{
-			"add_bos_token": false, "add_prefix_space": false, "bos_token": nil, "eos_token": "<|im_end|>",
-			"pad_token": "<|endoftext|>", "model_max_length": p.MaxPos, "tokenizer_class": "Qwen2Tokenizer",
-			"errors": "replace", "split_special_tokens": false, "clean_up_tokenization_spaces": false,
-		},
+		"tokenizer_config.json":  tokConfig,
 	}
 	for name, v := range files {
 		b, err := json.MarshalIndent(v, "", "  ")

@@ -13,6 +13,10 @@ import (
 	"logitscope/tokenizer/oracletest"
 )
 
+// roleTemplate tags each turn with its role, so that a prompt rendered
+// with it cannot be mistaken for ChatML.
+const roleTemplate = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"
+
 // tokenize --chat applies the chat_template of the tokenizer_config.json
 // beside the tokenizer, as transformers' apply_chat_template does: the ids
 // equal Hugging Face's for each family's own template.
@@ -45,21 +49,7 @@ func TestTokenizeChatTemplate(t *testing.T) {
 // records the rendered text in the receipt.
 func TestCaptureChatTemplate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "m")
-	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	b, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["chat_template"] = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}"
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{ChatTemplate: roleTemplate}); err != nil {
 		t.Fatal(err)
 	}
 	dumpPath := filepath.Join(t.TempDir(), "c.dump")

@@ -125,7 +125,7 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	}
 	// The host kept the rows as the guest wrote them: the logits, then
 	// any routes, which the result says how to split.
-	if c.Rows, c.Routes, err = SplitRows(rows, res); err != nil {
+	if c.Rows, c.Routes, err = res.SplitRows(rows); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if res.Routes != nil && !res.Routes.Equal(c.Routing) {
@@ -137,28 +137,6 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 		}
 	}
 	return nil
-}
-
-// SplitRows splits the rows a host kept, as engine.wasm wrote them, into
-// logits and routes with what its result says (abi.Result.SplitRow): a
-// dense model's rows stay as they are and have no routes.
-func SplitRows(rows [][]float32, res host.Result) ([][]float32, [][]int32, error) {
-	logits := make([][]float32, len(rows))
-	var routes [][]int32
-	if res.Routes != nil {
-		routes = make([][]int32, len(rows))
-	}
-	for i, row := range rows {
-		l, ids, err := res.SplitRow(row)
-		if err != nil {
-			return nil, nil, fmt.Errorf("row %d: %v", i, err)
-		}
-		logits[i] = l
-		if routes != nil {
-			routes[i] = ids
-		}
-	}
-	return logits, routes, nil
 }
 
 // ownVariant says whether a variant name is f32 or one of the model's own

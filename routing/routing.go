@@ -171,3 +171,27 @@ func SplitRow(row []float32, vocab int) ([]float32, []int32, error) {
 	}
 	return row[:vocab:vocab], ids, nil
 }
+
+// SplitRows splits engine rows with SplitRow: their logits, and their
+// routes (nil for a dense model's rows, which stay as they are). Rows must
+// all carry routes or none.
+func SplitRows(rows [][]float32, vocab int) ([][]float32, [][]int32, error) {
+	logits := make([][]float32, len(rows))
+	var routes [][]int32
+	for i, row := range rows {
+		l, ids, err := SplitRow(row, vocab)
+		if err != nil {
+			return nil, nil, fmt.Errorf("row %d: %v", i, err)
+		}
+		logits[i] = l
+		if ids != nil {
+			if routes == nil {
+				routes = make([][]int32, len(rows))
+			}
+			routes[i] = ids
+		} else if routes != nil {
+			return nil, nil, fmt.Errorf("row %d has no routes, the rows before it have", i)
+		}
+	}
+	return logits, routes, nil
+}

@@ -206,9 +206,9 @@ func (r *Run) Feed(rows [][]float32) error {
 	if len(rows) != want && !streamed {
 		return fmt.Errorf("fed %d rows, the chunk keeps %d", len(rows), want)
 	}
-	logits, routes, err := split(rows, r.vocab)
+	logits, routes, err := routing.SplitRows(rows, r.vocab)
 	if err != nil {
-		return err
+		return fmt.Errorf("the chunk's %v", err)
 	}
 	r.pending = r.pending[1:]
 	keep := func() {
@@ -240,29 +240,6 @@ func (r *Run) Feed(rows [][]float32) error {
 		}
 	}
 	return nil
-}
-
-// split splits engine rows into their logits and routes (nil for a dense
-// model's rows, which stay as they are).
-func split(rows [][]float32, vocab int) ([][]float32, [][]int32, error) {
-	logits := make([][]float32, len(rows))
-	var routes [][]int32
-	for i, row := range rows {
-		l, ids, err := routing.SplitRow(row, vocab)
-		if err != nil {
-			return nil, nil, fmt.Errorf("row %d of the chunk: %v", i, err)
-		}
-		logits[i] = l
-		if ids != nil {
-			if routes == nil {
-				routes = make([][]int32, len(rows))
-			}
-			routes[i] = ids
-		} else if routes != nil {
-			return nil, nil, fmt.Errorf("row %d of the chunk has no routes, the rows before it have", i)
-		}
-	}
-	return logits, routes, nil
 }
 
 // Result is what the request produced so far.

@@ -60,13 +60,32 @@ func (r Result) Width() int {
 // SplitRow splits one row, as a host kept it, into its logits and its
 // route ids (nil for a dense model, whose row is its logits).
 func (r Result) SplitRow(row []float32) ([]float32, []int32, error) {
-	switch {
-	case r.Vocab < 1:
-		return nil, nil, fmt.Errorf("ls_result says %d logits per row (an engine.wasm older than its host? rebuild it)", r.Vocab)
-	case len(row) != r.Width():
-		return nil, nil, fmt.Errorf("a row of %d values; ls_result says %d logits and %d route ids", len(row), r.Vocab, r.Width()-r.Vocab)
+	if err := r.checkRow(row); err != nil {
+		return nil, nil, err
 	}
 	return routing.SplitRow(row, r.Vocab)
+}
+
+// SplitRows splits the rows a host kept, as engine.wasm wrote them, with
+// SplitRow: a dense model's rows stay as they are and have no routes.
+func (r Result) SplitRows(rows [][]float32) ([][]float32, [][]int32, error) {
+	for i, row := range rows {
+		if err := r.checkRow(row); err != nil {
+			return nil, nil, fmt.Errorf("row %d: %v", i, err)
+		}
+	}
+	return routing.SplitRows(rows, r.Vocab)
+}
+
+// checkRow refuses a row of another width than the result says.
+func (r Result) checkRow(row []float32) error {
+	switch {
+	case r.Vocab < 1:
+		return fmt.Errorf("ls_result says %d logits per row (an engine.wasm older than its host? rebuild it)", r.Vocab)
+	case len(row) != r.Width():
+		return fmt.Errorf("a row of %d values; ls_result says %d logits and %d route ids", len(row), r.Vocab, r.Width()-r.Vocab)
+	}
+	return nil
 }
 
 // RegionSize is the bytes ls_region writes.

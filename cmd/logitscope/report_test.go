@@ -137,15 +137,11 @@ func TestCaptureReceiptAndDryRun(t *testing.T) {
 	}
 }
 
-// quantize --only/--keep quantizes the matrices the policy picks; the
-// receipt of a capture on that variant and the report of it name the
-// policy, and a policy that picks nothing is an error.
-func TestQuantizePolicy(t *testing.T) {
-	dir := copyModel(t)
-	out, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q4", "--only", `mlp\.`, "--keep", `down_proj`)
-	if err != nil || !strings.Contains(out, "wrote q4 variant: 4 tensors in q4") {
-		t.Fatalf("quantize: %q, %v", out, err)
-	}
+// policyShown captures dir's f32 reference and its q4 variant following
+// it: the variant's receipt records policy, and the report's header names
+// it beside the scheme.
+func policyShown(t *testing.T, dir, policy string) {
+	t.Helper()
 	ref, test := filepath.Join(t.TempDir(), "ref.dump"), filepath.Join(t.TempDir(), "test.dump")
 	if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--max-new", "3", "--dump-logits", ref, "Hi"); err != nil {
 		t.Fatal(err)
@@ -157,7 +153,6 @@ func TestQuantizePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const policy = `--only "mlp\\." --keep "down_proj"`
 	if r.VariantPolicy != policy {
 		t.Fatalf("receipt policy %q, want %q", r.VariantPolicy, policy)
 	}
@@ -165,6 +160,18 @@ func TestQuantizePolicy(t *testing.T) {
 	if err != nil || !strings.Contains(text, "(q4 "+policy+", forced") {
 		t.Fatalf("report does not name the policy: %v\n%s", err, text)
 	}
+}
+
+// quantize --only/--keep quantizes the matrices the policy picks; the
+// receipt of a capture on that variant and the report of it name the
+// policy, and a policy that picks nothing is an error.
+func TestQuantizePolicy(t *testing.T) {
+	dir := copyModel(t)
+	out, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q4", "--only", `mlp\.`, "--keep", `down_proj`)
+	if err != nil || !strings.Contains(out, "wrote q4 variant: 4 tensors in q4") {
+		t.Fatalf("quantize: %q, %v", out, err)
+	}
+	policyShown(t, dir, `--only "mlp\\." --keep "down_proj"`)
 	if _, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q8", "--only", "no_such_tensor"); err == nil || !strings.Contains(err.Error(), "picks no matrix") {
 		t.Fatalf("a policy that picks nothing: %v", err)
 	}
@@ -207,25 +214,7 @@ func TestQuantizeRules(t *testing.T) {
 		}
 	}
 
-	ref, test := filepath.Join(t.TempDir(), "ref.dump"), filepath.Join(t.TempDir(), "test.dump")
-	if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--max-new", "3", "--dump-logits", ref, "Hi"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run(t, captureCmd, "--model", dir, "--variant", "q4", "--device", "cpu", "--follow", ref, "--dump-logits", test); err != nil {
-		t.Fatal(err)
-	}
-	r, err := receipt.Read(receipt.Path(test))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const policy = `--keep "embed_tokens|self_attn" --as "self_attn\\.[qk]_proj=q8" --as "down_proj=q6" --as "lm_head=f32"`
-	if r.VariantPolicy != policy {
-		t.Fatalf("receipt policy %q, want %q", r.VariantPolicy, policy)
-	}
-	text, err := run(t, reportCmd, "--ref", ref, "--test", test)
-	if err != nil || !strings.Contains(text, "(q4 "+policy+", forced") {
-		t.Fatalf("report does not name the rules: %v\n%s", err, text)
-	}
+	policyShown(t, dir, `--keep "embed_tokens|self_attn" --as "self_attn\\.[qk]_proj=q8" --as "down_proj=q6" --as "lm_head=f32"`)
 
 	for _, c := range []struct{ as, want string }{
 		{`self_attn`, `invalid value "self_attn" for flag -as: want REGEX=SCHEME, e.g. 'self_attn\.=q8'`},

@@ -19,6 +19,8 @@ type State struct {
 	pos     int         // tokens already in the cache
 	cap     int
 	tap     func(layer int, h []float32) // tests: sees each layer's MLP input (T, d)
+
+	gate, up []float32 // mlp's scratch, grown to the largest (T, ff) seen
 }
 
 // New makes an empty KV cache for up to capacity tokens.
@@ -148,9 +150,11 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 // mlp: out (T,d) = Wdown (act(Wgate x + bg) ⊙ (Wup x + bu)) + bd for x
 // (T,d), act SiLU or Gemma's GELU-tanh.
 func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T int) {
-	ff := e.Wgate.Rows
-	gate := make([]float32, T*ff)
-	up := make([]float32, T*ff)
+	n := T * e.Wgate.Rows
+	if cap(s.gate) < n {
+		s.gate, s.up = make([]float32, n), make([]float32, n)
+	}
+	gate, up := s.gate[:n], s.up[:n]
 	matmul(gate, x, e.Wgate, bg, T)
 	matmul(up, x, e.Wup, bu, T)
 	act := silu

@@ -142,10 +142,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if sparse {
 			prog = append(prog, e.moeOps(moe, act)...)
 		} else {
-			prog = append(prog, e.matmulOps("gate", wg, e.h, zero, e.gate, zero, g.Intermediate, bg, T)...)
-			prog = append(prog, e.matmulOps("up", wu, e.h, zero, e.up, zero, g.Intermediate, bu, T)...)
-			prog = append(prog, e.elementwiseOp(act, e.gate, e.up, g.Intermediate))
-			prog = append(prog, e.matmulOps("down", wd, e.gate, zero, e.o, zero, d, bd, T)...)
+			prog = append(prog, e.swigluOps("", [3]matrix{wg, wu, wd}, [3]gpu.Buffer{bg, bu, bd}, g.Intermediate, act, e.o)...)
 		}
 		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm)...)
 	}
@@ -164,6 +161,18 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	// Rows are Vocab + Routes wide: the route kernels filled the tails.
 	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab+g.Routes(), e.none, rows)...)
 	return e.finish(prog)
+}
+
+// swigluOps: out (T, d) = Wdown (act(Wgate h + bg) ⊙ (Wup h + bu)) + bd,
+// through gate and up (T, ff); name prefixes the ops' names ("shared-"
+// for Qwen2-MoE's shared expert).
+func (e *State) swigluOps(name string, w [3]matrix, b [3]gpu.Buffer, ff int, act string, out gpu.Buffer) []pending {
+	zero := func(step) int { return 0 }
+	T := func(s step) int { return s.T }
+	prog := e.matmulOps(name+"gate", w[0], e.h, zero, e.gate, zero, ff, b[0], T)
+	prog = append(prog, e.matmulOps(name+"up", w[1], e.h, zero, e.up, zero, ff, b[1], T)...)
+	prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
+	return append(prog, e.matmulOps(name+"down", w[2], e.gate, zero, out, zero, e.g.Dim, b[2], T)...)
 }
 
 // finish sizes the params buffer and creates each op's bind group.

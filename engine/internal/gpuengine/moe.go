@@ -133,12 +133,8 @@ func (e *State) moeOps(L moeLayer, act string) []pending {
 	prog = append(prog, e.expertOps("expert-down", L.down, e.eg, true, e.ey, d)...)
 	shared, sgate := e.none, e.none
 	if L.shared != nil {
-		sf := g.SharedIntermediate
 		shared, sgate = e.shared, e.sgate
-		prog = append(prog, e.matmulOps("shared-gate", L.shared[0], e.h, zero, e.gate, zero, sf, e.none, T)...)
-		prog = append(prog, e.matmulOps("shared-up", L.shared[1], e.h, zero, e.up, zero, sf, e.none, T)...)
-		prog = append(prog, e.elementwiseOp(act, e.gate, e.up, sf))
-		prog = append(prog, e.matmulOps("shared-down", L.shared[2], e.gate, zero, e.shared, zero, d, e.none, T)...)
+		prog = append(prog, e.swigluOps("shared-", *L.shared, [3]gpu.Buffer{e.none, e.none, e.none}, g.SharedIntermediate, act, e.shared)...)
 		prog = append(prog, e.matmulOps("shared-expert-gate", L.sharedGate, e.h, zero, e.sgate, zero, 1, e.none, T)...)
 	}
 	return append(prog, e.combineOp(L, shared, sgate))

@@ -172,7 +172,7 @@ func VariantLabel(name string) string {
 func ReceiptRequest(req session.Request, follow string) receipt.Request {
 	switch req.Mode {
 	case session.Panel:
-		return receipt.Request{Mode: req.Mode, Panel: receipt.PanelSHA256(req.Windows), Windows: len(req.Windows)}
+		return receipt.Request{Mode: req.Mode, Panel: receipt.PanelSHA256(req.Windows), Windows: len(req.Windows), Prefix: req.Prefix}
 	case session.Forced:
 		return receipt.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, Stops: req.Stops, Follow: follow}
 	}

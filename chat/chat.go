@@ -31,6 +31,8 @@ type TemplateConfig struct {
 	// Tokens are the special tokens by name (bos_token, eos_token,
 	// unk_token, pad_token...), which transformers hands the template.
 	Tokens map[string]string
+	// AddBOS is add_bos_token; nil when the config does not say.
+	AddBOS *bool
 }
 
 // ParseConfig reads chat_template and the *_token fields of a
@@ -48,6 +50,13 @@ func ParseConfig(data []byte) (TemplateConfig, error) {
 		if cfg.Template, err = template(t); err != nil {
 			return TemplateConfig{}, err
 		}
+	}
+	if v, ok := raw["add_bos_token"]; ok && string(v) != "null" {
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return TemplateConfig{}, fmt.Errorf("add_bos_token: %s is not a boolean", v)
+		}
+		cfg.AddBOS = &b
 	}
 	for k, v := range raw {
 		if !strings.HasSuffix(k, "_token") || string(v) == "null" {
@@ -107,6 +116,25 @@ func LoadConfig(path string) (TemplateConfig, error) {
 // directory, where checkpoints keep both.
 func ConfigBeside(tokenizerPath string) (TemplateConfig, error) {
 	return LoadConfig(filepath.Join(filepath.Dir(tokenizerPath), "tokenizer_config.json"))
+}
+
+// RawPrefix is what transformers puts before a text encoded with
+// add_special_tokens=True: the BOS that raw text (a panel) needs to look
+// like what the model was trained on, or nothing. add_bos_token decides
+// when the config sets it, as LlamaTokenizerFast and GemmaTokenizerFast
+// rebuild their post-processor from it (DeepSeek-V3's tokenizer.json adds
+// no BOS, its config asks for one); else the post-processor's (Llama 3's
+// TemplateProcessing; Qwen's adds none).
+func RawPrefix(tok *tokenizer.Tokenizer, cfg TemplateConfig) []int {
+	id, ok := tok.BOS()
+	if cfg.AddBOS != nil {
+		id, ok = tok.TokenID(cfg.Tokens["bos_token"])
+		ok = ok && *cfg.AddBOS
+	}
+	if !ok {
+		return nil
+	}
+	return []int{id}
 }
 
 // Render renders msgs with the template, dating strftime_now today.

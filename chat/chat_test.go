@@ -19,6 +19,7 @@ func TestParseConfig(t *testing.T) {
 		{"AddedToken", `{"bos_token": {"__type": "AddedToken", "content": "<|b|>", "lstrip": false}, "pad_token": null}`, "", map[string]string{"bos_token": "<|b|>"}, ""},
 		{"null template", `{"chat_template": null}`, "", map[string]string{}, ""},
 		{"bad template", `{"chat_template": 3}`, "", nil, "chat_template: neither a string nor a list"},
+		{"bad add_bos_token", `{"add_bos_token": "yes"}`, "", nil, `add_bos_token: "yes" is not a boolean`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(c.json))
@@ -30,6 +31,9 @@ func TestParseConfig(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.name == "string" && (cfg.AddBOS == nil || !*cfg.AddBOS) {
+				t.Errorf("AddBOS = %v, want true", cfg.AddBOS)
 			}
 			if cfg.Template != c.template {
 				t.Errorf("Template = %q, want %q", cfg.Template, c.template)

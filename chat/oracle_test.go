@@ -38,6 +38,10 @@ var conversations = []struct {
 		{Role: "user", Content: "Hi"},
 		{Role: "assistant", Content: "Hello!"},
 	}, false},
+	// Conversations a template may refuse with raise_exception (Gemma 3's
+	// alternation rule does): both sides must raise, or render the same.
+	{"two user turns in a row", []Message{{Role: "user", Content: "Hi"}, {Role: "user", Content: "Again"}}, true},
+	{"system only", []Message{{Role: "system", Content: "Be brief."}}, true},
 }
 
 // now is the date strftime_now answers on both sides.
@@ -49,6 +53,7 @@ var now = time.Date(2026, time.July, 26, 12, 0, 0, 0, time.UTC)
 // added: the rendered text carries its BOS, as transformers encodes it).
 func TestOracle(t *testing.T) {
 	oracletest.Node(t)
+	raised := map[string]string{}
 	for _, fam := range families {
 		t.Run(fam, func(t *testing.T) {
 			dir := t.TempDir()
@@ -84,15 +89,19 @@ func TestOracle(t *testing.T) {
 					t.Fatalf("oracle gave no line for %s", c.name)
 				}
 				var want struct {
-					Text string
-					IDs  []int
+					Text, Error string
+					IDs         []int
 				}
 				if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
 					t.Fatal(err)
 				}
 				got, err := RenderAt(cfg, c.msgs, c.addGen, now)
+				if (err != nil) != (want.Error != "") {
+					t.Errorf("%s: got error %v, Hugging Face's %q", c.name, err, want.Error)
+					continue
+				}
 				if err != nil {
-					t.Errorf("%s: %v", c.name, err)
+					raised[fam+": "+c.name] = err.Error()
 					continue
 				}
 				if got != want.Text {
@@ -104,6 +113,10 @@ func TestOracle(t *testing.T) {
 				}
 			}
 		})
+	}
+	// The refusal is the template's own message, so that a user sees why.
+	if k := "gemma3: two user turns in a row"; !strings.Contains(raised[k], "Conversation roles must alternate") {
+		t.Errorf("%s: want the template's raise_exception, got %q", k, raised[k])
 	}
 }
 
@@ -152,5 +165,61 @@ func TestOracleDate(t *testing.T) {
 	}
 	if got != want.Text {
 		t.Fatalf("rendered\n got %q\nwant %q", got, want.Text)
+	}
+}
+
+// TestRawPrefix checks the BOS each family's raw text starts with: the
+// post-processor's where tokenizers.js adds one (compared with its
+// add_special_tokens=True ids), and DeepSeek-V3's from add_bos_token, which
+// only transformers' LlamaTokenizerFast applies (its BOS is id 0).
+func TestRawPrefix(t *testing.T) {
+	oracletest.Node(t)
+	for _, c := range []struct {
+		fam  string
+		want []int
+		// byConfig: transformers adds the BOS from add_bos_token, not the
+		// tokenizer.json that tokenizers.js runs.
+		byConfig bool
+	}{
+		{"qwen3", nil, false},
+		{"llama3_1", []int{128000}, false}, // <|begin_of_text|>
+		{"gemma3", []int{2}, false},        // <bos>
+		{"llama2", []int{1}, false},        // <s>
+		{"deepseek_v3", []int{0}, true},    // <｜begin▁of▁sentence｜>
+	} {
+		t.Run(c.fam, func(t *testing.T) {
+			dir := t.TempDir()
+			tokPath, cfgPath := filepath.Join(dir, "tokenizer.json"), filepath.Join(dir, "tokenizer_config.json")
+			oracletest.Run(t, nil, "write-tokenizer", tokPath, c.fam)
+			oracletest.Run(t, nil, "write-config", cfgPath, c.fam)
+			tok, err := tokenizer.Load(tokPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := LoadConfig(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := RawPrefix(tok, cfg)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("prefix %v, want %v", got, c.want)
+			}
+			var hf struct{ IDs, Special []int }
+			if err := json.Unmarshal(oracletest.Run(t, []byte(`"Hello world"`+"\n"), "conform", c.fam), &hf); err != nil {
+				t.Fatal(err)
+			}
+			if ids := tok.Encode("Hello world"); !slices.Equal(ids, hf.IDs) {
+				t.Fatalf("ids %v, Hugging Face's %v", ids, hf.IDs)
+			}
+			// tokenizers.js adds the post-processor's BOS, and none where
+			// only transformers reads add_bos_token.
+			want := append(slices.Clone(c.want), hf.IDs...)
+			if c.byConfig {
+				want = hf.IDs
+			}
+			if !slices.Equal(hf.Special, want) {
+				t.Fatalf("add_special_tokens=True: tokenizers.js %v, want %v", hf.Special, want)
+			}
+		})
 	}
 }

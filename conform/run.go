@@ -176,6 +176,10 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	if err != nil {
 		return nil, "", nil, err
 	}
+	tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
+	if err != nil {
+		return nil, "", nil, err
+	}
 	run := func(variant string, req session.Request, follow, path string) (side, error) {
 		fmt.Fprintf(logf, "capture %s %s -> %s\n", variant, req.Mode, path)
 		cp, err := capture.Run(ck, variant, req, co)
@@ -189,11 +193,12 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	var pairs [][2]side
 	compare := "panel"
 	if c.Panel != "" {
-		windows, err := session.ReadPanel(s.path(c.Panel), tok, c.Window)
+		prefix := chat.RawPrefix(tok, tmpl)
+		windows, err := session.ReadPanel(s.path(c.Panel), tok, c.Window, prefix)
 		if err != nil {
 			return nil, compare, nil, err
 		}
-		req := session.Request{Mode: session.Panel, Windows: windows}
+		req := session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
 		var p [2]side
 		for i, v := range []string{c.Reference, c.Test} {
 			if p[i], err = run(v, req, "", filepath.Join(dir, []string{"ref", "test"}[i]+".dump")); err != nil {
@@ -208,12 +213,8 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		compare = "follow"
 		stops := session.Stops(ck.Generation)
 		// Prompts are rendered with the checkpoint's own chat_template.
-		tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
-		if err != nil {
-			return nil, compare, nil, err
-		}
 		for i, prompt := range c.Prompts {
-			text, err := chat.Render(tmpl, tokenizer.Turns(tokenizer.DefaultSystem, prompt), true)
+			text, err := chat.Render(tmpl, tokenizer.Turns("", prompt), true)
 			if err != nil {
 				return nil, compare, nil, fmt.Errorf("prompt %d: %s: %w", i+1, ck.Dir, err)
 			}

@@ -49,6 +49,9 @@ type Request struct {
 	Stops   []int  `json:"stops,omitempty"`
 	Panel   string `json:"panel_sha256,omitempty"` // PanelSHA256 of the windows
 	Windows int    `json:"windows,omitempty"`
+	// Prefix is the ids (the model's BOS, as transformers adds it) that
+	// each window of a text panel starts with; absent: none.
+	Prefix []int `json:"prefix_ids,omitempty"`
 	// Follow is the sha256 of the dump whose prompt and output tokens a
 	// forced capture fed back.
 	Follow string `json:"follow_sha256,omitempty"`

@@ -3,6 +3,7 @@ package session
 import (
 	"logitscope/checkpoint"
 	"logitscope/engine"
+	"slices"
 )
 
 // Drive runs a request to completion on a blocking host: each chunk
@@ -72,12 +73,22 @@ func Stops(gen checkpoint.GenerationConfig) []int {
 	return qwenStops
 }
 
-// Windows cuts a tokenized text into panel windows of n tokens; a last
-// window shorter than 2 tokens predicts nothing and is dropped.
-func Windows(ids []int, n int) [][]int {
+// Windows cuts a tokenized text into panel windows of n tokens, each
+// starting with prefix (the model's BOS, as a document does) and going on
+// with the text where the last one stopped; a last window shorter than 2
+// tokens predicts nothing and is dropped.
+func Windows(ids []int, n int, prefix []int) [][]int {
+	step := n - len(prefix)
+	if step < 1 {
+		return nil
+	}
 	var windows [][]int
-	for a := 0; a+1 < len(ids); a += n {
-		windows = append(windows, ids[a:min(a+n, len(ids))])
+	for a := 0; a < len(ids); a += step {
+		w := append(slices.Clip(prefix), ids[a:min(a+step, len(ids))]...)
+		if len(w) < 2 {
+			break
+		}
+		windows = append(windows, w)
 	}
 	return windows
 }

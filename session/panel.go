@@ -11,10 +11,10 @@ import (
 )
 
 // ReadPanel reads teacher-forced windows: JSON lines of token ids ([1, 2]
-// or {"ids": [1, 2]}) when path ends in .jsonl, else a text that is
-// tokenized whole and cut into windows of n tokens (a last window shorter
-// than 2 tokens predicts nothing and is dropped).
-func ReadPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
+// or {"ids": [1, 2]}) when path ends in .jsonl, taken as they are, else a
+// text that is tokenized whole and cut into windows of n tokens that each
+// start with prefix (see Windows).
+func ReadPanel(path string, tok *tokenizer.Tokenizer, n int, prefix []int) ([][]int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func ReadPanel(path string, tok *tokenizer.Tokenizer, n int) ([][]int, error) {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 	} else {
-		windows = Windows(tok.Encode(string(data)), n)
+		windows = Windows(tok.Encode(string(data)), n, prefix)
 	}
 	if len(windows) == 0 {
 		return nil, fmt.Errorf("%s: no window of at least 2 tokens", path)

@@ -14,7 +14,7 @@ func readJSONL(t *testing.T, data []byte) ([][]int, error) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return ReadPanel(path, nil, 0)
+	return ReadPanel(path, nil, 0, nil)
 }
 
 func TestReadPanelJSONL(t *testing.T) {

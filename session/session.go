@@ -29,6 +29,9 @@ type Request struct {
 	Stops     []int   // greedy (and forced, to report whether the outputs stopped)
 	Outputs   []int   // forced: the tokens to feed back after the prompt
 	Windows   [][]int // panel
+	// Prefix is what each panel window of text starts with (the model's
+	// BOS), recorded in receipts; Windows already hold it.
+	Prefix []int
 	// StreamRows says the host keeps the rows it reads (a wasm host streams
 	// them out): Feed then takes no rows for forced and panel chunks, and
 	// the result holds none, so memory stays flat.

@@ -236,11 +236,14 @@ func TestForward(t *testing.T) {
 }
 
 func ExampleWindows() {
-	fmt.Println(Windows([]int{1, 2, 3, 4, 5, 6, 7, 8}, 3))
-	fmt.Println(Windows([]int{1, 2, 3, 4}, 3)) // [4] alone predicts nothing
+	fmt.Println(Windows([]int{1, 2, 3, 4, 5, 6, 7, 8}, 3, nil))
+	fmt.Println(Windows([]int{1, 2, 3, 4}, 3, nil)) // [4] alone predicts nothing
+	// With a BOS (0), every token of the text is predicted once.
+	fmt.Println(Windows([]int{1, 2, 3, 4, 5}, 3, []int{0}))
 	// Output:
 	// [[1 2 3] [4 5 6] [7 8]]
 	// [[1 2 3]]
+	// [[0 1 2] [0 3 4] [0 5]]
 }
 
 func ExampleArgmax() {

@@ -95,7 +95,7 @@ func FuzzParseQuery(f *testing.F) {
 		// Query leaves out the other mode's fields.
 		want := s
 		if s.Mode == Panel {
-			want.Prompt, want.MaxNew, want.System, want.Stops = "", DefaultMaxNew, nil, nil
+			want.Prompt, want.MaxNew, want.System, want.Stops = "", DefaultMaxNew, "", nil
 		} else {
 			want.Panel, want.Window = "", DefaultWindow
 		}

@@ -23,7 +23,7 @@ func TestRefRequestChatTemplate(t *testing.T) {
 	}
 	sys := "Be brief."
 	spec := NewSpec()
-	spec.Prompt, spec.System = "Hello", &sys
+	spec.Prompt, spec.System = "Hello", sys
 	for _, c := range []struct {
 		name   string
 		tmpl   chat.TemplateConfig

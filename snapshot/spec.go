@@ -35,7 +35,7 @@ type Spec struct {
 	Ref    string  `json:"ref"`  // f32 | q8 | q6 | q4
 	Test   string  `json:"test"` // the same choices
 	Mode   string  `json:"mode"`
-	System *string `json:"system,omitempty"`  // greedy; nil: Qwen's default, "": no system turn
+	System string  `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
 	Prompt string  `json:"prompt,omitempty"`  // greedy: the user turn
 	MaxNew int     `json:"max_new,omitempty"` // greedy
 	Stops  *[]int  `json:"stops,omitempty"`   // greedy; nil: the model's eos ids, []: none
@@ -101,8 +101,8 @@ func (s Spec) Query() url.Values {
 	default:
 		q.Set("prompt", s.Prompt)
 		q.Set("max_new", strconv.Itoa(s.MaxNew))
-		if s.System != nil {
-			q.Set("system", *s.System)
+		if s.System != "" {
+			q.Set("system", s.System)
 		}
 		if s.Stops != nil {
 			q.Set("stops", joinInts(*s.Stops))
@@ -127,10 +127,7 @@ func ParseQuery(q url.Values) (Spec, error) {
 	str("device", &s.Device)
 	str("prompt", &s.Prompt)
 	str("panel", &s.Panel)
-	if q.Has("system") {
-		v := q.Get("system")
-		s.System = &v
-	}
+	str("system", &s.System)
 	for key, dst := range map[string]*int{"max_new": &s.MaxNew, "window": &s.Window} {
 		if !q.Has(key) {
 			continue
@@ -181,17 +178,13 @@ func (s Spec) RefRequest(tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig) (ab
 		return abi.Request{}, err
 	}
 	if s.Mode == Panel {
-		w := session.Windows(tok.Encode(s.Panel), s.Window)
+		w := session.Windows(tok.Encode(s.Panel), s.Window, chat.RawPrefix(tok, tmpl))
 		if len(w) == 0 {
 			return abi.Request{}, fmt.Errorf("panel: the text is %d token(s): a window needs at least 2", len(tok.Encode(s.Panel)))
 		}
 		return abi.Request{Mode: session.Panel, Windows: w}, nil
 	}
-	sys := tokenizer.DefaultSystem
-	if s.System != nil {
-		sys = *s.System
-	}
-	prompt, err := chat.Render(tmpl, tokenizer.Turns(sys, s.Prompt), true)
+	prompt, err := chat.Render(tmpl, tokenizer.Turns(s.System, s.Prompt), true)
 	if err != nil {
 		return abi.Request{}, err
 	}

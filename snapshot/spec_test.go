@@ -18,11 +18,10 @@ func ExampleSpec_Query() {
 }
 
 func TestQueryRoundTrip(t *testing.T) {
-	sys, empty := "Be brief.", ""
 	for _, s := range []Spec{
 		{Model: "demo", Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "hi & bye", MaxNew: 8, Device: "gpu", Window: DefaultWindow},
-		{Model: "m", Ref: "q8", Test: "q6", Mode: Greedy, Prompt: "x", MaxNew: 1, System: &sys, Stops: &[]int{1, 2}, Device: "cpu", Window: DefaultWindow},
-		{Model: "m", Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "x", MaxNew: 3, System: &empty, Stops: &[]int{}, Device: "auto", Window: DefaultWindow},
+		{Model: "m", Ref: "q8", Test: "q6", Mode: Greedy, Prompt: "x", MaxNew: 1, System: "Be brief.", Stops: &[]int{1, 2}, Device: "cpu", Window: DefaultWindow},
+		{Model: "m", Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "x", MaxNew: 3, Stops: &[]int{}, Device: "auto", Window: DefaultWindow},
 		{Model: "demo", Ref: "f32", Test: "q8", Mode: Panel, Panel: "one\ntwo", Window: 5, Device: "auto", MaxNew: DefaultMaxNew},
 	} {
 		q, err := url.ParseQuery(s.Query().Encode())

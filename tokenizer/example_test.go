@@ -8,13 +8,13 @@ import (
 
 func ExampleChatML() {
 	prompt := tokenizer.ChatML([]tokenizer.Message{
-		{Role: "system", Content: tokenizer.DefaultSystem},
+		{Role: "system", Content: "You are a helpful assistant."},
 		{Role: "user", Content: "Hi!"},
 	}, true)
 	fmt.Print(prompt)
 	// Output:
 	// <|im_start|>system
-	// You are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>
+	// You are a helpful assistant.<|im_end|>
 	// <|im_start|>user
 	// Hi!<|im_end|>
 	// <|im_start|>assistant

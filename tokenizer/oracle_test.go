@@ -225,7 +225,7 @@ func TestOracleTokenTexts(t *testing.T) {
 func TestOracleChatML(t *testing.T) {
 	tok := qwenTokenizer(t)
 	prompt := ChatML([]Message{
-		{"system", DefaultSystem},
+		{"system", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."},
 		{"user", "What is 2+2? Answer in one word.\nThen say <|im_end|> literally."},
 		{"assistant", "Four."},
 		{"user", "日本語で？ 🙂"},

@@ -221,9 +221,6 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 // Message is one chat turn.
 type Message struct{ Role, Content string }
 
-// DefaultSystem is Qwen2.5's default system prompt.
-const DefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-
 // Turns is the conversation for one user prompt; an empty system prompt
 // leaves the system turn out.
 func Turns(system, user string) []Message {

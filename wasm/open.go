@@ -130,11 +130,11 @@ func (m *openModel) request(data []byte) error {
 	return nil
 }
 
-// chatPrompt renders one user turn (and a system turn, DefaultSystem
-// unless given) with the checkpoint's own chat_template, ChatML when it
+// chatPrompt renders one user turn (after a system turn unless system is
+// empty) with the checkpoint's own chat_template, ChatML when it
 // has none, and encodes it as transformers does: the rendered text
 // carries its BOS.
-func (m *openModel) chatPrompt(text string, system *string) ([]int, error) {
+func (m *openModel) chatPrompt(text, system string) ([]int, error) {
 	tok, err := tokenizer.Load(m.ck.TokenizerPath())
 	if err != nil {
 		return nil, err
@@ -143,11 +143,7 @@ func (m *openModel) chatPrompt(text string, system *string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	sys := tokenizer.DefaultSystem
-	if system != nil {
-		sys = *system
-	}
-	prompt, err := chat.Render(tmpl, tokenizer.Turns(sys, text), true)
+	prompt, err := chat.Render(tmpl, tokenizer.Turns(system, text), true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.ck.Dir, err)
 	}

@@ -27,7 +27,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	modelDir := fs.String("model", "", "model directory or hub cache folder; default $LOGITSCOPE_MODEL, else the demo model")
 	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), or a variant directory")
-	system := fs.String("system", tokenizer.DefaultSystem, "system prompt (empty: no system turn)")
+	system := fs.String("system", "", "system prompt (empty: no system turn, the chat template's own default if it has one)")
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
 	stops := &idList{}
 	fs.Var(stops, "stop", "stop token ids (default: generation_config.json's eos ids, else 151645 151643)")
@@ -69,6 +69,12 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The checkpoint's own chat template and BOS, as transformers applies
+	// them.
+	tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
+	if err != nil {
+		return err
+	}
 	if !stops.set {
 		stops.ids = session.Stops(ck.Generation)
 	}
@@ -98,23 +104,19 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 				*follow, len(req.PromptIDs), len(req.Outputs), dir, maxPos)
 		}
 	case *panelPath != "":
-		windows, err := session.ReadPanel(*panelPath, tok, *window)
+		prefix := chat.RawPrefix(tok, tmpl)
+		windows, err := session.ReadPanel(*panelPath, tok, *window, prefix)
 		if err != nil {
 			return err
 		}
-		req = session.Request{Mode: session.Panel, Windows: windows}
+		req = session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
 		for i, w := range windows {
 			if len(w) > maxPos {
 				return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), dir, maxPos)
 			}
 		}
 	default:
-		// The checkpoint's own chat template, as transformers applies it;
-		// the rendered text carries its BOS, so nothing is added on encoding.
-		tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
-		if err != nil {
-			return err
-		}
+		// The rendered text carries its BOS, so nothing is added on encoding.
 		if prompt, err = chat.Render(tmpl, tokenizer.Turns(*system, pos[0]), true); err != nil {
 			return fmt.Errorf("%s: %v", dir, err)
 		}

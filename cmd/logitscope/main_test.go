@@ -209,8 +209,8 @@ func TestCaptureErrors(t *testing.T) {
 			os.WriteFile(p, b, 0o644)
 		}, nil, []string{"model.safetensors", "header"}},
 		{"prompt longer than context", func(dir string) {
-			edit(t, filepath.Join(dir, "config.json"), `"max_position_embeddings": 4096`, `"max_position_embeddings": 40`)
-		}, nil, []string{"exceeds", "context of 40 tokens"}},
+			edit(t, filepath.Join(dir, "config.json"), `"max_position_embeddings": 4096`, `"max_position_embeddings": 12`)
+		}, nil, []string{"exceeds", "context of 12 tokens"}},
 		{"max-new 0", nil, []string{"--max-new", "0"}, []string{"--max-new 0"}},
 		{"two prompts", nil, []string{"extra"}, []string{"exactly one PROMPT"}},
 		{"bad stop id", nil, []string{"--stop", "x1"}, []string{`"x1" is not a token id`}},

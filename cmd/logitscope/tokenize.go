@@ -25,7 +25,7 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 	tokPath := fs.String("tokenizer", "", "tokenizer.json")
 	modelDir := fs.String("model", "", "model directory (its tokenizer.json); default $LOGITSCOPE_MODEL or the demo model")
 	chatOn := fs.Bool("chat", false, "apply the chat_template of the tokenizer_config.json beside the tokenizer (ChatML when it has none) to system prompt + user turn + generation prompt first")
-	system := fs.String("system", tokenizer.DefaultSystem, "system prompt for --chat")
+	system := fs.String("system", "", "system prompt for --chat (empty: no system turn)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {

@@ -32,7 +32,7 @@ func TestTokenizeMatchesHuggingFace(t *testing.T) {
 	for _, l := range lines {
 		var s string
 		json.Unmarshal([]byte(l), &s)
-		b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns(tokenizer.DefaultSystem, s), true))
+		b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns("", s), true))
 		chat.Write(append(b, '\n'))
 	}
 	for _, c := range []struct {
@@ -106,7 +106,7 @@ func TestMkmodelWithQwenTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	idsOut.WriteString(strings.SplitN(out, "\n", 2)[0])
-	b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns(tokenizer.DefaultSystem, "Give me a short introduction to large language models."), true))
+	b, _ := json.Marshal(tokenizer.ChatML(tokenizer.Turns("", "Give me a short introduction to large language models."), true))
 	want := strings.TrimSpace(string(oracletest.Run(t, append(b, '\n'), "encode")))
 	if idsOut.String() != want {
 		t.Fatalf("prompt ids\n got %s\nwant %s", idsOut.String(), want)

@@ -25,7 +25,7 @@ type Request struct {
 	Mode      string  `json:"mode"` // greedy | forced | panel
 	PromptIDs []int   `json:"prompt_ids,omitempty"`
 	Text      *string `json:"text,omitempty"`   // greedy: a user turn templated with the checkpoint's chat_template
-	System    *string `json:"system,omitempty"` // with text; absent: the default system prompt
+	System    string  `json:"system,omitempty"` // with text; "": no system turn
 	MaxNew    int     `json:"max_new,omitempty"`
 	Stops     *[]int  `json:"stops,omitempty"` // absent: generation_config.json's eos ids; []: none
 	Windows   [][]int `json:"windows,omitempty"`

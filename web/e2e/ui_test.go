@@ -307,7 +307,7 @@ func TestUIOfflineCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	windows := session.Windows(tok.Encode("Quantization maps each weight to a small integer and a shared scale. "+
-		"Most of the time the largest logit stays the largest; sometimes the reference was unsure."), 16)
+		"Most of the time the largest logit stays the largest; sometimes the reference was unsure."), 16, nil)
 
 	dir := t.TempDir()
 	var drops []snapshot.Dropped

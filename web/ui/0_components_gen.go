@@ -1854,41 +1854,10 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					}
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 					vgparent.AppendChild(vgn)
-					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "label", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "check"}}}
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "textarea", Attr: []vugu.VGAttribute{{Namespace: "", Key: "name", Val: "system"}, vugu.VGAttribute{Namespace: "", Key: "rows", Val: "2"}, vugu.VGAttribute{Namespace: "", Key: "aria-label", Val: "system prompt"}, vugu.VGAttribute{Namespace: "", Key: "placeholder", Val: "empty: no system turn (the chat template's own default, if it has one)"}}}
 					vgparent.AppendChild(vgn)
 					{
-						vgparent := vgn
-						_ = vgparent
-						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "input", Attr: []vugu.VGAttribute{{Namespace: "", Key: "type", Val: "checkbox"}, vugu.VGAttribute{Namespace: "", Key: "name", Val: "system-default"}}}
-						vgparent.AppendChild(vgn)
-						{
-							b, err := vjson.Marshal(c.R.Spec.System == nil)
-							if err != nil {
-								panic(err)
-							}
-							vgn.Prop = append(vgn.Prop, vugu.VGProperty{Key: "checked", JSONVal: vjson.RawMessage(b)})
-						}
-						vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
-							EventType: "change",
-							Func:      func(event vugu.DOMEvent) { c.R.SetSystemDefault(event) },
-							// TODO: implement capture, etc. mostly need to decide syntax
-						})
-						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: " Qwen's default"}
-						vgparent.AppendChild(vgn)
-					}
-					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
-					vgparent.AppendChild(vgn)
-					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "textarea", Attr: []vugu.VGAttribute{{Namespace: "", Key: "name", Val: "system"}, vugu.VGAttribute{Namespace: "", Key: "rows", Val: "2"}, vugu.VGAttribute{Namespace: "", Key: "aria-label", Val: "system prompt"}, vugu.VGAttribute{Namespace: "", Key: "placeholder", Val: "empty: no system turn"}}}
-					vgparent.AppendChild(vgn)
-					{
-						b, err := vjson.Marshal(c.R.Spec.System == nil)
-						if err != nil {
-							panic(err)
-						}
-						vgn.Prop = append(vgn.Prop, vugu.VGProperty{Key: "disabled", JSONVal: vjson.RawMessage(b)})
-					}
-					{
-						b, err := vjson.Marshal(c.R.SystemText)
+						b, err := vjson.Marshal(c.R.Spec.System)
 						if err != nil {
 							panic(err)
 						}

@@ -13,7 +13,6 @@ import (
 	"github.com/vugu/vugu"
 
 	"logitscope/snapshot"
-	"logitscope/tokenizer"
 )
 
 // setSpec loads s into the form.
@@ -28,10 +27,6 @@ func (r *Root) setSpec(s snapshot.Spec) {
 			parts[i] = strconv.Itoa(id)
 		}
 		r.StopsText = strings.Join(parts, ", ")
-	}
-	r.SystemText = tokenizer.DefaultSystem
-	if s.System != nil {
-		r.SystemText = *s.System
 	}
 	clear(r.FieldErr)
 }
@@ -70,8 +65,7 @@ func (r *Root) SetField(field string, e vugu.DOMEvent) {
 	case "panel":
 		s.Panel = v
 	case "system":
-		r.SystemText = v
-		s.System = &r.SystemText
+		s.System = v
 	case "max_new":
 		r.MaxNewText = v
 		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 {
@@ -95,18 +89,6 @@ func (r *Root) SetField(field string, e vugu.DOMEvent) {
 		} else {
 			s.Stops = p.Stops
 		}
-	}
-	r.edited()
-}
-
-// SetSystemDefault switches between Qwen's default system prompt (nil)
-// and the text in the form ("" leaves the system turn out).
-func (r *Root) SetSystemDefault(e vugu.DOMEvent) {
-	if checked(e) {
-		r.Spec.System = nil
-		r.SystemText = tokenizer.DefaultSystem
-	} else {
-		r.Spec.System = &r.SystemText
 	}
 	r.edited()
 }

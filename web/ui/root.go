@@ -48,7 +48,7 @@ type Root struct {
 	// Spec is the form: what Run runs and what the URL says.
 	Spec snapshot.Spec
 	// The form's text of fields that must parse, and their errors.
-	MaxNewText, WindowText, StopsText, SystemText string
+	MaxNewText, WindowText, StopsText string
 	FieldErr                                      map[string]string
 
 	Models    []modelInfo

@@ -50,13 +50,9 @@ func (r *Root) Run() {
 	}()
 }
 
-// cloneSpec copies s with its own System and Stops, so that later edits
-// of the form do not reach a document's spec.
+// cloneSpec copies s with its own Stops, so that later edits of the form
+// do not reach a document's spec.
 func cloneSpec(s snapshot.Spec) snapshot.Spec {
-	if s.System != nil {
-		v := *s.System
-		s.System = &v
-	}
 	if s.Stops != nil {
 		v := slices.Clone(*s.Stops)
 		s.Stops = &v

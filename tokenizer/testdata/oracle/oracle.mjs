@@ -27,7 +27,8 @@
 //       apply_chat_template passes (the special tokens, raise_exception,
 //       strftime_now answering "now", an RFC 3339 time; run with TZ=UTC),
 //       and its ids without special tokens
-//       added (the rendered text carries its own BOS).
+//       added (the rendered text carries its own BOS); {"error"} instead
+//       when the template raises.
 //
 // Install with `npm ci --prefix tokenizer/testdata/oracle` (or `make deps`).
 import { writeFileSync } from "node:fs";
@@ -149,7 +150,13 @@ if (cmd === "write-tokenizer" && args[0]) {
   for await (const { messages, add_generation_prompt, now, template: src } of lines()) {
     const template = src ? new Template(src) : own;
     // raise_exception and strftime_now are @huggingface/jinja's globals.
-    const text = at(now, () => template.render({ ...specialTokens(config), messages, add_generation_prompt }));
+    let text;
+    try {
+      text = at(now, () => template.render({ ...specialTokens(config), messages, add_generation_prompt }));
+    } catch (e) {
+      out.push(JSON.stringify({ error: String(e.message ?? e) }));
+      continue;
+    }
     out.push(JSON.stringify({ text, ids: tok.encode(text, { add_special_tokens: false }).ids }));
   }
 } else {

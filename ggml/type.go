@@ -2,7 +2,11 @@
 // their dequantization, computed exactly as ggml's dequantize_row_* does.
 package ggml
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Type is a ggml_type as GGUF files store it (ggml.h's enum numbering).
 type Type uint32
@@ -105,3 +109,7 @@ func (t Type) RowBytes(n int) (int64, error) {
 	}
 	return int64(n/tr.blockSize) * int64(tr.blockBytes), nil
 }
+
+// Types lists the types with a block layout here, in ggml.h's numbering:
+// the ones whose sizes a reader can check, named when a file holds another.
+func Types() []Type { return slices.Sorted(maps.Keys(types)) }

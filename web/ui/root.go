@@ -49,7 +49,7 @@ type Root struct {
 	Spec snapshot.Spec
 	// The form's text of fields that must parse, and their errors.
 	MaxNewText, WindowText, StopsText string
-	FieldErr                                      map[string]string
+	FieldErr                          map[string]string
 
 	Models    []modelInfo
 	ModelsErr string

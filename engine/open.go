@@ -10,9 +10,11 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/engine/internal/gpuengine"
+	"logitscope/ggufmodel"
 	"logitscope/gpu"
 	"logitscope/model"
 	"logitscope/quant"
+	"logitscope/tokenizer"
 	"logitscope/variant"
 )
 
@@ -21,6 +23,8 @@ type Options struct {
 	// Variant is the quantized weights to run (OpenVariant); nil runs the
 	// checkpoint's own bytes (the f32 reference).
 	Variant *variant.Variant
+	// GGUF runs a llama.cpp file's weights instead (OpenGGUF).
+	GGUF *ggufmodel.Weights
 	// Device runs the WGSL program; nil runs the CPU reference.
 	Device gpu.Device
 	// Capacity is the KV cache length in tokens.
@@ -42,8 +46,16 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
 	}
 	src, w := gpuengine.CheckpointSource(ck), model.CheckpointWeights(ck)
-	if opt.Variant != nil {
+	switch {
+	case opt.Variant != nil && opt.GGUF != nil:
+		return nil, errors.New("engine: a variant or a GGUF file, not both")
+	case opt.Variant != nil:
 		src, w = gpuengine.VariantSource(opt.Variant), opt.Variant
+	case opt.GGUF != nil:
+		if opt.Device != nil {
+			return nil, fmt.Errorf("%s: the GPU does not read GGUF files yet: run it with --device cpu", opt.GGUF.File.Path)
+		}
+		w = opt.GGUF
 	}
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		return nil, err
@@ -77,6 +89,33 @@ func DeviceName(dev gpu.Device) string {
 	}
 	info := dev.Info()
 	return fmt.Sprintf("gpu: %s (%s)", info.Adapter, info.Backend)
+}
+
+// IsGGUF says whether a variant name is a GGUF file (OpenGGUF).
+func IsGGUF(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".gguf") }
+
+// OpenGGUF opens a llama.cpp GGUF file as the weights of ck's model, after
+// checking that it is that model: the architecture, hyperparameters and
+// every tensor's shape (ggufmodel.Open) and the vocabulary, token by token
+// (a file converted from another checkpoint of the same shape would
+// otherwise compare token ids that mean different things).
+func OpenGGUF(ck *checkpoint.Checkpoint, path string) (*ggufmodel.Weights, error) {
+	g, err := model.GeometryOf(ck.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
+	}
+	w, err := ggufmodel.Open(path, g)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(ck.TokenizerPath())
+	if err != nil {
+		return nil, err
+	}
+	if err := w.CheckTokenizer(tok); err != nil {
+		return nil, fmt.Errorf("%w: it was not converted from %s", err, ck.Dir)
+	}
+	return w, nil
 }
 
 // VariantDir maps a variant name to its directory: "" for f32 (the

@@ -14,6 +14,7 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/dump"
 	"logitscope/engine"
+	"logitscope/ggufmodel"
 	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/model"
@@ -37,6 +38,7 @@ type Capture struct {
 	session.Result
 	Variant  string        // the variant's label: f32, a scheme, or a directory's name
 	Manifest string        // the variant's manifest seal; "" for f32
+	GGUF     *receipt.GGUF // the variant is a GGUF file
 	Policy   string        // the variant's quantization policy; "" for all matrices
 	Device   string        // "cpu", "gpu: <adapter>", "wasm+gpu: <adapter>", "wasm+cpu"
 	Took     time.Duration // the request, once the model was loaded
@@ -51,29 +53,41 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if opt.Log == nil {
 		opt.Log = io.Discard
 	}
-	// Opened natively on either runtime: verified against the checkpoint
-	// before anything runs, and its seal goes into the receipt.
-	v, err := engine.OpenVariant(ck, variantName)
-	if err != nil {
-		return nil, err
-	}
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}
 	c := &Capture{Variant: VariantLabel(variantName), Routing: g.RouteLayout()}
-	if v != nil {
-		c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
+	// Opened natively on either runtime: verified against the checkpoint
+	// before anything runs, and its seal (a GGUF's sha256) goes into the
+	// receipt.
+	eo := engine.Options{Capacity: req.Capacity(), Progress: progress(opt.Log)}
+	if engine.IsGGUF(variantName) {
+		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
+			return nil, err
+		}
+		if c.GGUF, err = ggufReceipt(eo.GGUF); err != nil {
+			return nil, err
+		}
+	} else {
+		if eo.Variant, err = engine.OpenVariant(ck, variantName); err != nil {
+			return nil, err
+		}
+		if v := eo.Variant; v != nil {
+			c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
+		}
 	}
 	rt := opt.Runtime
 	if rt == "auto" || rt == "" {
 		rt = AutoRuntime(opt, ownVariant(ck, variantName))
 	}
-	switch rt {
-	case "wasm":
+	switch {
+	case rt == "wasm" && eo.GGUF != nil:
+		err = fmt.Errorf("%s: engine.wasm does not read GGUF files yet: use --runtime native", variantName)
+	case rt == "wasm":
 		err = runWasm(ck, variantName, req, opt, c)
-	case "native":
-		err = runNative(ck, engine.Options{Variant: v, Capacity: req.Capacity(), Progress: progress(opt.Log)}, req, opt, c)
+	case rt == "native":
+		err = runNative(ck, eo, req, opt, c)
 	default:
 		err = fmt.Errorf("--runtime %q: want native or wasm", opt.Runtime)
 	}
@@ -81,6 +95,19 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 		return nil, err
 	}
 	return c, nil
+}
+
+// ggufReceipt is what a receipt records of a GGUF file.
+func ggufReceipt(w *ggufmodel.Weights) (*receipt.GGUF, error) {
+	sum, err := checkpoint.FileSHA256(w.File.Path)
+	if err != nil {
+		return nil, err
+	}
+	types := map[string]int{}
+	for t, n := range w.Types() {
+		types[t.String()] = n
+	}
+	return &receipt.GGUF{SHA256: sum, Types: types}, nil
 }
 
 // runNative runs req on the Go engine, on the device opt asks for.
@@ -220,7 +247,7 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 		return nil, err
 	}
 	rc := &receipt.Receipt{
-		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy,
+		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy, GGUF: c.GGUF,
 		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
 	}

@@ -243,20 +243,28 @@ func (w *Weights) Types() map[ggml.Type]int {
 // TypeMix is Types as one line, most tensors first: "Q4_K 169, Q6_K 29,
 // F32 113".
 func (w *Weights) TypeMix() string {
-	n := w.Types()
-	types := make([]ggml.Type, 0, len(n))
-	for t := range n {
-		types = append(types, t)
+	n := map[string]int{}
+	for t, c := range w.Types() {
+		n[t.String()] = c
 	}
-	sort.Slice(types, func(i, j int) bool {
-		if n[types[i]] != n[types[j]] {
-			return n[types[i]] > n[types[j]]
+	return Mix(n)
+}
+
+// Mix writes tensor counts by type name as TypeMix does.
+func Mix(types map[string]int) string {
+	names := make([]string, 0, len(types))
+	for t := range types {
+		names = append(names, t)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if types[names[i]] != types[names[j]] {
+			return types[names[i]] > types[names[j]]
 		}
-		return types[i] < types[j]
+		return names[i] < names[j]
 	})
-	parts := make([]string, len(types))
-	for i, t := range types {
-		parts[i] = fmt.Sprintf("%v %d", t, n[t])
+	parts := make([]string, len(names))
+	for i, t := range names {
+		parts[i] = fmt.Sprintf("%s %d", t, types[t])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -30,12 +30,22 @@ type Receipt struct {
 	Variant         string  `json:"variant"`      // f32, q8, q6, q4
 	VariantManifest string  `json:"variant_manifest_sha256,omitempty"`
 	VariantPolicy   string  `json:"variant_policy,omitempty"` // which matrices it quantizes, when not all
+	GGUF            *GGUF   `json:"gguf,omitempty"`           // the variant is a llama.cpp GGUF file
 	Device          string  `json:"device"`
 	Request         Request `json:"request"`
 	OutputIDs       []int   `json:"output_ids,omitempty"` // greedy: the tokens chosen
 	Targets         []int   `json:"targets,omitempty"`    // panel: the token each row predicts
 	Dump            Dump    `json:"dump"`
 	Seal            string  `json:"receipt_sha256"`
+}
+
+// GGUF identifies a llama.cpp file run as the variant.
+type GGUF struct {
+	SHA256 string `json:"sha256"`
+	// Types is the file's tensors per ggml type ("Q4_K": 169), the mix a
+	// quantization recipe such as Q4_K_M chose, as llama.cpp's loader
+	// lists it.
+	Types map[string]int `json:"types"`
 }
 
 // Request is what was asked for.

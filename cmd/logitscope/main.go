@@ -30,6 +30,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"quantize": quantize,
 	"report":   report,
 	"conform":  conformCommand,
+	"export":   export,
 }
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -37,7 +38,7 @@ func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
 // cli runs the command args name and returns the exit status.
 func cli(args []string, stdout, stderr io.Writer) int {
 	if len(args) < 1 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize|conform [flags] (logitscope CMD -h for its flags)")
+		fmt.Fprintln(stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize|conform|export [flags] (logitscope CMD -h for its flags)")
 		return 2
 	}
 	defer onSignal(args[0], stderr)()

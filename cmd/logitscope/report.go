@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"logitscope/dump"
+	"logitscope/ggufmodel"
 	"logitscope/margins"
 	"logitscope/receipt"
 	"logitscope/session"
@@ -167,6 +168,9 @@ func describe(r *receipt.Receipt) string {
 	variant := r.Variant
 	if r.VariantPolicy != "" {
 		variant += " " + r.VariantPolicy
+	}
+	if r.GGUF != nil {
+		variant += " [GGUF: " + ggufmodel.Mix(r.GGUF.Types) + "]"
 	}
 	return fmt.Sprintf(" (%s, %s, %d rows, model %.12s…)", variant, r.Request.Mode, r.Dump.Rows, r.Model)
 }

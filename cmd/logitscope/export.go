@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"logitscope/engine"
+	"logitscope/ggufmodel"
+	"logitscope/tempfile"
+)
+
+// export writes a model as a llama.cpp GGUF file, so that the weights
+// inspected here run there: the checkpoint's own (f32) or a variant's,
+// with each scheme in the ggml type that holds its bits exactly.
+func export(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	modelDir := fs.String("model", "", "model directory; default $LOGITSCOPE_MODEL, else the demo model")
+	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
+	out := fs.String("gguf", "", "the GGUF file to write (required)")
+	if pos, err := parse(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	if *out == "" {
+		return fmt.Errorf("--gguf FILE is required")
+	}
+	ck, err := openModel(*modelDir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	v, err := engine.OpenVariant(ck, *name)
+	if err != nil {
+		return err
+	}
+	var e *ggufmodel.Exported
+	tmp, err := tempfile.Write(*out, func(w io.Writer) (err error) {
+		e, err = ggufmodel.Export(w, ck, v)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := tempfile.Rename(tempfile.Move{Temp: tmp, Path: *out}); err != nil {
+		return err
+	}
+	st, err := os.Stat(*out)
+	if err != nil {
+		return err
+	}
+	mix := map[string]int{}
+	for t, n := range e.Types {
+		mix[t.String()] = n
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s: %s), %.1f MB\n", *out, *name, ggufmodel.Mix(mix), float64(st.Size())/1e6)
+	for _, n := range e.Notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
+	return nil
+}

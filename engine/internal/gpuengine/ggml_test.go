@@ -290,8 +290,8 @@ func hfToGGUF(data []byte, rows int, rowBytes int64, hd int) []byte {
 	return out
 }
 
-// Y = X @ Wᵀ + b on every GGUF type against float64 over ggml's
-// dequantization: W (48, cols) split into pieces (of 20 rows, or of two
+// Y = X @ Wᵀ + b on every GGUF type, through the engine's matmulOps,
+// against float64 over ggml's dequantization: W (48, cols) split into pieces (of 20 rows, or of two
 // heads when interleaved), 1, 3 or 5 tokens, offsets into X and Y, a Y
 // wider than W; and Llama's permuted q/k rows (heads of 16), stored in
 // GGUF's order and compared with the un-permuted matrix, bias in Hugging
@@ -318,8 +318,10 @@ func TestGGMLMatmul(t *testing.T) {
 						r := rnd(c.T*100 + c.interleave + int(ty))
 						x := append(make([]float32, xOff), r.fill(c.T*cols, 1)...)
 						bias := r.fill(rows, 0.1)
-						// Without has_bias the kernel must not read b: NaNs there would show.
-						b := buf(t, dev, []float32{float32(math.NaN()), float32(math.NaN())})
+						// The engine's no-bias buffer: the kernel must not
+						// read it, NaNs there would show.
+						nb := buf(t, dev, []float32{float32(math.NaN()), float32(math.NaN())})
+						b := nb
 						stored := in.data
 						if c.interleave != 0 {
 							stored = hfToGGUF(in.data, rows, rowBytes, c.interleave)
@@ -332,20 +334,33 @@ func TestGGMLMatmul(t *testing.T) {
 						if want := (rows + c.pieceRows - 1) / c.pieceRows; len(pieces) != want {
 							t.Fatalf("%d pieces, want %d", len(pieces), want)
 						}
-						bufs := uploadPieces(t, dev, pieces)
+						// The engine's own ops: matmulOps' params and
+						// dispatches, one per piece.
+						e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}}
+						t.Cleanup(e.Close)
+						w := matrix{pieces: pieces, bufs: uploadPieces(t, dev, pieces)}
 						if c.bias {
 							b = buf(t, dev, bias)
 						}
+						e.none = nb
+						e.ids = buf(t, dev, make([]uint32, c.T))
 						y := buf(t, dev, make([]float32, yOff+c.T*ldy))
-						xb := buf(t, dev, x)
-						for i, p := range pieces {
-							hasBias := 0
-							if c.bias {
-								hasBias = 1
+						at := func(off int) func(step) int { return func(step) int { return off } }
+						ops := e.matmulOps("w", w, buf(t, dev, x), at(xOff), y, at(yOff), ldy, b, func(s step) int { return s.T })
+						if err := e.finish(ops); err != nil {
+							t.Fatal(err)
+						}
+						s := step{T: c.T}
+						if err := e.prepare(make([]int, c.T), s); err != nil {
+							t.Fatal(err)
+						}
+						for _, o := range e.prog {
+							if err := e.dispatch(o, s); err != nil {
+								t.Fatal(err)
 							}
-							pb := buf(t, dev, params(p.Rows, p.Cols, (p.Cols+31)/32, 0, ldy, p.Row0, yOff, hasBias, xOff, 0, 0, 0, 0, 0, p.Interleaved))
-							dispatch(t, dev, shaders.Matmul(p.Format), "main", []gpu.Buffer{bufs[i], xb, y, b, pb},
-								ceilDiv(p.Rows, shaders.MatmulRows), 1, uint32(c.T))
+						}
+						if err := dev.Submit(); err != nil {
+							t.Fatal(err)
 						}
 						got := read(t, dev, y, yOff+c.T*ldy)
 						var want []float64

@@ -26,16 +26,16 @@
 // in exactly one of them).
 // Each invocation sums whole groups of 32 (quantized formats scale once per
 // group; ggml's block types decode a group to its 32 floats, ggml.wgsl),
-// then each row's LANES partial sums are added in a tree.
+// then each row's LANES partial sums are added in a tree. Few
+// invocations per row keep the workgroup count (and barriers) low, which
+// software Vulkan (lavapipe) needs; real GPUs would prefer more lanes.
 // Interleave (main only): llama.cpp's converter permutes the rows of
 // Llama's q_proj and k_proj within each head of hd rows, so that GGUF row
 // j of a head holds Hugging Face's row (j%2)*(hd/2) + j/2. With interleave
 // = hd (0: none; the piece starting on a head boundary), piece row n = h*hd
 // + j is written to o(n) = h*hd + (j%2)*(hd/2) + j/2: Y comes out in
 // Hugging Face's order, and RoPE's rotate_half pairs hold, without
-// permuting the weights. Few
-// invocations per row keep the workgroup count (and barriers) low, which
-// software Vulkan (lavapipe) needs; real GPUs would prefer more lanes.
+// permuting the weights.
 
 struct Params {
     n_rows: u32,     // rows of this piece

@@ -1,5 +1,6 @@
 // embed.wgsl — gather rows of the embedding matrix for a batch of token
-// ids, decoding the weights (weights.wgsl).
+// ids, decoding the weights (weights.wgsl, ggml.wgsl: a row of a ggml
+// block type comes out as ggml's dequantization, bit for bit).
 //
 // Bindings (group 0):
 //   0 w:   array<u32>  a row-piece of E (n_rows, cols): rows [row0, row0+n_rows)
@@ -35,11 +36,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let r = id - p.row0;
+    let c0 = g * 32u;
+    if (is_ggml()) {
+        ggml_group(r, g, p.cols);
+        for (var k = 0u; k < 32u; k++) {
+            out[t * p.cols + c0 + k] = gq[k];
+        }
+        return;
+    }
     var s = 1.0;
     if (is_quantized()) {
         s = group_scale(r, g, p.groups, p.scale_base);
     }
-    let c0 = g * 32u;
     for (var k = 0u; k < min(32u, p.cols - c0); k++) {
         out[t * p.cols + c0 + k] = weight_at(r, g, k, p.cols, p.groups) * s;
     }

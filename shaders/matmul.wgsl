@@ -10,8 +10,11 @@
 //   1 x: array<f32>     X, row r at x_off + r*cols: (T, cols); for expert's
 //                       down projection (x_slot 1), (T, K, cols)
 //   2 y: array<f32>     Y, element (r, col0 + n) at y_off + r*ldy + col0 + n,
-//                       r = t (main) or t*K + k (expert: (T, K, ldy))
-//   3 b: array<f32>     bias for the whole matrix (indexed col0 + n); read only when has_bias (main)
+//                       r = t (main) or t*K + k (expert: (T, K, ldy));
+//                       main with interleave = hd: piece row n goes to
+//                       column col0 + o(n) instead (below)
+//   3 b: array<f32>     bias for the whole matrix, in Y's column order
+//                       (indexed col0 + n, or col0 + o(n)); read only when has_bias (main)
 //   4 p: Params
 //   5 route: array<u32> expert: (T, K) the experts each token is routed to (route in moe.wgsl)
 // Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64),
@@ -22,9 +25,17 @@
 // it does not (every bank of a matrix is dispatched; each slot's expert is
 // in exactly one of them).
 // Each invocation sums whole groups of 32 (quantized formats scale once per
-// group), then each row's LANES partial sums are added in a tree. Few
+// group; ggml's block types decode a group to its 32 floats, ggml.wgsl),
+// then each row's LANES partial sums are added in a tree. Few
 // invocations per row keep the workgroup count (and barriers) low, which
 // software Vulkan (lavapipe) needs; real GPUs would prefer more lanes.
+// Interleave (main only): llama.cpp's converter permutes the rows of
+// Llama's q_proj and k_proj within each head of hd rows, so that GGUF row
+// j of a head holds Hugging Face's row (j%2)*(hd/2) + j/2. With interleave
+// = hd (0: none; the piece starting on a head boundary), piece row n = h*hd
+// + j is written to o(n) = h*hd + (j%2)*(hd/2) + j/2: Y comes out in
+// Hugging Face's order, and RoPE's rotate_half pairs hold, without
+// permuting the weights.
 
 struct Params {
     n_rows: u32,     // rows of this piece
@@ -42,7 +53,8 @@ struct Params {
     stride: u32,     // words from one expert's piece to the next
     topk: u32,       // K, route slots per token
     x_slot: u32,     // 1: X has a row per (token, slot); 0: one per token
-    _pad0: u32,
+    // main only:
+    interleave: u32, // head dim of the q/k row interleave; 0 for none
     _pad1: u32,
     _pad2: u32,
 }
@@ -64,11 +76,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t = wid.z;
     let v = row_dot(n, lid, p.x_off + t * p.cols);
     if (lid % LANES == 0u && n < p.n_rows) {
+        var col = n;
+        if (p.interleave != 0u) {
+            let j = n % p.interleave;
+            col = n - j + (j % 2u) * (p.interleave / 2u) + j / 2u;
+        }
         var o = v;
         if (p.has_bias != 0u) {
-            o += b[p.col0 + n];
+            o += b[p.col0 + col];
         }
-        y[p.y_off + t * p.ldy + p.col0 + n] = o;
+        y[p.y_off + t * p.ldy + p.col0 + col] = o;
     }
 }
 
@@ -102,7 +119,9 @@ fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
         for (var g = lane; g < p.groups; g += LANES) {
             let c0 = g * 32u;
             var s = 0.0;
-            if (c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
+            if (is_ggml()) {
+                s = ggml_dot(n, g, p.cols, xrow + c0);
+            } else if (c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
                 s = group_dot(n, g, p.cols, p.groups, xrow + c0);
             } else {
                 // The short last group, or 16-bit rows that start mid-word.
@@ -173,6 +192,18 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
                 s += f32(i32(u) - 32) * x[xb + 8u * k + j];
             }
         }
+    }
+    return s;
+}
+
+// ggml_dot is the same for ggml's block types (cols a multiple of 32, so
+// every group is whole): the group's 32 decoded floats · X.
+fn ggml_dot(r: u32, g: u32, cols: u32, xb: u32) -> f32 {
+    ggml_group(r, g, cols);
+    var s = 0.0;
+    for (var k = 0u; k < 32u; k += 4u) {
+        s += dot(vec4<f32>(gq[k], gq[k + 1u], gq[k + 2u], gq[k + 3u]),
+                 vec4<f32>(x[xb + k], x[xb + k + 1u], x[xb + k + 2u], x[xb + k + 3u]));
     }
     return s;
 }

@@ -6,11 +6,15 @@ package shaders
 import (
 	_ "embed"
 	"fmt"
+
+	"logitscope/ggml"
 )
 
 var (
 	//go:embed weights.wgsl
 	weights string
+	//go:embed ggml.wgsl
+	ggmlBlocks string
 	//go:embed matmul.wgsl
 	matmul string
 	//go:embed embed.wgsl
@@ -50,7 +54,9 @@ const (
 // prelude declares the geometry in WGSL.
 var prelude = fmt.Sprintf("const WG: u32 = %du;\nconst LANES: u32 = %du;\nconst GRID_X: u32 = %du;\n\n", Workgroup, MatmulLanes, GridX)
 
-// Format is how a weight matrix's bytes are laid out (weights.wgsl).
+// Format is how a weight matrix's bytes are laid out: weights.wgsl's
+// float formats and package quant's schemes, ggml.wgsl's llama.cpp block
+// types.
 type Format uint32
 
 const (
@@ -60,9 +66,51 @@ const (
 	Q8
 	Q6
 	Q4
+	// llama.cpp's block types, rows as GGUF stores them (ggml.wgsl). GGUF's
+	// F32, F16 and BF16 matrices are the float formats above.
+	Q4_0
+	Q4_1
+	Q5_0
+	Q5_1
+	Q8_0
+	Q2_K
+	Q3_K
+	Q4_K
+	Q5_K
+	Q6_K
 )
 
-var formatNames = [...]string{"f32", "bf16", "f16", "q8", "q6", "q4"}
+var formatNames = [...]string{"f32", "bf16", "f16", "q8", "q6", "q4",
+	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}
+
+// ggmlFormats pairs each ggml type the kernels read with its format.
+var ggmlFormats = map[ggml.Type]Format{
+	ggml.F32: F32, ggml.F16: F16, ggml.BF16: BF16,
+	ggml.Q4_0: Q4_0, ggml.Q4_1: Q4_1, ggml.Q5_0: Q5_0, ggml.Q5_1: Q5_1, ggml.Q8_0: Q8_0,
+	ggml.Q2_K: Q2_K, ggml.Q3_K: Q3_K, ggml.Q4_K: Q4_K, ggml.Q5_K: Q5_K, ggml.Q6_K: Q6_K,
+}
+
+// GGMLFormat is the format in which the kernels read a GGUF matrix of type
+// t as stored; false for a type they cannot read (Q8_1, Q8_K, the i-quants,
+// the integer types).
+func GGMLFormat(t ggml.Type) (Format, bool) {
+	f, ok := ggmlFormats[t]
+	return f, ok
+}
+
+// GGML is the ggml block type that format f reads (Q4_0 … Q6_K); false for
+// the float formats and quant's schemes, whose layouts are not blocks.
+func (f Format) GGML() (ggml.Type, bool) {
+	if f < Q4_0 {
+		return 0, false
+	}
+	for t, g := range ggmlFormats {
+		if g == f {
+			return t, true
+		}
+	}
+	return 0, false
+}
 
 func (f Format) String() string {
 	if int(f) < len(formatNames) {
@@ -81,7 +129,7 @@ func Embed(f Format) string { return withFormat(f, embed) }
 // withFormat prepends the geometry, the format constant and the decoders
 // to a kernel.
 func withFormat(f Format, kernel string) string {
-	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s", prelude, f, weights, kernel)
+	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s", prelude, f, weights, ggmlBlocks, kernel)
 }
 
 // RMSNorm, RoPE, Attention, Elementwise (entry points add, silu_mul,

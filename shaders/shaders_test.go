@@ -1,6 +1,7 @@
 package shaders
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/gogpu/naga"
+
+	"logitscope/ggml"
 )
 
 // Every kernel compiles to SPIR-V with naga, the compiler gogpu/wgpu uses,
@@ -16,7 +19,7 @@ func TestCompile(t *testing.T) {
 	sources := map[string]string{
 		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
 	}
-	for f := F32; f <= Q4; f++ {
+	for f := F32; f <= Q6_K; f++ {
 		sources["matmul/"+f.String()] = Matmul(f)
 		sources["embed/"+f.String()] = Embed(f)
 	}
@@ -54,7 +57,7 @@ func TestTintRules(t *testing.T) {
 	}
 	comment := regexp.MustCompile(`//[^\n]*`)
 	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+	for name, src := range map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
 		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "prelude": prelude} {
 		code := comment.ReplaceAllString(src, "")
 		for _, id := range ident.FindAllString(code, -1) {
@@ -75,9 +78,9 @@ func TestTintRules(t *testing.T) {
 var floatLit = regexp.MustCompile(`[0-9]+\.[0-9]*[eE][+-]?[0-9]+`)
 
 func TestHeaders(t *testing.T) {
-	for name, src := range map[string]string{"weights": weights, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+	for name, src := range map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
 		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe} {
-		if !strings.HasPrefix(src, "// "+name+".wgsl — ") || !strings.Contains(src, "Binding") && name != "weights" {
+		if !strings.HasPrefix(src, "// "+name+".wgsl — ") || !strings.Contains(src, "Binding") && name != "weights" && name != "ggml" {
 			t.Errorf("%s.wgsl lacks its header comment (name, bindings, shapes)", name)
 		}
 	}
@@ -107,6 +110,45 @@ func TestEntryPointsSetW0(t *testing.T) {
 			if !strings.HasPrefix(strings.TrimSpace(body), "w0 = ") {
 				t.Errorf("%s.wgsl: entry point %s does not set w0 first", name, p[:strings.Index(p, "(")])
 			}
+		}
+	}
+}
+
+// Every type ggml.Dequantize decodes has a format, and back: a block
+// format's WGSL constant (ggml.wgsl) is its Go value, and its block size
+// and bytes there are ggml's.
+func TestGGMLFormat(t *testing.T) {
+	for _, ty := range ggml.Types() {
+		f, ok := GGMLFormat(ty)
+		if ok != ggml.Supported(ty) {
+			t.Errorf("GGMLFormat(%v): %v, but ggml.Supported says %v", ty, ok, ggml.Supported(ty))
+		}
+		if !ok {
+			continue
+		}
+		back, isBlock := f.GGML()
+		if isBlock != (ty.BlockSize() > 1) || isBlock && back != ty {
+			t.Errorf("%v: format %v, whose GGML() is %v, %v", ty, f, back, isBlock)
+		}
+		if !isBlock {
+			continue
+		}
+		if f.String() != ty.String() {
+			t.Errorf("%v: format named %q", ty, f)
+		}
+		if !strings.Contains(ggmlBlocks, fmt.Sprintf("const %s: u32 = %du;", ty, f)) {
+			t.Errorf("ggml.wgsl lacks const %s: u32 = %du;", ty, f)
+		}
+		if !strings.Contains(ggmlBlocks, fmt.Sprintf("case %du: { return %du; }", f, ty.BlockBytes())) {
+			t.Errorf("ggml.wgsl: %v's block is not %d bytes there", ty, ty.BlockBytes())
+		}
+		if ty.BlockSize() != map[bool]int{true: 256, false: 32}[f >= Q2_K] {
+			t.Errorf("%v: %d-weight blocks, ggml_block_size says otherwise", ty, ty.BlockSize())
+		}
+	}
+	for _, f := range []Format{F32, BF16, F16, Q8, Q6, Q4} {
+		if _, ok := f.GGML(); ok {
+			t.Errorf("%v claims a ggml block type", f)
 		}
 	}
 }

@@ -13,7 +13,9 @@
 //     words holding one f16 per group (group g: low half of word g/2 when
 //     g is even). G = ceil(cols/32). Value = f32(q) * f32(scale).
 // Float formats are read in groups of 32 too (the last one masked by
-// cols), so one loop shape serves every format.
+// cols), so one loop shape serves every format. FORMAT 6 and above are
+// llama.cpp's block types (ggml.wgsl): a group of 32 decodes to its 32
+// floats, scales included, and weight_at does not serve them.
 //
 // The matrix starts at word w0 of w: 0, except where one buffer holds
 // several experts' matrices (matmul.wgsl's expert entry point). Every
@@ -77,4 +79,5 @@ fn weight_at(r: u32, g: u32, k: u32, cols: u32, groups: u32) -> f32 {
     return f32(i32(lo | (hi << 4u)) - 32);
 }
 
-fn is_quantized() -> bool { return FORMAT >= Q8; }
+// The formats above with a scale per group (not ggml.wgsl's block types).
+fn is_quantized() -> bool { return FORMAT >= Q8 && FORMAT <= Q4; }

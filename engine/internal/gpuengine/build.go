@@ -243,6 +243,9 @@ func (u *uploader) matrix(name string) matrix {
 	}
 	m.pieces, u.err = u.src.Matrix(name, u.e.maxPiece)
 	for i, p := range m.pieces {
+		if u.err == nil {
+			u.err = p.check()
+		}
 		if u.err != nil {
 			break
 		}
@@ -299,8 +302,9 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 					return uint32(min(blocks, shaders.GridX)), ceilDiv(blocks, shaders.GridX), uint32(tokens(s))
 				},
 				params: func(s step) []uint32 {
+					// The expert fields (first … x_slot) stay 0.
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
-						uint32(yOff(s)), hasBias, uint32(xOff(s))}
+						uint32(yOff(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved)}
 				},
 			},
 			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},

@@ -71,6 +71,16 @@ func (u *uploader) experts(names []string) []bank {
 		if pieces[e], u.err = u.src.Matrix(name, u.e.maxPiece); u.err != nil {
 			return nil
 		}
+		for _, p := range pieces[e] {
+			if p.Interleaved != 0 {
+				u.err = fmt.Errorf("%s: an expert's rows are not q/k rows to de-interleave", name)
+			} else {
+				u.err = p.check()
+			}
+			if u.err != nil {
+				return nil
+			}
+		}
 		if !sameRows(pieces[e], pieces[0]) {
 			u.err = fmt.Errorf("%s is split into other rows than %s: the GPU needs a layer's experts split alike", name, names[0])
 			return nil

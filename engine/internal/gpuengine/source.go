@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"logitscope/checkpoint"
+	"logitscope/ggml"
 	"logitscope/quant"
 	"logitscope/safetensors"
 	"logitscope/shaders"
@@ -13,13 +14,23 @@ import (
 
 // Piece is rows [Row0, Row0+Rows) of a weight matrix as the GPU reads it:
 // Length stored bytes at Offset of File, in Format's layout
-// (shaders/weights.wgsl). Pieces name file regions rather than hold bytes
-// so that a device can copy them from the file straight into a buffer.
+// (shaders/weights.wgsl, shaders/ggml.wgsl). Pieces name file regions
+// rather than hold bytes so that a device can copy them from the file
+// straight into a buffer; neither Offset nor Length need be a multiple of
+// 4 (GGUF's blocks are 18 to 210 bytes): the upload pads the buffer to
+// whole words with zeros, and the piece's first row starts at its byte 0.
 type Piece struct {
 	Row0, Rows, Cols int
 	Format           shaders.Format
 	File             string
 	Offset, Length   int64
+	// Interleaved, when not 0, is the head dimension hd of llama.cpp's q/k
+	// row permutation: the piece's rows are in GGUF's order, row j of each
+	// head of hd rows holding Hugging Face's row (j%2)*(hd/2) + j/2, and
+	// the matmul writes each row to its Hugging Face position (the bias
+	// too is read in Hugging Face's order). Row0 and Rows are then
+	// multiples of hd. The embedding never needs it.
+	Interleaved int
 }
 
 // Source serves a model's weights for upload: matrices as stored (decoded
@@ -129,4 +140,69 @@ func (p Piece) scaleBase() (uint32, error) {
 		}
 	}
 	return 0, nil
+}
+
+// maxAddressed is the most bytes a piece may have: ggml.wgsl addresses
+// bytes with u32.
+const maxAddressed = 1<<32 - 4
+
+// GGMLPieces splits a GGUF matrix of type t, shape (rows, cols) as GGUF
+// lists it reversed (ne = [cols, rows]), stored at offset of file, into
+// pieces of whole rows of at most maxBytes each, read by the kernels as
+// stored (ggml's block types decoded in the shader, F32, F16 and BF16 as
+// the float formats). With interleave = hd (not 0), the rows are llama.cpp's
+// permuted q_proj or k_proj (see Piece.Interleaved): the pieces split on
+// head boundaries and come out in Hugging Face's order. A type the kernels
+// cannot read is refused, named.
+func GGMLPieces(file string, offset int64, t ggml.Type, rows, cols int, maxBytes int64, interleave int) ([]Piece, error) {
+	f, ok := shaders.GGMLFormat(t)
+	if !ok {
+		return nil, fmt.Errorf("%s: the GPU cannot read %v weights (it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K)", file, t)
+	}
+	if rows <= 0 || cols <= 0 {
+		return nil, fmt.Errorf("%s: a %v matrix of %d × %d", file, t, rows, cols)
+	}
+	rowBytes, err := t.RowBytes(cols)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	unit := 1 // rows that stay together: a head when interleaved
+	if interleave != 0 {
+		if interleave < 0 || interleave%2 != 0 || rows%interleave != 0 {
+			return nil, fmt.Errorf("%s: %d rows do not split into heads of %d (an even head dim) for the q/k interleave", file, rows, interleave)
+		}
+		unit = interleave
+	}
+	maxBytes = min(maxBytes, maxAddressed)
+	per := maxBytes / (int64(unit) * rowBytes) * int64(unit) // rows per piece
+	if per == 0 {
+		return nil, fmt.Errorf("%s: %d rows of a %v matrix with %d columns are %d bytes, over the device's %d-byte binding limit",
+			file, unit, t, cols, int64(unit)*rowBytes, maxBytes)
+	}
+	var out []Piece
+	for a := 0; a < rows; a += int(per) {
+		b := min(rows, a+int(per))
+		out = append(out, Piece{Row0: a, Rows: b - a, Cols: cols, Format: f, File: file,
+			Offset: offset + int64(a)*rowBytes, Length: int64(b-a) * rowBytes, Interleaved: interleave})
+	}
+	return out, nil
+}
+
+// check refuses a piece the kernels would misread: an interleave that
+// does not fit whole heads, a ggml block piece whose length is not its
+// rows' bytes.
+func (p Piece) check() error {
+	if p.Interleaved != 0 && (p.Interleaved < 0 || p.Interleaved%2 != 0 || p.Row0%p.Interleaved != 0 || p.Rows%p.Interleaved != 0) {
+		return fmt.Errorf("%s: rows [%d, %d) are not whole heads of %d for the q/k interleave", p.File, p.Row0, p.Row0+p.Rows, p.Interleaved)
+	}
+	if t, ok := p.Format.GGML(); ok {
+		rowBytes, err := t.RowBytes(p.Cols)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.File, err)
+		}
+		if p.Length != int64(p.Rows)*rowBytes || p.Length > maxAddressed {
+			return fmt.Errorf("%s: a piece of %d %v rows of %d columns is %d bytes, want %d", p.File, p.Rows, t, p.Cols, p.Length, int64(p.Rows)*rowBytes)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,268 @@
+// ggml.wgsl — decoding llama.cpp's block types as GGUF stores them, shared
+// by the kernels that read a weight matrix (prepended after weights.wgsl to
+// matmul.wgsl and embed.wgsl). FORMAT (shaders.go) picks one type per
+// pipeline, so the branches below fold away.
+//
+// A piece of W (rows, cols) holds whole rows as GGUF stores them: row r at
+// byte r*RB, RB = cols/BS*BB (BS weights in a block of BB bytes), rows
+// contiguous, the buffer zero-padded to whole words. Blocks are
+// byte-addressed and not word aligned (Q4_0's are 18 bytes, Q6_K's 210), so
+// every field is read out of the u32 words byte by byte; a half or a u32
+// may straddle two words. Byte b of the matrix is byte b of w from word w0
+// on (weights.wgsl's w0: a bank of experts holds several matrices).
+//
+// One entry point: ggml_group(r, g, cols) decodes weights 32g..32g+31 of
+// row r into gq, each exactly the float32 that ggml's dequantize_row_*
+// (and package ggml's Dequantize) computes: the same products in the same
+// order. Every product is exact (an f16 times integers of at most 13 bits
+// together), so only a final add or subtraction rounds, and a fused
+// multiply-add, which SPIR-V compilers may form, rounds it the same. f16
+// fields are widened with integer operations, not unpack2x16float, so that
+// subnormals are exact whatever the driver does with them and a NaN is made
+// quiet as ggml's conversion makes it.
+//
+// Layouts (byte offsets in a block; f16 and u32 little-endian):
+//   6 Q4_0 (32 in 18): d f16 [0:2]; qs [2:18]: byte j holds weight j in
+//       its low nibble, weight j+16 in its high one. y = (q-8)*d
+//   7 Q4_1 (32 in 20): d [0:2], m [2:4], qs [4:20] as Q4_0. y = q*d + m
+//   8 Q5_0 (32 in 22): d [0:2]; qh u32 [2:6]: bit i is weight i's fifth
+//       bit; qs [6:22] as Q4_0. y = (q-16)*d
+//   9 Q5_1 (32 in 24): d [0:2], m [2:4], qh [4:8], qs [8:24]. y = q*d + m
+//  10 Q8_0 (32 in 34): d [0:2]; qs [2:34] int8, weight j in byte j. y = q*d
+// K-quants: super-blocks of 256 weights; a group of 32 is weights
+// 32s..32s+31 of one (s = 0..7), in two halves of 128 (n = s/4, j = s%4).
+//  11 Q2_K (84): scales [0:16], byte 2s+h for weights 16h.. of group s:
+//       low nibble scale, high nibble min; qs [16:80]: weight 16h+l of
+//       group s in bits 2j.. of byte 32n+16h+l; d [80:82], dmin [82:84].
+//       y = (d*sc)*q - dmin*m
+//  12 Q3_K (110): hmask [0:32]: weight k of group s has its high bit in bit
+//       s of byte k; qs [32:96] low 2 bits as Q2_K's; scales [96:108]:
+//       6-bit scale of sub-group i (0..15): low 4 bits the low (i < 8) or
+//       high nibble of byte i%8, high 2 bits bits 2(i/4).. of byte 8+i%4;
+//       d [108:110]. q = low2 - (high bit ? 0 : 4). y = (d*(sc-32))*q
+//  13 Q4_K (144): d [0:2], dmin [2:4]; scales [4:16]: eight 6-bit scales and
+//       mins (scale_min_k4); qs [16:144]: group s in the low (s even) or
+//       high nibbles of bytes 32(s/2)... y = (d*sc)*q - dmin*m
+//  14 Q5_K (176): d, dmin, scales as Q4_K; qh [16:48]: weight l of group s
+//       has its fifth bit in bit s of byte l; qs [48:176] as Q4_K's.
+//  15 Q6_K (210): ql [0:128]: in half n (64 bytes), sub-group t = s%4 takes
+//       the low (t < 2) or high nibble of byte 64n + 32(t%2) + l; qh
+//       [128:192]: bits 2t.. of byte 128+32n+l; scales [192:208] int8, one
+//       per 16: byte 192+8n+2t+l/16; d [208:210]. q = (low|high<<4) - 32,
+//       y = (d*sc)*q
+
+const Q4_0: u32 = 6u;
+const Q4_1: u32 = 7u;
+const Q5_0: u32 = 8u;
+const Q5_1: u32 = 9u;
+const Q8_0: u32 = 10u;
+const Q2_K: u32 = 11u;
+const Q3_K: u32 = 12u;
+const Q4_K: u32 = 13u;
+const Q5_K: u32 = 14u;
+const Q6_K: u32 = 15u;
+
+// The decoded group. No initializer: naga drops it (see weights.wgsl's w0);
+// ggml_group writes all 32 before anything reads them.
+var<private> gq: array<f32, 32>;
+
+fn is_ggml() -> bool { return FORMAT >= Q4_0; }
+
+// Weights per block.
+fn ggml_block_size() -> u32 {
+    if (FORMAT >= Q2_K) {
+        return 256u;
+    }
+    return 32u;
+}
+
+// Bytes per block.
+fn ggml_block_bytes() -> u32 {
+    switch FORMAT {
+        case 6u: { return 18u; }
+        case 7u: { return 20u; }
+        case 8u: { return 22u; }
+        case 9u: { return 24u; }
+        case 10u: { return 34u; }
+        case 11u: { return 84u; }
+        case 12u: { return 110u; }
+        case 13u: { return 144u; }
+        case 14u: { return 176u; }
+        case 15u: { return 210u; }
+        default: { return 0u; }
+    }
+}
+
+// Byte b of the matrix.
+fn ggml_u8(b: u32) -> u32 {
+    let a = 4u * w0 + b;
+    return (w[a / 4u] >> (8u * (a % 4u))) & 0xffu;
+}
+
+// The int8 at byte b.
+fn ggml_i8(b: u32) -> i32 {
+    return i32(ggml_u8(b) << 24u) >> 24u;
+}
+
+// The little-endian u16 at byte b (any alignment).
+fn ggml_u16(b: u32) -> u32 {
+    let a = 4u * w0 + b;
+    let s = 8u * (a % 4u);
+    var v = w[a / 4u] >> s;
+    if (s == 24u) {
+        v |= w[a / 4u + 1u] << 8u;
+    }
+    return v & 0xffffu;
+}
+
+// The little-endian u32 at byte b (any alignment).
+fn ggml_u32(b: u32) -> u32 {
+    let a = 4u * w0 + b;
+    let s = 8u * (a % 4u);
+    if (s == 0u) {
+        return w[a / 4u];
+    }
+    return (w[a / 4u] >> s) | (w[a / 4u + 1u] << (32u - s));
+}
+
+// The f16 at byte b widened exactly, as GGML_FP16_TO_FP32: subnormals
+// normalized with integer operations, a NaN made quiet.
+fn ggml_half(b: u32) -> f32 {
+    let h = ggml_u16(b);
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 31u) {
+        return bitcast<f32>(sign | 0x7f800000u | (m << 13u) | select(0u, 0x400000u, m != 0u));
+    }
+    if (e == 0u) {
+        if (m == 0u) {
+            return bitcast<f32>(sign);
+        }
+        // m * 2^-24 with m's top bit at p: exponent p - 24, the bits below
+        // p the mantissa.
+        let p = firstLeadingBit(m);
+        return bitcast<f32>(sign | ((p + 103u) << 23u) | ((m << (23u - p)) & 0x7fffffu));
+    }
+    return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// The 6-bit scale (x) and min (y) of group j (0..7) of Q4_K and Q5_K,
+// whose 12 scale bytes start at byte sb: groups 0..3 in the low 6 bits of
+// bytes j and j+4, groups 4..7 in the nibbles of byte j+4 with their top
+// 2 bits at the top of bytes j-4 and j.
+fn scale_min_k4(j: u32, sb: u32) -> vec2<u32> {
+    if (j < 4u) {
+        return vec2<u32>(ggml_u8(sb + j) & 63u, ggml_u8(sb + j + 4u) & 63u);
+    }
+    let lo = ggml_u8(sb + j + 4u);
+    return vec2<u32>((lo & 0xfu) | ((ggml_u8(sb + j - 4u) >> 6u) << 4u), (lo >> 4u) | ((ggml_u8(sb + j) >> 6u) << 4u));
+}
+
+// ggml_group decodes weights 32g..32g+31 of row r (cols a multiple of the
+// block size) into gq.
+fn ggml_group(r: u32, g: u32, cols: u32) {
+    let bs = ggml_block_size();
+    let bb = ggml_block_bytes();
+    let c = g * 32u;
+    let blk = r * (cols / bs) * bb + (c / bs) * bb; // the block's first byte
+    let s = (c % bs) / 32u;                         // K-quants: the group in its super-block
+    if (FORMAT == Q4_0 || FORMAT == Q4_1) {
+        let d = ggml_half(blk);
+        if (FORMAT == Q4_0) {
+            for (var j = 0u; j < 16u; j++) {
+                let q = ggml_u8(blk + 2u + j);
+                gq[j] = f32(i32(q & 0xfu) - 8) * d;
+                gq[j + 16u] = f32(i32(q >> 4u) - 8) * d;
+            }
+        } else {
+            let m = ggml_half(blk + 2u);
+            for (var j = 0u; j < 16u; j++) {
+                let q = ggml_u8(blk + 4u + j);
+                gq[j] = f32(q & 0xfu) * d + m;
+                gq[j + 16u] = f32(q >> 4u) * d + m;
+            }
+        }
+    } else if (FORMAT == Q5_0 || FORMAT == Q5_1) {
+        let d = ggml_half(blk);
+        if (FORMAT == Q5_0) {
+            let qh = ggml_u32(blk + 2u);
+            for (var j = 0u; j < 16u; j++) {
+                let q = ggml_u8(blk + 6u + j);
+                gq[j] = f32(i32((q & 0xfu) | (((qh >> j) & 1u) << 4u)) - 16) * d;
+                gq[j + 16u] = f32(i32((q >> 4u) | (((qh >> (j + 16u)) & 1u) << 4u)) - 16) * d;
+            }
+        } else {
+            let m = ggml_half(blk + 2u);
+            let qh = ggml_u32(blk + 4u);
+            for (var j = 0u; j < 16u; j++) {
+                let q = ggml_u8(blk + 8u + j);
+                gq[j] = f32((q & 0xfu) | (((qh >> j) & 1u) << 4u)) * d + m;
+                gq[j + 16u] = f32((q >> 4u) | (((qh >> (j + 16u)) & 1u) << 4u)) * d + m;
+            }
+        }
+    } else if (FORMAT == Q8_0) {
+        let d = ggml_half(blk);
+        for (var j = 0u; j < 32u; j++) {
+            gq[j] = f32(ggml_i8(blk + 2u + j)) * d;
+        }
+    } else if (FORMAT == Q2_K) {
+        let d = ggml_half(blk + 80u);
+        let dmin = ggml_half(blk + 82u);
+        let q0 = blk + 16u + 32u * (s / 4u);
+        let shift = 2u * (s % 4u);
+        for (var h = 0u; h < 2u; h++) {
+            let sc = ggml_u8(blk + 2u * s + h);
+            let dl = d * f32(sc & 0xfu);
+            let ml = dmin * f32(sc >> 4u);
+            for (var l = 0u; l < 16u; l++) {
+                let q = (ggml_u8(q0 + 16u * h + l) >> shift) & 3u;
+                gq[16u * h + l] = dl * f32(q) - ml;
+            }
+        }
+    } else if (FORMAT == Q3_K) {
+        let d = ggml_half(blk + 108u);
+        let q0 = blk + 32u + 32u * (s / 4u);
+        let shift = 2u * (s % 4u);
+        for (var h = 0u; h < 2u; h++) {
+            let i = 2u * s + h; // the sub-group of 16 (0..15)
+            let nib = (ggml_u8(blk + 96u + i % 8u) >> (4u * (i / 8u))) & 0xfu;
+            let top = (ggml_u8(blk + 104u + i % 4u) >> (2u * (i / 4u))) & 3u;
+            let dl = d * f32(i32(nib | (top << 4u)) - 32);
+            for (var l = 0u; l < 16u; l++) {
+                let k = 16u * h + l;
+                var q = i32((ggml_u8(q0 + k) >> shift) & 3u);
+                if (((ggml_u8(blk + k) >> s) & 1u) == 0u) {
+                    q -= 4;
+                }
+                gq[k] = dl * f32(q);
+            }
+        }
+    } else if (FORMAT == Q4_K || FORMAT == Q5_K) {
+        let d = ggml_half(blk);
+        let dmin = ggml_half(blk + 2u);
+        let sm = scale_min_k4(s, blk + 4u);
+        let dg = d * f32(sm.x);
+        let mg = dmin * f32(sm.y);
+        let shift = 4u * (s % 2u);
+        for (var l = 0u; l < 32u; l++) {
+            var q = 0u;
+            if (FORMAT == Q4_K) {
+                q = (ggml_u8(blk + 16u + 32u * (s / 2u) + l) >> shift) & 0xfu;
+            } else {
+                q = ((ggml_u8(blk + 48u + 32u * (s / 2u) + l) >> shift) & 0xfu) | (((ggml_u8(blk + 16u + l) >> s) & 1u) << 4u);
+            }
+            gq[l] = dg * f32(q) - mg;
+        }
+    } else if (FORMAT == Q6_K) {
+        let d = ggml_half(blk + 208u);
+        let n = s / 4u;
+        let t = s % 4u;
+        for (var l = 0u; l < 32u; l++) {
+            let lo = (ggml_u8(blk + 64u * n + 32u * (t % 2u) + l) >> (4u * (t / 2u))) & 0xfu;
+            let hi = (ggml_u8(blk + 128u + 32u * n + l) >> (2u * t)) & 3u;
+            let sc = ggml_i8(blk + 192u + 8u * n + 2u * t + l / 16u);
+            gq[l] = d * f32(sc) * f32(i32(lo | (hi << 4u)) - 32);
+        }
+    }
+}

@@ -52,10 +52,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	case opt.Variant != nil:
 		src, w = gpuengine.VariantSource(opt.Variant), opt.Variant
 	case opt.GGUF != nil:
-		if opt.Device != nil {
-			return nil, fmt.Errorf("%s: the GPU does not read GGUF files yet: run it with --device cpu", opt.GGUF.File.Path)
-		}
-		w = opt.GGUF
+		src, w = gpuengine.GGUFSource(opt.GGUF), opt.GGUF
 	}
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/ggml"
+	"logitscope/ggufmodel"
 	"logitscope/quant"
 	"logitscope/safetensors"
 	"logitscope/shaders"
@@ -205,4 +206,24 @@ func (p Piece) check() error {
 		}
 	}
 	return nil
+}
+
+// GGUFSource uploads a GGUF file's matrices as stored, ggml blocks decoded
+// in the shaders (Llama's interleaved q/k rows written back in Hugging
+// Face's order by the matmul), and its vectors as ggufmodel decodes them.
+func GGUFSource(w *ggufmodel.Weights) Source { return ggufSource{w} }
+
+type ggufSource struct{ w *ggufmodel.Weights }
+
+func (s ggufSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
+	t, offset, rows, cols, interleaved, ok := s.w.Matrix(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: no tensor %s", s.w.File.Path, name)
+	}
+	return GGMLPieces(s.w.File.Path, offset, t, rows, cols, maxBytes, interleaved)
+}
+
+func (s ggufSource) Vector(name string) ([]float32, error) {
+	v, _, err := s.w.Float32(name)
+	return v, err
 }

@@ -1,0 +1,108 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"logitscope/checkpoint"
+	"logitscope/engine"
+	"logitscope/ggufmodel"
+	"logitscope/gpu"
+	"logitscope/gpu/native/nativetest"
+	"logitscope/llamacpp"
+	"logitscope/quant"
+	"logitscope/session"
+	"logitscope/synth"
+	"logitscope/variant"
+)
+
+// On GGUF files the GPU matches the CPU engine as on logitscope's own
+// variants: logitscope's q4 and q8 exports (Llama 3's interleaved q/k rows
+// put back by the matmul, a mixture's stacked experts), and llama.cpp's
+// own K-quant recipes of small-llama3, whose rows are whole super-blocks
+// (every type from Q2_K to Q6_K, split into 16 KiB pieces).
+func TestGGUFMatchesCPU(t *testing.T) {
+	dev := nativetest.Device(t)
+	type file struct{ preset, scheme, ftype string }
+	cases := []file{{"tiny-llama3", "q4", ""}, {"tiny-qwen3-moe", "q8", ""}, {"tiny", "f32", ""}}
+	for _, ftype := range []string{"Q4_1", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"} {
+		cases = append(cases, file{"small-llama3", "f32", ftype})
+	}
+	for _, c := range cases {
+		t.Run(c.preset+"/"+c.scheme+c.ftype, func(t *testing.T) {
+			ck, path := ggufOf(t, c.preset, c.scheme)
+			if c.ftype != "" {
+				q := filepath.Join(t.TempDir(), c.ftype+".gguf")
+				llamacpp.Harness(t).QuantizeModel(t, path, q, c.ftype)
+				path = q
+			}
+			w, err := engine.OpenGGUF(ck, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e [2]engine.Engine
+			for i, d := range []gpu.Device{nil, dev} {
+				if e[i], err = engine.Open(ck, engine.Options{GGUF: w, Device: d, Capacity: 64, MaxPieceBytes: 16 << 10}); err != nil {
+					t.Fatal(err)
+				}
+				defer e[i].Close()
+			}
+			ids := make([]int, 40)
+			for i := range ids {
+				ids[i] = (i*7919 + 13) % 300
+			}
+			want, err := session.Forward(e[0], ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := session.Forward(e[1], ids, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst, rel, err := gpuError(want, got, e[0].Vocab())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s (%s): max |GPU − CPU| %.2e logits (%.2e of the row's largest)", filepath.Base(path), w.TypeMix(), worst, rel)
+			if rel > ForwardTolerance {
+				t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
+			}
+		})
+	}
+}
+
+// ggufOf writes preset (seed 3) and exports it, or its variant of scheme,
+// as GGUF.
+func ggufOf(t *testing.T, preset, scheme string) (*checkpoint.Checkpoint, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), preset)
+	if err := synth.Write(synth.Presets[preset], dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	var v *variant.Variant
+	if scheme != "f32" {
+		vdir, err := variant.Ensure(ck, quant.Scheme(scheme), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err = variant.Open(vdir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), preset+"-"+scheme+".gguf")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := ggufmodel.Export(f, ck, v); err != nil {
+		t.Fatal(err)
+	}
+	return ck, path
+}

@@ -45,7 +45,7 @@ func shaderSources() map[string]string {
 		"rmsnorm.wgsl":     shaders.RMSNorm(),
 		"rope.wgsl":        shaders.RoPE(),
 	}
-	for f := shaders.F32; f <= shaders.Q4; f++ {
+	for f := shaders.F32; f <= shaders.Q6_K; f++ {
 		src["matmul-"+f.String()+".wgsl"] = shaders.Matmul(f)
 		src["embed-"+f.String()+".wgsl"] = shaders.Embed(f)
 	}

@@ -63,7 +63,7 @@ func TestShaders(t *testing.T) {
 			t.Errorf("%s: %d", name, c)
 		}
 	}
-	if len(names) != 4+2*int(shaders.Q4+1) {
+	if len(names) != 4+2*int(shaders.Q6_K+1) {
 		t.Errorf("%d shaders listed", len(names))
 	}
 }

@@ -2,18 +2,22 @@ package ggufmodel_test
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"logitscope/checkpoint"
+	"logitscope/dump"
 	"logitscope/engine"
 	"logitscope/ggml"
 	"logitscope/gguf"
 	"logitscope/ggufmodel"
 	"logitscope/llamacpp"
+	"logitscope/margins"
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
@@ -252,11 +256,15 @@ func maxDiff(a, b []float32) float64 {
 
 // typeMix names a file by its type mix, for the log.
 func typeMix(t testing.TB, ck *checkpoint.Checkpoint, path string) string {
+	return filepath.Base(path) + " (" + typeMixOf(t, ck, path) + ")"
+}
+
+func typeMixOf(t testing.TB, ck *checkpoint.Checkpoint, path string) string {
 	g, err := engine.OpenGGUF(ck, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Base(path) + " (" + g.TypeMix() + ")"
+	return g.TypeMix()
 }
 
 // checkpointOf writes preset (seed 0) to a temporary directory.
@@ -272,4 +280,97 @@ func checkpointOf(t testing.TB, preset string) *checkpoint.Checkpoint {
 	}
 	t.Cleanup(func() { ck.Close() })
 	return ck
+}
+
+var kldPreset = flag.String("kld.preset", "small-llama3", "the synthetic preset TestKLDNextToLlamaCpp quantizes (qwen2.5-0.5b for the real geometry: minutes)")
+
+// kldRow is one line of TestKLDNextToLlamaCpp's table.
+type kldRow struct {
+	file                string
+	ours, theirs, cross margins.Summary
+}
+
+// The KLD of each GGUF against the float reference, as logitscope
+// measures it (the Hugging Face checkpoint's float32 forward pass against
+// the GGUF's weights, both here) next to llama.cpp's own
+// --kl-divergence-style numbers (its F32 GGUF against the quantized one,
+// both in llama.cpp), on the same teacher-forced tokens. They measure the
+// same quantization through different arithmetic (llama.cpp rounds
+// activations to 8 bits in quantized matmuls), so they agree closely but
+// not exactly.
+func TestKLDNextToLlamaCpp(t *testing.T) {
+	h := llamacpp.Harness(t)
+	ck := checkpointOf(t, *kldPreset)
+	f32 := exportFile(t, ck, "f32")
+	ids := panelIDs(t, ck, 128)
+	vocab := ck.Config.VocabSize
+	ref := logits(rowsOf(t, ck, "", ids), vocab)
+	llamaRef := logits(h.Logits(t, f32, ids, llamacpp.LogitsOptions{F32KV: true})[:len(ids)-1], vocab)
+	var table []kldRow
+	for _, ftype := range []string{"Q8_0", "Q6_K", "Q4_K_M", "Q4_0"} {
+		path := filepath.Join(t.TempDir(), ftype+".gguf")
+		h.QuantizeModel(t, f32, path, ftype)
+		test := logits(rowsOf(t, ck, path, ids), vocab)
+		llamaTest := logits(h.Logits(t, path, ids, llamacpp.LogitsOptions{F32KV: true})[:len(ids)-1], vocab)
+		r := kldRow{file: ftype + " (" + typeMixOf(t, ck, path) + ")"}
+		for _, c := range []struct {
+			dst       *margins.Summary
+			ref, test *dump.Logits
+		}{{&r.ours, ref, test}, {&r.theirs, llamaRef, llamaTest}, {&r.cross, ref, llamaTest}} {
+			rep, err := margins.Compare(c.ref, c.test, ids[1:], margins.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			*c.dst = rep.Summary
+		}
+		table = append(table, r)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, %d teacher-forced positions; mean KLD (same top-1) against the float reference:\n", *kldPreset, len(ids)-1)
+	fmt.Fprintf(&b, "%-40s %-22s %-22s %s\n", "GGUF", "logitscope", "llama.cpp (its F32)", "llama.cpp vs HF float")
+	for _, r := range table {
+		cell := func(s margins.Summary) string { return fmt.Sprintf("%.5f (%.1f%%)", s.KLD.Value, 100*s.SameTop.Value) }
+		fmt.Fprintf(&b, "%-40s %-22s %-22s %s\n", r.file, cell(r.ours), cell(r.theirs), cell(r.cross))
+	}
+	t.Log("\n" + b.String())
+	for _, r := range table {
+		// llama.cpp's own activation rounding adds to its KLD; logitscope's
+		// measures the weights alone. Bounded both ways, with room for
+		// that residual on a random model.
+		if o, l := r.ours.KLD.Value, r.theirs.KLD.Value; o > 2*l+1e-4 || l > 2*o+1e-4 {
+			t.Errorf("%s: mean KLD %.5f here, %.5f in llama.cpp", r.file, o, l)
+		}
+	}
+}
+
+// rowsOf runs ids teacher-forced on the CPU: the checkpoint's own float
+// weights when path is "", else the GGUF's.
+func rowsOf(t testing.TB, ck *checkpoint.Checkpoint, path string, ids []int) [][]float32 {
+	t.Helper()
+	opt := engine.Options{Capacity: len(ids)}
+	if path != "" {
+		w, err := engine.OpenGGUF(ck, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.GGUF = w
+	}
+	e, err := engine.Open(ck, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	res, err := session.Drive(e, session.Request{Mode: session.Panel, Windows: [][]int{ids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Rows
+}
+
+func logits(rows [][]float32, vocab int) *dump.Logits {
+	l := &dump.Logits{Rows: len(rows), Vocab: vocab}
+	for _, r := range rows {
+		l.Data = append(l.Data, r[:vocab]...)
+	}
+	return l
 }

@@ -288,6 +288,8 @@ var kldPreset = flag.String("kld.preset", "small-llama3", "the synthetic preset 
 type kldRow struct {
 	file                string
 	ours, theirs, cross margins.Summary
+	resid               float64 // max |Δlogit| / max |logit|, logitscope against llama.cpp on the GGUF
+	flips               int     // argmax flips between the two on the GGUF
 }
 
 // The KLD of each GGUF against the float reference, as logitscope
@@ -310,9 +312,16 @@ func TestKLDNextToLlamaCpp(t *testing.T) {
 	for _, ftype := range []string{"Q8_0", "Q6_K", "Q4_K_M", "Q4_0"} {
 		path := filepath.Join(t.TempDir(), ftype+".gguf")
 		h.QuantizeModel(t, f32, path, ftype)
-		test := logits(rowsOf(t, ck, path, ids), vocab)
-		llamaTest := logits(h.Logits(t, path, ids, llamacpp.LogitsOptions{F32KV: true})[:len(ids)-1], vocab)
+		oursRows := rowsOf(t, ck, path, ids)
+		theirRows := h.Logits(t, path, ids, llamacpp.LogitsOptions{F32KV: true})[:len(ids)-1]
+		test, llamaTest := logits(oursRows, vocab), logits(theirRows, vocab)
 		r := kldRow{file: ftype + " (" + typeMixOf(t, ck, path) + ")"}
+		r.resid, r.flips = agreement(oursRows, theirRows)
+		for i, a := range oursRows {
+			if m := margin(a); session.Argmax(a) != session.Argmax(theirRows[i]) && m > 2*maxDiff(a, theirRows[i]) {
+				t.Errorf("%s row %d: argmax %d here, %d in llama.cpp, with a margin of %.3g", ftype, i, session.Argmax(a), session.Argmax(theirRows[i]), m)
+			}
+		}
 		for _, c := range []struct {
 			dst       *margins.Summary
 			ref, test *dump.Logits
@@ -327,10 +336,10 @@ func TestKLDNextToLlamaCpp(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %d teacher-forced positions; mean KLD (same top-1) against the float reference:\n", *kldPreset, len(ids)-1)
-	fmt.Fprintf(&b, "%-40s %-22s %-22s %s\n", "GGUF", "logitscope", "llama.cpp (its F32)", "llama.cpp vs HF float")
+	fmt.Fprintf(&b, "%-56s %-18s %-20s %-22s %s\n", "GGUF", "logitscope", "llama.cpp (its F32)", "llama.cpp vs HF float", "logitscope vs llama.cpp on the GGUF")
 	for _, r := range table {
 		cell := func(s margins.Summary) string { return fmt.Sprintf("%.5f (%.1f%%)", s.KLD.Value, 100*s.SameTop.Value) }
-		fmt.Fprintf(&b, "%-40s %-22s %-22s %s\n", r.file, cell(r.ours), cell(r.theirs), cell(r.cross))
+		fmt.Fprintf(&b, "%-56s %-18s %-20s %-22s %.2g of max |logit|, %d flips\n", r.file, cell(r.ours), cell(r.theirs), cell(r.cross), r.resid, r.flips)
 	}
 	t.Log("\n" + b.String())
 	for _, r := range table {

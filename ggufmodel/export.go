@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 
 	"logitscope/chat"
@@ -13,6 +12,7 @@ import (
 	"logitscope/gguf"
 	"logitscope/model"
 	"logitscope/quant"
+	"logitscope/safetensors"
 	"logitscope/tokenizer"
 	"logitscope/variant"
 )
@@ -108,17 +108,16 @@ func tensor(w model.Weights, v *variant.Variant, m mapping) (gguf.Tensor, error)
 			x[i] += m.shift
 		}
 		if m.interleaved > 0 {
-			x = interleave(x, len(x), 1, m.interleaved)
+			x = interleave(x, 1, m.interleaved)
 		}
-		return gguf.Tensor{Name: m.gguf, Dims: []uint64{uint64(len(x))}, Type: ggml.F32, Data: f32Bytes(x)}, nil
+		return gguf.Tensor{Name: m.gguf, Dims: []uint64{uint64(len(x))}, Type: ggml.F32, Data: safetensors.EncodeF32(x)}, nil
 	}
 	t, data, err := matrix(w, v, m.hf, shape, file)
 	if err != nil {
 		return gguf.Tensor{}, err
 	}
 	if m.interleaved > 0 {
-		rb := len(data) / shape[0]
-		data = interleaveBytes(data, shape[0], rb, m.interleaved)
+		data = interleave(data, len(data)/shape[0], m.interleaved)
 	}
 	return gguf.Tensor{Name: m.gguf, Dims: []uint64{uint64(shape[1]), uint64(shape[0])}, Type: t, Data: data}, nil
 }
@@ -149,7 +148,7 @@ func matrix(w model.Weights, v *variant.Variant, name string, shape []int, file 
 	rows, cols := shape[0], shape[1]
 	if v == nil {
 		x, _, err := w.Float32(name)
-		return ggml.F32, f32Bytes(x), err
+		return ggml.F32, safetensors.EncodeF32(x), err
 	}
 	ps := v.Pieces(name)
 	t, ok := schemeTypes[ps[0].Scheme]
@@ -158,14 +157,14 @@ func matrix(w model.Weights, v *variant.Variant, name string, shape []int, file 
 	}
 	if t == ggml.F32 {
 		x, _, err := w.Float32(name)
-		return t, f32Bytes(x), err
+		return t, safetensors.EncodeF32(x), err
 	}
 	rb, err := t.RowBytes(cols)
 	if err != nil {
 		// ggml blocks cannot pad a row as a group here can: F32 holds the
 		// same values (llama.cpp's quantizer falls back likewise).
 		x, _, err := w.Float32(name)
-		return ggml.F32, f32Bytes(x), err
+		return ggml.F32, safetensors.EncodeF32(x), err
 	}
 	data := make([]byte, 0, int64(rows)*rb)
 	for _, p := range ps {
@@ -204,35 +203,24 @@ func matrix(w model.Weights, v *variant.Variant, name string, shape []int, file 
 	return t, data, nil
 }
 
-// interleave is Uninterleave's inverse: HF row h·(hd/2) + i of each head
-// goes to row 2i + h, as llama.cpp's converter permutes Llama's q and k.
-func interleave(x []float32, rows, cols, hd int) []float32 {
-	out := make([]float32, len(x))
-	for r := 0; r < rows; r++ {
+// interleave is uninterleave's inverse on rows of width values: HF row
+// h·(hd/2) + i of each head goes to row 2i + h, as llama.cpp's converter
+// permutes Llama's q and k.
+func interleave[T any](x []T, width, hd int) []T {
+	return permuteRows(x, width, func(r int) int {
 		head, j := r/hd, r%hd
-		gg := head*hd + 2*(j%(hd/2)) + j/(hd/2)
-		copy(out[gg*cols:(gg+1)*cols], x[r*cols:(r+1)*cols])
-	}
-	return out
+		return head*hd + 2*(j%(hd/2)) + j/(hd/2)
+	})
 }
 
-// interleaveBytes is interleave on rows of rb encoded bytes.
-func interleaveBytes(data []byte, rows, rb, hd int) []byte {
-	out := make([]byte, len(data))
-	for r := 0; r < rows; r++ {
-		head, j := r/hd, r%hd
-		gg := head*hd + 2*(j%(hd/2)) + j/(hd/2)
-		copy(out[gg*rb:(gg+1)*rb], data[r*rb:(r+1)*rb])
+// permuteRows moves row r of x (rows of width values) to row to(r).
+func permuteRows[T any](x []T, width int, to func(int) int) []T {
+	out := make([]T, len(x))
+	for r := range len(x) / width {
+		dst := to(r)
+		copy(out[dst*width:(dst+1)*width], x[r*width:(r+1)*width])
 	}
 	return out
-}
-
-func f32Bytes(x []float32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, f := range x {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
 }
 
 // ropeFreqs is llama.cpp's rope_freqs tensor for Llama 3's scaling: the
@@ -245,7 +233,7 @@ func ropeFreqs(g model.Geometry) gguf.Tensor {
 	for i := range f {
 		f[i] = float32(float64(base[i]) / float64(scaled[i]))
 	}
-	return gguf.Tensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(len(f))}, Type: ggml.F32, Data: f32Bytes(f)}
+	return gguf.Tensor{Name: "rope_freqs.weight", Dims: []uint64{uint64(len(f))}, Type: ggml.F32, Data: safetensors.EncodeF32(f)}
 }
 
 // fileType is general.file_type (llama.h's llama_ftype) for the type most

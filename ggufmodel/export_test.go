@@ -1,59 +1,13 @@
-package ggufmodel
+package ggufmodel_test
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"logitscope/checkpoint"
 	"logitscope/ggml"
+	"logitscope/ggufmodel"
 	"logitscope/model"
-	"logitscope/quant"
-	"logitscope/synth"
-	"logitscope/variant"
 )
-
-// checkpointOf writes preset (seed 0) to a temporary directory.
-func checkpointOf(t testing.TB, preset string) *checkpoint.Checkpoint {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), preset)
-	if err := synth.Write(synth.Presets[preset], dir, synth.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
-	return ck
-}
-
-// export writes ck (or its variant of scheme; "f32" for none) as GGUF.
-func export(t testing.TB, ck *checkpoint.Checkpoint, scheme string) (string, *variant.Variant, *Exported) {
-	t.Helper()
-	var v *variant.Variant
-	if scheme != "f32" {
-		dir, err := variant.Ensure(ck, quant.Scheme(scheme), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v, err = variant.Open(dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), filepath.Base(ck.Dir)+"-"+scheme+".gguf")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	e, err := Export(f, ck, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, v, e
-}
 
 // Exporting and reading back gives every tensor's values bit for bit:
 // the checkpoint's own (F32) and each scheme's (Q8_0, Q4_0 hold their
@@ -73,7 +27,7 @@ func TestExportRoundTrip(t *testing.T) {
 				if e.Types[want] == 0 {
 					t.Fatalf("types %v: no %v tensor", e.Types, want)
 				}
-				w, err := Open(path, g)
+				w, err := ggufmodel.Open(path, g)
 				if err != nil {
 					t.Fatal(err)
 				}

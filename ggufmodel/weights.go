@@ -209,25 +209,22 @@ func (w *Weights) Float32(name string) ([]float32, []int, error) {
 	shape, _, _, _ := w.Shape(name)
 	if interleaved > 0 {
 		if len(shape) == 1 { // a bias: one value per row
-			rows, cols = len(out), 1
+			cols = 1
 		}
-		out = Uninterleave(out, rows, cols, interleaved)
+		out = uninterleave(out, cols, interleaved)
 	}
 	return out, shape, nil
 }
 
-// Uninterleave puts the rows of x (rows, cols) back in Hugging Face's
-// order: within each head of hd rows, llama.cpp's converter stored HF row
-// h·(hd/2) + i (h in {0, 1}) at row 2i + h, so that ggml's RoPE rotates
-// adjacent pairs.
-func Uninterleave(x []float32, rows, cols, hd int) []float32 {
-	out := make([]float32, len(x))
-	for r := 0; r < rows; r++ {
+// uninterleave puts the rows of x (rows of width values) back in Hugging
+// Face's order: within each head of hd rows, llama.cpp's converter stored
+// HF row h·(hd/2) + i (h in {0, 1}) at row 2i + h, so that ggml's RoPE
+// rotates adjacent pairs.
+func uninterleave[T any](x []T, width, hd int) []T {
+	return permuteRows(x, width, func(r int) int {
 		head, j := r/hd, r%hd
-		hf := head*hd + (j%2)*(hd/2) + j/2
-		copy(out[hf*cols:(hf+1)*cols], x[r*cols:(r+1)*cols])
-	}
-	return out
+		return head*hd + (j%2)*(hd/2) + j/2
+	})
 }
 
 // Types counts the file's tensors by type, as llama.cpp's loader prints

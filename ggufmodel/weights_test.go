@@ -1,8 +1,6 @@
-package ggufmodel
+package ggufmodel_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,62 +8,10 @@ import (
 
 	"logitscope/ggml"
 	"logitscope/gguf"
+	"logitscope/ggufmodel"
 	"logitscope/model"
 	"logitscope/tokenizer"
 )
-
-// rewrite copies the GGUF at path with its metadata and tensors edited.
-func rewrite(t *testing.T, path string, edit func(kv []gguf.KV, tensors []gguf.Tensor) ([]gguf.KV, []gguf.Tensor)) string {
-	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tensors []gguf.Tensor
-	for _, info := range f.Tensors {
-		data, err := f.ReadTensor(info)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tensors = append(tensors, gguf.Tensor{Name: info.Name, Dims: slices.Clone(info.Dims), Type: info.Type, Data: data})
-	}
-	kv, tensors := edit(slices.Clone(f.KV), tensors)
-	out := filepath.Join(t.TempDir(), "edited.gguf")
-	o, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	if err := gguf.Write(o, kv, tensors, 0); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// setKV replaces key's value (or adds it).
-func setKV(key string, v gguf.Value) func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
-	return func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
-		for i := range kv {
-			if kv[i].Key == key {
-				kv[i].Value = v
-				return kv, ts
-			}
-		}
-		return append(kv, gguf.KV{Key: key, Value: v}), ts
-	}
-}
-
-// editTensor applies fn to the tensor named name.
-func editTensor(name string, fn func(*gguf.Tensor)) func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
-	return func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
-		for i := range ts {
-			if ts[i].Name == name {
-				fn(&ts[i])
-			}
-		}
-		return kv, ts
-	}
-}
 
 // A file that is not the checkpoint's model is refused before anything
 // runs, the message naming the key or the tensor.
@@ -78,7 +24,7 @@ func TestOpenRefuses(t *testing.T) {
 	path, _, _ := export(t, ck, "q4")
 	for _, c := range []struct {
 		name string
-		edit func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor)
+		edit edit
 		want string
 	}{
 		{"another architecture", setKV("general.architecture", gguf.StringValue("qwen3")), `general.architecture is "qwen3"; the checkpoint is Qwen2ForCausalLM, which llama.cpp names "qwen2"`},
@@ -102,8 +48,8 @@ func TestOpenRefuses(t *testing.T) {
 		}), "tensor output_norm.weight: type I32 is not supported"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Open(rewrite(t, path, c.edit), g)
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "edited.gguf") {
+			_, err := ggufmodel.Open(rewrite(t, path, c.edit), g)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "edited-") {
 				t.Fatalf("err = %v, want one naming the file and %q", err, c.want)
 			}
 		})
@@ -123,7 +69,7 @@ func TestCheckTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	path, _, _ := export(t, ck, "f32")
-	w, err := Open(path, g)
+	w, err := ggufmodel.Open(path, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +79,7 @@ func TestCheckTokenizer(t *testing.T) {
 	f, _ := gguf.Open(path)
 	tokens, _ := f.Strings("tokenizer.ggml.tokens")
 	tokens[70] = "not-the-same"
-	w, err = Open(rewrite(t, path, setKV("tokenizer.ggml.tokens", gguf.StringsValue(tokens))), g)
+	w, err = ggufmodel.Open(rewrite(t, path, setKV("tokenizer.ggml.tokens", gguf.StringsValue(tokens))), g)
 	if err != nil {
 		t.Fatal(err)
 	}

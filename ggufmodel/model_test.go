@@ -2,7 +2,9 @@ package ggufmodel
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +14,7 @@ import (
 
 	"logitscope/chat"
 	"logitscope/checkpoint"
+	"logitscope/ggml"
 	"logitscope/gguf"
 	"logitscope/model"
 	"logitscope/synth"
@@ -180,20 +183,26 @@ func TestOpenModelCache(t *testing.T) {
 	}
 }
 
-// metadataFile writes a GGUF file of kv and no tensors, as a tokenizer's
-// keys alone make one.
-func metadataFile(t *testing.T, kv []gguf.KV) *gguf.File {
+// writeGGUF writes kv and tensors as a GGUF file.
+func writeGGUF(t *testing.T, kv []gguf.KV, tensors []gguf.Tensor) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tokenizer.gguf")
+	path := filepath.Join(t.TempDir(), "m.gguf")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := gguf.Write(f, kv, nil, 0); err != nil {
+	if err := gguf.Write(f, kv, tensors, 0); err != nil {
 		t.Fatal(err)
 	}
-	g, err := gguf.Open(path)
+	return path
+}
+
+// metadataFile writes a GGUF file of kv and no tensors, as a tokenizer's
+// keys alone make one.
+func metadataFile(t *testing.T, kv []gguf.KV) *gguf.File {
+	t.Helper()
+	g, err := gguf.Open(writeGGUF(t, kv, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,5 +306,217 @@ func TestTokenizerSplits(t *testing.T) {
 			got, cfg := derive(t, orig, chat.TemplateConfig{}, pre)
 			sameEncoding(t, tok, got, chat.TemplateConfig{}, cfg, strs)
 		})
+	}
+}
+
+// edited rewrites the GGUF at path through edit, which may change its
+// pairs and tensors.
+func edited(t *testing.T, path string, edit func(kv []gguf.KV, tensors []gguf.Tensor) ([]gguf.KV, []gguf.Tensor)) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []gguf.Tensor
+	for _, info := range f.Tensors {
+		data, err := f.ReadTensor(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors = append(tensors, gguf.Tensor{Name: info.Name, Dims: info.Dims, Type: info.Type, Data: data})
+	}
+	kv, tensors := edit(slices.Clone(f.KV), tensors)
+	return writeGGUF(t, kv, tensors)
+}
+
+// set replaces key's value, or appends the pair.
+func set(key string, v gguf.Value) func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+	return func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+		if i := slices.IndexFunc(kv, func(p gguf.KV) bool { return p.Key == key }); i >= 0 {
+			kv[i].Value = v
+			return kv, ts
+		}
+		return append(kv, gguf.KV{Key: key, Value: v}), ts
+	}
+}
+
+// drop removes key.
+func drop(key string) func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+	return func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+		return slices.DeleteFunc(kv, func(p gguf.KV) bool { return p.Key == key }), ts
+	}
+}
+
+// OpenModel refuses what the metadata cannot tell or the engines do not
+// run, naming the file and the key or tensor: every required key and
+// type, architectures, tokenizers and splits other than those that open,
+// a vocabulary whose tokens and embedding rows disagree, and what a
+// forward pass here would compute otherwise than llama.cpp.
+func TestOpenModelRefusals(t *testing.T) {
+	t.Setenv("LOGITSCOPE_CACHE", t.TempDir())
+	files := map[string]string{}
+	for _, preset := range []string{"tiny", "tiny-llama3"} {
+		files[preset], _, _ = export(t, checkpointOf(t, preset), "f32")
+	}
+	tokens := func(n int) func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+		return func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+			i := slices.IndexFunc(kv, func(p gguf.KV) bool { return p.Key == "tokenizer.ggml.tokens" })
+			kv[i].Value = gguf.StringsValue(kv[i].Value.Any().([]string)[:n])
+			return kv, ts
+		}
+	}
+	ropeFreqs := func(scale float32) func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+		return func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+			i := slices.IndexFunc(ts, func(t gguf.Tensor) bool { return t.Name == "rope_freqs.weight" })
+			x := make([]float32, len(ts[i].Data)/4)
+			for j := range x {
+				x[j] = math.Float32frombits(binary.LittleEndian.Uint32(ts[i].Data[4*j:]))
+				if x[j] > 1 && x[j] < 8 {
+					x[j] *= scale
+				}
+			}
+			ts[i].Data = f32Bytes(x)
+			return kv, ts
+		}
+	}
+	for _, c := range []struct {
+		name, preset string
+		edit         func([]gguf.KV, []gguf.Tensor) ([]gguf.KV, []gguf.Tensor)
+		want         []string
+	}{
+		{"missing key", "tiny", drop("qwen2.block_count"), []string{`no key "qwen2.block_count"`}},
+		{"missing rms epsilon", "tiny", drop("qwen2.attention.layer_norm_rms_epsilon"), []string{`"qwen2.attention.layer_norm_rms_epsilon"`}},
+		{"wrong type", "tiny", set("qwen2.embedding_length", gguf.StringValue("64")), []string{`"qwen2.embedding_length" is STRING`}},
+		{"zero", "tiny", set("qwen2.context_length", gguf.Uint32Value(0)), []string{"qwen2.context_length is 0"}},
+		{"too large", "tiny", set("qwen2.block_count", gguf.Uint32Value(1<<20)), []string{"qwen2.block_count is 1048576, outside 1…4096"}},
+		{"unknown architecture", "tiny", set("general.architecture", gguf.StringValue("phi3")), []string{`general.architecture "phi3" is not supported`}},
+		{"SentencePiece", "tiny", set("tokenizer.ggml.model", gguf.StringValue("llama")), []string{`tokenizer.ggml.model "llama" is not supported`}},
+		{"WordPiece", "tiny", set("tokenizer.ggml.model", gguf.StringValue("bert")), []string{`tokenizer.ggml.model "bert"`}},
+		{"unknown split", "tiny", set("tokenizer.ggml.pre", gguf.StringValue("falcon3")), []string{`tokenizer.ggml.pre "falcon3" is not supported`, "qwen2"}},
+		{"converter's fallback split", "tiny", set("tokenizer.ggml.pre", gguf.StringValue("default")), []string{`tokenizer.ggml.pre "default"`}},
+		{"no split", "tiny", drop("tokenizer.ggml.pre"), []string{`no key "tokenizer.ggml.pre"`}},
+		{"no token types", "tiny", drop("tokenizer.ggml.token_type"), []string{`no key "tokenizer.ggml.token_type"`}},
+		{"no merges", "tiny", drop("tokenizer.ggml.merges"), []string{`no key "tokenizer.ggml.merges"`}},
+		{"vocabulary", "tiny", tokens(100), []string{"tokenizer.ggml.tokens has 100 tokens but token_embd.weight has"}},
+		{"vocab_size", "tiny", set("qwen2.vocab_size", gguf.Uint32Value(7)), []string{"qwen2.vocab_size is 7 but token_embd.weight has"}},
+		{"token type", "tiny", func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+			i := slices.IndexFunc(kv, func(p gguf.KV) bool { return p.Key == "tokenizer.ggml.token_type" })
+			types := slices.Clone(kv[i].Value.Any().([]int32))
+			types[0] = 6 // BYTE, SentencePiece's
+			kv[i].Value = gguf.Int32sValue(types)
+			return kv, ts
+		}, []string{"tokenizer.ggml.token_type[0]", "is 6"}},
+		{"token types' length", "tiny", set("tokenizer.ggml.token_type", gguf.Int32sValue([]int32{1})), []string{"tokenizer.ggml.token_type has 1 entries"}},
+		{"merge", "tiny", set("tokenizer.ggml.merges", gguf.StringsValue([]string{"Ġ"})), []string{"tokenizer.ggml.merges[0]"}},
+		{"eos outside", "tiny", set("tokenizer.ggml.eos_token_id", gguf.Uint32Value(99999)), []string{"tokenizer.ggml.eos_token_id is 99999"}},
+		{"YaRN", "tiny", set("qwen2.rope.scaling.type", gguf.StringValue("yarn")), []string{`qwen2.rope.scaling.type "yarn" is not supported`}},
+		{"value length", "tiny", set("qwen2.attention.value_length", gguf.Uint32Value(32)), []string{"qwen2.attention.value_length is 32"}},
+		{"partial RoPE", "tiny", set("qwen2.rope.dimension_count", gguf.Uint32Value(8)), []string{"qwen2.rope.dimension_count is 8"}},
+		{"non-causal", "tiny", set("qwen2.attention.causal", gguf.BoolValue(false)), []string{"qwen2.attention.causal is false"}},
+		{"softcapping", "tiny", set("qwen2.final_logit_softcapping", gguf.Float32Value(30)), []string{"qwen2.final_logit_softcapping is 30"}},
+		{"experts on a dense architecture", "tiny", set("qwen2.expert_count", gguf.Uint32Value(8)), []string{"qwen2.expert_count is 8"}},
+		{"shape", "tiny", set("qwen2.feed_forward_length", gguf.Uint32Value(96)), []string{"tensor blk.0.ffn_gate.weight has shape"}},
+		{"rope_freqs elsewhere", "tiny", func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+			return kv, append(ts, gguf.Tensor{Name: "rope_freqs.weight", Dims: []uint64{8}, Type: ggml.F32, Data: make([]byte, 32)})
+		}, []string{"tensor rope_freqs.weight: llama.cpp's qwen2 does not read one"}},
+		{"rope_freqs not Llama 3's", "tiny-llama3", ropeFreqs(1.01), []string{"tensor rope_freqs.weight: its factors are not Llama 3's RoPE scaling"}},
+		{"rope_freqs beside a linear factor", "tiny-llama3", set("llama.rope.scaling.factor", gguf.Float32Value(2)), []string{"rope_freqs.weight beside llama.rope.scaling.factor"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := edited(t, files[c.preset], c.edit)
+			_, err := OpenModel(path)
+			if err == nil {
+				t.Fatal("opened")
+			}
+			t.Log(err)
+			for _, w := range append(c.want, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Gemma 3's metadata gives the geometry llama.cpp runs: the model's own
+// but for what its GGUF does not hold and llama.cpp decides, the
+// attention scale (key_length^-½ instead of query_pre_attn_scalar's,
+// hidden/heads for the 62-layer 27B) and the embedding scale (√hidden
+// in float32, not rounded to the checkpoint's bfloat16); without
+// attention.sliding_window every layer is global. Its tokenizer is
+// SentencePiece, so the file opens for its Config only.
+func TestConfigGemma3(t *testing.T) {
+	ck := checkpointOf(t, "tiny-gemma3")
+	hf, err := model.GeometryOf(ck.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := []gguf.KV{{Key: "general.architecture", Value: gguf.StringValue("gemma3")}}
+	u32 := func(k string, v int) {
+		kv = append(kv, gguf.KV{Key: "gemma3." + k, Value: gguf.Uint32Value(uint32(v))})
+	}
+	f32 := func(k string, v float64) {
+		kv = append(kv, gguf.KV{Key: "gemma3." + k, Value: gguf.Float32Value(float32(v))})
+	}
+	u32("context_length", hf.MaxPos)
+	u32("embedding_length", hf.Dim)
+	u32("feed_forward_length", hf.Intermediate)
+	u32("attention.head_count", hf.Heads)
+	u32("attention.head_count_kv", hf.KVHeads)
+	u32("attention.key_length", hf.HeadDim)
+	u32("attention.value_length", hf.HeadDim)
+	f32("attention.layer_norm_rms_epsilon", float64(hf.NormEps))
+	f32("rope.freq_base", hf.RopeTheta)
+	kv = append(kv, gguf.KV{Key: "tokenizer.ggml.model", Value: gguf.StringValue("llama")},
+		gguf.KV{Key: "tokenizer.ggml.tokens", Value: gguf.StringsValue(make([]string, hf.Vocab))})
+	embed := gguf.Tensor{Name: "token_embd.weight", Dims: []uint64{uint64(hf.Dim), uint64(hf.Vocab)}, Type: ggml.F32, Data: make([]byte, 4*hf.Dim*hf.Vocab)}
+	swa := func(kv []gguf.KV) []gguf.KV {
+		return append(kv, gguf.KV{Key: "gemma3.attention.sliding_window", Value: gguf.Uint32Value(uint32(hf.Window[0]))},
+			gguf.KV{Key: "gemma3.attention.sliding_window_pattern", Value: gguf.Uint32Value(3)},
+			gguf.KV{Key: "gemma3.rope.freq_base_swa", Value: gguf.Float32Value(float32(hf.LocalRopeTheta))})
+	}
+	llamaCpp := hf
+	llamaCpp.QueryPreAttnScalar = float64(hf.HeadDim)
+	llamaCpp.EmbedScale = float32(math.Sqrt(float64(hf.Dim)))
+	global := llamaCpp
+	global.Window = []int{0, 0, 0}
+	cut := llamaCpp
+	cut.NumLayers, cut.QueryPreAttnScalar = 62, float64(hf.Dim/hf.Heads)
+	cut.Window = make([]int, 62)
+	for i := range cut.Window {
+		if (i+1)%3 != 0 {
+			cut.Window[i] = hf.Window[0]
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		layers int
+		kv     []gguf.KV
+		want   model.Geometry
+	}{
+		{"sliding", 3, swa(slices.Clone(kv)), llamaCpp},
+		{"global", 3, slices.Clone(kv), global},
+		{"27B's scale", 62, swa(slices.Clone(kv)), cut},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := gguf.Open(writeGGUF(t, append(c.kv, gguf.KV{Key: "gemma3.block_count", Value: gguf.Uint32Value(uint32(c.layers))}), []gguf.Tensor{embed}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _, err := Config(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := model.GeometryOf(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, c.want) {
+				t.Fatalf("geometry\n%+v\nwant\n%+v", g, c.want)
+			}
+		})
+	}
+	if llamaCpp.QueryPreAttnScalar == hf.QueryPreAttnScalar || llamaCpp.EmbedScale == hf.EmbedScale {
+		t.Fatal("tiny-gemma3 no longer shows where llama.cpp's Gemma 3 differs")
 	}
 }

@@ -36,6 +36,9 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
+	if ck.GGUF != "" {
+		return fmt.Errorf("%s is a GGUF file, whose weights llama.cpp already quantized: quantize the Hugging Face checkpoint it was converted from (and compare the two with capture --variant %s)", ck.GGUF, ck.GGUF)
+	}
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))
 	}

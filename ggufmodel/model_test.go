@@ -520,3 +520,63 @@ func TestConfigGemma3(t *testing.T) {
 		t.Fatal("tiny-gemma3 no longer shows where llama.cpp's Gemma 3 differs")
 	}
 }
+
+// llama3Scaling solves the stored factors back into the rope_scaling they
+// were computed from, for Llama 3.1 and 3.2's real parameters and the
+// tiny preset's, whether the factors were computed as Export computes
+// them (float32 frequencies, ours) or as llama.cpp's converter does (the
+// blend in float64), which differ in the last bits.
+func TestLlama3Scaling(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		theta  float64
+		hd     int
+		factor float64
+		orig   int
+	}{
+		{"tiny-llama3", 5e5, 16, 8, 64},
+		{"Llama 3.2 1B", 5e5, 64, 32, 8192},
+		{"Llama 3.1 8B", 5e5, 128, 8, 8192},
+	} {
+		r := model.RopeScaling{Type: "llama3", Factor: c.factor, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: c.orig}
+		ours := ropeFreqs(model.Geometry{RopeTheta: c.theta, HeadDim: c.hd, Rope: r})
+		// The converter's: the float32 frequencies, the blend in float64.
+		var conv []float32
+		for _, v := range (model.Geometry{RopeTheta: c.theta, HeadDim: c.hd}).InvFreq() {
+			wavelen := 2 * math.Pi / float64(v)
+			f := c.factor
+			switch {
+			case wavelen < float64(c.orig)/4:
+				f = 1
+			case wavelen <= float64(c.orig):
+				smooth := (float64(c.orig)/wavelen - 1) / 3
+				f = 1 / ((1-smooth)/c.factor + smooth)
+			}
+			conv = append(conv, float32(f))
+		}
+		diff := 0.0
+		for i, f := range conv {
+			o := math.Float32frombits(binary.LittleEndian.Uint32(ours.Data[4*i:]))
+			diff = max(diff, math.Abs(float64(o)-float64(f))/float64(f))
+		}
+		t.Logf("%s: ours and the converter's factors differ by %.2g at most (relative)", c.name, diff)
+		for name, data := range map[string][]byte{"ours": ours.Data, "converter's": f32Bytes(conv)} {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				path := writeGGUF(t, nil, []gguf.Tensor{{Name: "rope_freqs.weight", Dims: []uint64{uint64(c.hd / 2)}, Type: ggml.F32, Data: data}})
+				f, err := gguf.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := llama3Scaling(f, c.theta, c.hd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]any{"rope_type": "llama3", "factor": c.factor, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+					"original_max_position_embeddings": c.orig}
+				if !reflect.DeepEqual(s, want) {
+					t.Fatalf("%v, want %v", s, want)
+				}
+			})
+		}
+	}
+}

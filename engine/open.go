@@ -147,8 +147,8 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 		return nil, nil
 	}
 	if ck.GGUF != "" {
-		return nil, fmt.Errorf("variant %s: the model %s is a GGUF file, whose weights are already quantized as llama.cpp chose: "+
-			"quantize the Hugging Face checkpoint it was converted from instead (logitscope quantize --model DIR), or compare another GGUF file (--variant OTHER.gguf)", name, ck.GGUF)
+		return nil, fmt.Errorf("variant %s: the model %s is a GGUF file, which has no logitscope variants (they quantize a Hugging Face checkpoint's weights): "+
+			"quantize the checkpoint it was converted from instead (logitscope quantize --model DIR), or compare another GGUF file (--variant OTHER.gguf)", name, ck.GGUF)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no variant at %s: run logitscope quantize --model %s --scheme %s", dir, ck.Dir, filepath.Base(dir))

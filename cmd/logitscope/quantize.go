@@ -37,7 +37,7 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	}
 	defer ck.Close()
 	if ck.GGUF != "" {
-		return fmt.Errorf("%s is a GGUF file, whose weights llama.cpp already quantized: quantize the Hugging Face checkpoint it was converted from (and compare the two with capture --variant %s)", ck.GGUF, ck.GGUF)
+		return fmt.Errorf("%s is a GGUF file: quantize reads a Hugging Face checkpoint's weights, not llama.cpp's tensors; quantize the checkpoint it was converted from instead", ck.GGUF)
 	}
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))

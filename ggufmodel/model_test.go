@@ -407,6 +407,21 @@ func TestOpenModelRefusals(t *testing.T) {
 			return kv, ts
 		}, []string{"tokenizer.ggml.token_type[0]", "is 6"}},
 		{"token types' length", "tiny", set("tokenizer.ggml.token_type", gguf.Int32sValue([]int32{1})), []string{"tokenizer.ggml.token_type has 1 entries"}},
+		{"special token spelled as a vocabulary token", "tiny", func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
+			for i := range kv {
+				switch kv[i].Key {
+				case "tokenizer.ggml.tokens":
+					tokens := slices.Clone(kv[i].Value.Any().([]string))
+					tokens[len(tokens)-1] = tokens[0]
+					kv[i].Value = gguf.StringsValue(tokens)
+				case "tokenizer.ggml.token_type":
+					types := slices.Clone(kv[i].Value.Any().([]int32))
+					types[len(types)-1] = tokenControl
+					kv[i].Value = gguf.Int32sValue(types)
+				}
+			}
+			return kv, ts
+		}, []string{"its derived tokenizer.json", "has id 511, but model.vocab gives it 0"}},
 		{"merge", "tiny", set("tokenizer.ggml.merges", gguf.StringsValue([]string{"Ġ"})), []string{"tokenizer.ggml.merges[0]"}},
 		{"eos outside", "tiny", set("tokenizer.ggml.eos_token_id", gguf.Uint32Value(99999)), []string{"tokenizer.ggml.eos_token_id is 99999"}},
 		{"YaRN", "tiny", set("qwen2.rope.scaling.type", gguf.StringValue("yarn")), []string{`qwen2.rope.scaling.type "yarn" is not supported`}},

@@ -94,6 +94,27 @@ type addedJSON struct {
 // the file does not say) and tokenizer.chat_template. Anything else is
 // refused, naming the file and the key.
 func TokenizerFiles(f *gguf.File) (tokJSON, configJSON []byte, err error) {
+	if tokJSON, configJSON, err = tokenizerFiles(f); err != nil {
+		return nil, nil, err
+	}
+	return tokJSON, configJSON, checkTokenizerFiles(f, tokJSON, configJSON)
+}
+
+// checkTokenizerFiles parses what tokenizerFiles wrote, as the tokenizer
+// and chat packages will, so that a file they refuse is refused naming
+// the GGUF file.
+func checkTokenizerFiles(f *gguf.File, tokJSON, configJSON []byte) error {
+	if _, err := tokenizer.Parse(tokJSON, f.Path+" (its derived tokenizer.json)"); err != nil {
+		return err
+	}
+	if _, err := chat.ParseConfig(configJSON); err != nil {
+		return fmt.Errorf("%s (its derived tokenizer_config.json): %w", f.Path, err)
+	}
+	return nil
+}
+
+// tokenizerFiles is TokenizerFiles without the final check.
+func tokenizerFiles(f *gguf.File) (tokJSON, configJSON []byte, err error) {
 	kind, err := f.String("tokenizer.ggml.model")
 	if err != nil {
 		return nil, nil, err
@@ -187,14 +208,8 @@ func TokenizerFiles(f *gguf.File) (tokJSON, configJSON []byte, err error) {
 	if tokJSON, err = json.Marshal(doc); err != nil {
 		return nil, nil, err
 	}
-	if _, err := tokenizer.Parse(tokJSON, f.Path+" (its derived tokenizer.json)"); err != nil {
-		return nil, nil, err
-	}
 	if configJSON, err = json.MarshalIndent(cfg, "", "  "); err != nil {
 		return nil, nil, err
-	}
-	if _, err := chat.ParseConfig(configJSON); err != nil {
-		return nil, nil, fmt.Errorf("%s (its derived tokenizer_config.json): %w", f.Path, err)
 	}
 	return tokJSON, append(configJSON, '\n'), nil
 }

@@ -38,7 +38,7 @@ type Capture struct {
 	session.Result
 	Variant  string        // the variant's label: f32, a scheme, or a directory's name
 	Manifest string        // the variant's manifest seal; "" for f32
-	GGUF     *receipt.GGUF // the variant is a GGUF file
+	GGUF     *receipt.GGUF // the weights are a GGUF file (the variant, or the model itself)
 	Policy   string        // the variant's quantization policy; "" for all matrices
 	Device   string        // "cpu", "gpu: <adapter>", "wasm+gpu: <adapter>", "wasm+cpu"
 	Took     time.Duration // the request, once the model was loaded
@@ -48,7 +48,10 @@ type Capture struct {
 }
 
 // Run runs req on the variant of ck that variantName names (f32, q8, q6,
-// q4 or a variant directory: engine.VariantDir).
+// q4, a variant directory: engine.VariantDir; or a GGUF file). A model
+// opened from a GGUF file (ck.GGUF) runs the file's own weights for f32,
+// or another GGUF file; it runs natively, as engine.wasm does not read
+// GGUF files.
 func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt Options) (*Capture, error) {
 	if opt.Log == nil {
 		opt.Log = io.Discard
@@ -62,14 +65,29 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	// before anything runs, and its seal (a GGUF's sha256) goes into the
 	// receipt.
 	eo := engine.Options{Capacity: req.Capacity(), Progress: progress(opt.Log)}
-	if engine.IsGGUF(variantName) {
+	switch {
+	case engine.IsGGUF(variantName):
 		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
 			return nil, err
 		}
-		if c.GGUF, err = ggufReceipt(eo.GGUF); err != nil {
+		sum, err := checkpoint.FileSHA256(variantName)
+		if err != nil {
 			return nil, err
 		}
-	} else {
+		c.GGUF = ggufReceipt(eo.GGUF, sum)
+	case ck.GGUF != "" && engine.VariantDir(ck.Dir, variantName) == "":
+		// A model opened from a GGUF file runs its own weights: the
+		// receipt names and describes the file as for a GGUF variant, and
+		// its sha256 is the model's fingerprint.
+		if eo.GGUF, err = ggufmodel.Open(ck.GGUF, g); err != nil {
+			return nil, err
+		}
+		sum, err := ck.Fingerprint()
+		if err != nil {
+			return nil, err
+		}
+		c.GGUF, c.Variant = ggufReceipt(eo.GGUF, sum), eo.GGUF.Name()
+	default:
 		if eo.Variant, err = engine.OpenVariant(ck, variantName); err != nil {
 			return nil, err
 		}
@@ -78,12 +96,16 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 		}
 	}
 	rt := opt.Runtime
-	if rt == "auto" || rt == "" {
+	switch {
+	case (rt == "auto" || rt == "") && eo.GGUF != nil:
+		rt = "native"
+		fmt.Fprintf(opt.Log, "runtime: native (engine.wasm does not read GGUF files)\n")
+	case rt == "auto" || rt == "":
 		rt = AutoRuntime(opt, ownVariant(ck, variantName))
 	}
 	switch {
 	case rt == "wasm" && eo.GGUF != nil:
-		err = fmt.Errorf("%s: engine.wasm does not read GGUF files yet: use --runtime native", variantName)
+		err = fmt.Errorf("%s: engine.wasm does not read GGUF files yet: use --runtime native", eo.GGUF.File.Path)
 	case rt == "wasm":
 		err = runWasm(ck, variantName, req, opt, c)
 	case rt == "native":
@@ -97,17 +119,14 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	return c, nil
 }
 
-// ggufReceipt is what a receipt records of a GGUF file.
-func ggufReceipt(w *ggufmodel.Weights) (*receipt.GGUF, error) {
-	sum, err := checkpoint.FileSHA256(w.File.Path)
-	if err != nil {
-		return nil, err
-	}
+// ggufReceipt is what a receipt records of a GGUF file whose sha256 is
+// sum.
+func ggufReceipt(w *ggufmodel.Weights, sum string) *receipt.GGUF {
 	types := map[string]int{}
 	for t, n := range w.Types() {
 		types[t.String()] = n
 	}
-	return &receipt.GGUF{SHA256: sum, Types: types}, nil
+	return &receipt.GGUF{SHA256: sum, Types: types}
 }
 
 // runNative runs req on the Go engine, on the device opt asks for.

@@ -1,5 +1,7 @@
 // Package checkpoint opens a Hugging Face model directory: config.json,
-// generation_config.json, tokenizer files and one or more safetensors shards.
+// generation_config.json, tokenizer files and one or more safetensors shards
+// (or, for a model opened from a llama.cpp GGUF file, those files derived
+// from its metadata and the file itself as the weights: OpenDerived).
 package checkpoint
 
 import (
@@ -18,6 +20,12 @@ type Checkpoint struct {
 	Dir        string
 	Config     Config
 	Generation GenerationConfig
+	// GGUF is the llama.cpp file holding the weights when the model was
+	// opened from one (OpenDerived): Dir then holds only the config and
+	// tokenizer files derived from its metadata, there are no shards, and
+	// the engines read the weights from the file. "" for a Hugging Face
+	// checkpoint.
+	GGUF string
 
 	shards  []*safetensors.File          // sorted by path
 	tensors map[string]*safetensors.File // tensor name → shard holding it
@@ -31,8 +39,35 @@ func Open(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Checkpoint{Dir: dir}
+	c, err := openConfigs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.openShards(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
 
+// OpenDerived opens dir's config.json and generation_config.json as the
+// model whose weights are the GGUF file at gguf: a llama.cpp file opened
+// as a model by itself, whose metadata package ggufmodel translated into
+// those files (and the tokenizer's) in dir. It has no safetensors shards;
+// its Fingerprint is the GGUF file's sha256.
+func OpenDerived(dir, gguf string) (*Checkpoint, error) {
+	c, err := openConfigs(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.GGUF = gguf
+	c.tensors = map[string]*safetensors.File{}
+	return c, nil
+}
+
+// openConfigs reads dir's config.json and generation_config.json.
+func openConfigs(dir string) (*Checkpoint, error) {
+	c := &Checkpoint{Dir: dir}
 	cfgPath := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -52,12 +87,16 @@ func Open(path string) (*Checkpoint, error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, pathError(err)
 	}
-
-	if err := c.openShards(); err != nil {
-		c.Close()
-		return nil, err
-	}
 	return c, nil
+}
+
+// Source is the path the model was opened from, for messages: the GGUF
+// file, else Dir.
+func (c *Checkpoint) Source() string {
+	if c.GGUF != "" {
+		return c.GGUF
+	}
+	return c.Dir
 }
 
 // Names lists every tensor across shards, sorted.
@@ -83,7 +122,10 @@ func (c *Checkpoint) Info(name string) (safetensors.TensorInfo, string, bool) {
 
 func (c *Checkpoint) lookup(name string) (*safetensors.File, safetensors.TensorInfo, error) {
 	f, ok := c.tensors[name]
-	if !ok {
+	switch {
+	case !ok && c.GGUF != "":
+		return nil, safetensors.TensorInfo{}, fmt.Errorf("checkpoint: %s: no safetensors tensor %q: the weights are the GGUF file's", c.GGUF, name)
+	case !ok:
 		return nil, safetensors.TensorInfo{}, fmt.Errorf("checkpoint: %s: no tensor %q", c.Dir, name)
 	}
 	info, _ := f.Info(name)

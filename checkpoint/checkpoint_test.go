@@ -124,6 +124,33 @@ func TestOpenSingleFile(t *testing.T) {
 	}
 }
 
+// A directory of derived files opens with the GGUF file as its weights:
+// no tensors of its own, errors that say where the weights are, and the
+// file's plain sha256 as the fingerprint.
+func TestOpenDerived(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "config.json"), tinyConfig)
+	writeFile(t, filepath.Join(dir, "generation_config.json"), `{"eos_token_id":2}`)
+	gguf := filepath.Join(t.TempDir(), "m.gguf")
+	writeFile(t, gguf, "GGUF bytes")
+	c, err := OpenDerived(dir, gguf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GGUF != gguf || c.Source() != gguf || len(c.Names()) != 0 || !slices.Equal(c.Generation.EOSTokenIDs, []int{2}) {
+		t.Errorf("GGUF %q, Source %q, Names %v, Generation %+v", c.GGUF, c.Source(), c.Names(), c.Generation)
+	}
+	_, _, err = c.Float32("model.norm.weight")
+	wantErr(t, err, gguf, `no safetensors tensor "model.norm.weight"`, "the GGUF file's")
+	fp, err := c.Fingerprint()
+	if want, _ := FileSHA256(gguf); err != nil || fp != want {
+		t.Errorf("Fingerprint = %q, %v; want the file's sha256 %s", fp, err, want)
+	}
+	if _, err := OpenDerived(t.TempDir(), gguf); err == nil {
+		t.Error("a directory without config.json opened")
+	}
+}
+
 func TestOpenSharded(t *testing.T) {
 	s1, s2 := "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
 	dir := modelDir(t, t.TempDir(), map[string][]safetensors.Tensor{

@@ -15,9 +15,20 @@ import (
 // a text becomes, and receipts record the ids themselves.
 // It is computed once: a capture needs it to verify a variant and again
 // for its receipt, and it reads every weight byte.
+//
+// A model opened from a GGUF file (OpenDerived) is fingerprinted as the
+// plain sha256 of that file: its metadata holds the config, so the file
+// alone fixes the numbers, and the sum is the one `sha256sum` prints and
+// model hubs list. The derived files are left out: they are a function of
+// the file and of this program's version, not of the model.
 func (c *Checkpoint) Fingerprint() (string, error) {
 	if c.fp != "" {
 		return c.fp, nil
+	}
+	if c.GGUF != "" {
+		fp, err := FileSHA256(c.GGUF)
+		c.fp = fp
+		return fp, err
 	}
 	files := []string{filepath.Join(c.Dir, "config.json")}
 	for _, f := range c.shards {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"logitscope/checkpoint"
@@ -105,4 +106,46 @@ func ggufOf(t *testing.T, preset, scheme string) (*checkpoint.Checkpoint, string
 		t.Fatal(err)
 	}
 	return ck, path
+}
+
+// A model opened from a GGUF file (ggufmodel.OpenModel) runs the file's
+// weights by default: engine.Open with no variant gives, bit for bit, the
+// logits of the same file run as a variant of the checkpoint it was
+// exported from (Llama 3's interleaved rows and rope_freqs, a mixture's
+// stacked experts).
+func TestGGUFModelRunsItsFile(t *testing.T) {
+	t.Setenv("LOGITSCOPE_CACHE", t.TempDir())
+	for _, c := range []struct{ preset, scheme string }{{"tiny-llama3", "q4"}, {"tiny-qwen2-moe", "q8"}} {
+		t.Run(c.preset, func(t *testing.T) {
+			ck, path := ggufOf(t, c.preset, c.scheme)
+			m, err := ggufmodel.OpenModel(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := engine.OpenGGUF(ck, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []int{3, 141, 59, 26, 5, 358, 97, 93, 238, 46}
+			var rows [2][][]float32
+			for i, open := range []func() (engine.Engine, error){
+				func() (engine.Engine, error) { return engine.Open(m, engine.Options{Capacity: 16}) },
+				func() (engine.Engine, error) { return engine.Open(ck, engine.Options{GGUF: w, Capacity: 16}) },
+			} {
+				e, err := open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				if rows[i], err = session.Forward(e, ids, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for r := range rows[0] {
+				if !slices.Equal(rows[0][r], rows[1][r]) {
+					t.Fatalf("row %d: the GGUF model's logits differ from its file's as a variant", r)
+				}
+			}
+		})
+	}
 }

@@ -37,13 +37,19 @@ type Options struct {
 	MaxPieceBytes int64
 }
 
-// Open checks the weights (the variant's, else the checkpoint's) against
-// the checkpoint's geometry, then loads them on the device or the CPU: the
+// Open checks the weights (the variant's, else the checkpoint's: a model
+// opened from a GGUF file, ck.GGUF, runs that file's) against the
+// checkpoint's geometry, then loads them on the device or the CPU: the
 // GPU uploads them as stored, the CPU decodes them to float32.
 func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
+	}
+	if opt.Variant == nil && opt.GGUF == nil && ck.GGUF != "" {
+		if opt.GGUF, err = ggufmodel.Open(ck.GGUF, g); err != nil {
+			return nil, err
+		}
 	}
 	src, w := gpuengine.CheckpointSource(ck), model.CheckpointWeights(ck)
 	switch {
@@ -133,11 +139,16 @@ func VariantDir(modelDir, name string) string {
 // OpenVariant opens the variant a name stands for (VariantDir) and checks
 // that it was quantized from this checkpoint; nil for f32. Hashing streams
 // every shard through a small buffer: in wasm the bytes never stay in
-// guest memory.
+// guest memory. A model opened from a GGUF file has no variants but
+// itself (f32 names its own weights) and other GGUF files (OpenGGUF).
 func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, error) {
 	dir := VariantDir(ck.Dir, name)
 	if dir == "" {
 		return nil, nil
+	}
+	if ck.GGUF != "" {
+		return nil, fmt.Errorf("variant %s: the model %s is a GGUF file, which has no logitscope variants (they quantize a Hugging Face checkpoint's weights): "+
+			"quantize the checkpoint it was converted from instead (logitscope quantize --model DIR), or compare another GGUF file (--variant OTHER.gguf)", name, ck.GGUF)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no variant at %s: run logitscope quantize --model %s --scheme %s", dir, ck.Dir, filepath.Base(dir))

@@ -39,6 +39,9 @@ var schemeTypes = map[string]ggml.Type{"q8": ggml.Q8_0, "q6": ggml.Q8_0, "q4": g
 // its RoPE, Gemma's norms plus one, experts stacked. The tokenizer must be
 // a byte-level BPE whose split llama.cpp names (Qwen2's, Llama 3's).
 func Export(out io.Writer, ck *checkpoint.Checkpoint, v *variant.Variant) (*Exported, error) {
+	if ck.GGUF != "" {
+		return nil, fmt.Errorf("%s is a GGUF file already", ck.GGUF)
+	}
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
@@ -300,24 +303,37 @@ func metadata(ck *checkpoint.Checkpoint, g model.Geometry, v *variant.Variant) (
 	if err != nil {
 		return nil, nil, err
 	}
+	tkv, err := tokenizerKV(tok, tmpl, ck.Generation, g.Vocab)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", ck.TokenizerPath(), err)
+	}
+	return append(kv, tkv...), notes, nil
+}
+
+// tokenizerKV is the tokenizer.* metadata of tok (with the template
+// config beside it and the generation config's BOS and EOS), its tokens
+// padded to vocab ids as llama.cpp's converter pads them.
+func tokenizerKV(tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig, gen checkpoint.GenerationConfig, vocab int) ([]gguf.KV, error) {
+	var kv []gguf.KV
+	add := func(k string, v gguf.Value) { kv = append(kv, gguf.KV{Key: k, Value: v}) }
 	pre := map[string]string{"qwen2": "qwen2", "llama3": "llama-bpe"}[tok.Split()]
 	if !tok.ByteLevel() || pre == "" {
-		return nil, nil, fmt.Errorf("%s: exporting this tokenizer is not supported: llama.cpp's GGUF needs a byte-level BPE with a split it names (Qwen2's or Llama 3's regex)", ck.TokenizerPath())
+		return nil, fmt.Errorf("exporting this tokenizer is not supported: llama.cpp's GGUF needs a byte-level BPE with a split it names (Qwen2's or Llama 3's regex)")
 	}
-	tokens := make([]string, g.Vocab)
-	types := make([]int32, g.Vocab)
+	tokens := make([]string, vocab)
+	types := make([]int32, vocab)
 	for id := range tokens {
 		s, ok := tok.Token(id)
 		switch {
 		case !ok:
 			// As llama.cpp's converter pads a vocabulary to vocab_size.
-			s, types[id] = fmt.Sprintf("[PAD%d]", id), 5 // UNUSED
+			s, types[id] = fmt.Sprintf("[PAD%d]", id), tokenUnused
 		case tok.IsSpecial(id):
-			types[id] = 3 // CONTROL
+			types[id] = tokenControl
 		case tok.IsAdded(id):
-			types[id] = 4 // USER_DEFINED
+			types[id] = tokenUserDefined
 		default:
-			types[id] = 1 // NORMAL
+			types[id] = tokenNormal
 		}
 		tokens[id] = s
 	}
@@ -328,7 +344,7 @@ func metadata(ck *checkpoint.Checkpoint, g model.Geometry, v *variant.Variant) (
 	add("tokenizer.ggml.merges", gguf.StringsValue(tok.Merges()))
 	prefix := chat.RawPrefix(tok, tmpl)
 	add("tokenizer.ggml.add_bos_token", gguf.BoolValue(len(prefix) > 0))
-	bos := ck.Generation.BOSTokenID
+	bos := gen.BOSTokenID
 	if len(prefix) > 0 {
 		bos = &prefix[0]
 	}
@@ -337,11 +353,11 @@ func metadata(ck *checkpoint.Checkpoint, g model.Geometry, v *variant.Variant) (
 	}
 	if id, ok := tok.TokenID(tmpl.Tokens["eos_token"]); ok {
 		add("tokenizer.ggml.eos_token_id", gguf.Uint32Value(uint32(id)))
-	} else if len(ck.Generation.EOSTokenIDs) > 0 {
-		add("tokenizer.ggml.eos_token_id", gguf.Uint32Value(uint32(ck.Generation.EOSTokenIDs[0])))
+	} else if len(gen.EOSTokenIDs) > 0 {
+		add("tokenizer.ggml.eos_token_id", gguf.Uint32Value(uint32(gen.EOSTokenIDs[0])))
 	}
 	if tmpl.Template != "" {
 		add("tokenizer.chat_template", gguf.StringValue(tmpl.Template))
 	}
-	return kv, notes, nil
+	return kv, nil
 }

@@ -4,12 +4,16 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"logitscope/dump"
+	"logitscope/engine"
+	"logitscope/ggufmodel"
 	"logitscope/llamacpp"
 	"logitscope/margins"
+	"logitscope/model"
 )
 
 // llama.cpp loads what Export writes and computes the same logits from it:
@@ -144,5 +148,48 @@ func TestKLDNextToLlamaCpp(t *testing.T) {
 		if o, l := r.ours.KLD.Value, r.theirs.KLD.Value; o > 2*l+1e-4 || l > 2*o+1e-4 {
 			t.Errorf("%s: mean KLD %.5f here, %.5f in llama.cpp", r.file, o, l)
 		}
+	}
+}
+
+// Files llama.cpp's own quantizer wrote (its metadata copied, its file
+// type and quantization version added, every matrix requantized) open as
+// models by themselves with the geometry of the checkpoint they came
+// from: Q8_0 of every exportable preset, and small-llama3's Q4_K_M, whose
+// rope_freqs llama.cpp carries over.
+func TestOpenModelLlamaCppQuantized(t *testing.T) {
+	h := llamacpp.Harness(t)
+	t.Setenv("LOGITSCOPE_CACHE", t.TempDir())
+	type file struct{ preset, ftype string }
+	var files []file
+	for _, p := range []string{"tiny", "tiny-qwen3", "tiny-llama3", "tiny-llama-bias", "tiny-qwen3-moe", "tiny-qwen2-moe", "small-llama3"} {
+		files = append(files, file{p, "Q8_0"})
+	}
+	files = append(files, file{"small-llama3", "Q4_K_M"})
+	for _, c := range files {
+		t.Run(c.preset+"/"+c.ftype, func(t *testing.T) {
+			ck := checkpointOf(t, c.preset)
+			want, err := model.GeometryOf(ck.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), c.ftype+".gguf")
+			h.QuantizeModel(t, exportFile(t, ck, "f32"), path, c.ftype)
+			m, err := ggufmodel.OpenModel(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := model.GeometryOf(m.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, want) {
+				t.Fatalf("geometry from llama.cpp's file\n%+v\nthe checkpoint's\n%+v", g, want)
+			}
+			w, err := engine.OpenGGUF(m, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s", filepath.Base(path), w.TypeMix())
+		})
 	}
 }

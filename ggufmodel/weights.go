@@ -60,13 +60,13 @@ func Open(path string, g model.Geometry) (*Weights, error) {
 	for _, m := range ms {
 		info, ok := f.Tensor(m.gguf)
 		if !ok {
-			return nil, fmt.Errorf("%s: no tensor %s (the checkpoint's %s)", path, m.gguf, m.hf)
+			return nil, fmt.Errorf("%s: no tensor %s (the model's %s)", path, m.gguf, m.hf)
 		}
 		if !ggml.Supported(info.Type) {
 			return nil, fmt.Errorf("%s: tensor %s: type %v is not supported", path, m.gguf, info.Type)
 		}
 		if got, want := stored(info, m), specs[m.hf]; !sameShape(got, want) {
-			return nil, fmt.Errorf("%s: tensor %s has shape %v (dims %v); the checkpoint's %s is %v", path, m.gguf, got, info.Dims, m.hf, want)
+			return nil, fmt.Errorf("%s: tensor %s has shape %v (dims %v); the model's %s is %v", path, m.gguf, got, info.Dims, m.hf, want)
 		}
 		used[m.gguf] = true
 		w.maps[m.hf], w.shapes[m.hf] = m, specs[m.hf]
@@ -134,7 +134,7 @@ func checkHyper(f *gguf.File, arch string, g model.Geometry) error {
 			return err
 		}
 		if v != uint64(k.want) {
-			return fmt.Errorf("%s: %s is %d; the checkpoint's config says %d", f.Path, key, v, k.want)
+			return fmt.Errorf("%s: %s is %d; the model's config says %d", f.Path, key, v, k.want)
 		}
 	}
 	return nil

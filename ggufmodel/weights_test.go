@@ -32,11 +32,11 @@ func TestOpenRefuses(t *testing.T) {
 			return slices.DeleteFunc(kv, func(p gguf.KV) bool { return p.Key == "general.architecture" }), ts
 		}, `general.architecture`},
 		{"architecture not a string", setKV("general.architecture", gguf.Uint32Value(2)), `general.architecture`},
-		{"another layer count", setKV("qwen2.block_count", gguf.Uint32Value(3)), "qwen2.block_count is 3; the checkpoint's config says 2"},
+		{"another layer count", setKV("qwen2.block_count", gguf.Uint32Value(3)), "qwen2.block_count is 3; the model's config says 2"},
 		{"another head count", setKV("qwen2.attention.head_count_kv", gguf.Uint32Value(4)), "qwen2.attention.head_count_kv is 4"},
 		{"missing tensor", func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
 			return kv, slices.DeleteFunc(ts, func(x gguf.Tensor) bool { return x.Name == "blk.1.ffn_up.weight" })
-		}, "no tensor blk.1.ffn_up.weight (the checkpoint's model.layers.1.mlp.up_proj.weight)"},
+		}, "no tensor blk.1.ffn_up.weight (the model's model.layers.1.mlp.up_proj.weight)"},
 		{"another shape", editTensor("blk.0.attn_norm.weight", func(x *gguf.Tensor) {
 			x.Dims, x.Data = []uint64{32}, x.Data[:32*4]
 		}), "tensor blk.0.attn_norm.weight has shape [32]"},

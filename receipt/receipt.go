@@ -30,7 +30,7 @@ type Receipt struct {
 	Variant         string  `json:"variant"`      // f32, q8, q6, q4
 	VariantManifest string  `json:"variant_manifest_sha256,omitempty"`
 	VariantPolicy   string  `json:"variant_policy,omitempty"` // which matrices it quantizes, when not all
-	GGUF            *GGUF   `json:"gguf,omitempty"`           // the variant is a llama.cpp GGUF file
+	GGUF            *GGUF   `json:"gguf,omitempty"`           // the weights run are a llama.cpp GGUF file: the variant, or the model itself (then its sha256 is model_sha256)
 	Device          string  `json:"device"`
 	Request         Request `json:"request"`
 	OutputIDs       []int   `json:"output_ids,omitempty"` // greedy: the tokens chosen
@@ -39,7 +39,7 @@ type Receipt struct {
 	Seal            string  `json:"receipt_sha256"`
 }
 
-// GGUF identifies a llama.cpp file run as the variant.
+// GGUF identifies a llama.cpp file run as the variant or as the model.
 type GGUF struct {
 	SHA256 string `json:"sha256"`
 	// Types is the file's tensors per ggml type ("Q4_K": 169), the mix a

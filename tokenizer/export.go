@@ -51,3 +51,12 @@ func (t *Tokenizer) Split() string {
 func (t *Tokenizer) IsAdded(id int) bool {
 	return id >= 0 && id < len(t.kind) && (t.kind[id] == addedToken || t.kind[id] == specialToken)
 }
+
+// SplitPattern is the regex of the split that Split names ("qwen2",
+// "llama3"), as tokenizer.json's Split pre-tokenizer writes it, so that a
+// converter from a format that stores only the name (llama.cpp's
+// tokenizer.ggml.pre) writes the pattern this package recognizes; "" for
+// any other name.
+func SplitPattern(name string) string {
+	return map[string]string{"qwen2": qwen2Pattern, "llama3": llama3Pattern}[name]
+}

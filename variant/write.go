@@ -42,6 +42,11 @@ type Options struct {
 // or a signal (package tempfile), and a later Write removes it if the
 // process was killed.
 func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Options) error {
+	if ck.GGUF != "" {
+		// Its weights are llama.cpp's blocks, not the float tensors a
+		// scheme quantizes.
+		return fmt.Errorf("variant: %s is a GGUF file: quantize the Hugging Face checkpoint it was converted from", ck.GGUF)
+	}
 	if opt.MaxShardBytes == 0 {
 		opt.MaxShardBytes = MaxShardBytes
 	}

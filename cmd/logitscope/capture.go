@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"logitscope/capture"
@@ -13,6 +14,7 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/dump"
 	"logitscope/engine"
+	"logitscope/ggufmodel"
 	"logitscope/receipt"
 	"logitscope/session"
 	"logitscope/synth"
@@ -25,8 +27,8 @@ import (
 func captureCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	modelDir := fs.String("model", "", "model directory or hub cache folder; default $LOGITSCOPE_MODEL, else the demo model")
-	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), or a variant directory")
+	modelDir := fs.String("model", "", "model directory, hub cache folder or GGUF file; default $LOGITSCOPE_MODEL, else the demo model")
+	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), a variant directory, or a GGUF file")
 	system := fs.String("system", "", "system prompt (empty: no system turn, the chat template's own default if it has one)")
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
 	stops := &idList{}
@@ -64,7 +66,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
-	dir := ck.Dir
+	dir := ck.Source()
 	tok, err := tokenizer.Load(ck.TokenizerPath())
 	if err != nil {
 		return err
@@ -196,10 +198,14 @@ func firstDifference(a, b []int) int {
 
 func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name string, req receipt.Request, windows [][]int, dumpPath string) error {
 	plan := map[string]any{
-		"model": ck.Dir, "architecture": ck.Config.Arch(), "variant": capture.VariantLabel(name), "device": "cpu",
+		"model": ck.Source(), "architecture": ck.Config.Arch(), "variant": capture.VariantLabel(name), "device": "cpu",
 		"request": req, "dump": dumpPath, "receipt": receipt.Path(dumpPath),
 	}
-	if vdir := engine.VariantDir(ck.Dir, name); vdir != "" {
+	vdir := engine.VariantDir(ck.Dir, name)
+	switch {
+	case vdir == "" && ck.GGUF != "":
+		plan["variant"] = filepath.Base(ck.GGUF) // the model's own weights
+	case vdir != "":
 		plan["variant_dir"] = vdir
 	}
 	if windows != nil {
@@ -224,13 +230,17 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// openModel opens the checkpoint that modelPath names.
+// openModel opens the checkpoint that modelPath names: a Hugging Face
+// directory, or a GGUF file as a model by itself (ggufmodel.OpenModel).
 func openModel(flagValue string) (*checkpoint.Checkpoint, error) {
-	dir, err := modelPath(flagValue)
+	path, err := modelPath(flagValue)
 	if err != nil {
 		return nil, err
 	}
-	return checkpoint.Open(dir)
+	if engine.IsGGUF(path) {
+		return ggufmodel.OpenModel(path)
+	}
+	return checkpoint.Open(path)
 }
 
 // modelPath is the --model flag, else $LOGITSCOPE_MODEL, else the demo.

@@ -2,10 +2,10 @@
 //
 //	logitscope mkmodel  --preset NAME [--tokenizer FILE] [--seed N] --out DIR
 //	logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR]
-//	logitscope capture  [--model DIR] [--variant f32|q8|q6|q4|DIR] [--system S] [--max-new N] [--stop ID ...]
+//	logitscope capture  [--model DIR|F.gguf] [--variant f32|q8|q6|q4|DIR|F.gguf] [--system S] [--max-new N] [--stop ID ...]
 //	                    [--prompt-ids FILE|-] [--dry-run] --dump-logits FILE (PROMPT | --panel FILE [--window N])
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
-//	logitscope tokenize [--tokenizer FILE | --model DIR] [--chat] [--system S] < lines
+//	logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
 package main
 

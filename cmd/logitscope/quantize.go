@@ -36,6 +36,9 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
+	if ck.GGUF != "" {
+		return fmt.Errorf("%s is a GGUF file: quantize reads a Hugging Face checkpoint's weights, not llama.cpp's tensors; quantize the checkpoint it was converted from instead", ck.GGUF)
+	}
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))
 	}

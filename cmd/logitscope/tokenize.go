@@ -10,6 +10,8 @@ import (
 
 	"logitscope/chat"
 	"logitscope/checkpoint"
+	"logitscope/engine"
+	"logitscope/ggufmodel"
 	"logitscope/tokenizer"
 )
 
@@ -23,7 +25,7 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	tokPath := fs.String("tokenizer", "", "tokenizer.json")
-	modelDir := fs.String("model", "", "model directory (its tokenizer.json); default $LOGITSCOPE_MODEL or the demo model")
+	modelDir := fs.String("model", "", "model directory (its tokenizer.json) or GGUF file (the tokenizer its metadata describes); default $LOGITSCOPE_MODEL or the demo model")
 	chatOn := fs.Bool("chat", false, "apply the chat_template of the tokenizer_config.json beside the tokenizer (ChatML when it has none) to system prompt + user turn + generation prompt first")
 	system := fs.String("system", "", "system prompt for --chat (empty: no system turn)")
 	if pos, err := parse(fs, args); err != nil {
@@ -35,14 +37,21 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("give --tokenizer or --model, not both")
 	}
 	if *tokPath == "" {
-		dir, err := modelPath(*modelDir)
+		path, err := modelPath(*modelDir)
 		if err != nil {
 			return err
 		}
-		if dir, err = checkpoint.Resolve(dir); err != nil {
+		ck := &checkpoint.Checkpoint{}
+		if engine.IsGGUF(path) {
+			// The tokenizer files derived from its metadata.
+			ck, err = ggufmodel.OpenModel(path)
+		} else {
+			ck.Dir, err = checkpoint.Resolve(path)
+		}
+		if err != nil {
 			return err
 		}
-		*tokPath = (&checkpoint.Checkpoint{Dir: dir}).TokenizerPath()
+		*tokPath = ck.TokenizerPath()
 	}
 	tok, err := tokenizer.Load(*tokPath)
 	if err != nil {

@@ -79,11 +79,9 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	}
 	rt := opt.Runtime
 	if rt == "auto" || rt == "" {
-		rt = AutoRuntime(opt, ownVariant(ck, variantName))
+		rt = AutoRuntime(opt, ck, variantName)
 	}
 	switch {
-	case rt == "wasm" && eo.GGUF != nil:
-		err = fmt.Errorf("%s: engine.wasm does not read GGUF files yet: use --runtime native", variantName)
 	case rt == "wasm":
 		err = runWasm(ck, variantName, req, opt, c)
 	case rt == "native":

@@ -19,6 +19,9 @@ func (c *Checkpoint) Fingerprint() (string, error) {
 	if c.fp != "" {
 		return c.fp, nil
 	}
+	if c.noWeights {
+		return "", fmt.Errorf("checkpoint: %s was opened without its weights: it has no fingerprint", c.Dir)
+	}
 	files := []string{filepath.Join(c.Dir, "config.json")}
 	for _, f := range c.shards {
 		files = append(files, f.Path)

@@ -196,8 +196,10 @@ func TestUIGGUFFetchesItsFiles(t *testing.T) {
 // carry it: opened with autorun, the page asks for the file and runs once
 // it is chosen. The document names the file (sha256, type mix, local),
 // its logits match engine.wasm's under wazero with the file beside the
-// model, no request carries the file's bytes or names it, and the shared
-// snapshot reopens without the file (it holds the logits, not the file).
+// model (on WebGPU within relTol, where gpu.js uploads the tensors from
+// the File; on the CPU path bit for bit), no request carries the file's
+// bytes or names it, and the shared snapshot reopens without the file (it
+// holds the logits, not the file).
 func TestUILocalGGUF(t *testing.T) {
 	RequireUI(t)
 	dir := familyModel(t, "tiny")
@@ -219,35 +221,54 @@ func TestUILocalGGUF(t *testing.T) {
 	want := fileGGUF(t, file, true)
 
 	spec := snapshot.NewSpec()
-	spec.Model, spec.Test, spec.Prompt, spec.MaxNew, spec.Device = "m", snapshot.LocalPrefix+"tiny-q4.gguf", "Read me from disk.", 8, "cpu"
-	q := spec.Query()
-	q.Set("autorun", "1")
+	spec.Model, spec.Test, spec.Prompt, spec.MaxNew = "m", snapshot.LocalPrefix+"tiny-q4.gguf", "Read me from disk.", 8
 	b := NewBrowser(t)
-	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Minute)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS("#local-test-note"))); err != nil {
-		t.Fatal(err)
+	// run opens the link on device, which asks for the file; once it is
+	// chosen the run starts.
+	run := func(t *testing.T, device string) (*snapshot.Doc, []byte) {
+		t.Helper()
+		spec.Device = device
+		q := spec.Query()
+		q.Set("autorun", "1")
+		if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS("#local-test-note"))); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // autorun would have started by now
+		note := Eval[string](b, `document.querySelector("#local-test-note").innerText`)
+		if state := Eval[string](b, `String(document.body.dataset.state)`); state != "idle" || !strings.Contains(note, "choose your copy") {
+			t.Fatalf("a link naming a local file: state %q, note %q; want idle and a request for the file", state, note)
+		}
+		b.Screenshot("asks-for-file")
+		if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS(`input[name="local-test"]`), []string{file})); err != nil {
+			t.Fatal(err)
+		}
+		state, err := b.WaitState(3*time.Minute, "done", "error")
+		if err != nil || state != "done" {
+			b.Screenshot("error")
+			t.Fatalf("after choosing the file: %q, %v: %s", state, err, Eval[string](b, `String(window.logitscope.error)`))
+		}
+		b.Screenshot("local-" + device)
+		doc, raw := pageDoc(t, b)
+		checkGGUFSide(t, b, doc, want)
+		if u := Eval[string](b, `location.search`); !strings.Contains(u, "test=local%3Atiny-q4.gguf") {
+			t.Errorf("the URL does not name the local file: %s", u)
+		}
+		return doc, raw
 	}
-	time.Sleep(time.Second) // autorun would have started by now
-	note := Eval[string](b, `document.querySelector("#local-test-note").innerText`)
-	if state := Eval[string](b, `String(document.body.dataset.state)`); state != "idle" || !strings.Contains(note, "choose your copy") {
-		t.Fatalf("a link naming a local file: state %q, note %q; want idle and a request for the file", state, note)
-	}
-	b.Screenshot("asks-for-file")
-	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.CSS(`input[name="local-test"]`), []string{file})); err != nil {
-		t.Fatal(err)
-	}
-	state, err := b.WaitState(3*time.Minute, "done", "error")
-	if err != nil || state != "done" {
-		b.Screenshot("error")
-		t.Fatalf("after choosing the file: %q, %v: %s", state, err, Eval[string](b, `String(window.logitscope.error)`))
-	}
-	b.Screenshot("local")
-	doc, raw := pageDoc(t, b)
-	checkGGUFSide(t, b, doc, want)
-	compareWithWazero(t, mod, nil, wazeroDir, doc, Eval[pageLogits](b, `window.logitscope.logits`), 0)
-	if u := Eval[string](b, `location.search`); !strings.Contains(u, "test=local%3Atiny-q4.gguf") {
-		t.Errorf("the URL does not name the local file: %s", u)
+	t.Run("gpu", func(t *testing.T) {
+		doc, _ := run(t, "gpu")
+		compareWithWazero(t, mod, nativeDevice(t), wazeroDir, doc, Eval[pageLogits](b, `window.logitscope.logits`), relTol)
+	})
+	var raw []byte
+	t.Run("cpu", func(t *testing.T) {
+		var doc *snapshot.Doc
+		doc, raw = run(t, "cpu")
+		compareWithWazero(t, mod, nil, wazeroDir, doc, Eval[pageLogits](b, `window.logitscope.logits`), 0)
+	})
+	if raw == nil {
+		return // the share below starts from the CPU run
 	}
 
 	// Share: the snapshot holds the logits, so it reopens without the file.

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"syscall/js"
+	"time"
 
 	"github.com/vugu/vugu"
 
@@ -40,8 +41,9 @@ type localFile struct {
 
 // hashChunk is how much of a local file one await reads: large enough
 // that the awaits cost little, small enough that the page stays
-// responsive between them (Go's sha256 in wasm: about 20 ms for 8 MiB).
-const hashChunk = 8 << 20
+// responsive between them (Go's sha256 in wasm hashes about 70 MB/s, so
+// a chunk holds the main thread for about 30 ms).
+const hashChunk = 2 << 20
 
 // PickLocal takes the GGUF file chosen in side's file input ("ref" or
 // "test"): the side runs it, and its header and hash are read in the
@@ -94,6 +96,7 @@ func (r *Root) readLocal(lf *localFile) {
 	}
 	h := sha256.New()
 	size := int64(lf.Bytes)
+	shown := time.Now()
 	for off := int64(0); off < size; off += hashChunk {
 		b, err := blobBytes(lf.File, off, min(off+hashChunk, size))
 		if err != nil {
@@ -102,8 +105,13 @@ func (r *Root) readLocal(lf *localFile) {
 			return
 		}
 		h.Write(b)
-		done := float64(off + int64(len(b)))
-		r.update(func() { lf.Hashed = done })
+		// The note shows progress; a render per chunk would cost more
+		// than the hashing.
+		if time.Since(shown) > 250*time.Millisecond {
+			done := float64(off + int64(len(b)))
+			r.update(func() { lf.Hashed = done })
+			shown = time.Now()
+		}
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	r.update(func() { lf.Sum = sum })
@@ -172,10 +180,19 @@ func (r *Root) sideVariant(side string) string {
 	return r.Spec.Test
 }
 
-// localGGUF waits for a local side's hash and describes its file for the
-// document. Goroutines only.
+// localGGUF waits for a local side's hash, showing its progress, and
+// describes its file for the document. Goroutines only.
 func (r *Root) localGGUF(lf *localFile) (*snapshot.GGUF, error) {
-	<-lf.hashed
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-lf.hashed:
+			waiting = false
+		case <-tick.C:
+			r.update(func() { r.Progress = progress{Phase: "sha256", Message: lf.Name, Loaded: lf.Hashed, Total: lf.Bytes} })
+		}
+	}
 	r.ee.RLock()
 	defer r.ee.RUnlock()
 	switch {

@@ -20,6 +20,7 @@ import (
 	"logitscope/ggufmodel"
 	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/snapshot"
+	"logitscope/synth"
 )
 
 // ggufCase is a model served with a GGUF file beside its config.json.
@@ -287,6 +288,10 @@ func TestUILocalGGUF(t *testing.T) {
 	if h := Eval[string](b2, `document.querySelector("#test-gguf").innerText`); !strings.Contains(h, "local file, not uploaded") {
 		t.Errorf("the reopened header says %q", h)
 	}
+	// Rerunning it needs the file: the form asks for it.
+	if n := Eval[string](b2, `(document.querySelector("#local-test-note") || {innerText: ""}).innerText`); !strings.Contains(n, "choose your copy") {
+		t.Errorf("the reopened form's local file note: %q", n)
+	}
 
 	// Nothing of the file reached the server: no request names it, and no
 	// request body (the shared snapshot is the only one) holds any of 64
@@ -316,5 +321,64 @@ func TestUILocalGGUF(t *testing.T) {
 	}
 	if uploads != 1 {
 		t.Errorf("%d requests with a body, want 1 (the shared snapshot)", uploads)
+	}
+}
+
+// A local file that cannot run says why, in words: one that is no GGUF in
+// the form, and an autorun link does not start (Run then fails naming
+// the side); another model's GGUF when the engine opens it.
+func TestUILocalGGUFRefused(t *testing.T) {
+	RequireUI(t)
+	dir := familyModel(t, "tiny")
+	site := StartSite(t, SiteModel{"m", dir})
+	disk := t.TempDir()
+	junk := filepath.Join(disk, "junk.gguf")
+	if err := os.WriteFile(junk, []byte("this is not a GGUF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(disk, "tiny-qwen3")
+	if err := synth.Write(synth.Presets["tiny-qwen3"], other, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	qwen3 := ggufmodeltest.Export(t, other, "q4", "qwen3.gguf")
+	for _, c := range []struct {
+		name, file, note, err string
+	}{
+		{"no GGUF", junk, "junk.gguf: not a GGUF file", "test side: gguf: junk.gguf: not a GGUF file"},
+		{"another model", qwen3, "Q4_0", `general.architecture is "qwen3"; the checkpoint is Qwen2ForCausalLM`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := snapshot.NewSpec()
+			spec.Model, spec.Test, spec.Prompt, spec.MaxNew, spec.Device = "m", snapshot.LocalPrefix+filepath.Base(c.file), "Hi", 2, "cpu"
+			q := spec.Query()
+			q.Set("autorun", "1")
+			b := NewBrowser(t)
+			ctx, cancel := context.WithTimeout(b.Ctx, 3*time.Minute)
+			defer cancel()
+			if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/?"+q.Encode()), chromedp.WaitVisible(chromedp.CSS(`input[name="local-test"]`)),
+				chromedp.SetUploadFiles(chromedp.CSS(`input[name="local-test"]`), []string{c.file})); err != nil {
+				t.Fatal(err)
+			}
+			// The header is read in the background: wait for its note.
+			note := Eval[string](b, `(async () => { for (let i = 0; i < 300; i++) {
+  const n = document.querySelector("#local-test-note").innerText;
+  if (/gguf:|Q4_0/.test(n)) return n;
+  await new Promise((r) => setTimeout(r, 20)); } return "(no note)"; })()`)
+			if !strings.Contains(note, c.note) {
+				t.Errorf("the form's note %q, want it to say %q", note, c.note)
+			}
+			if c.name == "no GGUF" {
+				Eval[bool](b, `(document.querySelector("#run").click(), true)`)
+			}
+			state, err := b.WaitState(2*time.Minute, "error", "done")
+			if err != nil || state != "error" {
+				t.Fatalf("state %q, %v; want error", state, err)
+			}
+			msg := Eval[string](b, `String(window.logitscope.error)`)
+			t.Logf("note %q; error %q", note, msg)
+			if !strings.Contains(msg, c.err) || strings.Contains(msg, "\n") {
+				t.Errorf("the error %q, want one line saying %q", msg, c.err)
+			}
+		})
 	}
 }

@@ -66,7 +66,17 @@ func (r *Root) PickLocal(side string, e vugu.DOMEvent) {
 	delete(r.FieldErr, side)
 	r.setSide(side, snapshot.LocalPrefix+lf.Name)
 	r.edited()
+}
+
+// autorunLocal starts the run an autorun link asked for once its local
+// files are chosen and read as GGUF (lock held).
+func (r *Root) autorunLocal() {
 	if r.autorunWaits && r.localMissing() == "" {
+		for _, side := range []string{"ref", "test"} {
+			if r.IsLocal(side) && r.Local[side].Types == nil {
+				return // its header is still being read
+			}
+		}
 		r.autorunWaits = false
 		r.Run()
 	}
@@ -87,8 +97,10 @@ func (r *Root) readLocal(lf *localFile) {
 	r.update(func() {
 		if err != nil {
 			lf.Err = err.Error()
+			return
 		}
 		lf.Types = types
+		r.autorunLocal()
 	})
 	if err != nil {
 		close(lf.hashed)

@@ -110,6 +110,12 @@ func (r *Root) readLocal(lf *localFile) {
 	size := int64(lf.Bytes)
 	shown := time.Now()
 	for off := int64(0); off < size; off += hashChunk {
+		if !r.chosen(lf) {
+			// Another file replaced it: hashing this one is wasted work.
+			r.update(func() { lf.HashErr = lf.Name + " was replaced by another file" })
+			close(lf.hashed)
+			return
+		}
 		b, err := blobBytes(lf.File, off, min(off+hashChunk, size))
 		if err != nil {
 			r.update(func() { lf.HashErr = fmt.Sprintf("reading %s: %v", lf.Name, err) })
@@ -128,6 +134,13 @@ func (r *Root) readLocal(lf *localFile) {
 	sum := hex.EncodeToString(h.Sum(nil))
 	r.update(func() { lf.Sum = sum })
 	close(lf.hashed)
+}
+
+// chosen says whether lf is still a side's file. Goroutines only.
+func (r *Root) chosen(lf *localFile) bool {
+	r.ee.RLock()
+	defer r.ee.RUnlock()
+	return r.Local["ref"] == lf || r.Local["test"] == lf
 }
 
 // localTypes parses lf's GGUF header (the metadata and tensor infos, a few

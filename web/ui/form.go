@@ -154,8 +154,8 @@ func (r *Root) Variants(side string) []string {
 			vs = append(vs, v)
 		}
 	}
-	if v := r.sideVariant(side); strings.HasPrefix(v, snapshot.LocalPrefix) {
-		return append(vs, v)
+	if r.IsLocal(side) {
+		return append(vs, r.sideVariant(side))
 	}
 	return append(vs, snapshot.LocalPrefix)
 }

@@ -97,15 +97,18 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	}
 	rt := opt.Runtime
 	switch {
-	case (rt == "auto" || rt == "") && eo.GGUF != nil:
+	case ck.GGUF != "" && rt == "wasm":
+		// engine.wasm opens a GGUF as a variant of the model directory it
+		// sees, not as a model by itself.
+		err = fmt.Errorf("%s: engine.wasm does not read GGUF files as models: use --runtime native", ck.GGUF)
+	case ck.GGUF != "":
 		rt = "native"
-		fmt.Fprintf(opt.Log, "runtime: native (engine.wasm does not read GGUF files)\n")
+		fmt.Fprintf(opt.Log, "runtime: native (engine.wasm does not read GGUF files as models)\n")
 	case rt == "auto" || rt == "":
-		rt = AutoRuntime(opt, ownVariant(ck, variantName))
+		rt = AutoRuntime(opt, ck, variantName)
 	}
 	switch {
-	case rt == "wasm" && eo.GGUF != nil:
-		err = fmt.Errorf("%s: engine.wasm does not read GGUF files yet: use --runtime native", eo.GGUF.File.Path)
+	case err != nil:
 	case rt == "wasm":
 		err = runWasm(ck, variantName, req, opt, c)
 	case rt == "native":

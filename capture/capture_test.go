@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/dump"
+	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/quant"
 	"logitscope/receipt"
 	"logitscope/routing"
@@ -120,6 +122,11 @@ func TestRunAndSaveRoutes(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	ck := tinyQ4(t)
 	greedy := session.Request{Mode: session.Greedy, PromptIDs: []int{1, 2}, MaxNew: 2}
+	inside := ggufmodeltest.Export(t, ck.Dir, "q4", "q4.gguf")
+	outside := filepath.Join(t.TempDir(), "q4.gguf")
+	if err := os.Link(inside, outside); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		variant string
 		opt     Options
@@ -130,11 +137,17 @@ func TestRunErrors(t *testing.T) {
 		{"f32", Options{Device: "cpu", Runtime: "js"}, `--runtime "js"`},
 		{"f32", Options{Device: "cpu", Runtime: "wasm", Engine: filepath.Join(t.TempDir(), "none.wasm")}, "make wasm"},
 		{variant.DefaultDir(ck.Dir, "q4"), Options{Device: "cpu", Runtime: "wasm", Engine: "x"}, "none"},
+		{outside, Options{Device: "cpu", Runtime: "wasm", Engine: "x"}, "--runtime wasm: " + outside + ": a GGUF file outside MODEL"},
+		{inside, Options{Device: "cpu", Runtime: "wasm", Engine: "x"}, "none"},
+		{filepath.Join(ck.Dir, "variants", "q4"), Options{Device: "cpu", Runtime: "wasm", Engine: "x"}, "none"},
+		{filepath.Join(t.TempDir(), "variants", "q4"), Options{Device: "cpu", Runtime: "wasm", Engine: "x"}, "no variant at"},
 	} {
 		_, err := Run(ck, c.variant, greedy, c.opt)
 		if c.want == "none" {
-			// The model's own variant named by its path is one engine.wasm sees.
-			if err == nil || strings.Contains(err.Error(), "opens variants by scheme") {
+			// The model's own variant named by its path, and a GGUF inside
+			// the model directory, are ones engine.wasm sees: the capture
+			// gets as far as reading engine.wasm.
+			if err == nil || strings.Contains(err.Error(), "outside MODEL") || !strings.Contains(err.Error(), "make wasm") {
 				t.Errorf("%s: %v", c.variant, err)
 			}
 			continue

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,16 +35,16 @@ func EnginePath(flagValue string) string {
 
 // AutoRuntime picks engine.wasm, the module browsers run, when it is built,
 // the GPU is asked for (gpu or auto) and present, and the variant is one
-// of the model's own (the guest sees only the model directory); else the
-// native engine. It says which on opt.Log.
-func AutoRuntime(opt Options, ownVariant bool) string {
+// the guest can see (it sees only the model directory: guestVariant); else
+// the native engine. It says which on opt.Log.
+func AutoRuntime(opt Options, ck *checkpoint.Checkpoint, variantName string) string {
 	why := ""
 	if _, err := os.Stat(EnginePath(opt.Engine)); err != nil {
 		why = "no engine.wasm; make wasm builds it"
 	} else if opt.Device == "cpu" {
 		why = "--device cpu"
-	} else if !ownVariant {
-		why = "a variant outside MODEL/variants"
+	} else if _, err := guestVariant(ck, variantName); err != nil {
+		why = err.Error()
 	} else if dev, err := native.Open(); err != nil {
 		why = "no GPU adapter"
 	} else {
@@ -64,13 +65,14 @@ const wasmCallTimeout = 30 * time.Minute
 // runWasm runs req through engine.wasm under wazero, its GPU calls served
 // by the native WebGPU, or on the engine's own CPU path.
 func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt Options, c *Capture) error {
+	guest, err := guestVariant(ck, variantName)
+	if err != nil {
+		return fmt.Errorf("--runtime wasm: %s: %v", variantName, err)
+	}
 	path := EnginePath(opt.Engine)
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("%w (build it with make wasm, or give --engine FILE)", err)
-	}
-	if !ownVariant(ck, variantName) {
-		return fmt.Errorf("--runtime wasm opens variants by scheme under MODEL/variants, not %s", variantName)
 	}
 	base, err := session.New(req, 1, ck.Config.VocabSize) // refused before anything loads
 	if err != nil {
@@ -99,7 +101,7 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	defer mod.Close(ctx)
 	mod.Stdout = os.Stderr // stdout carries capture's own lines
 	mod.CallTimeout = wasmCallTimeout
-	eng, err := mod.Open(ctx, dev, ck.Dir, c.Variant, req.Capacity())
+	eng, err := mod.Open(ctx, dev, ck.Dir, guest, req.Capacity())
 	if err != nil {
 		return err
 	}
@@ -139,9 +141,29 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	return nil
 }
 
-// ownVariant says whether a variant name is f32 or one of the model's own
-// variants under MODEL/variants: all that engine.wasm can see.
-func ownVariant(ck *checkpoint.Checkpoint, name string) bool {
+// guestVariant is what engine.wasm, which sees only the model directory,
+// is asked to open for a variant name: f32 or the scheme of one of the
+// model's own variants under MODEL/variants, or a GGUF file's path inside
+// the model directory. Anything else it cannot see, and the error says so.
+func guestVariant(ck *checkpoint.Checkpoint, name string) (string, error) {
+	if engine.IsGGUF(name) {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return "", err
+		}
+		dir, err := filepath.Abs(ck.Dir)
+		if err != nil {
+			return "", err
+		}
+		rel, err := filepath.Rel(dir, abs)
+		if err != nil || !filepath.IsLocal(rel) {
+			return "", errors.New("a GGUF file outside MODEL")
+		}
+		return filepath.ToSlash(rel), nil
+	}
 	dir := engine.VariantDir(ck.Dir, name)
-	return dir == "" || dir == variant.DefaultDir(ck.Dir, VariantLabel(name))
+	if dir != "" && dir != variant.DefaultDir(ck.Dir, VariantLabel(name)) {
+		return "", errors.New("a variant outside MODEL/variants")
+	}
+	return VariantLabel(name), nil
 }

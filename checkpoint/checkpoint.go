@@ -27,14 +27,42 @@ type Checkpoint struct {
 	// checkpoint.
 	GGUF string
 
-	shards  []*safetensors.File          // sorted by path
-	tensors map[string]*safetensors.File // tensor name → shard holding it
-	fp      string                       // Fingerprint, once computed
+	shards    []*safetensors.File          // sorted by path
+	tensors   map[string]*safetensors.File // tensor name → shard holding it
+	fp        string                       // Fingerprint, once computed
+	noWeights bool                         // OpenWithoutWeights
 }
 
 // Open resolves path and opens config, generation config and all shards.
 // A missing generation_config.json leaves Generation zero.
 func Open(path string) (*Checkpoint, error) {
+	c, err := openConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.openShards(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// OpenWithoutWeights opens config and generation config but no shard: the
+// checkpoint of a model whose weights come from elsewhere (a GGUF file
+// converted from it). The browser then neither downloads nor holds the
+// safetensors, which for a quantized GGUF are several times its size. It
+// has no tensors, and Fingerprint, which hashes the weights, fails.
+func OpenWithoutWeights(path string) (*Checkpoint, error) {
+	c, err := openConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	c.tensors, c.noWeights = map[string]*safetensors.File{}, true
+	return c, nil
+}
+
+// openConfig resolves path and reads config.json and generation_config.json.
+func openConfig(path string) (*Checkpoint, error) {
 	dir, err := Resolve(path)
 	if err != nil {
 		return nil, err

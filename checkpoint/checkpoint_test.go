@@ -344,3 +344,40 @@ func TestHubCacheErrors(t *testing.T) {
 	_, err = Resolve(filepath.Join(plain, "f"))
 	wantErr(t, err, filepath.Join(plain, "f"), "not a directory")
 }
+
+// OpenWithoutWeights reads the configs of a directory with or without its
+// safetensors (a GGUF brings the weights), holds no tensor, and has no
+// fingerprint to give.
+func TestOpenWithoutWeights(t *testing.T) {
+	withShard := modelDir(t, t.TempDir(), map[string][]safetensors.Tensor{"model.safetensors": {embed, norm, head}}, nil)
+	configOnly := modelDir(t, t.TempDir(), nil, nil)
+	writeFile(t, filepath.Join(configOnly, "generation_config.json"), `{"eos_token_id":2}`)
+	for _, tc := range []struct {
+		name, dir string
+		eos       []int
+	}{
+		{"with safetensors", withShard, nil},
+		{"config only", configOnly, []int{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := OpenWithoutWeights(tc.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.Config.Arch() != "LlamaForCausalLM" || !slices.Equal(c.Generation.EOSTokenIDs, tc.eos) {
+				t.Errorf("config %+v, generation %+v", c.Config, c.Generation)
+			}
+			if n := c.Names(); len(n) != 0 {
+				t.Errorf("Names = %v, want none", n)
+			}
+			if _, _, ok := c.Info(embed.Name); ok {
+				t.Error("Info found a tensor")
+			}
+			_, err = c.Fingerprint()
+			wantErr(t, err, tc.dir, "without its weights")
+		})
+	}
+	_, err := OpenWithoutWeights(t.TempDir())
+	wantErr(t, err, "config.json")
+}

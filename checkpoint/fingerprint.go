@@ -30,6 +30,9 @@ func (c *Checkpoint) Fingerprint() (string, error) {
 		c.fp = fp
 		return fp, err
 	}
+	if c.noWeights {
+		return "", fmt.Errorf("checkpoint: %s was opened without its weights: it has no fingerprint", c.Dir)
+	}
 	files := []string{filepath.Join(c.Dir, "config.json")}
 	for _, f := range c.shards {
 		files = append(files, f.Path)

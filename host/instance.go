@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -171,6 +172,11 @@ func (e *Instance) call(ctx context.Context, name string, args ...uint64) (int32
 	msg, err := e.callOut(ctx, "ls_error")
 	if err != nil {
 		return r, fmt.Errorf("%s: status %d (ls_error: %v)", name, r, err)
+	}
+	// The guest's messages mostly name their export already; the browser
+	// host prefixes the same way.
+	if strings.HasPrefix(string(msg), name+":") {
+		return r, errors.New(string(msg))
 	}
 	return r, fmt.Errorf("%s: %s", name, msg)
 }

@@ -6,23 +6,38 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+
+	"logitscope/engine"
 )
 
 // listFiles returns every file of the model directory realDir that the
 // server would serve: the names modelFileKind allows that openUnder opens
 // (so hidden files and symlinks leaving the directory are left out, by the
-// very checks that refuse them over HTTP), limited to the variants that
-// verified. Each file is hashed through fileHashes, so serving it later
+// very checks that refuse them over HTTP), limited to the variants and
+// GGUF files that verified. Each file is hashed through fileHashes, so serving it later
 // does not hash it again. Hashing costs a full read at load: for a 1 GB
 // checkpoint about 3.5 s of startup (Go's sha256 measured 0.28 GB/s on the
 // project's 2-core machine), the demo's 0.5 MB a few milliseconds. The
 // sums live in memory only, so every start pays it again.
 func listFiles(realDir string, variants []VariantInfo) ([]ModelFile, error) {
-	rels, err := candidates(realDir, "")
+	all, err := candidates(realDir, "")
 	if err != nil {
 		return nil, err
 	}
+	verified := map[string]bool{}
 	for _, v := range variants {
+		verified[v.Kind+"/"+v.Name] = true
+	}
+	var rels []string
+	for _, rel := range all {
+		if !engine.IsGGUF(rel) || verified[KindGGUF+"/"+rel] {
+			rels = append(rels, rel)
+		}
+	}
+	for _, v := range variants {
+		if v.Kind != KindVariant {
+			continue
+		}
 		more, err := candidates(realDir, path.Join("variants", v.Scheme))
 		if err != nil {
 			return nil, err

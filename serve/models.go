@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"logitscope/checkpoint"
+	"logitscope/engine"
 	"logitscope/quant"
 	"logitscope/variant"
 )
@@ -29,13 +30,27 @@ type ModelFile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// VariantInfo names a quantized variant by its manifest's seal, which pins
-// every shard's sha256: the page can cache shards forever under it.
+// Kinds of VariantInfo.
+const (
+	KindVariant = "variant" // a quantized variant directory under variants/
+	KindGGUF    = "gguf"    // a llama.cpp GGUF file in the model directory
+)
+
+// VariantInfo is one set of weights the page can run besides the float
+// checkpoint: a quantized variant, named by its manifest's seal (which pins
+// every shard's sha256, so the page can cache shards forever under it), or
+// a GGUF file converted from this checkpoint, named by its sha256.
 type VariantInfo struct {
-	Scheme         string `json:"scheme"`
-	ManifestSHA256 string `json:"manifest_sha256"`
-	Bytes          int64  `json:"bytes"`            // all shards together, for a download estimate
-	Policy         string `json:"policy,omitempty"` // which matrices it quantizes, when not all
+	Kind           string `json:"kind"`                      // KindVariant or KindGGUF
+	Name           string `json:"name"`                      // what ls_open takes: the scheme, or the GGUF's file name
+	Scheme         string `json:"scheme,omitempty"`          // a variant's
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"` // a variant's seal
+	SHA256         string `json:"sha256,omitempty"`          // a GGUF's
+	Bytes          int64  `json:"bytes"`                     // all shards together, or the GGUF, for a download estimate
+	Policy         string `json:"policy,omitempty"`          // which matrices a variant quantizes, when not all
+	// Types is a GGUF's tensors per ggml type ("Q4_K": 169), the mix its
+	// recipe (Q4_K_M) chose, as llama.cpp's loader lists it.
+	Types map[string]int `json:"types,omitempty"`
 }
 
 // LoadModel reads dir's config.json and every variant under dir/variants.
@@ -73,7 +88,7 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 			}
 			continue
 		}
-		info := VariantInfo{Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal, Policy: v.Manifest.Policy.String()}
+		info := VariantInfo{Kind: KindVariant, Name: e.Name(), Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal, Policy: v.Manifest.Policy.String()}
 		for _, s := range v.Manifest.Shards {
 			info.Bytes += s.Size
 		}
@@ -89,10 +104,70 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 		return len(quant.Schemes)
 	}
 	sort.SliceStable(m.Variants, func(i, j int) bool { return rank(m.Variants[i].Scheme) < rank(m.Variants[j].Scheme) })
+	ggufs, err := loadGGUFs(name, real, warn)
+	if err != nil {
+		return nil, err
+	}
+	m.Variants = append(m.Variants, ggufs...)
 	if m.Files, err = listFiles(real, m.Variants); err != nil {
 		return nil, err
 	}
+	for i, v := range m.Variants {
+		if v.Kind != KindGGUF {
+			continue
+		}
+		for _, f := range m.Files {
+			if f.Path == v.Name {
+				m.Variants[i].SHA256 = f.SHA256
+			}
+		}
+	}
 	return m, nil
+}
+
+// loadGGUFs lists the GGUF files at the top of the model directory realDir
+// that engine.wasm would open as this checkpoint's weights, in name order:
+// each is checked as ls_open checks it (architecture, hyperparameters,
+// every tensor's shape and type, the vocabulary token by token), reading
+// its header only. One that fails is left out with a warning, as a variant
+// that fails verification is: it would only fail in the page.
+func loadGGUFs(name, realDir string, warn func(format string, args ...any)) ([]VariantInfo, error) {
+	entries, err := os.ReadDir(realDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []VariantInfo
+	var ck *checkpoint.Checkpoint
+	for _, e := range entries {
+		if e.Name()[0] == '.' || !engine.IsGGUF(e.Name()) {
+			continue
+		}
+		if _, ok := modelFileKind(e.Name()); !ok {
+			continue
+		}
+		f, st, err := openUnder(realDir, e.Name())
+		if err != nil {
+			continue // a symlink out of the directory, or not a regular file: not served
+		}
+		f.Close()
+		if ck == nil {
+			if ck, err = checkpoint.OpenWithoutWeights(realDir); err != nil {
+				return nil, err
+			}
+			defer ck.Close()
+		}
+		w, err := engine.OpenGGUF(ck, filepath.Join(realDir, e.Name()))
+		if err != nil {
+			warn("serve: model %s: %s skipped: %v", name, e.Name(), err)
+			continue
+		}
+		types := map[string]int{}
+		for t, n := range w.Types() {
+			types[t.String()] = n
+		}
+		out = append(out, VariantInfo{Kind: KindGGUF, Name: e.Name(), Bytes: st.Size(), Types: types})
+	}
+	return out, nil
 }
 
 // ScanModels loads every subdirectory of root that holds a config.json,

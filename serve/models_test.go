@@ -5,15 +5,21 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"logitscope/checkpoint"
+	"logitscope/gguf"
+	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/quant"
+	"logitscope/synth"
 	"logitscope/variant"
 )
 
@@ -39,8 +45,95 @@ func TestModelList(t *testing.T) {
 		if m.Name != "tiny" || m.Architecture != "Qwen2ForCausalLM" || m.Vocab != 512 {
 			t.Errorf("model %+v", m)
 		}
-		if len(m.Variants) != 1 || m.Variants[0].Scheme != "q4" || m.Variants[0].ManifestSHA256 != v.Manifest.Seal || m.Variants[0].Bytes <= 0 {
+		if len(m.Variants) != 1 || m.Variants[0].Kind != KindVariant || m.Variants[0].Name != "q4" || m.Variants[0].Scheme != "q4" ||
+			m.Variants[0].ManifestSHA256 != v.Manifest.Seal || m.Variants[0].Bytes <= 0 {
 			t.Errorf("variants %+v, want q4 sealed %s", m.Variants, v.Manifest.Seal)
+		}
+	}
+}
+
+// GGUF files at the top of a model directory are listed as variants of
+// kind gguf (name, bytes, sha256, tensors per ggml type) after the
+// quantized variants, and their files are listed and served with ranges,
+// when they are this checkpoint's: one of another model, one that is no
+// GGUF, a hidden one and a symlink out of the directory are not.
+func TestModelListGGUF(t *testing.T) {
+	f := newFixture(t)
+	other := filepath.Join(t.TempDir(), "tiny-qwen3")
+	if err := synth.Write(synth.Presets["tiny-qwen3"], other, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]string{
+		"tiny-q4.gguf":  ggufmodeltest.Export(t, f.model, "q4", "tiny-q4.gguf"),
+		"tiny-f32.GGUF": ggufmodeltest.Export(t, f.model, "f32", "tiny-f32.GGUF"),
+	}
+	write(t, filepath.Join(f.model, "other.gguf"), string(read(t, ggufmodeltest.Export(t, other, "q4", "x.gguf"))))
+	write(t, filepath.Join(f.model, "junk.gguf"), "not a GGUF file at all")
+	write(t, filepath.Join(f.model, ".hidden.gguf"), string(read(t, good["tiny-q4.gguf"])))
+	if err := os.Symlink(filepath.Join(f.root, "secret.txt"), filepath.Join(f.model, "leak.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Models: []*Model{m}, Logf: f.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	var got []Model
+	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
+		t.Fatalf("list: %v, %d models", err, len(got))
+	}
+	var names []string
+	for _, v := range got[0].Variants {
+		names = append(names, v.Kind+":"+v.Name)
+	}
+	if want := []string{"variant:q4", "gguf:tiny-f32.GGUF", "gguf:tiny-q4.gguf"}; !slices.Equal(names, want) {
+		t.Fatalf("variants %v, want %v", names, want)
+	}
+	files := map[string]ModelFile{}
+	for _, fi := range got[0].Files {
+		files[fi.Path] = fi
+	}
+	for _, v := range got[0].Variants[1:] {
+		path := good[v.Name]
+		data := read(t, path)
+		sum := sha256.Sum256(data)
+		if v.SHA256 != hex.EncodeToString(sum[:]) || v.Bytes != int64(len(data)) || v.Scheme != "" || v.ManifestSHA256 != "" {
+			t.Errorf("%s: listed %+v; the file has %d bytes, sha256 %x", v.Name, v, len(data), sum)
+		}
+		gf, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{}
+		for _, ti := range gf.Tensors {
+			want[ti.Type.String()]++
+		}
+		if !maps.Equal(v.Types, want) {
+			t.Errorf("%s: types %v, the file holds %v", v.Name, v.Types, want)
+		}
+		if fi, ok := files[v.Name]; !ok {
+			t.Errorf("%s is not in the files list", v.Name)
+		} else {
+			checkListedFile(t, f, fi)
+		}
+		w := f.do(t, "/models/tiny/"+v.Name, map[string]string{"Range": "bytes=0-3"})
+		if w.Code != 206 || w.Body.String() != "GGUF" || !strings.Contains(w.Header().Get("Cache-Control"), "immutable") {
+			t.Errorf("%s, bytes 0-3: %d %q, Cache-Control %q", v.Name, w.Code, w.Body, w.Header().Get("Cache-Control"))
+		}
+	}
+	for _, bad := range []string{"other.gguf", "junk.gguf", ".hidden.gguf", "leak.gguf"} {
+		if _, ok := files[bad]; ok {
+			t.Errorf("%s is listed", bad)
+		}
+	}
+	for _, want := range []string{"other.gguf skipped", "general.architecture", "junk.gguf skipped"} {
+		if !strings.Contains(strings.Join(warned, "\n"), want) {
+			t.Errorf("no warning says %q: %q", want, warned)
 		}
 	}
 }

@@ -186,7 +186,7 @@ func modelFileKind(rel string) (kind, bool) {
 	switch {
 	case len(segs) == 1 && ext == ".json":
 		return jsonDoc, true
-	case len(segs) == 1 && ext == ".safetensors":
+	case len(segs) == 1 && (ext == ".safetensors" || ext == ".gguf"):
 		return immutableBlob, true
 	case len(segs) == 1 && ext == ".txt": // merges.txt of older tokenizers
 		return textDoc, true

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"logitscope/ggml"
 	"logitscope/margins"
 	"logitscope/routing"
 )
@@ -61,6 +62,16 @@ func (d *Doc) check() error {
 	for k := range d.Texts {
 		if id, err := strconv.Atoi(k); err != nil || id < 0 || id >= vocab || strconv.Itoa(id) != k {
 			return fmt.Errorf("texts key %q: want a token id below %d in decimal", k, vocab)
+		}
+	}
+	for _, side := range []struct {
+		name string
+		g    *GGUF
+	}{{"ref", d.Ref.GGUF}, {"test", d.Test.GGUF}} {
+		if side.g != nil {
+			if err := checkGGUF(side.g); err != nil {
+				return fmt.Errorf("%s.gguf: %v", side.name, err)
+			}
 		}
 	}
 	if d.Created != "" {
@@ -263,4 +274,41 @@ func noDuplicateKeys(data []byte) error {
 		return errors.New("unbalanced JSON")
 	}
 	return nil
+}
+
+// checkGGUF checks what the page shows of a GGUF side: a file name, a
+// sha256 in lowercase hex when there is one, and counts of tensors per
+// ggml type it knows (the page shows their names).
+func checkGGUF(g *GGUF) error {
+	switch {
+	case !GGUFName(g.Name):
+		return fmt.Errorf("name %q: not a GGUF file name", g.Name)
+	case g.SHA256 != "" && !isSHA256(g.SHA256):
+		return fmt.Errorf("sha256 %q: want 64 lowercase hex digits", g.SHA256)
+	case g.Bytes < 0:
+		return fmt.Errorf("bytes %d: negative", g.Bytes)
+	case len(g.Types) == 0:
+		return errors.New("types: none")
+	}
+	for name, n := range g.Types {
+		if t, err := ggml.ParseType(name); err != nil || t.String() != name {
+			return fmt.Errorf("types: %q is not a ggml type", name)
+		}
+		if n < 1 {
+			return fmt.Errorf("types[%s] %d: want at least 1", name, n)
+		}
+	}
+	return nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

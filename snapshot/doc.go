@@ -53,6 +53,20 @@ type Side struct {
 	Adapter string           `json:"adapter,omitempty"` // the GPU adapter's name
 	Rows    int              `json:"rows"`
 	Receipt *receipt.Receipt `json:"receipt,omitempty"` // a dropped dump's, verified
+	GGUF    *GGUF            `json:"gguf,omitempty"`    // the side ran a GGUF file
+}
+
+// GGUF is the llama.cpp file a side ran: which file exactly (its sha256),
+// and the mix of ggml types its recipe chose, as llama.cpp users name a
+// quantization ("Q4_K 169, Q6_K 29, F32 113").
+type GGUF struct {
+	Name   string         `json:"name"`
+	SHA256 string         `json:"sha256,omitempty"` // "" when not known (a dropped receipt's variant is always hashed)
+	Bytes  int64          `json:"bytes,omitempty"`
+	Types  map[string]int `json:"types"`
+	// Local: read from the user's disk in the browser and never uploaded,
+	// so a link that reruns the spec asks whoever opens it for the file.
+	Local bool `json:"local,omitempty"`
 }
 
 // Timing is what the page measured, in milliseconds; 0 when not measured

@@ -136,6 +136,27 @@ func TestOffline(t *testing.T) {
 		t.Errorf("targets from the receipt not used: %+v %v", d.Report.Summary, d.Tokens)
 	}
 
+	// A GGUF capture's receipt names its file and type mix: the document
+	// carries them for the header, and parses back.
+	tsum := sha256.Sum256(testData)
+	grc := sealed(t, &receipt.Receipt{Variant: "m-Q4_K_M.gguf", Device: "cpu", Request: receipt.Request{Mode: "panel"},
+		GGUF:    &receipt.GGUF{SHA256: strings.Repeat("ab", 32), Types: map[string]int{"Q4_K": 9, "Q6_K": 2, "F32": 5}},
+		Targets: []int{1, 1, 0}, Dump: receipt.Dump{SHA256: hex.EncodeToString(tsum[:]), Rows: 3, Vocab: 4}})
+	d, err = Offline(Dropped{Name: "ref.dump", Data: refData, Receipt: rc}, Dropped{Name: "q.dump", Data: testData, Receipt: grc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Test.GGUF; g == nil || g.Name != "m-Q4_K_M.gguf" || g.SHA256 != strings.Repeat("ab", 32) || g.Types["Q4_K"] != 9 || d.Ref.GGUF != nil {
+		t.Fatalf("GGUF sides %+v, %+v", d.Ref.GGUF, d.Test.GGUF)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(data); err != nil {
+		t.Fatalf("a document with a GGUF side: %v", err)
+	}
+
 	for _, c := range []struct {
 		name      string
 		ref, test Dropped

@@ -74,6 +74,9 @@ func (f Dropped) Read() (Capture, error) {
 		return Capture{}, err
 	}
 	c.Side.Receipt, c.Side.Device = r, r.Device
+	if r.GGUF != nil {
+		c.Side.GGUF = &GGUF{Name: r.Variant, SHA256: r.GGUF.SHA256, Types: r.GGUF.Types}
+	}
 	c.PromptIDs, c.Output, c.Targets = r.Request.PromptIDs, r.OutputIDs, r.Targets
 	return c, nil
 }

@@ -1,13 +1,16 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"logitscope/chat"
+	"logitscope/engine"
 	"logitscope/session"
 	"logitscope/tokenizer"
 	"logitscope/wasm/abi"
@@ -29,10 +32,16 @@ const (
 	DefaultDevice = "auto"
 )
 
+// LocalPrefix marks a side whose GGUF file the user chose from their own
+// disk ("local:model-Q4_K_M.gguf"). The page reads it in place and sends
+// it nowhere, so a link can name the file but not carry it: whoever
+// opens the link is asked to choose their copy.
+const LocalPrefix = "local:"
+
 // Spec is one run as the page's URL carries it: a link reruns it.
 type Spec struct {
 	Model  string `json:"model"`
-	Ref    string `json:"ref"`  // f32 | q8 | q6 | q4
+	Ref    string `json:"ref"`  // f32 | q8 | q6 | q4 | a GGUF file in the model dir | LocalPrefix + a GGUF file's name
 	Test   string `json:"test"` // the same choices
 	Mode   string `json:"mode"`
 	System string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
@@ -52,15 +61,50 @@ func NewSpec() Spec {
 
 var variants = []string{"f32", "q8", "q6", "q4"}
 
+// checkVariant says why v cannot be a side: it must be one of variants, a
+// GGUF file's name (a plain file name, as the server lists the files beside
+// config.json), or LocalPrefix and one.
+func checkVariant(v string) error {
+	if slices.Contains(variants, v) {
+		return nil
+	}
+	name, local := LocalName(v)
+	switch {
+	case local && name == "":
+		return errors.New("choose a local GGUF file")
+	case !engine.IsGGUF(name):
+		return fmt.Errorf("want one of %s, a .gguf file of the model, or %sFILE.gguf", strings.Join(variants, ", "), LocalPrefix)
+	case !GGUFName(name):
+		return errors.New("a GGUF file is named by a plain file name")
+	}
+	return nil
+}
+
+// GGUFName says whether name can name a GGUF file beside config.json: a
+// plain, visible file name (the server serves no other), without control
+// characters, ending in .gguf.
+func GGUFName(name string) bool {
+	return engine.IsGGUF(name) && len(name) <= 255 && name[0] != '.' &&
+		!strings.ContainsAny(name, `/\`) && !strings.ContainsFunc(name, unicode.IsControl)
+}
+
+// LocalName is the file name of a side read from the user's disk, and
+// whether v is one.
+func LocalName(v string) (string, bool) {
+	return strings.CutPrefix(v, LocalPrefix)
+}
+
 // Check names the first field that cannot run.
 func (s Spec) Check() error {
+	if err := checkVariant(s.Ref); err != nil {
+		return fmt.Errorf("ref %q: %v", s.Ref, err)
+	}
+	if err := checkVariant(s.Test); err != nil {
+		return fmt.Errorf("test %q: %v", s.Test, err)
+	}
 	switch {
 	case s.Model == "":
 		return fmt.Errorf("model: empty")
-	case !slices.Contains(variants, s.Ref):
-		return fmt.Errorf("ref %q: want one of %s", s.Ref, strings.Join(variants, ", "))
-	case !slices.Contains(variants, s.Test):
-		return fmt.Errorf("test %q: want one of %s", s.Test, strings.Join(variants, ", "))
 	case s.Device != "auto" && s.Device != "gpu" && s.Device != "cpu":
 		return fmt.Errorf("device %q: want auto, gpu or cpu", s.Device)
 	}

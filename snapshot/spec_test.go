@@ -23,6 +23,8 @@ func TestQueryRoundTrip(t *testing.T) {
 		{Model: "m", Ref: "q8", Test: "q6", Mode: Greedy, Prompt: "x", MaxNew: 1, System: "Be brief.", Stops: &[]int{1, 2}, Device: "cpu", Window: DefaultWindow},
 		{Model: "m", Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "x", MaxNew: 3, Stops: &[]int{}, Device: "auto", Window: DefaultWindow},
 		{Model: "demo", Ref: "f32", Test: "q8", Mode: Panel, Panel: "one\ntwo", Window: 5, Device: "auto", MaxNew: DefaultMaxNew},
+		{Model: "demo", Ref: "f32", Test: "model-Q4_K_M.gguf", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "gpu", Window: DefaultWindow},
+		{Model: "demo", Ref: "model-F16.GGUF", Test: "local:my copy (2).gguf", Mode: Panel, Panel: "x y", Window: 4, Device: "cpu", MaxNew: DefaultMaxNew},
 	} {
 		q, err := url.ParseQuery(s.Query().Encode())
 		if err != nil {
@@ -42,7 +44,13 @@ func TestSpecErrors(t *testing.T) {
 	for _, c := range []struct{ query, want string }{
 		{"max_new=ten&prompt=x", `max_new="ten": not an integer`},
 		{"stops=1,x&prompt=x", `stops="1,x": "x" is not a token id`},
-		{"ref=q3&prompt=x", `ref "q3": want one of f32, q8, q6, q4`},
+		{"ref=q3&prompt=x", `ref "q3": want one of f32, q8, q6, q4, a .gguf file of the model, or local:FILE.gguf`},
+		{"test=local:&prompt=x", `test "local:": choose a local GGUF file`},
+		{"test=local:x.bin&prompt=x", `test "local:x.bin": want one of`},
+		{"test=../x.gguf&prompt=x", `test "../x.gguf": a GGUF file is named by a plain file name`},
+		{"test=sub/x.gguf&prompt=x", `a plain file name`},
+		{"test=.hidden.gguf&prompt=x", `a plain file name`},
+		{"test=local:a%0Ab.gguf&prompt=x", `a plain file name`},
 		{"test=bf16&prompt=x", `test "bf16"`},
 		{"device=tpu&prompt=x", `device "tpu"`},
 		{"mode=chat&prompt=x", `mode "chat"`},

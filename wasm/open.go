@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"unsafe"
 
@@ -56,13 +57,25 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error)
 		return nil, fmt.Errorf("ls_open: capacity %d: want at least 1", a.Capacity)
 	case a.Device != "" && a.Device != "gpu" && a.Device != "cpu":
 		return nil, fmt.Errorf("ls_open: device %q: want gpu or cpu", a.Device)
+	case engine.IsGGUF(a.Variant):
+		// A path below the model directory: the guest sees nothing outside
+		// the mount.
+		if !filepath.IsLocal(a.Variant) {
+			return nil, fmt.Errorf("ls_open: variant %q: a GGUF file is named by its path inside the model directory", a.Variant)
+		}
 	case a.Variant != "" && a.Variant != "f32":
 		// Only the model's own variants: the guest sees nothing outside /model.
 		if _, err := quant.ParseScheme(a.Variant); err != nil {
-			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6 or q4", a.Variant)
+			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6, q4 or a .gguf file in the model directory", a.Variant)
 		}
 	}
-	ck, err := checkpoint.Open(a.Model)
+	// A GGUF brings its own weights: the checkpoint only contributes its
+	// config and tokenizer, so a browser need not fetch the safetensors.
+	openCk := checkpoint.Open
+	if engine.IsGGUF(a.Variant) {
+		openCk = checkpoint.OpenWithoutWeights
+	}
+	ck, err := openCk(a.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -78,11 +91,16 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error)
 }
 
 func load(ck *checkpoint.Checkpoint, a abi.Open, newDevice func() (gpu.Device, error)) (engine.Engine, error) {
-	v, err := engine.OpenVariant(ck, a.Variant)
+	opt := engine.Options{Capacity: a.Capacity}
+	var err error
+	if engine.IsGGUF(a.Variant) {
+		opt.GGUF, err = engine.OpenGGUF(ck, filepath.Join(ck.Dir, a.Variant))
+	} else {
+		opt.Variant, err = engine.OpenVariant(ck, a.Variant)
+	}
 	if err != nil {
 		return nil, err
 	}
-	opt := engine.Options{Variant: v, Capacity: a.Capacity}
 	if a.Device != "cpu" {
 		if opt.Device, err = newDevice(); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"logitscope/dump"
+	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/receipt"
 )
@@ -84,10 +85,17 @@ func TestCaptureNoAdapter(t *testing.T) {
 	}
 }
 
+// variantsOf names the variants the runtime tests capture by a label for
+// file names: f32, q4, and q4 exported as a GGUF file inside the model
+// directory (which engine.wasm opens as it is).
+func variantsOf(t *testing.T, dir string) [][2]string {
+	return [][2]string{{"f32", "f32"}, {"q4", "q4"}, {"gguf", ggufmodeltest.Export(t, dir, "q4", "tiny-q4.gguf")}}
+}
+
 // capture --runtime wasm runs engine.wasm under wazero: its dumps are
 // byte-identical to the native Go engine's on the same GPU, greedy and
 // panel and forced (--follow; 40 outputs make the fed sequence span
-// several chunks), f32 and q4.
+// several chunks), f32, q4 and a GGUF.
 func TestCaptureRuntimeWasm(t *testing.T) {
 	nativetest.Device(t)
 	wasm := filepath.Join(t.TempDir(), "engine.wasm")
@@ -99,15 +107,16 @@ func TestCaptureRuntimeWasm(t *testing.T) {
 	dir := quantized(t)
 	out := t.TempDir()
 	panel := panelFile(t)
-	for _, v := range []string{"f32", "q4"} {
-		ref := filepath.Join(out, v+"-ref.dump")
+	for _, lv := range variantsOf(t, dir) {
+		label, v := lv[0], lv[1]
+		ref := filepath.Join(out, label+"-ref.dump")
 		if _, err := run(t, captureCmd, "--model", dir, "--device", "cpu", "--max-new", "40", "--stop", "9999", "--dump-logits", ref, "Hi"); err != nil {
 			t.Fatal(err)
 		}
 		for _, mode := range [][]string{{"--max-new", "5", "Hello"}, {"--panel", panel, "--window", "48"}, {"--follow", ref}} {
 			var sums [2]string
 			for i, rt := range []string{"native", "wasm"} {
-				path := filepath.Join(out, v+rt+".dump")
+				path := filepath.Join(out, label+rt+".dump")
 				args := append([]string{"--model", dir, "--variant", v, "--device", "gpu", "--runtime", rt, "--engine", wasm, "--dump-logits", path}, mode...)
 				if _, err := run(t, captureCmd, args...); err != nil {
 					t.Fatalf("%s %v: %v", rt, mode, err)
@@ -115,8 +124,9 @@ func TestCaptureRuntimeWasm(t *testing.T) {
 				sums[i] = fileSHA(t, path)
 			}
 			if sums[0] != sums[1] {
-				t.Fatalf("%s %v: the wasm dump differs from the native one", v, mode)
+				t.Fatalf("%s %v: the wasm dump differs from the native one", label, mode)
 			}
+			checkWasmReceipt(t, filepath.Join(out, label+"wasm.dump"), v, "wasm+gpu: ")
 		}
 	}
 	_, err := run(t, captureCmd, "--model", dir, "--runtime", "wasm", "--engine", filepath.Join(out, "none.wasm"), "--dump-logits", filepath.Join(out, "x.dump"), "Hi")
@@ -133,15 +143,16 @@ func TestCaptureRuntimeWasmCPU(t *testing.T) {
 	dir := quantized(t)
 	out := t.TempDir()
 	panel := panelFile(t)
-	for _, v := range []string{"f32", "q4"} {
-		ref := filepath.Join(out, v+"-ref.dump")
+	for _, lv := range variantsOf(t, dir) {
+		label, v := lv[0], lv[1]
+		ref := filepath.Join(out, label+"-ref.dump")
 		if _, err := run(t, captureCmd, "--model", dir, "--variant", v, "--device", "cpu", "--runtime", "native", "--max-new", "40", "--stop", "9999", "--dump-logits", ref, "Hi"); err != nil {
 			t.Fatal(err)
 		}
 		for _, mode := range [][]string{{"--max-new", "5", "Hello"}, {"--panel", panel, "--window", "48"}, {"--follow", ref}} {
 			var sums [2]string
 			for i, rt := range []string{"native", "wasm"} {
-				path := filepath.Join(out, v+rt+".dump")
+				path := filepath.Join(out, label+rt+".dump")
 				args := append([]string{"--model", dir, "--variant", v, "--device", "cpu", "--runtime", rt, "--engine", wasm, "--dump-logits", path}, mode...)
 				if _, err := run(t, captureCmd, args...); err != nil {
 					t.Fatalf("%s %v: %v", rt, mode, err)
@@ -149,15 +160,28 @@ func TestCaptureRuntimeWasmCPU(t *testing.T) {
 				sums[i] = fileSHA(t, path)
 			}
 			if sums[0] != sums[1] {
-				t.Fatalf("%s %v: the wasm CPU dump differs from the native CPU one", v, mode)
+				t.Fatalf("%s %v: the wasm CPU dump differs from the native CPU one", label, mode)
 			}
-			rc, err := receipt.Read(receipt.Path(filepath.Join(out, v+"wasm.dump")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rc.Device != "wasm+cpu" {
-				t.Fatalf("%s %v: receipt device %q, want wasm+cpu", v, mode, rc.Device)
-			}
+			checkWasmReceipt(t, filepath.Join(out, label+"wasm.dump"), v, "wasm+cpu")
 		}
+	}
+}
+
+// checkWasmReceipt checks that a wasm capture's receipt names its device
+// (starting with device) and, for a GGUF variant, the file's sha256.
+func checkWasmReceipt(t *testing.T, dumpPath, variant, device string) {
+	t.Helper()
+	rc, err := receipt.Read(receipt.Path(dumpPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rc.Device, device) {
+		t.Fatalf("%s: receipt device %q, want %s…", dumpPath, rc.Device, device)
+	}
+	if !strings.HasSuffix(variant, ".gguf") {
+		return
+	}
+	if rc.GGUF == nil || rc.GGUF.SHA256 != fileSHA(t, variant) || rc.Variant != filepath.Base(variant) {
+		t.Fatalf("%s: receipt variant %q, GGUF %+v; want %s and its sha256", dumpPath, rc.Variant, rc.GGUF, filepath.Base(variant))
 	}
 }

@@ -16,15 +16,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -190,6 +193,39 @@ type Site struct {
 	DemoDir string // the "demo" model's directory
 	Data    string // the server's data dir (shared runs)
 	Server  *serve.Server
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Request is one request the site received, as it arrived: what a test
+// checks to say what the page asked of the server and sent to it.
+type Request struct {
+	Method, Path, Range string
+	Body                []byte
+}
+
+// Requests lists the requests the site has received so far, in order.
+func (s *Site) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// record keeps every request (its body too) before h serves it.
+func (s *Site) record(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Range: r.Header.Get("Range"), Body: body})
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // SiteModel is a model directory a site serves under Name beside the demo.
@@ -216,7 +252,7 @@ func StartSite(t testing.TB, extra ...SiteModel) *Site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.Server)
+	ts := httptest.NewServer(s.record(s.Server))
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL
 	return s

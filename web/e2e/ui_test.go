@@ -182,16 +182,19 @@ func nativeDevice(t *testing.T) gpu.Device {
 }
 
 // compareWithWazero runs the page's two requests through engine.wasm
-// under wazero on dev (nil: engine.wasm's CPU path) with the model in dir:
+// under wazero on dev (nil: engine.wasm's CPU path) with the model in dir
+// (a local side's GGUF file among its files):
 // the reference's greedy decode from the document's prompt ids, then the
 // test side fed the reference's tokens. Tokens must be identical and
 // logits within tol.
 func compareWithWazero(t *testing.T, mod *host.Module, dev gpu.Device, dir string, doc *snapshot.Doc, lg pageLogits, tol float64) {
 	t.Helper()
 	refReq := abi.Request{Mode: "greedy", PromptIDs: doc.PromptIDs, MaxNew: doc.Spec.MaxNew, Stops: doc.Spec.Stops}
-	refRows, refRes := wazeroRun(t, mod, dev, dir, doc.Spec.Ref, refReq)
+	// A local file's side runs the file of that name in dir.
+	local := func(v string) string { return strings.TrimPrefix(v, snapshot.LocalPrefix) }
+	refRows, refRes := wazeroRun(t, mod, dev, dir, local(doc.Spec.Ref), refReq)
 	testReq := snapshot.TestRequest(refReq, refRes)
-	testRows, testRes := wazeroRun(t, mod, dev, dir, doc.Spec.Test, testReq)
+	testRows, testRes := wazeroRun(t, mod, dev, dir, local(doc.Spec.Test), testReq)
 
 	for _, side := range []struct {
 		name string

@@ -21,8 +21,8 @@ const (
 	scriptXSS = `<script>window.__xss='script'</script>`
 )
 
-// hostileDoc is a valid 3-position comparison whose token texts and side
-// labels are markup.
+// hostileDoc is a valid 3-position comparison whose token texts, side
+// labels and GGUF name are markup.
 func hostileDoc(t *testing.T) *snapshot.Doc {
 	t.Helper()
 	const vocab = 8
@@ -44,6 +44,8 @@ func hostileDoc(t *testing.T) *snapshot.Doc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A GGUF file's name may be markup too (it is a plain file name).
+	d.Ref.GGUF = &snapshot.GGUF{Name: imgXSS + ".gguf", Types: map[string]int{"Q4_K": 3}}
 	return d
 }
 
@@ -116,6 +118,9 @@ func TestSharedRunMarkupIsText(t *testing.T) {
 	}
 	if header := Eval[string](b, `document.querySelector("#root").innerText`); !strings.Contains(header, "ref "+imgXSS) {
 		t.Errorf("the side label is not shown as text: %.300q", header)
+	}
+	if g := Eval[string](b, `document.querySelector("#ref-gguf").innerText`); !strings.Contains(g, "GGUF · Q4_K 3") {
+		t.Errorf("the GGUF side is not shown: %q", g)
 	}
 }
 

@@ -46,6 +46,34 @@
     }
   }
 
+  // BlobFile is a file the user picked (a File or any Blob) as MemFS data:
+  // it reads what is asked for, when it is asked for, so a multi-gigabyte
+  // GGUF from the user's disk is never held whole (nor sent anywhere). It
+  // has what MemFS and gpu.js use of a Uint8Array: length and subarray.
+  // WASI calls are synchronous, so it reads with FileReaderSync, which
+  // only workers have.
+  class BlobFile {
+    constructor(blob, name) {
+      if (typeof FileReaderSync === "undefined") throw new Error(`${name}: reading a local file needs a Worker (FileReaderSync)`);
+      this.blob = blob;
+      this.name = name;
+      this.length = blob.size;
+      this.reader = new FileReaderSync();
+    }
+
+    // subarray reads bytes [start, end) (a copy, unlike a Uint8Array's).
+    subarray(start = 0, end = this.length) {
+      start = Math.max(0, Math.min(start, this.length));
+      end = Math.max(start, Math.min(end, this.length));
+      try {
+        return new Uint8Array(this.reader.readAsArrayBuffer(this.blob.slice(start, end)));
+      } catch (e) {
+        // The browser refuses a file that changed or moved since it was chosen.
+        throw new Error(`reading ${this.name} (bytes ${start}–${end}) from disk: ${e.name}: ${e.message}; choose the file again if it changed`);
+      }
+    }
+  }
+
   // MemFS is a read-only tree built from a map of relative paths to bytes;
   // directories are implied by the paths. Inode numbers start at 1 (the
   // root) and are never 0, which readers may take for a deleted entry.
@@ -56,7 +84,7 @@
       this.root.parent = this.root;
       const entries = files instanceof Map ? [...files] : Object.entries(files || {});
       for (const [path, data] of entries) {
-        if (!(data instanceof Uint8Array)) throw new TypeError(`MemFS: ${path}: want a Uint8Array`);
+        if (!(data instanceof Uint8Array) && !(data instanceof BlobFile)) throw new TypeError(`MemFS: ${path}: want a Uint8Array or a BlobFile`);
         const parts = path.split("/").filter((p) => p !== "" && p !== ".");
         if (parts.length === 0 || parts.includes("..")) throw new Error(`MemFS: bad path ${JSON.stringify(path)}`);
         let dir = this.root;
@@ -98,8 +126,8 @@
       return { node };
     }
 
-    // file returns the bytes of the file at a path relative to the root, or
-    // null.
+    // file returns the bytes of the file at a path relative to the root (a
+    // Uint8Array or a BlobFile), or null.
     file(path) {
       const { node } = this.lookup(this.root, path);
       return node && node.type === FILETYPE.REGULAR_FILE ? node.data : null;
@@ -539,5 +567,5 @@
     }
   }
 
-  global.LogitscopeWASI = { WASI, MemFS, ProcExit, checkImports, errno: E };
+  global.LogitscopeWASI = { WASI, MemFS, BlobFile, ProcExit, checkImports, errno: E };
 })(typeof self !== "undefined" ? self : globalThis);

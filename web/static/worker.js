@@ -14,7 +14,7 @@
 (function (global) {
   const inWorker = typeof WorkerGlobalScope !== "undefined" && global instanceof WorkerGlobalScope;
   if (inWorker) importScripts("wasi.js", "gpu.js");
-  const { WASI, MemFS, ProcExit, checkImports } = global.LogitscopeWASI;
+  const { WASI, MemFS, BlobFile, ProcExit, checkImports } = global.LogitscopeWASI;
   const { GPUHost, requestDevice, probe } = global.LogitscopeGPU;
 
   const CACHE_NAME = "logitscope-models-v1";
@@ -295,11 +295,28 @@
     return m;
   }
 
-  // selectFiles is what an open of variant needs: the checkpoint's top-level
-  // files and variants/<variant>/* (none for f32).
+  // LOCAL marks a variant read from the user's disk ("local:NAME.gguf"):
+  // the page hands the worker the File itself.
+  const LOCAL = "local:";
+  const isGGUF = (p) => /\.gguf$/i.test(p);
+  // isWeights says whether a top-level file holds weights: the checkpoint's
+  // safetensors (and their index) or a GGUF file.
+  const isWeights = (p) => /\.safetensors$/i.test(p) || p === "model.safetensors.index.json" || isGGUF(p);
+
+  // selectFiles is what an open of variant needs. f32 and a scheme: the
+  // checkpoint's top-level files but the GGUFs, and variants/<variant>/*
+  // (none for f32). A GGUF (a served file's name, or local:NAME): the
+  // top-level files but the weights (engine.wasm opens the checkpoint
+  // without them: config, generation config and tokenizer files), and the
+  // served GGUF itself. So a Q4_K_M side never downloads the safetensors,
+  // several times its size.
   function selectFiles(model, variant) {
+    const top = (f) => !f.path.includes("/");
+    if (isGGUF(variant)) {
+      return model.files.filter((f) => top(f) && (!isWeights(f.path) || f.path === variant));
+    }
     const prefix = `variants/${variant}/`;
-    return model.files.filter((f) => !f.path.includes("/") || (variant !== "f32" && f.path.startsWith(prefix)));
+    return model.files.filter((f) => (top(f) && !isGGUF(f.path)) || (variant !== "f32" && f.path.startsWith(prefix)));
   }
 
   const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -419,7 +436,7 @@
 
   global.LogitscopeHost = {
     Instance, EngineError, TrapError, listModels, findModel, selectFiles, fetchFiles, compileEngine,
-    fmtBytes, CACHE_NAME, DEFAULT_BUDGET,
+    fmtBytes, CACHE_NAME, DEFAULT_BUDGET, LOCAL,
   };
 
   if (!inWorker) return;
@@ -461,7 +478,9 @@
       return { value: await probe() };
     },
 
-    // open {model, variant, capacity, device: "auto"|"gpu"|"cpu", budget}
+    // open {model, variant, capacity, device: "auto"|"gpu"|"cpu", budget,
+    // file}: file is the File of a variant "local:NAME.gguf", read from
+    // the user's disk where it lies (BlobFile), never fetched or held.
     async open(args, progress) {
       const t0 = performance.now();
       const name = args.model;
@@ -471,12 +490,19 @@
       const budget = args.budget || DEFAULT_BUDGET;
       if (!name) throw new Error("open: no model named");
       if (!["auto", "gpu", "cpu"].includes(want)) throw new Error(`open: device ${JSON.stringify(want)}: want "auto", "gpu" or "cpu"`);
+      let local = null; // {name, data: BlobFile}
+      if (variant.startsWith(LOCAL)) {
+        const fname = variant.slice(LOCAL.length);
+        if (!isGGUF(fname) || fname.includes("/")) throw new Error(`open: ${variant}: a local variant is a .gguf file`);
+        if (typeof Blob === "undefined" || !(args.file instanceof Blob)) throw new Error(`open: ${variant}: no file was given for it (choose it again)`);
+        local = { name: fname, data: new BlobFile(args.file, fname) };
+      }
       if (engine) {
         engine.close();
         engine = null;
       }
       const model = await findModel(name);
-      const files = selectFiles(model, variant);
+      const files = selectFiles(model, local ? local.name : variant).filter((f) => !local || f.path !== local.name);
       const bytes = files.reduce((n, f) => n + f.size, 0);
       if (bytes > budget) {
         throw new Error(`model ${name} (${variant}): its files take ${fmtBytes(bytes)}, more than this page's memory budget of ${fmtBytes(budget)}`);
@@ -493,14 +519,16 @@
       }
       progress({ phase: "fetch", message: `${files.length} files`, loaded: 0, total: bytes });
       const fetched = await fetchFiles(name, files, { onProgress: progress });
+      if (local) fetched.files.set(local.name, local.data);
       if (!module) {
         progress({ phase: "compile", message: "engine.wasm", loaded: 0, total: 0 });
         module = await compileEngine();
       }
-      progress({ phase: "open", message: `${name} ${variant} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
+      const what = local ? `${local.name} from this computer's disk (nothing is uploaded)` : variant;
+      progress({ phase: "open", message: `${name} ${what} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
       const e = await Instance.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "" });
       try {
-        await e.open({ variant, capacity, device: g ? "gpu" : "cpu" });
+        await e.open({ variant: local ? local.name : variant, capacity, device: g ? "gpu" : "cpu" });
       } catch (err) {
         e.close(); // its GPU buffers now, not at the next collection
         throw err;

@@ -252,6 +252,13 @@ func (c *DocHeader) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				vgn.SetInnerHTML(c.R.Doc.Ref.Label)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 				vgparent.AppendChild(vgn)
+				if c.R.Doc.Ref.GGUF != nil {
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "gguf"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "ref-gguf"}}}
+					vgparent.AppendChild(vgn)
+					vgn.SetInnerHTML(ggufNote(c.R.Doc.Ref.GGUF))
+				}
+				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "dev"}}}
 				vgparent.AppendChild(vgn)
 				vgn.SetInnerHTML(c.device(c.R.Doc.Ref))
@@ -280,6 +287,13 @@ func (c *DocHeader) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "strong", Attr: []vugu.VGAttribute(nil)}
 				vgparent.AppendChild(vgn)
 				vgn.SetInnerHTML(c.R.Doc.Test.Label)
+				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+				vgparent.AppendChild(vgn)
+				if c.R.Doc.Test.GGUF != nil {
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "gguf"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "test-gguf"}}}
+					vgparent.AppendChild(vgn)
+					vgn.SetInnerHTML(ggufNote(c.R.Doc.Test.GGUF))
+				}
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "dev"}}}
@@ -1593,6 +1607,13 @@ type RunForm struct {
 	R *Root
 }
 
+func (c *RunForm) localTitle(side string) string {
+	if side == "ref" {
+		return "Reference GGUF file"
+	}
+	return "Test GGUF file"
+}
+
 func (c *RunForm) tab(mode string) string {
 	if c.R.Spec.Mode == mode || (mode == "greedy" && c.R.Spec.Mode != "panel") {
 		return "tab on"
@@ -1710,7 +1731,7 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					_ = vgparent
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 					vgparent.AppendChild(vgn)
-					for vgiterkeyt, v := range c.R.Variants() {
+					for vgiterkeyt, v := range c.R.Variants("ref") {
 						var vgiterkey interface{} = vgiterkeyt
 						_ = vgiterkey
 						v := v
@@ -1759,7 +1780,7 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					_ = vgparent
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 					vgparent.AppendChild(vgn)
-					for vgiterkeyt, v := range c.R.Variants() {
+					for vgiterkeyt, v := range c.R.Variants("test") {
 						var vgiterkey interface{} = vgiterkeyt
 						_ = vgiterkey
 						v := v
@@ -1784,6 +1805,67 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 			}
 			vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
 			vgparent.AppendChild(vgn)
+		}
+		vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
+		vgparent.AppendChild(vgn)
+		for vgiterkeyt, side := range []string{"ref", "test"} {
+			var vgiterkey interface{} = vgiterkeyt
+			_ = vgiterkey
+			side := side
+			_ = side
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3)} // <vg-template>
+			vgparent.AppendChild(vgn)
+			{
+				vgparent := vgn
+				_ = vgparent
+				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
+				vgparent.AppendChild(vgn)
+				if c.R.IsLocal(side) {
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "div", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "field localfile"}}}
+					vgparent.AppendChild(vgn)
+					vgn.AddAttrInterface("id", "local-"+side)
+					{
+						vgparent := vgn
+						_ = vgparent
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+						vgparent.AppendChild(vgn)
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
+						vgparent.AppendChild(vgn)
+						vgn.SetInnerHTML(c.localTitle(side))
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+						vgparent.AppendChild(vgn)
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "input", Attr: []vugu.VGAttribute{{Namespace: "", Key: "type", Val: "file"}, vugu.VGAttribute{Namespace: "", Key: "accept", Val: ".gguf"}}}
+						vgparent.AppendChild(vgn)
+						vgn.AddAttrInterface("aria-label", c.localTitle(side))
+						vgn.AddAttrInterface("name", "local-"+side)
+						vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
+							EventType: "change",
+							Func:      func(event vugu.DOMEvent) { c.R.PickLocal(side, event) },
+							// TODO: implement capture, etc. mostly need to decide syntax
+						})
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+						vgparent.AppendChild(vgn)
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "small", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "note"}}}
+						vgparent.AppendChild(vgn)
+						vgn.AddAttrInterface("id", "local-"+side+"-note")
+						vgn.SetInnerHTML(c.R.LocalNote(side))
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+						vgparent.AppendChild(vgn)
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "small", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "note"}}}
+						vgparent.AppendChild(vgn)
+						{
+							vgparent := vgn
+							_ = vgparent
+							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "Read in this browser from your disk: nothing is uploaded."}
+							vgparent.AppendChild(vgn)
+						}
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
+						vgparent.AppendChild(vgn)
+					}
+				}
+				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
+				vgparent.AppendChild(vgn)
+			}
 		}
 		vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n\n  "}
 		vgparent.AppendChild(vgn)

@@ -52,10 +52,15 @@ type openInfo struct {
 	Ms          float64 `json:"ms"`
 }
 
-func (b *bridge) open(model, variant string, capacity int, device string) (o openInfo, err error) {
+// open opens variant of model; file is the File of a local variant
+// (snapshot.LocalPrefix), else undefined.
+func (b *bridge) open(model, variant string, capacity int, device string, file js.Value) (o openInfo, err error) {
 	arg, err := toJS(map[string]any{"model": model, "variant": variant, "capacity": capacity, "device": device})
 	if err != nil {
 		return o, err
+	}
+	if file.Truthy() {
+		arg.Set("file", file)
 	}
 	v, err := call(b.v, "open", arg)
 	if err != nil {

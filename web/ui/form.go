@@ -5,6 +5,7 @@ package main
 // The run form's handlers: every edit changes Spec (and the URL).
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vugu/vugu"
 
+	"logitscope/ggufmodel"
 	"logitscope/snapshot"
 )
 
@@ -52,10 +54,15 @@ func (r *Root) SetField(field string, e vugu.DOMEvent) {
 	switch field {
 	case "model":
 		s.Model = v
-	case "ref":
-		s.Ref = v
-	case "test":
-		s.Test = v
+	case "ref", "test":
+		// Choosing "a file from this computer" keeps the file already
+		// chosen for the side, if any.
+		if v == snapshot.LocalPrefix {
+			if lf := r.Local[field]; lf != nil {
+				v += lf.Name
+			}
+		}
+		r.setSide(field, v)
 	case "device":
 		s.Device = v
 	case "mode":
@@ -127,33 +134,45 @@ func (r *Root) ModelNames() []string {
 	return names
 }
 
-// Variants lists the model's variants, f32 first, then the spec's own if
-// the model does not list them (the run then says what is wrong).
-func (r *Root) Variants() []string {
+// Variants lists side's choices: f32, the model's variants and GGUF
+// files, then the spec's own if the model does not list them (the run then
+// says what is wrong), and last a GGUF file from this computer (the side's
+// local file when it has one).
+func (r *Root) Variants(side string) []string {
 	vs := []string{"f32"}
 	if m := r.model(r.Spec.Model); m != nil {
 		for _, v := range m.Variants {
-			if !slices.Contains(vs, v.Scheme) {
-				vs = append(vs, v.Scheme)
+			if !slices.Contains(vs, v.Name) {
+				vs = append(vs, v.Name)
 			}
 		}
 	} else {
 		vs = append(vs, "q8", "q6", "q4")
 	}
 	for _, v := range []string{r.Spec.Ref, r.Spec.Test} {
-		if !slices.Contains(vs, v) {
+		if _, local := snapshot.LocalName(v); !local && !slices.Contains(vs, v) {
 			vs = append(vs, v)
 		}
 	}
-	return vs
+	if r.IsLocal(side) {
+		return append(vs, r.sideVariant(side))
+	}
+	return append(vs, snapshot.LocalPrefix)
 }
 
-// VariantNote is a variant's label: its download size and, when it
-// quantizes only some matrices, its policy.
+// VariantNote is a choice's label: a variant's download size and, when it
+// quantizes only some matrices, its policy; a GGUF file's size and type
+// mix; a local file's name.
 func (r *Root) VariantNote(v string) string {
+	if name, local := snapshot.LocalName(v); local {
+		if name == "" {
+			return "a GGUF file from this computer…"
+		}
+		return name + " (from this computer)"
+	}
 	if m := r.model(r.Spec.Model); m != nil {
 		for _, x := range m.Variants {
-			if x.Scheme != v {
+			if x.Name != v {
 				continue
 			}
 			if x.Bytes > 0 {
@@ -162,9 +181,47 @@ func (r *Root) VariantNote(v string) string {
 			if x.Policy != "" {
 				v += " " + x.Policy
 			}
+			if len(x.Types) > 0 {
+				v += " " + ggufmodel.Mix(x.Types)
+			}
 		}
 	}
 	return v
+}
+
+// IsLocal says whether side runs a file from this computer: the form then
+// shows its file input.
+func (r *Root) IsLocal(side string) bool {
+	_, local := snapshot.LocalName(r.sideVariant(side))
+	return local
+}
+
+// LocalNote says what the form knows of side's local file: its size and
+// type mix, how far hashing has come, or what is wrong with it; or, for a
+// link that names a file nobody chose here yet, that it must be chosen.
+func (r *Root) LocalNote(side string) string {
+	name, _ := snapshot.LocalName(r.sideVariant(side))
+	lf := r.Local[side]
+	switch {
+	case lf == nil && name != "":
+		return "This link ran " + name + " from its author's disk. Files never leave the browser that reads them, so a link cannot carry one: choose your copy to run it."
+	case lf == nil:
+		return ""
+	case lf.Err != "":
+		return lf.Err
+	case lf.HashErr != "":
+		return lf.HashErr
+	}
+	s := lf.Name + " · " + size(lf.Bytes)
+	if lf.Types != nil {
+		s += " · " + ggufmodel.Mix(lf.Types)
+	}
+	if lf.Sum != "" {
+		s += " · sha256 " + short(lf.Sum)
+	} else if lf.Bytes > 0 {
+		s += fmt.Sprintf(" · hashing %.0f%%", 100*lf.Hashed/lf.Bytes)
+	}
+	return s
 }
 
 // DeviceNote says where the chosen device runs.

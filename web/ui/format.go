@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"logitscope/ggufmodel"
 	"logitscope/margins"
+	"logitscope/snapshot"
 )
 
 // fixed formats v with prec decimals; "—" for NaN or infinity.
@@ -133,4 +135,22 @@ func snapID(path string) string {
 		return ""
 	}
 	return id
+}
+
+// ggufNote describes a side's GGUF file as llama.cpp users name a
+// quantization: its tensors per type ("GGUF · Q4_K 169, Q6_K 29, F32
+// 113"), its size and sha256, and whether it was read from the user's disk
+// (and so never reached the server).
+func ggufNote(g *snapshot.GGUF) string {
+	s := "GGUF · " + ggufmodel.Mix(g.Types)
+	if g.Bytes > 0 {
+		s += " · " + size(float64(g.Bytes))
+	}
+	if g.SHA256 != "" {
+		s += " · sha256 " + short(g.SHA256)
+	}
+	if g.Local {
+		s += " · local file, not uploaded"
+	}
+	return s
 }

@@ -38,9 +38,12 @@ type modelInfo struct {
 	Architecture string `json:"architecture"`
 	Vocab        int    `json:"vocab"`
 	Variants     []struct {
-		Scheme string  `json:"scheme"`
-		Bytes  float64 `json:"bytes"`
-		Policy string  `json:"policy"`
+		Kind   string         `json:"kind"` // variant or gguf
+		Name   string         `json:"name"` // what a spec's side names
+		Bytes  float64        `json:"bytes"`
+		Policy string         `json:"policy"`
+		SHA256 string         `json:"sha256"` // a GGUF's
+		Types  map[string]int `json:"types"`  // a GGUF's tensors per ggml type
 	} `json:"variants"`
 }
 
@@ -73,6 +76,12 @@ type Root struct {
 
 	Share shareState
 	Drop  dropState
+	// Local holds the GGUF file chosen from disk for a side ("ref",
+	// "test") whose variant is snapshot.LocalPrefix + its name.
+	Local map[string]*localFile
+	// autorunWaits: the link said autorun but names a local file, which
+	// no link can carry; the run starts once it is chosen.
+	autorunWaits bool
 
 	PageLoad float64 // ms from navigation start to the first render
 
@@ -105,6 +114,7 @@ func (r *Root) boot(ee vugu.EventEnv) {
 	r.State = "idle"
 	r.Filter = filterAll
 	r.FieldErr = map[string]string{}
+	r.Local = map[string]*localFile{}
 	r.toks = map[string]*tokenizer.Tokenizer{}
 	r.chats = map[string]chat.TemplateConfig{}
 	r.probed = make(chan struct{})
@@ -141,6 +151,9 @@ func (r *Root) boot(ee vugu.EventEnv) {
 		go r.loadSnapshot(id)
 	case err != nil:
 		r.fail(fmt.Errorf("this link's spec: %v", err))
+	case q.Get("autorun") == "1" && r.localMissing() != "":
+		r.autorunWaits = true
+		r.syncURLNow()
 	case q.Get("autorun") == "1":
 		r.Run()
 	default:

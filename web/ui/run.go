@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"syscall/js"
 	"time"
 
 	"logitscope/snapshot"
@@ -35,11 +36,26 @@ func (r *Root) Run() {
 		r.fail(err)
 		return
 	}
+	if side := r.localMissing(); side != "" {
+		name, _ := snapshot.LocalName(r.sideVariant(side))
+		if lf := r.Local[side]; lf != nil && lf.Err != "" {
+			r.fail(fmt.Errorf("%s side: %s", side, lf.Err))
+		} else {
+			r.fail(fmt.Errorf("%s side: choose %s from this computer (nothing is uploaded: the file is read where it lies)", side, name))
+		}
+		return
+	}
+	local := map[string]*localFile{}
+	for _, side := range []string{"ref", "test"} {
+		if r.IsLocal(side) {
+			local[side] = r.Local[side]
+		}
+	}
 	r.SnapID, r.Ran = "", true
 	r.begin("starting")
 	r.syncURLNow()
 	go func() {
-		doc, raw, lg, err := r.run(spec)
+		doc, raw, lg, err := r.run(spec, local)
 		r.update(func() {
 			if err != nil {
 				r.fail(err)
@@ -68,8 +84,9 @@ func (r *Root) stage(side, step string) {
 	time.Sleep(20 * time.Millisecond)
 }
 
-// run is the sequence; it runs in its own goroutine.
-func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error) {
+// run is the sequence; it runs in its own goroutine. local holds the
+// files of the sides that run one from this computer.
+func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.Doc, []byte, *logitsOut, error) {
 	if r.br == nil {
 		return nil, nil, nil, errors.New(r.BridgeErr)
 	}
@@ -94,10 +111,17 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 	}
 	r.ee.RUnlock()
 
+	// A side's file, for the bridge: the worker reads a local file itself.
+	file := func(side string) js.Value {
+		if lf := local[side]; lf != nil {
+			return lf.File
+		}
+		return js.Undefined()
+	}
 	var t snapshot.Timing
 	r.stage("reference "+spec.Ref, "opening")
 	t0 := now()
-	ro, err := r.br.open(spec.Model, spec.Ref, snapshot.Capacity(refReq), device)
+	ro, err := r.br.open(spec.Model, spec.Ref, snapshot.Capacity(refReq), device, file("ref"))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Ref, err)
 	}
@@ -113,7 +137,7 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 	testReq := snapshot.TestRequest(refReq, rr.Result)
 	r.stage("test "+spec.Test, "opening")
 	t0 = now()
-	to, err := r.br.open(spec.Model, spec.Test, snapshot.Capacity(testReq), device)
+	to, err := r.br.open(spec.Model, spec.Test, snapshot.Capacity(testReq), device, file("test"))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Test, err)
 	}
@@ -143,14 +167,24 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 		return nil, nil, nil, fmt.Errorf("%s: %v", spec.Test, err)
 	}
 	ref := snapshot.Capture{
-		Side:      snapshot.Side{Label: spec.Ref, Device: ro.Device, Adapter: ro.Adapter},
+		Side:      snapshot.Side{Label: sideLabel(spec.Ref), Device: ro.Device, Adapter: ro.Adapter},
 		Logits:    refLogits,
 		PromptIDs: rr.Result.PromptIDs, Output: rr.Result.Output, Targets: rr.Result.Targets,
 	}
 	test := snapshot.Capture{
-		Side:      snapshot.Side{Label: spec.Test, Device: to.Device, Adapter: to.Adapter},
+		Side:      snapshot.Side{Label: sideLabel(spec.Test), Device: to.Device, Adapter: to.Adapter},
 		Logits:    testLogits,
 		PromptIDs: tr.Result.PromptIDs, Output: tr.Result.Output, Targets: tr.Result.Targets,
+	}
+	for side, c := range map[string]*snapshot.Capture{"ref": &ref, "test": &test} {
+		if lf := local[side]; lf != nil {
+			r.stage("analysis", "hashing "+lf.Name)
+			if c.Side.GGUF, err = r.localGGUF(lf); err != nil {
+				return nil, nil, nil, err
+			}
+		} else {
+			c.Side.GGUF = r.servedGGUF(spec.Model, c.Side.Label)
+		}
 	}
 	text := func(id int) string { return tok.Decode([]int{id}, false) }
 	doc, err := snapshot.Build(&spec, ref, test, targets, text)
@@ -167,6 +201,15 @@ func (r *Root) run(spec snapshot.Spec) (*snapshot.Doc, []byte, *logitsOut, error
 		Ref:  base64.StdEncoding.EncodeToString(rr.Raw),
 		Test: base64.StdEncoding.EncodeToString(tr.Raw)}
 	return doc, nil, lg, nil
+}
+
+// sideLabel is how the document names a side: its variant, or a local
+// file's name (Side.GGUF says it is local).
+func sideLabel(v string) string {
+	if name, local := snapshot.LocalName(v); local {
+		return name
+	}
+	return v
 }
 
 // ProgressPct is the progress bar's fill (0–100), or -1 when the total is

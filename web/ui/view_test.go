@@ -347,6 +347,8 @@ func TestFormat(t *testing.T) {
 		visible(""):               "∅",
 		stripText("a\nb"):         "a↵\nb",
 		short("0123456789abcdef"): "0123456789ab…",
+		ggufNote(&snapshot.GGUF{Name: "m.gguf", Types: map[string]int{"F32": 113, "Q4_K": 169, "Q6_K": 29}}):                               "GGUF · Q4_K 169, F32 113, Q6_K 29",
+		ggufNote(&snapshot.GGUF{Name: "m.gguf", SHA256: "0123456789abcdef", Bytes: 4.92e9, Types: map[string]int{"Q4_0": 7}, Local: true}): "GGUF · Q4_0 7 · 4.92 GB · sha256 0123456789ab… · local file, not uploaded",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

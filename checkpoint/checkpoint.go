@@ -67,15 +67,7 @@ func openConfig(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := openConfigs(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.openShards(); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return openConfigs(dir)
 }
 
 // OpenDerived opens dir's config.json and generation_config.json as the

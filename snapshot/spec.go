@@ -33,24 +33,30 @@ const (
 )
 
 // LocalPrefix marks a side whose GGUF file the user chose from their own
-// disk ("local:model-Q4_K_M.gguf"). The page reads it in place and sends
-// it nowhere, so a link can name the file but not carry it: whoever
-// opens the link is asked to choose their copy.
+// disk ("local:model-Q4_K_M.gguf"), or a model whose folder they chose
+// ("local:Qwen3-0.6B/"). The page reads it in place and sends it nowhere,
+// so a link can name the file or folder but not carry it: whoever opens
+// the link is asked to choose their copy.
 const LocalPrefix = "local:"
 
 // Spec is one run as the page's URL carries it: a link reruns it.
 type Spec struct {
-	Model  string `json:"model"`
-	Ref    string `json:"ref"`  // f32 | q8 | q6 | q4 | a GGUF file in the model dir | LocalPrefix + a GGUF file's name
-	Test   string `json:"test"` // the same choices
-	Mode   string `json:"mode"`
-	System string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
-	Prompt string `json:"prompt,omitempty"`  // greedy: the user turn
-	MaxNew int    `json:"max_new,omitempty"` // greedy
-	Stops  *[]int `json:"stops,omitempty"`   // greedy; nil: the model's eos ids, []: none
-	Panel  string `json:"panel,omitempty"`   // panel: the text
-	Window int    `json:"window,omitempty"`  // panel: tokens per window
-	Device string `json:"device"`            // auto | gpu | cpu
+	Model string `json:"model"` // a model the server lists, or LocalPrefix + a folder's name + "/"
+	// Fingerprint is a local model's checkpoint fingerprint
+	// (checkpoint.Fingerprint: the sha256 over config.json's and every
+	// weights shard's sha256), once a run has measured it: a link that
+	// reruns the spec runs only a folder with the same weights.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | a GGUF file in the model dir | LocalPrefix + a GGUF file's name
+	Test        string `json:"test"` // the same choices
+	Mode        string `json:"mode"`
+	System      string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
+	Prompt      string `json:"prompt,omitempty"`  // greedy: the user turn
+	MaxNew      int    `json:"max_new,omitempty"` // greedy
+	Stops       *[]int `json:"stops,omitempty"`   // greedy; nil: the model's eos ids, []: none
+	Panel       string `json:"panel,omitempty"`   // panel: the text
+	Window      int    `json:"window,omitempty"`  // panel: tokens per window
+	Device      string `json:"device"`            // auto | gpu | cpu
 }
 
 // NewSpec is the spec a link without parameters means.
@@ -84,7 +90,14 @@ func checkVariant(v string) error {
 // plain, visible file name (the server serves no other), without control
 // characters, ending in .gguf.
 func GGUFName(name string) bool {
-	return engine.IsGGUF(name) && len(name) <= 255 && name[0] != '.' &&
+	return engine.IsGGUF(name) && plainName(name)
+}
+
+// plainName says whether name is one visible path segment of at most 255
+// bytes without control characters: what a file or folder the page names
+// can be called.
+func plainName(name string) bool {
+	return name != "" && len(name) <= 255 && name[0] != '.' &&
 		!strings.ContainsAny(name, `/\`) && !strings.ContainsFunc(name, unicode.IsControl)
 }
 
@@ -92,6 +105,33 @@ func GGUFName(name string) bool {
 // whether v is one.
 func LocalName(v string) (string, bool) {
 	return strings.CutPrefix(v, LocalPrefix)
+}
+
+// LocalModel is the folder name of a model read from the user's disk
+// (LocalPrefix + NAME + "/"), and whether model is one; LocalPrefix alone
+// is a local model whose folder is not chosen yet (name "").
+func LocalModel(model string) (string, bool) {
+	rest, ok := strings.CutPrefix(model, LocalPrefix)
+	return strings.TrimSuffix(rest, "/"), ok
+}
+
+// checkModel says why m cannot name a model: a served model's name, or a
+// local folder's, LocalPrefix + NAME + "/".
+func checkModel(m, fingerprint string) error {
+	name, local := LocalModel(m)
+	switch {
+	case m == "":
+		return errors.New("empty")
+	case local && name == "":
+		return errors.New("choose a model folder from this computer")
+	case local && (m != LocalPrefix+name+"/" || !plainName(name)):
+		return fmt.Errorf("a model folder is named %sNAME/, NAME a plain folder name", LocalPrefix)
+	case fingerprint != "" && !local:
+		return errors.New("a fingerprint names a local folder's checkpoint; the server's models need none")
+	case fingerprint != "" && !isSHA256(fingerprint):
+		return fmt.Errorf("fingerprint %q: want 64 lowercase hex digits", fingerprint)
+	}
+	return nil
 }
 
 // Check names the first field that cannot run.
@@ -102,9 +142,10 @@ func (s Spec) Check() error {
 	if err := checkVariant(s.Test); err != nil {
 		return fmt.Errorf("test %q: %v", s.Test, err)
 	}
+	if err := checkModel(s.Model, s.Fingerprint); err != nil {
+		return fmt.Errorf("model %q: %v", s.Model, err)
+	}
 	switch {
-	case s.Model == "":
-		return fmt.Errorf("model: empty")
 	case s.Device != "auto" && s.Device != "gpu" && s.Device != "cpu":
 		return fmt.Errorf("device %q: want auto, gpu or cpu", s.Device)
 	}
@@ -134,6 +175,9 @@ func (s Spec) Check() error {
 func (s Spec) Query() url.Values {
 	q := url.Values{}
 	q.Set("model", s.Model)
+	if s.Fingerprint != "" {
+		q.Set("fp", s.Fingerprint)
+	}
 	q.Set("ref", s.Ref)
 	q.Set("test", s.Test)
 	q.Set("mode", s.Mode)
@@ -165,6 +209,7 @@ func ParseQuery(q url.Values) (Spec, error) {
 		}
 	}
 	str("model", &s.Model)
+	str("fp", &s.Fingerprint)
 	str("ref", &s.Ref)
 	str("test", &s.Test)
 	str("mode", &s.Mode)

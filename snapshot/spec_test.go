@@ -25,6 +25,8 @@ func TestQueryRoundTrip(t *testing.T) {
 		{Model: "demo", Ref: "f32", Test: "q8", Mode: Panel, Panel: "one\ntwo", Window: 5, Device: "auto", MaxNew: DefaultMaxNew},
 		{Model: "demo", Ref: "f32", Test: "model-Q4_K_M.gguf", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "gpu", Window: DefaultWindow},
 		{Model: "demo", Ref: "model-F16.GGUF", Test: "local:my copy (2).gguf", Mode: Panel, Panel: "x y", Window: 4, Device: "cpu", MaxNew: DefaultMaxNew},
+		{Model: "local:Qwen3 0.6B (copy)/", Fingerprint: strings.Repeat("0f", 32), Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "gpu", Window: DefaultWindow},
+		{Model: "local:m/", Ref: "m-Q4_K_M.gguf", Test: "local:other.gguf", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "cpu", Window: DefaultWindow},
 	} {
 		q, err := url.ParseQuery(s.Query().Encode())
 		if err != nil {
@@ -53,6 +55,13 @@ func TestSpecErrors(t *testing.T) {
 		{"test=local:a%0Ab.gguf&prompt=x", `a plain file name`},
 		{"test=bf16&prompt=x", `test "bf16"`},
 		{"device=tpu&prompt=x", `device "tpu"`},
+		{"model=&prompt=x", `model "": empty`},
+		{"model=local:&prompt=x", `model "local:": choose a model folder from this computer`},
+		{"model=local:m&prompt=x", `model "local:m": a model folder is named local:NAME/`},
+		{"model=local:a/b/&prompt=x", `a plain folder name`},
+		{"model=local:.cache/&prompt=x", `a plain folder name`},
+		{"model=demo&fp=" + strings.Repeat("a", 64) + "&prompt=x", `model "demo": a fingerprint names a local folder's checkpoint`},
+		{"model=local:m/&fp=ABC&prompt=x", `fingerprint "ABC": want 64 lowercase hex digits`},
 		{"mode=chat&prompt=x", `mode "chat"`},
 		{"", "prompt: empty"},
 		{"prompt=x&max_new=0", "max_new 0"},

@@ -37,16 +37,32 @@ func (c *Checkpoint) Fingerprint() (string, error) {
 	for _, f := range c.shards {
 		files = append(files, f.Path)
 	}
-	h := sha256.New()
-	for _, path := range files {
+	sums := make([]FileSum, len(files))
+	for i, path := range files {
 		sum, err := FileSHA256(path)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s  %s\n", sum, filepath.Base(path))
+		sums[i] = FileSum{Name: filepath.Base(path), SHA256: sum}
 	}
-	c.fp = hex.EncodeToString(h.Sum(nil))
+	c.fp = FingerprintOf(sums)
 	return c.fp, nil
+}
+
+// FileSum is a file's name and the hex sha256 of its bytes.
+type FileSum struct{ Name, SHA256 string }
+
+// FingerprintOf is the Fingerprint of a checkpoint whose config.json and
+// weights shards have these sums: config.json first, then the shards in
+// the order Open reads them (model.safetensors, or the index's files in
+// name order). The page fingerprints a folder it reads from the user's
+// disk with it, hashing the files itself.
+func FingerprintOf(files []FileSum) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s  %s\n", f.SHA256, f.Name)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // FileSHA256 is the hex sha256 of a file's bytes.

@@ -47,26 +47,11 @@ func (c *Checkpoint) openShards() error {
 // shard holds beyond the index are still served, as transformers loads them
 // too; the duplicate check in addShard keeps that unambiguous.
 func (c *Checkpoint) openIndexed(indexPath string, data []byte) error {
-	var index struct {
-		WeightMap map[string]string `json:"weight_map"`
+	weightMap, files, err := parseIndex(indexPath, data)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(data, &index); err != nil {
-		return fmt.Errorf("checkpoint: %s: %s", indexPath, jsonError(err))
-	}
-	if len(index.WeightMap) == 0 {
-		return fmt.Errorf("checkpoint: %s: weight_map is missing or empty", indexPath)
-	}
-	var files []string
-	for _, file := range index.WeightMap {
-		files = append(files, file)
-	}
-	slices.Sort(files)
-	files = slices.Compact(files)
 	for _, file := range files {
-		// Shards live beside the index; refuse paths that would escape it.
-		if file == "" || file == "." || file == ".." || strings.ContainsAny(file, `/\`) {
-			return fmt.Errorf("checkpoint: %s: weight_map names %q, which is not a file name", indexPath, file)
-		}
 		path := filepath.Join(c.Dir, file)
 		if _, err := os.Stat(path); err != nil {
 			why := "does not exist"
@@ -81,8 +66,8 @@ func (c *Checkpoint) openIndexed(indexPath string, data []byte) error {
 			return err
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(index.WeightMap)) { // sorted: stable error
-		file := index.WeightMap[name]
+	for _, name := range slices.Sorted(maps.Keys(weightMap)) { // sorted: stable error
+		file := weightMap[name]
 		f, ok := c.tensors[name]
 		switch {
 		case !ok:
@@ -92,6 +77,46 @@ func (c *Checkpoint) openIndexed(indexPath string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// WeightFiles names the weights files Open reads, in the order it reads
+// them (the order Fingerprint hashes them): model.safetensors when index,
+// the bytes of model.safetensors.index.json, is nil, else every file the
+// index's weight_map names, sorted. indexPath names the index in errors.
+// The page lists a folder from the user's disk with it.
+func WeightFiles(index []byte, indexPath string) ([]string, error) {
+	if index == nil {
+		return []string{singleWeights}, nil
+	}
+	_, files, err := parseIndex(indexPath, index)
+	return files, err
+}
+
+// parseIndex reads an index's weight_map (tensor name -> file) and the
+// files it names, sorted and each once. Shards live beside the index:
+// a name that is not a plain file name is refused.
+func parseIndex(indexPath string, data []byte) (map[string]string, []string, error) {
+	var index struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: %s: %s", indexPath, jsonError(err))
+	}
+	if len(index.WeightMap) == 0 {
+		return nil, nil, fmt.Errorf("checkpoint: %s: weight_map is missing or empty", indexPath)
+	}
+	var files []string
+	for _, file := range index.WeightMap {
+		files = append(files, file)
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	for _, file := range files {
+		if file == "" || file == "." || file == ".." || strings.ContainsAny(file, `/\`) {
+			return nil, nil, fmt.Errorf("checkpoint: %s: weight_map names %q, which is not a file name", indexPath, file)
+		}
+	}
+	return index.WeightMap, files, nil
 }
 
 func (c *Checkpoint) addShard(path string) error {

@@ -193,8 +193,8 @@
     }
 
     config() {
-      const c = this.fs.file("config.json");
-      try { return c ? JSON.parse(dec.decode(c)) : {}; } catch (e) { return {}; }
+      const c = this.fs.file("config.json"); // a Uint8Array, or a BlobFile of a local folder
+      try { return c ? JSON.parse(dec.decode(c.subarray(0, c.length))) : {}; } catch (e) { return {}; }
     }
 
     // open calls ls_open and waits for the WebGPU errors of the upload.
@@ -295,8 +295,9 @@
     return m;
   }
 
-  // LOCAL marks a variant read from the user's disk ("local:NAME.gguf"):
-  // the page hands the worker the File itself.
+  // LOCAL marks a variant read from the user's disk ("local:NAME.gguf")
+  // or a model folder ("local:NAME/"): the page hands the worker the Files
+  // themselves.
   const LOCAL = "local:";
   const isGGUF = (p) => /\.gguf$/i.test(p);
   // isWeights says whether a top-level file holds weights: the checkpoint's
@@ -318,6 +319,26 @@
     const prefix = `variants/${variant}/`;
     return model.files.filter((f) => (top(f) && !isGGUF(f.path)) || (variant !== "f32" && f.path.startsWith(prefix)));
   }
+
+  // localModel is a model folder the user chose ("local:NAME/") in the
+  // shape findModel gives a served one, each file with the File it is read
+  // from. folder: [{path, file}], paths relative to the folder (the page
+  // passes the files a server would serve of a model directory).
+  function localModel(model, folder) {
+    const name = model.slice(LOCAL.length, -1);
+    if (!model.endsWith("/") || !name || name.includes("/")) throw new Error(`open: ${model}: a local model is local:NAME/`);
+    if (!Array.isArray(folder) || folder.length === 0) throw new Error(`open: folder ${name}: no files were given for it (choose the folder again)`);
+    const files = [];
+    for (const { path, file } of folder) {
+      if (typeof Blob === "undefined" || !(file instanceof Blob)) throw new Error(`open: folder ${name}: ${path} is not a file`);
+      files.push({ path, size: file.size, file });
+    }
+    return { name, files, local: true };
+  }
+
+  // inFolder says an engine message of a local folder the way the user
+  // knows it: the folder's name where engine.wasm says its mount, /model.
+  const inFolder = (name, msg) => msg.replace(/\/model(?=\/|\b)/g, () => name);
 
   const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -479,8 +500,10 @@
     },
 
     // open {model, variant, capacity, device: "auto"|"gpu"|"cpu", budget,
-    // file}: file is the File of a variant "local:NAME.gguf", read from
-    // the user's disk where it lies (BlobFile), never fetched or held.
+    // file, folder}: file is the File of a variant "local:NAME.gguf";
+    // folder the files of a model "local:NAME/" ([{path, file}]). Both are
+    // read from the user's disk where they lie (BlobFile), never fetched,
+    // held whole or sent anywhere.
     async open(args, progress) {
       const t0 = performance.now();
       const name = args.model;
@@ -501,11 +524,17 @@
         engine.close();
         engine = null;
       }
-      const model = await findModel(name);
+      const model = name.startsWith(LOCAL) ? localModel(name, args.folder) : await findModel(name);
       const files = selectFiles(model, local ? local.name : variant).filter((f) => !local || f.path !== local.name);
-      const bytes = files.reduce((n, f) => n + f.size, 0);
+      // The budget bounds what a side takes in memory. Fetched files are
+      // held by the worker; local ones are read in place, but engine.wasm
+      // still holds the weights it opens (GPU buffers as stored, float32
+      // on the CPU path), so they count the same.
+      const bytes = files.reduce((n, f) => n + f.size, 0) + (local ? local.data.length : 0);
       if (bytes > budget) {
-        throw new Error(`model ${name} (${variant}): its files take ${fmtBytes(bytes)}, more than this page's memory budget of ${fmtBytes(budget)}`);
+        const what = model.local ? `folder ${model.name}` : `model ${name}`;
+        const why = model.local || local ? " (files from this computer are read where they lie, but the engine holds the weights it opens: GPU buffers, or float32 on the CPU path)" : "";
+        throw new Error(`${what} (${variant}): its files take ${fmtBytes(bytes)}, more than this page's memory budget of ${fmtBytes(budget)}${why}`);
       }
       // The device first: "gpu" without WebGPU fails before any download.
       let g = null;
@@ -517,20 +546,27 @@
           console.warn(`logitscope: no WebGPU, using the CPU: ${e.message}`);
         }
       }
-      progress({ phase: "fetch", message: `${files.length} files`, loaded: 0, total: bytes });
-      const fetched = await fetchFiles(name, files, { onProgress: progress });
+      let fetched;
+      if (model.local) {
+        fetched = { files: new Map(files.map((f) => [f.path, new BlobFile(f.file, `${model.name}/${f.path}`)])), cachedBytes: 0 };
+      } else {
+        progress({ phase: "fetch", message: `${files.length} files`, loaded: 0, total: bytes });
+        fetched = await fetchFiles(name, files, { onProgress: progress });
+      }
       if (local) fetched.files.set(local.name, local.data);
       if (!module) {
         progress({ phase: "compile", message: "engine.wasm", loaded: 0, total: 0 });
         module = await compileEngine();
       }
       const what = local ? `${local.name} from this computer's disk (nothing is uploaded)` : variant;
-      progress({ phase: "open", message: `${name} ${what} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
+      const whose = model.local ? `folder ${model.name} (from this computer's disk, nothing is uploaded)` : name;
+      progress({ phase: "open", message: `${whose} ${what} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
       const e = await Instance.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "" });
       try {
         await e.open({ variant: local ? local.name : variant, capacity, device: g ? "gpu" : "cpu" });
       } catch (err) {
         e.close(); // its GPU buffers now, not at the next collection
+        if (model.local) err.message = inFolder(model.name, err.message);
         throw err;
       }
       engine = e;

@@ -53,14 +53,18 @@ type openInfo struct {
 }
 
 // open opens variant of model; file is the File of a local variant
-// (snapshot.LocalPrefix), else undefined.
-func (b *bridge) open(model, variant string, capacity int, device string, file js.Value) (o openInfo, err error) {
+// (snapshot.LocalPrefix), folder the Files of a local model ([{path,
+// file}], folderArg), else undefined.
+func (b *bridge) open(model, variant string, capacity int, device string, file, folder js.Value) (o openInfo, err error) {
 	arg, err := toJS(map[string]any{"model": model, "variant": variant, "capacity": capacity, "device": device})
 	if err != nil {
 		return o, err
 	}
 	if file.Truthy() {
 		arg.Set("file", file)
+	}
+	if folder.Truthy() {
+		arg.Set("folder", folder)
 	}
 	v, err := call(b.v, "open", arg)
 	if err != nil {

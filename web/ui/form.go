@@ -53,6 +53,14 @@ func (r *Root) SetField(field string, e vugu.DOMEvent) {
 	delete(r.FieldErr, field)
 	switch field {
 	case "model":
+		// Choosing "a model folder from this computer" takes the folder
+		// already chosen, if any.
+		if v == snapshot.LocalPrefix && r.Folder != nil && r.Folder.Name != "" {
+			v += r.Folder.Name + "/"
+		}
+		if v != s.Model {
+			s.Fingerprint = "" // another model's
+		}
 		s.Model = v
 	case "ref", "test":
 		// Choosing "a file from this computer" keeps the file already
@@ -122,17 +130,29 @@ func (r *Root) SetMode(mode string) {
 	}
 }
 
-// ModelNames lists the models to choose from, the spec's own included.
+// ModelNames lists the models to choose from: the server's, the spec's
+// own, and last a model folder from this computer (the chosen folder, or
+// the link's, when there is one).
 func (r *Root) ModelNames() []string {
 	var names []string
 	for _, m := range r.Models {
 		names = append(names, m.Name)
 	}
-	if !slices.Contains(names, r.Spec.Model) {
+	local := snapshot.LocalPrefix
+	switch {
+	case r.IsLocalModel():
+		local = r.Spec.Model
+	case r.Folder != nil && r.Folder.Name != "":
+		local += r.Folder.Name + "/"
+	}
+	if !r.IsLocalModel() && !slices.Contains(names, r.Spec.Model) {
 		names = append(names, r.Spec.Model)
 	}
-	return names
+	return append(names, local)
 }
+
+// ModelLabel is a model choice's label.
+func (r *Root) ModelLabel(m string) string { return modelName(m) }
 
 // Variants lists side's choices: f32, the model's variants and GGUF
 // files, then the spec's own if the model does not list them (the run then

@@ -154,3 +154,32 @@ func ggufNote(g *snapshot.GGUF) string {
 	}
 	return s
 }
+
+// modelName is how the page names a model: a served model's name, or a
+// folder from this computer as such.
+func modelName(m string) string {
+	name, local := snapshot.LocalModel(m)
+	switch {
+	case !local:
+		return m
+	case name == "":
+		return "a model folder from this computer…"
+	}
+	return "folder " + name + " (from this computer)"
+}
+
+// localModelNote describes a run's model when it was a folder from the
+// user's disk: its name, that nothing of it reached the server, and the
+// checkpoint's fingerprint, which says exactly which weights ran; "" for
+// a served model.
+func localModelNote(s *snapshot.Spec) string {
+	name, local := snapshot.LocalModel(s.Model)
+	if !local || name == "" {
+		return ""
+	}
+	n := "model folder " + name + " · local files, not uploaded"
+	if s.Fingerprint != "" {
+		n += " · checkpoint fingerprint " + short(s.Fingerprint)
+	}
+	return n
+}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"syscall/js"
 	"time"
 
@@ -33,10 +34,11 @@ type localFile struct {
 	Types map[string]int // tensors per ggml type, from the header
 	Err   string         // not a GGUF file, or unreadable
 
-	Hashed  float64 // bytes hashed so far, for the form's note
-	Sum     string  // sha256, once hashed
-	HashErr string
-	hashed  chan struct{}
+	Hashed   float64 // bytes hashed so far, for the form's note
+	Sum      string  // sha256, once hashed
+	HashErr  string
+	hashed   chan struct{}
+	hashOnce sync.Once // starts hashing
 }
 
 // hashChunk is how much of a local file one await reads: large enough
@@ -69,13 +71,17 @@ func (r *Root) PickLocal(side string, e vugu.DOMEvent) {
 }
 
 // autorunLocal starts the run an autorun link asked for once its local
-// files are chosen and read as GGUF (lock held).
+// files are chosen and read as GGUF, and its model folder is chosen and
+// read (lock held).
 func (r *Root) autorunLocal() {
 	if r.autorunWaits && r.localMissing() == "" {
 		for _, side := range []string{"ref", "test"} {
 			if r.IsLocal(side) && r.Local[side].Types == nil {
 				return // its header is still being read
 			}
+		}
+		if r.IsLocalModel() && !r.Folder.Read {
+			return
 		}
 		r.autorunWaits = false
 		r.Run()
@@ -106,6 +112,17 @@ func (r *Root) readLocal(lf *localFile) {
 		close(lf.hashed)
 		return
 	}
+	lf.hashOnce.Do(func() { r.hashLocal(lf) })
+}
+
+// startHash starts hashing lf in the background, unless it has started:
+// a model folder's GGUF files are hashed when a run uses them.
+func (r *Root) startHash(lf *localFile) {
+	lf.hashOnce.Do(func() { go r.hashLocal(lf) })
+}
+
+// hashLocal hashes lf, showing its progress in the form. Goroutines only.
+func (r *Root) hashLocal(lf *localFile) {
 	h := sha256.New()
 	size := int64(lf.Bytes)
 	shown := time.Now()
@@ -136,11 +153,12 @@ func (r *Root) readLocal(lf *localFile) {
 	close(lf.hashed)
 }
 
-// chosen says whether lf is still a side's file. Goroutines only.
+// chosen says whether lf is still a side's file or in the chosen
+// folder. Goroutines only.
 func (r *Root) chosen(lf *localFile) bool {
 	r.ee.RLock()
 	defer r.ee.RUnlock()
-	return r.Local["ref"] == lf || r.Local["test"] == lf
+	return r.Local["ref"] == lf || r.Local["test"] == lf || r.Folder != nil && r.Folder.GGUF[lf.Name] == lf
 }
 
 // localTypes parses lf's GGUF header (the metadata and tensor infos, a few
@@ -183,9 +201,15 @@ func blobBytes(b js.Value, start, end int64) ([]byte, error) {
 	return bytesOf(buf), nil
 }
 
-// localMissing names a local side that has no usable file chosen (a link
-// names the file but cannot carry it), or "".
+// localMissing names what a link names from its author's disk but has no
+// usable file or folder chosen here (a link cannot carry them): "model",
+// a side, or "".
 func (r *Root) localMissing() string {
+	if r.IsLocalModel() {
+		if lf := r.folderFor(r.Spec.Model); lf == nil || lf.Err != "" {
+			return "model"
+		}
+	}
 	for _, side := range []string{"ref", "test"} {
 		name, ok := snapshot.LocalName(r.sideVariant(side))
 		if !ok {

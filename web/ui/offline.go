@@ -210,7 +210,7 @@ func (r *Root) Compare() {
 			if model == nil || model.Vocab != vocab {
 				return nil
 			}
-			tok, err := r.tokenizer(model.Name)
+			tok, err := r.tokenizer(model.Name, nil)
 			if err != nil {
 				return nil
 			}

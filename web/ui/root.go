@@ -34,17 +34,20 @@ import (
 
 // modelInfo is one entry of GET /models/.
 type modelInfo struct {
-	Name         string `json:"name"`
-	Architecture string `json:"architecture"`
-	Vocab        int    `json:"vocab"`
-	Variants     []struct {
-		Kind   string         `json:"kind"` // variant or gguf
-		Name   string         `json:"name"` // what a spec's side names
-		Bytes  float64        `json:"bytes"`
-		Policy string         `json:"policy"`
-		SHA256 string         `json:"sha256"` // a GGUF's
-		Types  map[string]int `json:"types"`  // a GGUF's tensors per ggml type
-	} `json:"variants"`
+	Name         string        `json:"name"`
+	Architecture string        `json:"architecture"`
+	Vocab        int           `json:"vocab"`
+	Variants     []variantInfo `json:"variants"`
+}
+
+// variantInfo is one of a model's variants or GGUF files.
+type variantInfo struct {
+	Kind   string         `json:"kind"` // variant or gguf
+	Name   string         `json:"name"` // what a spec's side names
+	Bytes  float64        `json:"bytes"`
+	Policy string         `json:"policy"`
+	SHA256 string         `json:"sha256"` // a served GGUF's
+	Types  map[string]int `json:"types"`  // a GGUF's tensors per ggml type
 }
 
 type Root struct {
@@ -79,8 +82,11 @@ type Root struct {
 	// Local holds the GGUF file chosen from disk for a side ("ref",
 	// "test") whose variant is snapshot.LocalPrefix + its name.
 	Local map[string]*localFile
-	// autorunWaits: the link said autorun but names a local file, which
-	// no link can carry; the run starts once it is chosen.
+	// Folder is the model folder chosen from disk, the model when Spec's
+	// is snapshot.LocalPrefix + its name + "/".
+	Folder *localFolder
+	// autorunWaits: the link said autorun but names a local file or
+	// folder, which no link can carry; the run starts once it is chosen.
 	autorunWaits bool
 
 	PageLoad float64 // ms from navigation start to the first render
@@ -201,8 +207,12 @@ func (r *Root) loadModels() {
 	})
 }
 
-// model is the listed model called name, or nil.
+// model is the listed model called name, or the chosen folder's when it
+// is that one and has been read, or nil.
 func (r *Root) model(name string) *modelInfo {
+	if lf := r.folderFor(name); lf != nil && lf.Read && lf.Err == "" {
+		return &lf.Info
+	}
 	for i := range r.Models {
 		if r.Models[i].Name == name {
 			return &r.Models[i]
@@ -211,10 +221,24 @@ func (r *Root) model(name string) *modelInfo {
 	return nil
 }
 
-// tokenizer loads (once) and returns a model's tokenizer. Goroutines only.
-func (r *Root) tokenizer(model string) (*tokenizer.Tokenizer, error) {
+// tokenizer loads (once) and returns a model's tokenizer: a served
+// model's, or the chosen folder lf's (nil for a served model). Goroutines
+// only.
+func (r *Root) tokenizer(model string, lf *localFolder) (*tokenizer.Tokenizer, error) {
 	r.tokMu.Lock()
 	defer r.tokMu.Unlock()
+	if lf != nil {
+		if lf.tok == nil {
+			data, err := lf.file("tokenizer.json")
+			if err != nil {
+				return nil, err
+			}
+			if lf.tok, err = tokenizer.Parse(data, lf.Name+"/tokenizer.json"); err != nil {
+				return nil, err
+			}
+		}
+		return lf.tok, nil
+	}
 	if t := r.toks[model]; t != nil {
 		return t, nil
 	}
@@ -231,25 +255,43 @@ func (r *Root) tokenizer(model string) (*tokenizer.Tokenizer, error) {
 }
 
 // chatTemplate loads (once) and returns a model's chat template from its
-// tokenizer_config.json, so the page prompts each model as transformers
-// would; a model without that file is ChatML. Goroutines only.
-func (r *Root) chatTemplate(model string) (chat.TemplateConfig, error) {
+// tokenizer_config.json (a served model's, or the chosen folder lf's), so
+// the page prompts each model as transformers would; a model without
+// that file is ChatML. Goroutines only.
+func (r *Root) chatTemplate(model string, lf *localFolder) (chat.TemplateConfig, error) {
 	r.tokMu.Lock()
 	defer r.tokMu.Unlock()
-	if c, ok := r.chats[model]; ok {
+	if lf != nil && lf.chat != nil {
+		return *lf.chat, nil
+	}
+	if c, ok := r.chats[model]; ok && lf == nil {
 		return c, nil
 	}
-	data, err := fetchOptional("/models/" + url.PathEscape(model) + "/tokenizer_config.json")
+	var data []byte
+	var err error
+	if lf != nil {
+		data, err = lf.file("tokenizer_config.json")
+	} else {
+		data, err = fetchOptional("/models/" + url.PathEscape(model) + "/tokenizer_config.json")
+	}
 	if err != nil {
 		return chat.TemplateConfig{}, err
 	}
 	var c chat.TemplateConfig
 	if data != nil {
+		where := model
+		if lf != nil {
+			where = lf.Name
+		}
 		if c, err = chat.ParseConfig(data); err != nil {
-			return chat.TemplateConfig{}, fmt.Errorf("%s/tokenizer_config.json: %w", model, err)
+			return chat.TemplateConfig{}, fmt.Errorf("%s/tokenizer_config.json: %w", where, err)
 		}
 	}
-	r.chats[model] = c
+	if lf != nil {
+		lf.chat = &c
+	} else {
+		r.chats[model] = c
+	}
 	return c, nil
 }
 

@@ -36,13 +36,8 @@ func (r *Root) Run() {
 		r.fail(err)
 		return
 	}
-	if side := r.localMissing(); side != "" {
-		name, _ := snapshot.LocalName(r.sideVariant(side))
-		if lf := r.Local[side]; lf != nil && lf.Err != "" {
-			r.fail(fmt.Errorf("%s side: %s", side, lf.Err))
-		} else {
-			r.fail(fmt.Errorf("%s side: choose %s from this computer (nothing is uploaded: the file is read where it lies)", side, name))
-		}
+	if what := r.localMissing(); what != "" {
+		r.fail(r.missing(what))
 		return
 	}
 	local := map[string]*localFile{}
@@ -51,19 +46,56 @@ func (r *Root) Run() {
 			local[side] = r.Local[side]
 		}
 	}
+	folder := r.folderFor(spec.Model)
 	r.SnapID, r.Ran = "", true
 	r.begin("starting")
 	r.syncURLNow()
 	go func() {
-		doc, raw, lg, err := r.run(spec, local)
+		doc, raw, lg, err := r.run(spec, local, folder)
 		r.update(func() {
+			var other otherCheckpoint
+			if errors.As(err, &other) && r.Spec.Model == spec.Model {
+				// Said once: Run now runs the folder as it is.
+				r.Spec.Fingerprint = ""
+				r.Ran = false
+				r.syncURLNow()
+			}
 			if err != nil {
 				r.fail(err)
 				return
 			}
+			if folder != nil && r.Spec.Model == spec.Model {
+				// The link now names the checkpoint that ran.
+				r.Spec.Fingerprint = doc.Spec.Fingerprint
+			}
 			r.show(doc, raw, "run", lg)
 		})
 	}()
+}
+
+// otherCheckpoint is a run's folder that holds other weights than the
+// link's fingerprint names.
+type otherCheckpoint struct{ folder, got, want string }
+
+func (e otherCheckpoint) Error() string {
+	return fmt.Sprintf("model: folder %s holds another checkpoint than the link ran (fingerprint %s, the link's %s): choose the folder the link ran, or press Run to run this one as it is",
+		e.folder, short(e.got), short(e.want))
+}
+
+// missing says what localMissing found missing, as Run's error.
+func (r *Root) missing(what string) error {
+	if what == "model" {
+		if lf := r.Folder; lf != nil && lf.Err != "" {
+			return fmt.Errorf("model: %s", lf.Err)
+		}
+		name, _ := snapshot.LocalModel(r.Spec.Model)
+		return fmt.Errorf("model: choose the folder %s from this computer (nothing is uploaded: its files are read where they lie)", name)
+	}
+	name, _ := snapshot.LocalName(r.sideVariant(what))
+	if lf := r.Local[what]; lf != nil && lf.Err != "" {
+		return fmt.Errorf("%s side: %s", what, lf.Err)
+	}
+	return fmt.Errorf("%s side: choose %s from this computer (nothing is uploaded: the file is read where it lies)", what, name)
 }
 
 // cloneSpec copies s with its own Stops, so that later edits of the form
@@ -85,18 +117,31 @@ func (r *Root) stage(side, step string) {
 }
 
 // run is the sequence; it runs in its own goroutine. local holds the
-// files of the sides that run one from this computer.
-func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.Doc, []byte, *logitsOut, error) {
+// files of the sides that run one from this computer, folder the model
+// folder from this computer (nil for a served model).
+func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *localFolder) (*snapshot.Doc, []byte, *logitsOut, error) {
 	if r.br == nil {
 		return nil, nil, nil, errors.New(r.BridgeErr)
 	}
 	<-r.probed
-	r.stage("tokenizer", spec.Model)
-	tok, err := r.tokenizer(spec.Model)
+	files := js.Undefined() // the folder's Files, for the bridge
+	if folder != nil {
+		r.stage("reading folder", folder.Name)
+		<-folder.ready
+		r.ee.RLock()
+		ferr := folder.Err
+		r.ee.RUnlock()
+		if ferr != "" {
+			return nil, nil, nil, fmt.Errorf("model: %s", ferr)
+		}
+		files = folderArg(folder)
+	}
+	r.stage("tokenizer", modelName(spec.Model))
+	tok, err := r.tokenizer(spec.Model, folder)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tmpl, err := r.chatTemplate(spec.Model)
+	tmpl, err := r.chatTemplate(spec.Model, folder)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -121,10 +166,14 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.D
 	var t snapshot.Timing
 	r.stage("reference "+spec.Ref, "opening")
 	t0 := now()
-	ro, err := r.br.open(spec.Model, spec.Ref, snapshot.Capacity(refReq), device, file("ref"))
+	ro, err := r.br.open(spec.Model, spec.Ref, snapshot.Capacity(refReq), device, file("ref"), files)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Ref, err)
 	}
+	// Hashing what the document names starts once the files opened: the
+	// engine has refused a folder or file that cannot run by now, and the
+	// hashing overlaps the runs.
+	r.startHashes(spec, "ref", folder)
 	t.OpenRef = now() - t0
 	r.stage("reference "+spec.Ref, "running")
 	t0 = now()
@@ -137,10 +186,11 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.D
 	testReq := snapshot.TestRequest(refReq, rr.Result)
 	r.stage("test "+spec.Test, "opening")
 	t0 = now()
-	to, err := r.br.open(spec.Model, spec.Test, snapshot.Capacity(testReq), device, file("test"))
+	to, err := r.br.open(spec.Model, spec.Test, snapshot.Capacity(testReq), device, file("test"), files)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Test, err)
 	}
+	r.startHashes(spec, "test", folder)
 	t.OpenTest = now() - t0
 	r.stage("test "+spec.Test, "running")
 	t0 = now()
@@ -177,7 +227,11 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.D
 		PromptIDs: tr.Result.PromptIDs, Output: tr.Result.Output, Targets: tr.Result.Targets,
 	}
 	for side, c := range map[string]*snapshot.Capture{"ref": &ref, "test": &test} {
-		if lf := local[side]; lf != nil {
+		lf := local[side]
+		if lf == nil && folder != nil {
+			lf = folder.GGUF[c.Side.Label]
+		}
+		if lf != nil {
 			r.stage("analysis", "hashing "+lf.Name)
 			if c.Side.GGUF, err = r.localGGUF(lf); err != nil {
 				return nil, nil, nil, err
@@ -185,6 +239,19 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.D
 		} else {
 			c.Side.GGUF = r.servedGGUF(spec.Model, c.Side.Label)
 		}
+	}
+	if folder != nil {
+		r.stage("analysis", "checkpoint fingerprint of "+folder.Name)
+		fp, err := r.fingerprint(folder, spec)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// A run of GGUF files only has none (fp ""): their sha256s,
+		// which the document records, say what ran.
+		if fp != "" && spec.Fingerprint != "" && fp != spec.Fingerprint {
+			return nil, nil, nil, otherCheckpoint{folder.Name, fp, spec.Fingerprint}
+		}
+		spec.Fingerprint = fp
 	}
 	text := func(id int) string { return tok.Decode([]int{id}, false) }
 	doc, err := snapshot.Build(&spec, ref, test, targets, text)
@@ -201,6 +268,26 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile) (*snapshot.D
 		Ref:  base64.StdEncoding.EncodeToString(rr.Raw),
 		Test: base64.StdEncoding.EncodeToString(tr.Raw)}
 	return doc, nil, lg, nil
+}
+
+// startHashes starts hashing what the document will name of side once
+// it opened: its GGUF file when it is one in folder, and folder's
+// checkpoint when no variant's manifest will say its fingerprint.
+// A local GGUF chosen by itself is hashed from the moment it is chosen.
+func (r *Root) startHashes(spec snapshot.Spec, side string, folder *localFolder) {
+	if folder == nil {
+		return
+	}
+	v := spec.Ref
+	if side == "test" {
+		v = spec.Test
+	}
+	if lf := folder.GGUF[v]; lf != nil {
+		r.startHash(lf)
+	}
+	if side == "ref" && hashesFolder(folder, spec) {
+		r.startFingerprint(folder)
+	}
 }
 
 // sideLabel is how the document names a side: its variant, or a local

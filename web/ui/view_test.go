@@ -356,6 +356,27 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+func TestModelNames(t *testing.T) {
+	fp := strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		spec       snapshot.Spec
+		name, note string
+	}{
+		{snapshot.Spec{Model: "demo"}, "demo", ""},
+		{snapshot.Spec{Model: "local:"}, "a model folder from this computer…", ""},
+		{snapshot.Spec{Model: "local:Qwen3-0.6B/"}, "folder Qwen3-0.6B (from this computer)", "model folder Qwen3-0.6B · local files, not uploaded"},
+		{snapshot.Spec{Model: "local:tiny/", Fingerprint: fp}, "folder tiny (from this computer)",
+			"model folder tiny · local files, not uploaded · checkpoint fingerprint abababababab…"},
+	} {
+		if got := modelName(c.spec.Model); got != c.name {
+			t.Errorf("modelName(%q) = %q, want %q", c.spec.Model, got, c.name)
+		}
+		if got := localModelNote(&c.spec); got != c.note {
+			t.Errorf("localModelNote(%+v) = %q, want %q", c.spec, got, c.note)
+		}
+	}
+}
+
 func TestSnapID(t *testing.T) {
 	id := "0123456789abcdef0123456789abcdef"
 	for path, want := range map[string]string{

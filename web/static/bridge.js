@@ -70,8 +70,10 @@
     // probe -> {webgpu: bool, adapter: string, reason: string}
     probe() { return this.call("probe", {}); }
 
-    // open {model, variant = "f32", capacity = 64, device = "auto"|"gpu"|"cpu", budget, file}
-    //   variant: f32, q8, q6, q4, a GGUF file the server lists, or "local:NAME.gguf"
+    // open {model, variant = "f32", capacity = 64, device = "auto"|"gpu"|"cpu", budget, file, folder}
+    //   model: a model the server lists, or "local:NAME/" with folder, the Files of a
+    //   model folder from this computer ([{path, file}]; handed to the worker, never uploaded)
+    //   variant: f32, q8, q6, q4, a GGUF file the model has, or "local:NAME.gguf"
     //   with file, the File to read it from (handed to the worker, never uploaded)
     //   -> {device: "webgpu"|"cpu", adapter, bytes, cachedBytes, vocab, ms}
     open(args) { return this.call("open", args); }

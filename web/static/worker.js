@@ -18,7 +18,7 @@
   const { GPUHost, requestDevice, probe } = global.LogitscopeGPU;
 
   const CACHE_NAME = "logitscope-models-v1";
-  const DEFAULT_BUDGET = 1 << 30; // bytes of model files held in memory
+  const DEFAULT_BUDGET = 1 << 30; // bytes of model files a side may take, fetched or local
   const ENGINE_URL = "/static/engine.wasm";
   const enc = new TextEncoder();
   const dec = new TextDecoder();

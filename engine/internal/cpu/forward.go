@@ -1,8 +1,9 @@
-// Package cpu is the reference forward pass: float32 weights, float32
-// activations, one plain loop per operation, matching Hugging Face
-// transformers' Qwen2/Qwen3/Llama/Mistral/Gemma 3 modeling code. Every GPU
-// kernel is checked against it, and it is the engine's fallback for small
-// models.
+// Package cpu is the reference forward pass: weights as stored (float32,
+// the checkpoint's bf16 or f16, quant's q8/q6/q4, ggml's blocks) decoded
+// exactly to float32 inside the matrix products (matmul.go, kernel.go),
+// float32 activations, one plain loop per other operation, matching
+// Hugging Face transformers' Qwen2/Qwen3/Llama/Mistral/Gemma 3 modeling
+// code. Every GPU kernel is checked against it.
 package cpu
 
 import (
@@ -64,7 +65,7 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	// x (T,d): the residual stream.
 	x := make([]float32, T*d)
 	for t, id := range tokens {
-		copy(x[t*d:(t+1)*d], m.Embed.Row(id))
+		row(m.Embed, id, x[t*d:(t+1)*d])
 	}
 	if m.EmbedScale != 0 {
 		for i := range x {

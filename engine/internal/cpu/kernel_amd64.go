@@ -1,0 +1,99 @@
+package cpu
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"logitscope/ggml"
+	"logitscope/quant"
+)
+
+// The assembly kernels (kernel_amd64.s). They index memory through raw
+// pointers; the Go wrappers below check every bound first.
+
+//go:noescape
+func tile4x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[16]float32)
+
+//go:noescape
+func tile4x1AVX512(w *float32, ldw int, x *float32, k int, out *[4]float32)
+
+//go:noescape
+func decodeQ4AVX512(codes, scales *byte, groups int, dst *float32)
+
+//go:noescape
+func decodeQ8AVX512(codes, scales *byte, groups int, dst *float32)
+
+//go:noescape
+func decodeQ4_0AVX512(blocks *byte, n int, dst *float32)
+
+//go:noescape
+func decodeQ8_0AVX512(blocks *byte, n int, dst *float32)
+
+//go:noescape
+func decodeBF16AVX512(src *byte, chunks int, dst *float32)
+
+//go:noescape
+func decodeF16AVX512(src *byte, chunks int, dst *float32)
+
+// hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
+// the 512-bit work and VL for the reduction's EVEX-encoded 128- and
+// 256-bit instructions (every AVX-512 CPU has both, and F16C, which
+// VCVTPH2PS needs, and AVX2).
+var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+func init() {
+	if hasAVX512 {
+		useAVX512()
+	}
+}
+
+// useAVX512 installs the assembly kernels.
+func useAVX512() {
+	tile4x4, tile4x1 = tile4x4Asm, tile4x1Asm
+	quantRows[quant.Q4] = func(codes, scales []byte, groups int, dst []float32) {
+		_, _, _ = codes[16*groups-1], scales[2*groups-1], dst[32*groups-1]
+		decodeQ4AVX512(&codes[0], &scales[0], groups, &dst[0])
+	}
+	quantRows[quant.Q8] = func(codes, scales []byte, groups int, dst []float32) {
+		_, _, _ = codes[32*groups-1], scales[2*groups-1], dst[32*groups-1]
+		decodeQ8AVX512(&codes[0], &scales[0], groups, &dst[0])
+	}
+	ggmlRows[ggml.Q4_0] = blockDecoder(18, decodeQ4_0AVX512)
+	ggmlRows[ggml.Q8_0] = blockDecoder(34, decodeQ8_0AVX512)
+	ggmlRows[ggml.BF16] = halfDecoder(ggml.BF16, decodeBF16AVX512)
+	ggmlRows[ggml.F16] = halfDecoder(ggml.F16, decodeF16AVX512)
+}
+
+func tile4x4Asm(w []float32, ldw int, x []float32, ldx, k int, out *[16]float32) {
+	_, _ = w[3*ldw+k-1], x[3*ldx+k-1]
+	tile4x4AVX512(&w[0], ldw, &x[0], ldx, k, out)
+}
+
+func tile4x1Asm(w []float32, ldw int, x []float32, k int, out *[4]float32) {
+	_, _ = w[3*ldw+k-1], x[k-1]
+	tile4x1AVX512(&w[0], ldw, &x[0], k, out)
+}
+
+// blockDecoder wraps a decoder of 32-weight blocks of size bytes.
+func blockDecoder(size int, dec func(*byte, int, *float32)) func(src []byte, dst []float32) {
+	return func(src []byte, dst []float32) {
+		n := len(dst) / 32
+		if n == 0 {
+			return
+		}
+		_ = src[n*size-1]
+		dec(&src[0], n, &dst[0])
+	}
+}
+
+// halfDecoder wraps a decoder of 16-bit floats in chunks of 16; the
+// reference decoder does the rest.
+func halfDecoder(t ggml.Type, dec func(*byte, int, *float32)) func(src []byte, dst []float32) {
+	return func(src []byte, dst []float32) {
+		n := len(dst) / 16
+		if n > 0 {
+			_ = src[32*n-1]
+			dec(&src[0], n, &dst[0])
+		}
+		ggml.Dequantize(t, src[32*n:2*len(dst)], dst[16*n:])
+	}
+}

@@ -64,11 +64,11 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return func(done, total int64) { opt.Progress(done, total, unit) }
 	}
 	if opt.Device == nil {
-		m, err := loadCPU(g, src, w, progress("bytes"))
+		m, release, err := loadCPU(g, src, w, progress("bytes"))
 		if err != nil {
 			return nil, err
 		}
-		return newCPU(m, opt.Capacity)
+		return newCPU(m, opt.Capacity, release)
 	}
 	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
 		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors")})

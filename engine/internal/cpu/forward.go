@@ -52,6 +52,22 @@ func (s *State) Pos() int { return s.pos }
 // Forward appends tokens to the sequence and returns logit rows (Vocab,):
 // one per token when all is set (teacher forcing), else only the last.
 func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
+	first := len(tokens) - 1
+	if all {
+		first = 0
+	}
+	return s.forward(tokens, first)
+}
+
+// Append appends tokens to the sequence and computes no logits: a
+// prefill's chunks before the last skip the LM head.
+func (s *State) Append(tokens []int) error {
+	_, err := s.forward(tokens, len(tokens))
+	return err
+}
+
+// forward appends tokens and returns the logit rows of tokens first..T-1.
+func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 	m := s.m
 	T := len(tokens)
 	if T == 0 {
@@ -124,11 +140,10 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	}
 	s.pos += T
 
-	first := 0
-	if !all {
-		first = T - 1
-	}
 	n := T - first
+	if n == 0 {
+		return nil, nil
+	}
 	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, eps, unit)
 	// Each row is the logits and then the token's routes (Geometry.Routes).
 	R := m.Routes()
@@ -162,9 +177,13 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 	if s.m.GeluTanh {
 		act = geluTanh
 	}
-	for i, g := range gate {
-		gate[i] = act(g) * up[i]
-	}
+	// act costs a float64 exponential or tanh per value: the cores share
+	// them.
+	parallel(n, 2048, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gate[i] = act(gate[i]) * up[i]
+		}
+	})
 	matmul(out, gate, e.Wdown, bd, T)
 }
 

@@ -64,6 +64,14 @@ func fma32(a, b, c float32) float32 {
 // dotGo is w · x over len(w) values in the order above.
 func dotGo(w, x []float32) float32 {
 	var acc [lanes]float32
+	accumulate(&acc, w, x)
+	return reduce(&acc)
+}
+
+// accumulate carries the lanes of w · x over len(w) more columns, a
+// partial last chunk padded as the order says: a row split into panels
+// at multiples of 16 columns gets the lanes of the whole row.
+func accumulate(acc *[lanes]float32, w, x []float32) {
 	k := len(w)
 	x = x[:k]
 	j := 0
@@ -82,7 +90,6 @@ func dotGo(w, x []float32) float32 {
 			}
 		}
 	}
-	return reduce(&acc)
 }
 
 // reduce sums the lanes as the order's step 3 says.
@@ -95,12 +102,28 @@ func reduce(acc *[lanes]float32) float32 {
 	return acc[0]
 }
 
-// tile4x4Go: out[4r+t] = w_r · x_t for rows r < 4 of w (stride ldw) and
-// tokens t < 4 of x (stride ldx), k values each.
-func tile4x4Go(w []float32, ldw int, x []float32, ldx, k int, out *[16]float32) {
+// Flags of tile4x4: start from zero lanes, and end by summing them.
+const (
+	first = 1 << iota
+	last
+)
+
+// tile4x4Go carries the lanes of w_r · x_t, for rows r < 4 of w (stride
+// ldw) and tokens t < 4 of x (stride ldx), over k more columns in
+// acc[4r+t]: from zero when flags has first, and summed into out[4r+t]
+// when it has last. Prefill splits long rows into panels so that a
+// panel's weights and tokens stay in the L1 cache.
+func tile4x4Go(w []float32, ldw int, x []float32, ldx, k int, acc *[16][lanes]float32, out *[16]float32, flags int) {
 	for r := range 4 {
 		for t := range 4 {
-			out[4*r+t] = dotGo(w[r*ldw:r*ldw+k], x[t*ldx:t*ldx+k])
+			a := &acc[4*r+t]
+			if flags&first != 0 {
+				*a = [lanes]float32{}
+			}
+			accumulate(a, w[r*ldw:r*ldw+k], x[t*ldx:t*ldx+k])
+			if flags&last != 0 {
+				out[4*r+t] = reduce(a)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"logitscope/ggml"
+	"logitscope/model"
 	"logitscope/quant"
 )
 
@@ -11,7 +12,7 @@ import (
 // pointers; the Go wrappers below check every bound first.
 
 //go:noescape
-func tile4x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[16]float32)
+func tile4x4AVX512(w *float32, ldw int, x *float32, ldx, k int, acc *[16][lanes]float32, out *[16]float32, flags int)
 
 //go:noescape
 func tile4x1AVX512(w *float32, ldw int, x *float32, k int, out *[4]float32)
@@ -33,6 +34,21 @@ func decodeBF16AVX512(src *byte, chunks int, dst *float32)
 
 //go:noescape
 func decodeF16AVX512(src *byte, chunks int, dst *float32)
+
+//go:noescape
+func dot4Q4AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+
+//go:noescape
+func dot4Q8AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+
+//go:noescape
+func dot4Q4_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+
+//go:noescape
+func dot4Q8_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+
+//go:noescape
+func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
 // the 512-bit work and VL for the reduction's EVEX-encoded 128- and
@@ -61,11 +77,49 @@ func useAVX512() {
 	ggmlRows[ggml.Q8_0] = blockDecoder(34, decodeQ8_0AVX512)
 	ggmlRows[ggml.BF16] = halfDecoder(ggml.BF16, decodeBF16AVX512)
 	ggmlRows[ggml.F16] = halfDecoder(ggml.F16, decodeF16AVX512)
+	rowDots[model.Format{Scheme: quant.Q4}] = quantDot(quant.Q4, dot4Q4AVX512)
+	rowDots[model.Format{Scheme: quant.Q8}] = quantDot(quant.Q8, dot4Q8AVX512)
+	rowDots[model.Format{Type: ggml.Q4_0}] = ggmlDot(ggml.Q4_0, 32, dot4Q4_0AVX512)
+	rowDots[model.Format{Type: ggml.Q8_0}] = ggmlDot(ggml.Q8_0, 32, dot4Q8_0AVX512)
+	rowDots[model.Format{Type: ggml.BF16}] = ggmlDot(ggml.BF16, 16, dot4BF16AVX512)
 }
 
-func tile4x4Asm(w []float32, ldw int, x []float32, ldx, k int, out *[16]float32) {
+type dot4 func(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+
+// quantDot wraps a fused kernel of a quant scheme (n: code bytes per
+// row): rows' codes and scales in the piece's two regions.
+func quantDot(s quant.Scheme, dot dot4) func(p *model.Piece, k, a, z int, x, out []float32) {
+	return func(p *model.Piece, k, a, z int, x, out []float32) {
+		l, _ := quant.NewLayout(s, p.Rows, k)
+		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		codes, scales := p.Data[a*qw:z*qw], p.Data[l.QuantBytes()+a*sw:l.QuantBytes()+z*sw]
+		_, _ = x[32*l.Groups-1], out[z-a-1]
+		var t4 [4]float32
+		for i := 0; i+4 <= z-a; i += 4 {
+			dot(&codes[i*qw], qw, &scales[i*sw], sw, qw, &x[0], &t4)
+			copy(out[i:i+4], t4[:])
+		}
+	}
+}
+
+// ggmlDot wraps a fused kernel of ggml rows (n: chunks of size values
+// per row).
+func ggmlDot(t ggml.Type, size int, dot dot4) func(p *model.Piece, k, a, z int, x, out []float32) {
+	return func(p *model.Piece, k, a, z int, x, out []float32) {
+		rb, _ := t.RowBytes(k)
+		rows := p.Data[int64(a)*rb : int64(z)*rb]
+		_, _ = x[k-1], out[z-a-1]
+		var t4 [4]float32
+		for i := 0; i+4 <= z-a; i += 4 {
+			dot(&rows[int64(i)*rb], int(rb), &rows[0], 0, k/size, &x[0], &t4)
+			copy(out[i:i+4], t4[:])
+		}
+	}
+}
+
+func tile4x4Asm(w []float32, ldw int, x []float32, ldx, k int, acc *[16][lanes]float32, out *[16]float32, flags int) {
 	_, _ = w[3*ldw+k-1], x[3*ldx+k-1]
-	tile4x4AVX512(&w[0], ldw, &x[0], ldx, k, out)
+	tile4x4AVX512(&w[0], ldw, &x[0], ldx, k, acc, out, flags)
 }
 
 func tile4x1Asm(w []float32, ldw int, x []float32, k int, out *[4]float32) {

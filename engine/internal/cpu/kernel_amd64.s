@@ -24,11 +24,84 @@
 	VADDSS X16, x, x \
 	VMOVSS x, off(DI)
 
-// func tile4x4AVX512(w *float32, ldw int, x *float32, ldx, k int, out *[16]float32)
+// ROWS4: SI, R8, R9, R10 = four rows from w (stride ldw bytes), DX, R11,
+// R12, R13 = their scales from s (stride lds bytes), BX = the first byte
+// of the next four rows (the rows are consecutive), CX = n, DI = x, the
+// accumulators Z0..Z3 zero, AX = 0.
+#define ROWS4 \
+	MOVQ s+16(FP), DX \
+	MOVQ lds+24(FP), BX \
+	LEAQ (DX)(BX*1), R11 \
+	LEAQ (R11)(BX*1), R12 \
+	LEAQ (R12)(BX*1), R13 \
+	MOVQ w+0(FP), SI \
+	MOVQ ldw+8(FP), BX \
+	LEAQ (SI)(BX*1), R8 \
+	LEAQ (R8)(BX*1), R9 \
+	LEAQ (R9)(BX*1), R10 \
+	LEAQ (R10)(BX*1), BX \
+	MOVQ n+32(FP), CX \
+	MOVQ x+40(FP), DI \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	XORQ AX, AX
+
+// SUM4: out[r] = the tree sums of Z0..Z3.
+#define SUM4 \
+	MOVQ out+48(FP), DI \
+	REDUCE(Z0, Y0, X0, 0) \
+	REDUCE(Z1, Y1, X1, 4) \
+	REDUCE(Z2, Y2, X2, 8) \
+	REDUCE(Z3, Y3, X3, 12) \
+	VZEROUPPER
+
+// LOAD16 and STORE16 move Z(4t+r) from and to row r, token t's lanes at
+// (DX): acc[4r+t].
+#define LOAD16 \
+	VMOVUPS 0(DX), Z0 \
+	VMOVUPS 256(DX), Z1 \
+	VMOVUPS 512(DX), Z2 \
+	VMOVUPS 768(DX), Z3 \
+	VMOVUPS 64(DX), Z4 \
+	VMOVUPS 320(DX), Z5 \
+	VMOVUPS 576(DX), Z6 \
+	VMOVUPS 832(DX), Z7 \
+	VMOVUPS 128(DX), Z8 \
+	VMOVUPS 384(DX), Z9 \
+	VMOVUPS 640(DX), Z10 \
+	VMOVUPS 896(DX), Z11 \
+	VMOVUPS 192(DX), Z12 \
+	VMOVUPS 448(DX), Z13 \
+	VMOVUPS 704(DX), Z14 \
+	VMOVUPS 960(DX), Z15
+
+#define STORE16 \
+	VMOVUPS Z0, 0(DX) \
+	VMOVUPS Z1, 256(DX) \
+	VMOVUPS Z2, 512(DX) \
+	VMOVUPS Z3, 768(DX) \
+	VMOVUPS Z4, 64(DX) \
+	VMOVUPS Z5, 320(DX) \
+	VMOVUPS Z6, 576(DX) \
+	VMOVUPS Z7, 832(DX) \
+	VMOVUPS Z8, 128(DX) \
+	VMOVUPS Z9, 384(DX) \
+	VMOVUPS Z10, 640(DX) \
+	VMOVUPS Z11, 896(DX) \
+	VMOVUPS Z12, 192(DX) \
+	VMOVUPS Z13, 448(DX) \
+	VMOVUPS Z14, 704(DX) \
+	VMOVUPS Z15, 960(DX)
+
+// func tile4x4AVX512(w *float32, ldw int, x *float32, ldx, k int, acc *[16][16]float32, out *[16]float32, flags int)
 //
-// out[4r+t] = w_r · x_t for rows r < 4 (stride ldw) and tokens t < 4
-// (stride ldx), k columns. Accumulator Z(4t+r) is row r, token t.
-TEXT ·tile4x4AVX512(SB), NOSPLIT, $0-48
+// The lanes of w_r · x_t for rows r < 4 (stride ldw) and tokens t < 4
+// (stride ldx) carried over k more columns in Z(4t+r): from zero (flags
+// bit 0) or acc[4r+t], then summed into out[4r+t] (flags bit 1) or kept
+// in acc[4r+t].
+TEXT ·tile4x4AVX512(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ ldw+8(FP), BX
 	SHLQ $2, BX
@@ -42,6 +115,9 @@ TEXT ·tile4x4AVX512(SB), NOSPLIT, $0-48
 	LEAQ (R11)(DX*1), R12
 	LEAQ (R12)(DX*1), R13
 	MOVQ k+32(FP), CX
+	MOVQ acc+40(FP), DX
+	TESTQ $1, flags+56(FP)
+	JZ carried
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -58,6 +134,12 @@ TEXT ·tile4x4AVX512(SB), NOSPLIT, $0-48
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	JMP start4x4
+
+carried:
+	LOAD16
+
+start4x4:
 	XORQ AX, AX
 	MOVQ CX, BX
 	SHRQ $4, BX
@@ -83,7 +165,7 @@ loop4x4:
 tail4x4:
 	// The last k mod 16 columns, the rest of the chunk read as zeros.
 	ANDQ $15, CX
-	JZ sum4x4
+	JZ end4x4
 	MOVL $1, DX
 	SHLL CX, DX
 	DECL DX
@@ -101,8 +183,16 @@ tail4x4:
 	FMA4(Z22, Z8, Z9, Z10, Z11)
 	FMA4(Z23, Z12, Z13, Z14, Z15)
 
+end4x4:
+	TESTQ $2, flags+56(FP)
+	JNZ sum4x4
+	MOVQ acc+40(FP), DX
+	STORE16
+	VZEROUPPER
+	RET
+
 sum4x4:
-	MOVQ out+40(FP), DI
+	MOVQ out+48(FP), DI
 	REDUCE(Z0, Y0, X0, 0)
 	REDUCE(Z1, Y1, X1, 16)
 	REDUCE(Z2, Y2, X2, 32)
@@ -144,6 +234,10 @@ TEXT ·tile4x1AVX512(SB), NOSPLIT, $0-40
 	JZ tail4x1
 
 loop4x1:
+	PREFETCHT0 2048(SI)(AX*1)
+	PREFETCHT0 2048(R8)(AX*1)
+	PREFETCHT0 2048(R9)(AX*1)
+	PREFETCHT0 2048(R10)(AX*1)
 	VMOVUPS (SI)(AX*1), Z16
 	VMOVUPS (R8)(AX*1), Z17
 	VMOVUPS (R9)(AX*1), Z18
@@ -256,6 +350,7 @@ TEXT ·decodeQ4AVX512(SB), NOSPLIT, $0-32
 	JZ doneQ4
 
 loopQ4:
+	PREFETCHT0 512(SI)
 	VPMOVZXBD (SI), Z0
 	VPSRLD $4, Z0, Z1
 	VPERMPS Z31, Z0, Z2
@@ -292,6 +387,7 @@ TEXT ·decodeQ8AVX512(SB), NOSPLIT, $0-32
 	JZ doneQ8
 
 loopQ8:
+	PREFETCHT0 1024(SI)
 	VPMOVSXBD (SI), Z0
 	VPMOVSXBD 16(SI), Z1
 	VCVTDQ2PS Z0, Z0
@@ -325,6 +421,7 @@ TEXT ·decodeQ4_0AVX512(SB), NOSPLIT, $0-24
 	JZ doneQ4_0
 
 loopQ4_0:
+	PREFETCHT0 512(SI)
 	VPMOVZXBD 2(SI), Z0
 	VPSRLD $4, Z0, Z1
 	VPERMPS Z31, Z0, Z2
@@ -355,6 +452,7 @@ TEXT ·decodeQ8_0AVX512(SB), NOSPLIT, $0-24
 	JZ doneQ8_0
 
 loopQ8_0:
+	PREFETCHT0 1024(SI)
 	VPMOVSXBD 2(SI), Z0
 	VPMOVSXBD 18(SI), Z1
 	VCVTDQ2PS Z0, Z0
@@ -384,6 +482,7 @@ TEXT ·decodeBF16AVX512(SB), NOSPLIT, $0-24
 	JZ doneBF16
 
 loopBF16:
+	PREFETCHT0 1024(SI)
 	VPMOVZXWD (SI), Z0
 	VPSLLD $16, Z0, Z0
 	VMOVUPS Z0, (DI)
@@ -408,6 +507,7 @@ TEXT ·decodeF16AVX512(SB), NOSPLIT, $0-24
 	JZ doneF16
 
 loopF16:
+	PREFETCHT0 1024(SI)
 	VCVTPH2PS (SI), Z0
 	VMOVUPS Z0, (DI)
 	ADDQ $32, SI
@@ -417,4 +517,192 @@ loopF16:
 
 doneF16:
 	VZEROUPPER
+	RET
+
+// The fused kernels of a decode step (one token): four rows of a stored
+// format decoded group by group in registers and multiplied with x at
+// once, in the order of kernel.go (the tiles' order: accumulator r gets
+// columns 16c..16c+15 of row r in chunk order), without the scratch that
+// prefill decodes into. Each takes the rows' bases and byte strides and
+// writes out[r] = w_r · x. Rows of whole groups only: k is a multiple of
+// 32 (16 for bf16). While they compute, they prefetch the next four rows
+// (consecutive in memory) into L1, as many bytes per group as the four
+// rows take: the hardware prefetchers alone leave a core waiting on a
+// decode step's weights, which come from memory.
+
+// Q4GROUP(codes, scale, acc): group (codes, a 16-byte operand; scale, the
+// f16 operand) decoded into Z5 (columns 0..15) and Z6 (16..31), times
+// x's Z20 and Z21 into acc. Z31: nibbles, Z30 and Z29: interleave.
+#define Q4GROUP(codes, scale, acc) \
+	VPMOVZXBD codes, Z5 \
+	VPSRLD $4, Z5, Z6 \
+	VPERMPS Z31, Z5, Z5 \
+	VPERMPS Z31, Z6, Z6 \
+	SCALE(scale) \
+	VMULPS Z4, Z5, Z5 \
+	VMULPS Z4, Z6, Z6 \
+	VMOVAPS Z30, Z7 \
+	VPERMI2PS Z6, Z5, Z7 \
+	VMOVAPS Z29, Z8 \
+	VPERMI2PS Z6, Z5, Z8 \
+	VFMADD231PS Z20, Z7, acc \
+	VFMADD231PS Z21, Z8, acc
+
+// func dot4Q4AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// quant's q4: n code bytes per row (16 a group), an f16 scale a group.
+// AX runs over the codes, x at 8·AX; the scale pointers advance.
+TEXT ·dot4Q4AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+	VMOVUPS nibbles<>(SB), Z31
+	VMOVDQU32 interleave<>(SB), Z30
+	VMOVDQU32 interleave<>+64(SB), Z29
+	MOVQ DX, CX // the scales advance by pointer: CX, R11..R13
+
+loopDotQ4:
+	PREFETCHT0 (BX)
+	VMOVUPS (DI)(AX*8), Z20
+	VMOVUPS 64(DI)(AX*8), Z21
+	Q4GROUP((SI)(AX*1), (CX), Z0)
+	Q4GROUP((R8)(AX*1), (R11), Z1)
+	Q4GROUP((R9)(AX*1), (R12), Z2)
+	Q4GROUP((R10)(AX*1), (R13), Z3)
+	ADDQ $16, AX
+	ADDQ $2, CX
+	ADDQ $2, R11
+	ADDQ $2, R12
+	ADDQ $2, R13
+	ADDQ $64, BX
+	CMPQ AX, n+32(FP)
+	JLT loopDotQ4
+	SUM4
+	RET
+
+// Q8GROUP(lo, hi, scale, acc): the 32 int8 codes at lo and hi (16 each)
+// and the f16 scale, as Q4GROUP.
+#define Q8GROUP(lo, hi, scale, acc) \
+	VPMOVSXBD lo, Z5 \
+	VPMOVSXBD hi, Z6 \
+	VCVTDQ2PS Z5, Z5 \
+	VCVTDQ2PS Z6, Z6 \
+	SCALE(scale) \
+	VMULPS Z4, Z5, Z5 \
+	VMULPS Z4, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
+// func dot4Q8AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// quant's q8: n code bytes per row (32 a group), an f16 scale a group.
+TEXT ·dot4Q8AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+	MOVQ DX, CX
+
+loopDotQ8:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (DI)(AX*4), Z20
+	VMOVUPS 64(DI)(AX*4), Z21
+	Q8GROUP((SI)(AX*1), 16(SI)(AX*1), (CX), Z0)
+	Q8GROUP((R8)(AX*1), 16(R8)(AX*1), (R11), Z1)
+	Q8GROUP((R9)(AX*1), 16(R9)(AX*1), (R12), Z2)
+	Q8GROUP((R10)(AX*1), 16(R10)(AX*1), (R13), Z3)
+	ADDQ $32, AX
+	ADDQ $2, CX
+	ADDQ $2, R11
+	ADDQ $2, R12
+	ADDQ $2, R13
+	ADDQ $128, BX
+	CMPQ AX, n+32(FP)
+	JLT loopDotQ8
+	SUM4
+	RET
+
+// Q4_0BLOCK(p, q, acc): the Q4_0 block with its f16 d at p and its 16
+// bytes at q (column j in the low nibble of byte j, j+16 in its high
+// one), as Q4GROUP.
+#define Q4_0BLOCK(p, q, acc) \
+	VPMOVZXBD q, Z5 \
+	VPSRLD $4, Z5, Z6 \
+	VPERMPS Z31, Z5, Z5 \
+	VPERMPS Z31, Z6, Z6 \
+	SCALE(p) \
+	VMULPS Z4, Z5, Z5 \
+	VMULPS Z4, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
+// func dot4Q4_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// ggml's Q4_0: n blocks of 18 bytes per row; s and lds are unused.
+TEXT ·dot4Q4_0AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+	VMOVUPS nibbles<>(SB), Z31
+
+loopDotQ4_0:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (DI), Z20
+	VMOVUPS 64(DI), Z21
+	Q4_0BLOCK((SI)(AX*1), 2(SI)(AX*1), Z0)
+	Q4_0BLOCK((R8)(AX*1), 2(R8)(AX*1), Z1)
+	Q4_0BLOCK((R9)(AX*1), 2(R9)(AX*1), Z2)
+	Q4_0BLOCK((R10)(AX*1), 2(R10)(AX*1), Z3)
+	ADDQ $18, AX
+	ADDQ $128, DI
+	ADDQ $72, BX
+	DECQ CX
+	JNZ loopDotQ4_0
+	SUM4
+	RET
+
+// func dot4Q8_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// ggml's Q8_0: n blocks of 34 bytes per row; s and lds are unused.
+TEXT ·dot4Q8_0AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+
+loopDotQ8_0:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	PREFETCHT0 128(BX)
+	VMOVUPS (DI), Z20
+	VMOVUPS 64(DI), Z21
+	Q8GROUP(2(SI)(AX*1), 18(SI)(AX*1), (SI)(AX*1), Z0)
+	Q8GROUP(2(R8)(AX*1), 18(R8)(AX*1), (R8)(AX*1), Z1)
+	Q8GROUP(2(R9)(AX*1), 18(R9)(AX*1), (R9)(AX*1), Z2)
+	Q8GROUP(2(R10)(AX*1), 18(R10)(AX*1), (R10)(AX*1), Z3)
+	ADDQ $34, AX
+	ADDQ $128, DI
+	ADDQ $136, BX
+	DECQ CX
+	JNZ loopDotQ8_0
+	SUM4
+	RET
+
+// BF16CHUNK(p, acc): 16 bf16 values at p times x's Z20 into acc.
+#define BF16CHUNK(p, acc) \
+	VPMOVZXWD p, Z5 \
+	VPSLLD $16, Z5, Z5 \
+	VFMADD231PS Z20, Z5, acc
+
+// func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// n chunks of 16 bf16 values per row; s and lds are unused.
+TEXT ·dot4BF16AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+
+loopDotBF16:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (DI)(AX*2), Z20
+	BF16CHUNK((SI)(AX*1), Z0)
+	BF16CHUNK((R8)(AX*1), Z1)
+	BF16CHUNK((R9)(AX*1), Z2)
+	BF16CHUNK((R10)(AX*1), Z3)
+	ADDQ $32, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ loopDotBF16
+	SUM4
 	RET

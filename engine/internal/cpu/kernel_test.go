@@ -1,11 +1,14 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/x448/float16"
 
 	"logitscope/ggml"
 	"logitscope/model"
@@ -16,10 +19,11 @@ import (
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
 	t44, t41 := tile4x4, tile4x1
-	qr, gr := quantRows, ggmlRows
+	qr, gr, rd := quantRows, ggmlRows, rowDots
 	tile4x4, tile4x1 = tile4x4Go, tile4x1Go
 	quantRows, ggmlRows = map[quant.Scheme]func([]byte, []byte, int, []float32){}, map[ggml.Type]func([]byte, []float32){}
-	defer func() { tile4x4, tile4x1, quantRows, ggmlRows = t44, t41, qr, gr }()
+	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32){}
+	defer func() { tile4x4, tile4x1, quantRows, ggmlRows, rowDots = t44, t41, qr, gr, rd }()
 	fn()
 }
 
@@ -115,10 +119,27 @@ func TestTilesMatchGo(t *testing.T) {
 					w[i] = -w[i] // lanes of −0, turned +0 by the padding
 				}
 			}
-			var a, g [16]float32
-			tile4x4(w, ldw, x, ldx, k, &a)
-			tile4x4Go(w, ldw, x, ldx, k, &g)
-			sameBits(t, fmt.Sprintf("tile4x4 k=%d trial %d", k, trial), a[:], g[:])
+			// Whole rows, and rows in two panels split at 16 columns.
+			var whole [16]float32
+			for _, split := range []int{k, min(k, 16)} {
+				var accA, accG [16][lanes]float32
+				var a, g [16]float32
+				flags := first
+				if split == k {
+					flags |= last
+				}
+				tile4x4(w, ldw, x, ldx, split, &accA, &a, flags)
+				tile4x4Go(w, ldw, x, ldx, split, &accG, &g, flags)
+				if split < k {
+					tile4x4(w[split:], ldw, x[split:], ldx, k-split, &accA, &a, last)
+					tile4x4Go(w[split:], ldw, x[split:], ldx, k-split, &accG, &g, last)
+				} else {
+					whole = g
+				}
+				what := fmt.Sprintf("tile4x4 k=%d split %d trial %d", k, split, trial)
+				sameBits(t, what, a[:], g[:])
+				sameBits(t, what+" against whole rows", g[:], whole[:])
+			}
 			var a1, g1 [4]float32
 			tile4x1(w, ldw, x, k, &a1)
 			tile4x1Go(w, ldw, x, k, &g1)
@@ -161,7 +182,7 @@ func sameBits(t *testing.T, what string, got, want []float32) {
 
 // stored is a matrix in one of the formats the CPU computes with, split
 // into two pieces, and its values decoded by the reference decoders.
-func stored(t *testing.T, rng *rand.Rand, f model.Format, rows, cols int) (*model.Matrix, []float32) {
+func stored(t testing.TB, rng *rand.Rand, f model.Format, rows, cols int) (*model.Matrix, []float32) {
 	t.Helper()
 	m := &model.Matrix{Rows: rows, Cols: cols}
 	ref := make([]float32, rows*cols)
@@ -197,7 +218,7 @@ func stored(t *testing.T, rng *rand.Rand, f model.Format, rows, cols int) (*mode
 // randomBlocks is rows of random ggml blocks of type t whose values are
 // finite and at most 1e3 in magnitude (a block is drawn again until
 // they are), decoded into out.
-func randomBlocks(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, out []float32) []byte {
+func randomBlocks(t testing.TB, rng *rand.Rand, typ ggml.Type, rows, cols int, out []float32) []byte {
 	t.Helper()
 	bs, bb := typ.BlockSize(), typ.BlockBytes()
 	data := make([]byte, rows*cols/bs*bb)
@@ -228,8 +249,9 @@ func randomBlocks(t *testing.T, rng *rand.Rand, typ ggml.Type, rows, cols int, o
 	return data
 }
 
-// formatCase is a format the CPU reads and a column count it can hold,
-// not a multiple of the kernels' 16 lanes where the format allows it.
+// formatCase is a format the CPU reads and a column count it can hold:
+// not a multiple of the kernels' 16 lanes where the format allows it,
+// whole groups of 32, and more than a panel.
 type formatCase struct {
 	f    model.Format
 	cols int
@@ -237,11 +259,13 @@ type formatCase struct {
 
 func formats() []formatCase {
 	var out []formatCase
-	for _, s := range quant.Schemes {
-		out = append(out, formatCase{model.Format{Scheme: s}, 75})
-	}
-	for _, typ := range []ggml.Type{ggml.F32, ggml.F16, ggml.BF16} {
-		out = append(out, formatCase{model.Format{Type: typ}, 75})
+	for _, cols := range []int{75, 96} { // 96: whole groups, for the fused kernels
+		for _, s := range quant.Schemes {
+			out = append(out, formatCase{model.Format{Scheme: s}, cols})
+		}
+		for _, typ := range []ggml.Type{ggml.F32, ggml.F16, ggml.BF16} {
+			out = append(out, formatCase{model.Format{Type: typ}, cols})
+		}
 	}
 	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q8_0} {
 		out = append(out, formatCase{model.Format{Type: typ}, 96})
@@ -249,7 +273,9 @@ func formats() []formatCase {
 	for _, typ := range []ggml.Type{ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K} {
 		out = append(out, formatCase{model.Format{Type: typ}, 256})
 	}
-	return out
+	// Rows longer than a prefill panel.
+	return append(out, formatCase{model.Format{Scheme: quant.Q4}, 1100}, formatCase{model.Format{Type: ggml.BF16}, 1100},
+		formatCase{model.Format{Type: ggml.Q8_0}, 1120})
 }
 
 // Every stored format gives the bits of the float32 matrix of its
@@ -364,4 +390,71 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 	}
 	rb, err := f.Type.RowBytes(cols)
 	return rows * int(rb), err
+}
+
+// BenchmarkMatmul times one matmul of Qwen2.5-0.5B's MLP shapes per
+// format, for one token (decode: bound by reading the weights, reported
+// as stored GB/s) and a chunk of 32 (prefill: bound by arithmetic,
+// reported as GFLOP/s), and the CPU time it took per weight (all threads:
+// on a machine others share, it varies less than the wall time).
+func BenchmarkMatmul(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, f := range []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}} {
+		for _, shape := range [][2]int{{4864, 896}, {896, 4864}} {
+			rows, cols := shape[0], shape[1]
+			W := benchMatrix(b, rng, f, rows, cols)
+			size, _ := modelBytes(f, rows, cols)
+			for _, T := range []int{1, 32} {
+				b.Run(fmt.Sprintf("%v/%dx%d/T=%d", f, rows, cols, T), func(b *testing.B) {
+					x, out := randomValues(rng, T*cols, 0), make([]float32, T*rows)
+					cpu0 := cpuTime()
+					for b.Loop() {
+						matmul(out, x, W, nil, T)
+					}
+					sec := b.Elapsed().Seconds() / float64(b.N)
+					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/float64(rows*cols*T), "cpu-ns/weight")
+					b.ReportMetric(float64(size)/sec/1e9, "GB/s")
+					b.ReportMetric(2*float64(rows*cols*T)/sec/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// benchMatrix is a matrix of format f holding weights of a trained
+// model's sizes (normal floats of 0.02, as if quantized from them):
+// random bytes would hold subnormal values, which cost the FMA units a
+// hundred cycles each.
+func benchMatrix(b *testing.B, rng *rand.Rand, f model.Format, rows, cols int) *model.Matrix {
+	if f.Scheme != "" {
+		m, _ := stored(b, rng, f, rows, cols)
+		return m
+	}
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.02)
+	}
+	if f.Type == ggml.F32 {
+		return &model.Matrix{Rows: rows, Cols: cols, Data: w}
+	}
+	size, _ := modelBytes(f, rows, cols)
+	data := make([]byte, size)
+	switch f.Type {
+	case ggml.BF16:
+		for i, v := range w {
+			binary.LittleEndian.PutUint16(data[2*i:], uint16(math.Float32bits(v)>>16))
+		}
+	case ggml.Q8_0, ggml.Q4_0:
+		// Random codes under a scale of a normal weight's size.
+		bb := f.Type.BlockBytes()
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for i := 0; i < len(data); i += bb {
+			binary.LittleEndian.PutUint16(data[i:], float16.Fromfloat32(0.02/7).Bits())
+		}
+	default:
+		b.Fatalf("no benchmark weights for %v", f)
+	}
+	return &model.Matrix{Rows: rows, Cols: cols, Pieces: []model.Piece{{Rows: rows, Format: f, Data: data}}}
 }

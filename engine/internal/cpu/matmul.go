@@ -12,14 +12,36 @@ import (
 
 // matmul: out (T, W.Rows) = x (T, W.Cols) @ Wᵀ + b, each element in the
 // order of kernel.go, whatever T: KV-cache decode and teacher forcing
-// agree bit for bit. W's rows go in blocks to the cores, each block
-// decoded from its stored format once into float32 scratch (a float32
-// matrix is read in place) and then multiplied with all T tokens, four
-// rows by four tokens at a time: prefill decodes the weights once per
-// submission, not once per token.
+// agree bit for bit. W's rows go in blocks to the cores. For several
+// tokens each block is decoded from its stored format once into float32
+// scratch (a float32 matrix is read in place) and then multiplied with all
+// T tokens, four rows by four tokens at a time, in panels of columns that
+// stay in the L1 cache: prefill decodes the weights once per submission,
+// not once per token. For one token a fused kernel, where the format has
+// one, decodes four rows at a time in registers and multiplies them at
+// once; other formats are decoded a few rows at a time.
 func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
-	rb := blockRows(k)
+	fused := T == 1 && W.Data == nil
+	for _, p := range W.Pieces {
+		fused = fused && rowDots[p.Format] != nil && k%quant.GroupSize == 0
+	}
+	rb := prefillRows
+	switch {
+	case T == 1 && (fused || W.Data != nil):
+		rb = streamRows
+	case T == 1:
+		rb = max(4, min(streamRows, scratchFloats/k/4*4))
+	}
+	// The tiles take tokens four at a time: a partial last quad is
+	// padded with zero tokens, whose outputs are dropped.
+	tq := T
+	if T > 1 && T%4 != 0 {
+		tq = (T + 3) / 4 * 4
+		xp := make([]float32, tq*k)
+		copy(xp, x[:T*k])
+		x = xp
+	}
 	nb := 0
 	if W.Data != nil {
 		nb = (n + rb - 1) / rb
@@ -31,77 +53,131 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 	if n*k*T < serialWork {
 		workers = 1
 	}
-	// scratch: the decoded block, the decoder's overrun, 4 padded rows.
-	slack := 2 * quant.GroupSize
-	parallelBlocks(nb, workers, (rb+4)*k+slack, func(blk int, scratch []float32) {
-		// W's block blk: rows [r0, r1) in W.Data, or in a piece.
-		var w []float32
-		var r0, r1 int
+	// A worker's scratch: the decoded block, the decoder's overrun, 4
+	// padded rows; the lanes of the block's tiles between panels.
+	const slack = 2 * quant.GroupSize
+	size, tiles := (rb+4)*k+slack, (rb+3)/4*(tq/4)
+	parallelBlocks(nb, workers, size, tiles, func(blk int, sc *scratch) {
+		pad, acc := sc.w[rb*k+slack:size], sc.acc[:tiles]
 		if W.Data != nil {
-			r0, r1 = blk*rb, min(n, (blk+1)*rb)
-			w = W.Data[r0*k : r1*k]
-		} else {
-			for i := range W.Pieces {
-				p := &W.Pieces[i]
-				pb := (p.Rows + rb - 1) / rb
-				if blk >= pb {
-					blk -= pb
-					continue
-				}
-				a, z := blk*rb, min(p.Rows, (blk+1)*rb)
-				decodeRows(p, k, a, z, scratch)
-				r0, r1, w = p.Row0+a, p.Row0+z, scratch[:(z-a)*k]
-				break
-			}
+			r0, r1 := blk*rb, min(n, (blk+1)*rb)
+			gemm(out, n, r0, W.Data[r0*k:r1*k], r1-r0, x, T, tq, k, b, pad, acc)
+			return
 		}
-		gemm(out, n, r0, w, r1-r0, x, T, k, b, scratch[rb*k+slack:(rb+4)*k+slack])
+		// Block blk is rows [a, z) of a piece.
+		for i := range W.Pieces {
+			p := &W.Pieces[i]
+			pb := (p.Rows + rb - 1) / rb
+			if blk >= pb {
+				blk -= pb
+				continue
+			}
+			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
+			if fused {
+				// Whole quads of rows; the rest below.
+				e := a + (z-a)/4*4
+				if e > a {
+					y := out[p.Row0+a : p.Row0+e]
+					rowDots[p.Format](p, k, a, e, x, y)
+					if b != nil {
+						for i := range y {
+							y[i] += b[p.Row0+a+i]
+						}
+					}
+				}
+				a = e
+			}
+			if a < z {
+				decodeRows(p, k, a, z, sc.w)
+				gemm(out, n, p.Row0+a, sc.w[:(z-a)*k], z-a, x, T, tq, k, b, pad, acc)
+			}
+			return
+		}
 	})
 }
+
+// Block sizes in rows. streamRows: a decode step's blocks where the rows
+// are read once, straight from memory: long runs of rows read memory in
+// long streams. prefillRows: a prefill's blocks, whose panels of panel
+// columns (16 rows) and of a quad of tokens fill about half the L1 cache.
+// scratchFloats: at most what a decode step's block decodes into scratch
+// (32 KiB), so that it is read back from L1.
+const (
+	streamRows    = 32
+	prefillRows   = 8
+	panel         = 1024
+	scratchFloats = 8192
+)
 
 // serialWork is the product size (rows × cols × tokens) below which a
 // matmul runs on the calling goroutine: waking the other cores costs more
 // than the work (a decode step's k and v projections).
 const serialWork = 1 << 17
 
-// blockRows is how many rows of k columns a block holds: a multiple of 4
-// whose float32 scratch stays about 32 KiB, within the L1 cache of a
-// current core, at most 64.
-func blockRows(k int) int {
-	return min(64, max(4, 8192/k/4*4))
-}
-
 // gemm: y[t*n + r0 + i] = w_i · x_t + b[r0+i] for rows i < rows of w
-// (stride k) and tokens t < T of x (stride k). pad (4k values) holds the
-// last rows when fewer than 4 remain.
-func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, k int, b, pad []float32) {
-	var t16 [16]float32
-	var t4 [4]float32
-	for i := 0; i < rows; i += 4 {
-		wi, nr := w[i*k:], min(4, rows-i)
-		if nr < 4 {
-			copy(pad, wi[:nr*k])
-			clear(pad[nr*k:])
-			wi = pad
+// (stride k) and tokens t < T of x (stride k; tq ≥ T tokens, a multiple
+// of 4, when T > 1). pad (4k values) holds the last rows when fewer than
+// 4 remain; acc holds the lanes of each quad of rows and of tokens
+// between panels.
+func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k int, b, pad []float32, acc [][16][lanes]float32) {
+	quads := (rows + 3) / 4
+	if nr := rows % 4; nr != 0 {
+		copy(pad, w[(rows-nr)*k:rows*k])
+		clear(pad[nr*k:])
+	}
+	quad := func(q int) []float32 {
+		if 4*q+4 > rows {
+			return pad
 		}
-		put := func(t, r int, v float32) {
+		return w[4*q*k:]
+	}
+	// put stores tile (quad q of rows, rows r, and tokens t0.., 4 each,
+	// tile[4r+t]) into y with the bias, dropping padded rows and tokens.
+	put := func(q, t0 int, tile []float32) {
+		nr, nt := min(4, rows-4*q), min(4, T-t0)
+		for r := range nr {
+			i := r0 + 4*q + r
+			var bias float32
 			if b != nil {
-				v += b[r0+i+r]
+				bias = b[i]
 			}
-			y[t*n+r0+i+r] = v
-		}
-		t := 0
-		for ; t+4 <= T; t += 4 {
-			tile4x4(wi, k, x[t*k:], k, k, &t16)
-			for r := range nr {
-				for j := range 4 {
-					put(t+j, r, t16[4*r+j])
+			for t, v := range tile[4*r : 4*r+nt] {
+				if b != nil {
+					v += bias
 				}
+				y[(t0+t)*n+i] = v
 			}
 		}
-		for ; t < T; t++ {
-			tile4x1(wi, k, x[t*k:], k, &t4)
-			for r := range nr {
-				put(t, r, t4[r])
+	}
+	if T == 1 {
+		var t4 [4]float32
+		var tile [16]float32
+		for q := range quads {
+			tile4x1(quad(q), k, x, k, &t4)
+			for r, v := range t4 {
+				tile[4*r] = v
+			}
+			put(q, 0, tile[:])
+		}
+		return
+	}
+	// Panel by panel: a quad of tokens is read from L1 for every quad of
+	// rows, which the block's panel keeps in L1 too.
+	var t16 [16]float32
+	for p0 := 0; p0 < k; p0 += panel {
+		kk, flags := min(panel, k-p0), 0
+		if p0 == 0 {
+			flags |= first
+		}
+		if p0+kk == k {
+			flags |= last
+		}
+		for t := 0; t < tq; t += 4 {
+			for q := range quads {
+				tile4x4(quad(q)[p0:], k, x[t*k+p0:], k, kk, &acc[q*tq/4+t/4], &t16, flags)
+				if flags&last != 0 {
+					put(q, t, t16[:])
+				}
 			}
 		}
 	}
@@ -138,12 +214,15 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 	}
 }
 
-// The assembly row decoders (kernel_amd64.go), by format; a format
-// without one is decoded by its reference decoder (quant, ggml), which
-// gives the same bits. A quant decoder writes groups·32 values of dst.
+// The assembly kernels by format (kernel_amd64.go). A format without a
+// row decoder is decoded by its reference decoder (quant, ggml), which
+// gives the same bits; a quant decoder writes groups·32 values of dst.
+// rowDots are the fused one-token kernels: out[i] = w_{a+i} · x for rows
+// [a, z) of a piece of k columns, z−a and k multiples of 4 and 32.
 var (
 	quantRows = map[quant.Scheme]func(codes, scales []byte, groups int, dst []float32){}
 	ggmlRows  = map[ggml.Type]func(src []byte, dst []float32){}
+	rowDots   = map[model.Format]func(p *model.Piece, k, a, z int, x, out []float32){}
 )
 
 // row writes row r (Cols,) of W into dst: the embedding lookup decodes
@@ -165,29 +244,40 @@ func row(W *model.Matrix, r int, dst []float32) {
 	}
 }
 
-// scratchPool holds the blocks' float32 scratch between matmuls.
+// scratch is a worker's: float32 rows (w) and tiles' lanes (acc).
+type scratch struct {
+	w   []float32
+	acc [][16][lanes]float32
+}
+
+// scratchPool holds scratch between matmuls.
 var scratchPool sync.Pool
 
 // parallelBlocks runs fn on blocks 0..n-1 on up to workers goroutines,
 // the caller's one of them, each taking the next block when it is free
 // (a core slowed by other work takes fewer) and holding its own scratch
-// of at least size values.
-func parallelBlocks(n, workers, size int, fn func(blk int, scratch []float32)) {
+// of at least size floats and tiles tiles.
+func parallelBlocks(n, workers, size, tiles int, fn func(blk int, sc *scratch)) {
 	var next atomic.Int64
 	work := func() {
-		sp, _ := scratchPool.Get().(*[]float32)
-		if sp == nil || len(*sp) < size {
-			s := make([]float32, size)
-			sp = &s
+		sc, _ := scratchPool.Get().(*scratch)
+		if sc == nil {
+			sc = &scratch{}
+		}
+		if len(sc.w) < size {
+			sc.w = make([]float32, size)
+		}
+		if len(sc.acc) < tiles {
+			sc.acc = make([][16][lanes]float32, tiles)
 		}
 		for {
 			blk := int(next.Add(1) - 1)
 			if blk >= n {
 				break
 			}
-			fn(blk, *sp)
+			fn(blk, sc)
 		}
-		scratchPool.Put(sp)
+		scratchPool.Put(sc)
 	}
 	workers = min(workers, n)
 	var wg sync.WaitGroup

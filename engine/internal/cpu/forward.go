@@ -298,7 +298,11 @@ func (s *State) rope(v []float32, pos int, invFreq []float32) {
 // attention: out (T, Heads*hd) = softmax(q kᵀ · AttnScale, causal) v, reading
 // keys and values 0..pos+t from layer l's cache, or only the last W of them
 // when the layer has a sliding window W. Query head h reads KV head
-// h / (Heads/KVHeads) (grouped-query attention).
+// h / (Heads/KVHeads) (grouped-query attention). q·k is a dot product in
+// the order of the weights' (kernel.go), four keys at a time, and each
+// output value is a chain of fused multiply-adds over the keys in order
+// (axpy): per query and head, whatever T, so decode equals teacher
+// forcing.
 func (s *State) attention(out, q []float32, l, T int) {
 	m := s.m
 	hd, qDim, kvDim := m.HeadDim, m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
@@ -311,6 +315,8 @@ func (s *State) attention(out, q []float32, l, T int) {
 	}
 	parallel(T*m.Heads, 1, func(lo, hi int) {
 		scores := make([]float32, s.pos+T)
+		pad := make([]float32, 4*hd) // the last keys when fewer than 4 remain
+		var t4 [4]float32
 		for th := lo; th < hi; th++ {
 			t, h := th/m.Heads, th%m.Heads
 			n := s.pos + t + 1 // causal: keys first..pos+t
@@ -320,18 +326,24 @@ func (s *State) attention(out, q []float32, l, T int) {
 			}
 			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			kvOff := (h / group) * hd
-			for j := first; j < n; j++ {
-				scores[j] = dot(qh, K[j*kvDim+kvOff:j*kvDim+kvOff+hd]) * scale
+			for j := first; j < n; j += 4 {
+				keys, ld := K[j*kvDim+kvOff:], kvDim
+				if n-j < 4 {
+					clear(pad)
+					for r := range n - j {
+						copy(pad[r*hd:(r+1)*hd], keys[r*kvDim:r*kvDim+hd])
+					}
+					keys, ld = pad, hd
+				}
+				tile4x1(keys, ld, qh, hd, &t4)
+				for r, v := range t4[:min(4, n-j)] {
+					scores[j+r] = v * scale
+				}
 			}
 			softmax(scores[first:n])
 			oh := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(oh)
-			for j := first; j < n; j++ {
-				p, vj := scores[j], V[j*kvDim+kvOff:j*kvDim+kvOff+hd]
-				for i := range oh {
-					oh[i] += p * vj[i]
-				}
-			}
+			axpy(oh, scores[first:n], V[first*kvDim+kvOff:], kvDim)
 		}
 	})
 }

@@ -135,10 +135,22 @@ func tile4x1Go(w []float32, ldw int, x []float32, k int, out *[4]float32) {
 	}
 }
 
+// axpyGo: out[i] = fma(p_j, v_j[i], out[i]) for j = 0, 1, … in order, v_j
+// the rows of v (stride ldv): attention's weighted sum of the values.
+func axpyGo(out, p, v []float32, ldv int) {
+	for j, pj := range p {
+		vj := v[j*ldv : j*ldv+len(out)]
+		for i := range out {
+			out[i] = fma32(pj, vj[i], out[i])
+		}
+	}
+}
+
 // The kernels in use: pure Go, replaced at init by assembly where the CPU
 // has it (kernel_amd64.go). Each assembly kernel computes the same bits as
 // its Go twin.
 var (
 	tile4x4 = tile4x4Go
 	tile4x1 = tile4x1Go
+	axpy    = axpyGo
 )

@@ -36,10 +36,10 @@ func decodeBF16AVX512(src *byte, chunks int, dst *float32)
 func decodeF16AVX512(src *byte, chunks int, dst *float32)
 
 //go:noescape
-func dot4Q4AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+func dot4Q4AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
 
 //go:noescape
-func dot4Q8AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+func dot4Q8AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
 
 //go:noescape
 func dot4Q4_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
@@ -49,6 +49,9 @@ func dot4Q8_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *
 
 //go:noescape
 func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+
+//go:noescape
+func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
 // the 512-bit work and VL for the reduction's EVEX-encoded 128- and
@@ -65,6 +68,13 @@ func init() {
 // useAVX512 installs the assembly kernels.
 func useAVX512() {
 	tile4x4, tile4x1 = tile4x4Asm, tile4x1Asm
+	axpy = func(out, p, v []float32, ldv int) {
+		if len(out) == 0 || len(p) == 0 {
+			return
+		}
+		_ = v[(len(p)-1)*ldv+len(out)-1]
+		axpyAVX512(&out[0], len(out), &p[0], len(p), &v[0], ldv)
+	}
 	quantRows[quant.Q4] = func(codes, scales []byte, groups int, dst []float32) {
 		_, _, _ = codes[16*groups-1], scales[2*groups-1], dst[32*groups-1]
 		decodeQ4AVX512(&codes[0], &scales[0], groups, &dst[0])
@@ -84,19 +94,22 @@ func useAVX512() {
 	rowDots[model.Format{Type: ggml.BF16}] = ggmlDot(ggml.BF16, 16, dot4BF16AVX512)
 }
 
-type dot4 func(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
-
 // quantDot wraps a fused kernel of a quant scheme (n: code bytes per
-// row): rows' codes and scales in the piece's two regions.
-func quantDot(s quant.Scheme, dot dot4) func(p *model.Piece, k, a, z int, x, out []float32) {
-	return func(p *model.Piece, k, a, z int, x, out []float32) {
+// row): the rows' codes in the piece's first region, their f16 scales
+// widened into scratch first, so that the kernel reads each as a float32
+// broadcast from memory.
+func quantDot(s quant.Scheme, dot func(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)) func(p *model.Piece, k, a, z int, x, out, scratch []float32) {
+	half := halfDecoder(ggml.F16, decodeF16AVX512)
+	return func(p *model.Piece, k, a, z int, x, out, scratch []float32) {
 		l, _ := quant.NewLayout(s, p.Rows, k)
 		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
-		codes, scales := p.Data[a*qw:z*qw], p.Data[l.QuantBytes()+a*sw:l.QuantBytes()+z*sw]
+		codes := p.Data[a*qw : z*qw]
+		scales := scratch[:(z-a)*sw/2]
+		half(p.Data[l.QuantBytes()+a*sw:l.QuantBytes()+z*sw], scales)
 		_, _ = x[32*l.Groups-1], out[z-a-1]
 		var t4 [4]float32
 		for i := 0; i+4 <= z-a; i += 4 {
-			dot(&codes[i*qw], qw, &scales[i*sw], sw, qw, &x[0], &t4)
+			dot(&codes[i*qw], qw, &scales[i*sw/2], sw*2, qw, &x[0], &t4)
 			copy(out[i:i+4], t4[:])
 		}
 	}
@@ -104,8 +117,8 @@ func quantDot(s quant.Scheme, dot dot4) func(p *model.Piece, k, a, z int, x, out
 
 // ggmlDot wraps a fused kernel of ggml rows (n: chunks of size values
 // per row).
-func ggmlDot(t ggml.Type, size int, dot dot4) func(p *model.Piece, k, a, z int, x, out []float32) {
-	return func(p *model.Piece, k, a, z int, x, out []float32) {
+func ggmlDot(t ggml.Type, size int, dot func(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)) func(p *model.Piece, k, a, z int, x, out, scratch []float32) {
+	return func(p *model.Piece, k, a, z int, x, out, _ []float32) {
 		rb, _ := t.RowBytes(k)
 		rows := p.Data[int64(a)*rb : int64(z)*rb]
 		_, _ = x[k-1], out[z-a-1]

@@ -530,33 +530,37 @@ doneF16:
 // rows take: the hardware prefetchers alone leave a core waiting on a
 // decode step's weights, which come from memory.
 
-// Q4GROUP(codes, scale, acc): group (codes, a 16-byte operand; scale, the
-// f16 operand) decoded into Z5 (columns 0..15) and Z6 (16..31), times
-// x's Z20 and Z21 into acc. Z31: nibbles, Z30 and Z29: interleave.
+// Q4GROUP(codes, scale, acc): the group of 16 code bytes at codes and
+// its float32 scale at scale, times x's Z20 (columns 0..15) and Z21
+// (16..31) into acc. VPERMB puts code byte i/2 (8 + i/2 for the second
+// chunk) in dword i, VPSRLVD brings nibble i down (shifts Z28), and
+// VPERMPS looks it up in the group's table of (nibble − 8) · scale (the
+// nibbles Z31 times the scale, exact: the product has at most 15
+// significant bits), which reads only the low 4 bits. Z30 and Z29: the
+// VPERMB indices.
 #define Q4GROUP(codes, scale, acc) \
-	VPMOVZXBD codes, Z5 \
-	VPSRLD $4, Z5, Z6 \
-	VPERMPS Z31, Z5, Z5 \
-	VPERMPS Z31, Z6, Z6 \
-	SCALE(scale) \
-	VMULPS Z4, Z5, Z5 \
-	VMULPS Z4, Z6, Z6 \
-	VMOVAPS Z30, Z7 \
-	VPERMI2PS Z6, Z5, Z7 \
-	VMOVAPS Z29, Z8 \
-	VPERMI2PS Z6, Z5, Z8 \
-	VFMADD231PS Z20, Z7, acc \
-	VFMADD231PS Z21, Z8, acc
+	VMOVDQU codes, X10 \
+	VMULPS.BCST scale, Z31, Z9 \
+	VPERMB Z10, Z30, Z5 \
+	VPERMB Z10, Z29, Z6 \
+	VPSRLVD Z28, Z5, Z5 \
+	VPSRLVD Z28, Z6, Z6 \
+	VPERMPS Z9, Z5, Z5 \
+	VPERMPS Z9, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
 
-// func dot4Q4AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+// func dot4Q4AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
 //
-// quant's q4: n code bytes per row (16 a group), an f16 scale a group.
-// AX runs over the codes, x at 8·AX; the scale pointers advance.
+// quant's q4: n code bytes per row (16 a group), the groups' scales as
+// float32 at s (stride lds bytes). AX runs over the codes, x at 8·AX; the
+// scale pointers advance.
 TEXT ·dot4Q4AVX512(SB), NOSPLIT, $0-56
 	ROWS4
 	VMOVUPS nibbles<>(SB), Z31
-	VMOVDQU32 interleave<>(SB), Z30
-	VMOVDQU32 interleave<>+64(SB), Z29
+	VMOVDQU64 spread<>(SB), Z30
+	VMOVDQU64 spread<>+64(SB), Z29
+	VMOVDQU64 shifts<>(SB), Z28
 	MOVQ DX, CX // the scales advance by pointer: CX, R11..R13
 
 loopDotQ4:
@@ -568,32 +572,60 @@ loopDotQ4:
 	Q4GROUP((R9)(AX*1), (R12), Z2)
 	Q4GROUP((R10)(AX*1), (R13), Z3)
 	ADDQ $16, AX
-	ADDQ $2, CX
-	ADDQ $2, R11
-	ADDQ $2, R12
-	ADDQ $2, R13
+	ADDQ $4, CX
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
 	ADDQ $64, BX
 	CMPQ AX, n+32(FP)
 	JLT loopDotQ4
 	SUM4
 	RET
 
+// spread<> holds VPERMB's indices for Q4GROUP: byte 4i is i/2, then
+// 8 + i/2; shifts<> alternates 0 and 4.
+DATA spread<>+0(SB)/8, $0x0000000000000000
+DATA spread<>+8(SB)/8, $0x0000000100000001
+DATA spread<>+16(SB)/8, $0x0000000200000002
+DATA spread<>+24(SB)/8, $0x0000000300000003
+DATA spread<>+32(SB)/8, $0x0000000400000004
+DATA spread<>+40(SB)/8, $0x0000000500000005
+DATA spread<>+48(SB)/8, $0x0000000600000006
+DATA spread<>+56(SB)/8, $0x0000000700000007
+DATA spread<>+64(SB)/8, $0x0000000800000008
+DATA spread<>+72(SB)/8, $0x0000000900000009
+DATA spread<>+80(SB)/8, $0x0000000a0000000a
+DATA spread<>+88(SB)/8, $0x0000000b0000000b
+DATA spread<>+96(SB)/8, $0x0000000c0000000c
+DATA spread<>+104(SB)/8, $0x0000000d0000000d
+DATA spread<>+112(SB)/8, $0x0000000e0000000e
+DATA spread<>+120(SB)/8, $0x0000000f0000000f
+GLOBL spread<>(SB), RODATA|NOPTR, $128
+DATA shifts<>+0(SB)/8, $0x0000000400000000
+DATA shifts<>+8(SB)/8, $0x0000000400000000
+DATA shifts<>+16(SB)/8, $0x0000000400000000
+DATA shifts<>+24(SB)/8, $0x0000000400000000
+DATA shifts<>+32(SB)/8, $0x0000000400000000
+DATA shifts<>+40(SB)/8, $0x0000000400000000
+DATA shifts<>+48(SB)/8, $0x0000000400000000
+DATA shifts<>+56(SB)/8, $0x0000000400000000
+GLOBL shifts<>(SB), RODATA|NOPTR, $64
+
 // Q8GROUP(lo, hi, scale, acc): the 32 int8 codes at lo and hi (16 each)
-// and the f16 scale, as Q4GROUP.
+// times their float32 scale at scale, as Q4GROUP.
 #define Q8GROUP(lo, hi, scale, acc) \
 	VPMOVSXBD lo, Z5 \
 	VPMOVSXBD hi, Z6 \
 	VCVTDQ2PS Z5, Z5 \
 	VCVTDQ2PS Z6, Z6 \
-	SCALE(scale) \
-	VMULPS Z4, Z5, Z5 \
-	VMULPS Z4, Z6, Z6 \
+	VMULPS.BCST scale, Z5, Z5 \
+	VMULPS.BCST scale, Z6, Z6 \
 	VFMADD231PS Z20, Z5, acc \
 	VFMADD231PS Z21, Z6, acc
 
-// func dot4Q8AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+// func dot4Q8AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
 //
-// quant's q8: n code bytes per row (32 a group), an f16 scale a group.
+// quant's q8: n code bytes per row (32 a group), the scales as dot4Q4's.
 TEXT ·dot4Q8AVX512(SB), NOSPLIT, $0-56
 	ROWS4
 	MOVQ DX, CX
@@ -608,27 +640,39 @@ loopDotQ8:
 	Q8GROUP((R9)(AX*1), 16(R9)(AX*1), (R12), Z2)
 	Q8GROUP((R10)(AX*1), 16(R10)(AX*1), (R13), Z3)
 	ADDQ $32, AX
-	ADDQ $2, CX
-	ADDQ $2, R11
-	ADDQ $2, R12
-	ADDQ $2, R13
+	ADDQ $4, CX
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
 	ADDQ $128, BX
 	CMPQ AX, n+32(FP)
 	JLT loopDotQ8
 	SUM4
 	RET
 
+// Q8_0GROUP(lo, hi, scale, acc): as Q8GROUP with an f16 scale.
+#define Q8_0GROUP(lo, hi, scale, acc) \
+	VPMOVSXBD lo, Z5 \
+	VPMOVSXBD hi, Z6 \
+	VCVTDQ2PS Z5, Z5 \
+	VCVTDQ2PS Z6, Z6 \
+	SCALE(scale) \
+	VMULPS Z4, Z5, Z5 \
+	VMULPS Z4, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
 // Q4_0BLOCK(p, q, acc): the Q4_0 block with its f16 d at p and its 16
 // bytes at q (column j in the low nibble of byte j, j+16 in its high
-// one), as Q4GROUP.
+// one), times x's Z20 and Z21 into acc, its values looked up in the
+// nibbles Z31 times d as Q4GROUP's.
 #define Q4_0BLOCK(p, q, acc) \
 	VPMOVZXBD q, Z5 \
 	VPSRLD $4, Z5, Z6 \
-	VPERMPS Z31, Z5, Z5 \
-	VPERMPS Z31, Z6, Z6 \
 	SCALE(p) \
-	VMULPS Z4, Z5, Z5 \
-	VMULPS Z4, Z6, Z6 \
+	VMULPS Z4, Z31, Z9 \
+	VPERMPS Z9, Z5, Z5 \
+	VPERMPS Z9, Z6, Z6 \
 	VFMADD231PS Z20, Z5, acc \
 	VFMADD231PS Z21, Z6, acc
 
@@ -668,10 +712,10 @@ loopDotQ8_0:
 	PREFETCHT0 128(BX)
 	VMOVUPS (DI), Z20
 	VMOVUPS 64(DI), Z21
-	Q8GROUP(2(SI)(AX*1), 18(SI)(AX*1), (SI)(AX*1), Z0)
-	Q8GROUP(2(R8)(AX*1), 18(R8)(AX*1), (R8)(AX*1), Z1)
-	Q8GROUP(2(R9)(AX*1), 18(R9)(AX*1), (R9)(AX*1), Z2)
-	Q8GROUP(2(R10)(AX*1), 18(R10)(AX*1), (R10)(AX*1), Z3)
+	Q8_0GROUP(2(SI)(AX*1), 18(SI)(AX*1), (SI)(AX*1), Z0)
+	Q8_0GROUP(2(R8)(AX*1), 18(R8)(AX*1), (R8)(AX*1), Z1)
+	Q8_0GROUP(2(R9)(AX*1), 18(R9)(AX*1), (R9)(AX*1), Z2)
+	Q8_0GROUP(2(R10)(AX*1), 18(R10)(AX*1), (R10)(AX*1), Z3)
 	ADDQ $34, AX
 	ADDQ $128, DI
 	ADDQ $136, BX
@@ -705,4 +749,46 @@ loopDotBF16:
 	DECQ CX
 	JNZ loopDotBF16
 	SUM4
+	RET
+
+// func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
+//
+// out[i] = fma(p[j], v[j·ldv + i], out[i]) for j < m in order, i < n, 16
+// values of out at a time (the last masked).
+TEXT ·axpyAVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ ldv+40(FP), BX
+	SHLQ $2, BX
+	MOVQ v+32(FP), R10
+
+chunkAxpy:
+	MOVL $-1, DX
+	CMPQ CX, $16
+	JGE fullAxpy
+	MOVL $1, DX
+	SHLL CX, DX
+	DECL DX
+
+fullAxpy:
+	KMOVW DX, K1
+	VMOVUPS.Z (DI), K1, Z0
+	MOVQ p+16(FP), SI
+	MOVQ m+24(FP), R8
+	MOVQ R10, R9
+
+loopAxpy:
+	VBROADCASTSS (SI), Z1
+	VMOVUPS.Z (R9), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ $4, SI
+	ADDQ BX, R9
+	DECQ R8
+	JNZ loopAxpy
+	VMOVUPS Z0, K1, (DI)
+	ADDQ $64, DI
+	ADDQ $64, R10
+	SUBQ $16, CX
+	JG chunkAxpy
+	VZEROUPPER
 	RET

@@ -18,12 +18,12 @@ import (
 // withGoKernels runs fn with the pure-Go kernels and decoders installed
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
-	t44, t41 := tile4x4, tile4x1
+	t44, t41, ax := tile4x4, tile4x1, axpy
 	qr, gr, rd := quantRows, ggmlRows, rowDots
-	tile4x4, tile4x1 = tile4x4Go, tile4x1Go
+	tile4x4, tile4x1, axpy = tile4x4Go, tile4x1Go, axpyGo
 	quantRows, ggmlRows = map[quant.Scheme]func([]byte, []byte, int, []float32){}, map[ggml.Type]func([]byte, []float32){}
-	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32){}
-	defer func() { tile4x4, tile4x1, quantRows, ggmlRows, rowDots = t44, t41, qr, gr, rd }()
+	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
+	defer func() { tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots = t44, t41, ax, qr, gr, rd }()
 	fn()
 }
 
@@ -144,6 +144,28 @@ func TestTilesMatchGo(t *testing.T) {
 			tile4x1(w, ldw, x, k, &a1)
 			tile4x1Go(w, ldw, x, k, &g1)
 			sameBits(t, fmt.Sprintf("tile4x1 k=%d trial %d", k, trial), a1[:], g1[:])
+		}
+	}
+}
+
+// The assembly axpy computes the pure-Go chains' bits, for rows of 1 to
+// 40 values (a partial last chunk of 16) and 1 to 9 of them.
+func TestAxpyMatchesGo(t *testing.T) {
+	if !asmKernels() {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 1; n <= 40; n++ {
+		for m := 1; m <= 9; m++ {
+			for trial := range 4 {
+				ldv := n + 3
+				p, v := randomValues(rng, m, trial), randomValues(rng, m*ldv, trial)
+				init := randomValues(rng, n, trial)
+				a, g := append([]float32(nil), init...), append([]float32(nil), init...)
+				axpy(a, p, v, ldv)
+				axpyGo(g, p, v, ldv)
+				sameBits(t, fmt.Sprintf("axpy n=%d m=%d trial %d", n, m, trial), a, g)
+			}
 		}
 	}
 }

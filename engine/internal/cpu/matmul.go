@@ -78,7 +78,7 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 				e := a + (z-a)/4*4
 				if e > a {
 					y := out[p.Row0+a : p.Row0+e]
-					rowDots[p.Format](p, k, a, e, x, y)
+					rowDots[p.Format](p, k, a, e, x, y, sc.w)
 					if b != nil {
 						for i := range y {
 							y[i] += b[p.Row0+a+i]
@@ -218,11 +218,12 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 // row decoder is decoded by its reference decoder (quant, ggml), which
 // gives the same bits; a quant decoder writes groups·32 values of dst.
 // rowDots are the fused one-token kernels: out[i] = w_{a+i} · x for rows
-// [a, z) of a piece of k columns, z−a and k multiples of 4 and 32.
+// [a, z) of a piece of k columns, z−a and k multiples of 4 and 32, with
+// scratch of (z−a)·k floats.
 var (
 	quantRows = map[quant.Scheme]func(codes, scales []byte, groups int, dst []float32){}
 	ggmlRows  = map[ggml.Type]func(src []byte, dst []float32){}
-	rowDots   = map[model.Format]func(p *model.Piece, k, a, z int, x, out []float32){}
+	rowDots   = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
 )
 
 // row writes row r (Cols,) of W into dst: the embedding lookup decodes
@@ -306,23 +307,4 @@ func parallel(n, grain int, fn func(lo, hi int)) {
 		}(lo, min(lo+chunk, n))
 	}
 	wg.Wait()
-}
-
-// dot accumulates in float32 in four interleaved partial sums: the order a
-// GPU reduction uses too, and four times the Go compiler's scalar
-// throughput. Attention's q·k uses it; weights use the order of kernel.go.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }

@@ -87,7 +87,9 @@ func useAVX512() {
 	ggmlRows[ggml.Q8_0] = blockDecoder(34, decodeQ8_0AVX512)
 	ggmlRows[ggml.BF16] = halfDecoder(ggml.BF16, decodeBF16AVX512)
 	ggmlRows[ggml.F16] = halfDecoder(ggml.F16, decodeF16AVX512)
-	rowDots[model.Format{Scheme: quant.Q4}] = quantDot(quant.Q4, dot4Q4AVX512)
+	if cpu.X86.HasAVX512VBMI { // VPERMB
+		rowDots[model.Format{Scheme: quant.Q4}] = quantDot(quant.Q4, dot4Q4AVX512)
+	}
 	rowDots[model.Format{Scheme: quant.Q8}] = quantDot(quant.Q8, dot4Q8AVX512)
 	rowDots[model.Format{Type: ggml.Q4_0}] = ggmlDot(ggml.Q4_0, 32, dot4Q4_0AVX512)
 	rowDots[model.Format{Type: ggml.Q8_0}] = ggmlDot(ggml.Q8_0, 32, dot4Q8_0AVX512)

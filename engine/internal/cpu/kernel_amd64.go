@@ -163,6 +163,8 @@ func halfDecoder(t ggml.Type, dec func(*byte, int, *float32)) func(src []byte, d
 			_ = src[32*n-1]
 			dec(&src[0], n, &dst[0])
 		}
-		ggml.Dequantize(t, src[32*n:2*len(dst)], dst[16*n:])
+		if 16*n < len(dst) {
+			ggml.Dequantize(t, src[32*n:2*len(dst)], dst[16*n:])
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,8 +176,10 @@ func cpuPresets() []synth.Preset {
 // tok/s), fastest of b.N passes each after a warm-up pass, on every core.
 // It reports the peak resident set of the engine (from before Open) and
 // of llama.cpp's process, the bytes the engine holds (the variant's
-// stored bytes, the checkpoint's for f32, plus the KV cache), and
-// logitscope's speed as a multiple of llama.cpp's.
+// stored bytes, the checkpoint's for f32, plus the KV cache),
+// logitscope's speed as a multiple of llama.cpp's, and the weights' bytes
+// a decode step reads per second beside the machine's copy bandwidth
+// measured in the same run.
 func BenchmarkCPU(b *testing.B) {
 	for _, preset := range cpuPresets() {
 		for _, vname := range []string{"f32", "q8", "q4"} {
@@ -218,7 +221,9 @@ func BenchmarkCPU(b *testing.B) {
 					bestDecode = max(bestDecode, gen/t2.Sub(t1).Seconds())
 				}
 				rss := peakRSS()
-				held := storedBytes(ck, v, g, "stored") + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
+				weights := storedBytes(ck, v, g, "stored")
+				held := weights + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
+				copyBW := copyBandwidth()
 				ll := llamacpp.Harness(b).Bench(b, gg, ids, gen, runtime.GOMAXPROCS(0), b.N)
 				b.ReportMetric(bestPrefill, "prefill-tok/s")
 				b.ReportMetric(ll.PrefillTokS, "llama-prefill-tok/s")
@@ -226,6 +231,9 @@ func BenchmarkCPU(b *testing.B) {
 				b.ReportMetric(bestDecode, "decode-tok/s")
 				b.ReportMetric(ll.DecodeTokS, "llama-decode-tok/s")
 				b.ReportMetric(bestDecode/ll.DecodeTokS, "decode-x")
+				b.ReportMetric(float64(weights)*bestDecode/1e9, "weight-GB/s")
+				b.ReportMetric(copyBW/1e9, "copy-GB/s")
+				b.ReportMetric(float64(weights)*bestDecode/copyBW, "weight/copy")
 				b.ReportMetric(float64(held)/1e6, "held-MB")
 				if rss > 0 {
 					b.ReportMetric(float64(rss)/1e6, "peakRSS-MB")
@@ -301,4 +309,28 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// copyBandwidth is the bytes per second that copying 256 MiB takes on
+// every core (each copying its share), the best of three: what streaming
+// memory can do here, to judge a decode step's weight bandwidth by.
+func copyBandwidth() float64 {
+	const size = 256 << 20
+	src, dst := make([]byte, size), make([]byte, size)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	best := 0.0
+	for range 3 {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for w := range workers {
+			lo, hi := w*size/workers, (w+1)*size/workers
+			wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+		}
+		wg.Wait()
+		best = max(best, size/time.Since(t0).Seconds())
+	}
+	return best
 }

@@ -55,11 +55,14 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 	}
 	// A worker's scratch: the decoded block and the decoder's overrun
 	// (for the fused kernels: the block's scales widened, and its last
-	// rows when fewer than 4), then 4 padded rows; the lanes of the
-	// block's tiles between panels.
+	// rows when fewer than 4; nothing for float32 rows), then 4 padded
+	// rows; the lanes of the block's tiles between panels.
 	const slack = 2 * quant.GroupSize
 	decoded := rb*k + slack
-	if fused {
+	switch {
+	case W.Data != nil:
+		decoded = 0
+	case fused:
 		decoded = max(rb*(k/quant.GroupSize+1), 3*k+slack)
 	}
 	size, tiles := decoded+4*k, (rb+3)/4*(tq/4)
@@ -105,8 +108,10 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 // Block sizes in rows. streamRows: a decode step's blocks where the rows
 // are read once, straight from memory: long runs of rows read memory in
 // long streams (128 rows of 896 columns decoded 15% faster than 32, 256
-// no faster). prefillRows: a prefill's blocks, whose panels of panel
-// columns (16 rows) and of a quad of tokens fill about half the L1 cache.
+// no faster). prefillRows and panel: a prefill's blocks and the columns
+// of their panels, so that a block's panel and a quad of tokens' (32 and
+// 16 KiB) stay in L1 while the quads of rows take turns (the best of 4 to
+// 16 rows and 256 to 1024 columns, within the noise of a shared machine).
 // scratchFloats: at most what a decode step's block decodes into scratch
 // (32 KiB), so that it is read back from L1.
 const (

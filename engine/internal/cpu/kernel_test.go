@@ -54,6 +54,9 @@ func TestFMA32(t *testing.T) {
 		// below a float32 tie that float64 rounds onto.
 		{(1 + u) / 4096, (1 - u) / 4096, 1 + u},
 		{-(1 + u) / 4096, (1 - u) / 4096, -(1 + u)},
+		// The same below float32's normal range, where a tie of the
+		// subnormal spacing ends float64's mantissa in other bits.
+		{(1 + u) * 0x1p-75, (1 - u) * 0x1p-75, math.Float32frombits(0x7ffff)},
 		{(1 + u) / 4096, (1 - u) / 4096, 1 + 2*u},
 		{math.MaxFloat32, 2, 0},
 		{math.MaxFloat32, 2, -math.MaxFloat32},
@@ -72,6 +75,13 @@ func TestFMA32(t *testing.T) {
 			return math.Float32frombits(rng.Uint32()&0x3fffffff ^ uint32(rng.IntN(2))<<31 | 0x20000000)
 		}
 		cases = append(cases, [3]float32{f(), f(), f()})
+		// Sums below float32's normal range, and ties: c a float32 and
+		// a·b about half its last bit, give or take a few bits.
+		tiny := func() float32 { return f() * 0x1p-66 }
+		cases = append(cases, [3]float32{tiny(), tiny(), tiny()})
+		c := f()
+		half := float32(math.Ldexp(1, math.Ilogb(float64(c))-24))
+		cases = append(cases, [3]float32{half * (1 + float32(rng.IntN(8))*u), 1 - float32(rng.IntN(8))*u, c})
 	}
 	for _, c := range cases {
 		a, b, z := c[0], c[1], c[2]

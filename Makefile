@@ -44,13 +44,17 @@ $(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP
 		echo "npm not found: the llama.cpp harness tests will skip (apt-get install nodejs npm gcc git)"; \
 	fi
 
-# Benchmarks print one table: decode tokens/s, weight bandwidth and the
-# GPU's dispatches per token per preset, variant and device, the GPU's time
-# per op, and the page's load, open and first-token times in Chromium. The
-# real-geometry checkpoints of every family (about 10 GB with their q4
-# variants) are generated once into the cache.
-bench:
+# Benchmarks print one table: the CPU engine's prefill and decode tokens/s
+# and peak RSS beside llama.cpp's on the same weights (BenchmarkCPU, which
+# needs the llama.cpp harness of deps), the CPU matmul per format, decode
+# tokens/s, weight bandwidth and the GPU's dispatches per token per
+# preset, variant and device, the GPU's time per op, and the page's load,
+# open and first-token times in Chromium. The real-geometry checkpoints of
+# every family (about 10 GB with their q4 variants, and their GGUF
+# exports) are generated once into the cache.
+bench: deps
 	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./engine/...; \
+	  $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./engine/internal/cpu; \
 	  $(GO) test -run '^$$' -bench '/(qwen|smollm|llama|gemma)' -benchtime 3x -timeout 120m ./engine/...; \
 	  $(GO) test -run '^$$' -bench 'Page' -benchtime 3x ./web/e2e/; } | $(GO) run ./cmd/benchtable
 

@@ -9,6 +9,7 @@ require (
 	github.com/vugu/vjson v0.0.0-20200505061711-f9cbed27d3d9
 	github.com/vugu/vugu v0.4.0
 	github.com/x448/float16 v0.8.4
+	golang.org/x/sys v0.47.0
 	golang.org/x/text v0.44.0
 )
 
@@ -16,7 +17,6 @@ require (
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/vugu/xxhash v0.0.0-20191111030615-ed24d0179019 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 )
 
 require (

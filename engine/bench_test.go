@@ -1,18 +1,28 @@
 package engine_test
 
 import (
+	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"logitscope/checkpoint"
 	"logitscope/engine"
+	"logitscope/ggufmodel"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
+	"logitscope/llamacpp"
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
+	"logitscope/tempfile"
 	"logitscope/variant"
 )
 
@@ -151,4 +161,176 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	}
+}
+
+// cpuPresets are BenchmarkCPU's models: Qwen2.5-0.5B's geometry cut to
+// two layers (quick), and whole.
+func cpuPresets() []synth.Preset {
+	return []synth.Preset{synth.TwoLayer("qwen2.5-0.5b"), synth.Presets["qwen2.5-0.5b"]}
+}
+
+// BenchmarkCPU measures the CPU engine beside llama.cpp's CPU backend on
+// the same weights (the variant exported by ggufmodel.Export: f32 as F32,
+// q8 as Q8_0, q4 as Q4_0, bit for bit) and the same tokens, in one run:
+// a 79-token prompt (prefill tok/s), then 32 single-token steps (decode
+// tok/s), fastest of b.N passes each after a warm-up pass, on every core.
+// It reports the peak resident set of the engine (from before Open) and
+// of llama.cpp's process, the bytes the engine holds (the variant's
+// stored bytes, the checkpoint's for f32, plus the KV cache),
+// logitscope's speed as a multiple of llama.cpp's, and the weights' bytes
+// a decode step reads per second beside the machine's copy bandwidth
+// measured in the same run.
+func BenchmarkCPU(b *testing.B) {
+	for _, preset := range cpuPresets() {
+		for _, vname := range []string{"f32", "q8", "q4"} {
+			b.Run(preset.Name+"/"+vname+"/cpu", func(b *testing.B) {
+				ck, v, gg := cpuBenchModel(b, preset, vname)
+				g, err := model.GeometryOf(ck.Config)
+				if err != nil {
+					b.Fatal(err)
+				}
+				const prompt, gen = 79, 32
+				ids := make([]int, prompt)
+				for i := range ids {
+					ids[i] = (i*7919 + 13) % 300
+				}
+				resetPeakRSS()
+				s, err := engine.Open(ck, engine.Options{Variant: v, Capacity: prompt + gen})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				var bestPrefill, bestDecode float64
+				for i := 0; i <= b.N; i++ {
+					s.Reset()
+					t0 := time.Now()
+					if _, err := session.Forward(s, ids, false); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					for j := 0; j < gen; j++ {
+						if _, err := session.Forward(s, []int{ids[j%prompt]}, false); err != nil {
+							b.Fatal(err)
+						}
+					}
+					t2 := time.Now()
+					if i == 0 {
+						continue // the warm-up
+					}
+					bestPrefill = max(bestPrefill, prompt/t1.Sub(t0).Seconds())
+					bestDecode = max(bestDecode, gen/t2.Sub(t1).Seconds())
+				}
+				rss := peakRSS()
+				weights := storedBytes(ck, v, g, "stored")
+				held := weights + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
+				copyBW := copyBandwidth()
+				ll := llamacpp.Harness(b).Bench(b, gg, ids, gen, runtime.GOMAXPROCS(0), b.N)
+				b.ReportMetric(bestPrefill, "prefill-tok/s")
+				b.ReportMetric(ll.PrefillTokS, "llama-prefill-tok/s")
+				b.ReportMetric(bestPrefill/ll.PrefillTokS, "prefill-x")
+				b.ReportMetric(bestDecode, "decode-tok/s")
+				b.ReportMetric(ll.DecodeTokS, "llama-decode-tok/s")
+				b.ReportMetric(bestDecode/ll.DecodeTokS, "decode-x")
+				b.ReportMetric(float64(weights)*bestDecode/1e9, "weight-GB/s")
+				b.ReportMetric(copyBW/1e9, "copy-GB/s")
+				b.ReportMetric(float64(weights)*bestDecode/copyBW, "weight/copy")
+				b.ReportMetric(float64(held)/1e6, "held-MB")
+				if rss > 0 {
+					b.ReportMetric(float64(rss)/1e6, "peakRSS-MB")
+					b.ReportMetric(float64(rss)/float64(held), "RSS/held")
+				}
+				b.ReportMetric(float64(ll.PeakRSS)/1e6, "llama-peakRSS-MB")
+			})
+		}
+	}
+}
+
+// cpuBenchModel opens a cached preset, its variant vname (written once
+// into the cache; nil for f32) and the GGUF export of those weights
+// (written once beside them).
+func cpuBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpoint, *variant.Variant, string) {
+	dir, err := synth.CachedPreset(p, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ck.Close() })
+	var v *variant.Variant
+	if vname != "f32" {
+		if _, err := variant.Ensure(ck, quant.Scheme(vname), os.Stderr); err != nil {
+			b.Fatal(err)
+		}
+		if v, err = engine.OpenVariant(ck, vname); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "gguf", vname+".gguf")
+	if _, err := os.Stat(path); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		tmp, err := tempfile.Write(path, func(w io.Writer) error {
+			_, err := ggufmodel.Export(w, ck, v)
+			return err
+		})
+		if err == nil {
+			err = tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ck, v, path
+}
+
+// resetPeakRSS returns freed memory to the system and restarts the
+// process's peak resident set from what it holds now (Linux's
+// clear_refs 5), so that peakRSS measures what comes next.
+func resetPeakRSS() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS is the process's peak resident set in bytes (VmHWM), 0 where
+// /proc does not tell.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			return n * 1024
+		}
+	}
+	return 0
+}
+
+// copyBandwidth is the bytes per second that copying 256 MiB takes on
+// every core (each copying its share), the best of three: what streaming
+// memory can do here, to judge a decode step's weight bandwidth by.
+func copyBandwidth() float64 {
+	const size = 256 << 20
+	src, dst := make([]byte, size), make([]byte, size)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	best := 0.0
+	for range 3 {
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for w := range workers {
+			lo, hi := w*size/workers, (w+1)*size/workers
+			wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+		}
+		wg.Wait()
+		best = max(best, size/time.Since(t0).Seconds())
+	}
+	return best
 }

@@ -1,30 +1,40 @@
 package engine
 
 import (
+	"fmt"
+	"math"
+	"os"
+	"unsafe"
+
 	"logitscope/engine/internal/cpu"
 	"logitscope/engine/internal/gpuengine"
+	"logitscope/ggml"
 	"logitscope/model"
+	"logitscope/quant"
+	"logitscope/shaders"
 )
 
-// cpuEngine is the float32 reference (package cpu) behind the seam. A
+// cpuEngine is the reference forward pass (package cpu) behind the seam. A
 // submission's rows are copied into one reused slice, so that a wasm host
 // reads them at a fixed guest address and memory stays flat.
 type cpuEngine struct {
 	st            *cpu.State
 	vocab, routes int
 	rows          []float32 // (Chunk, Vocab+Routes): the last submission's rows
+	release       func()    // unmaps the weights' files
 }
 
 // cpuChunk is the GPU's chunk, so that a request splits into the same
 // submissions on both devices.
 const cpuChunk = gpuengine.MaxChunk
 
-func newCPU(m *model.Model, capacity int) (*cpuEngine, error) {
+func newCPU(m *model.Model, capacity int, release func()) (*cpuEngine, error) {
 	st, err := cpu.New(m, capacity)
 	if err != nil {
+		release()
 		return nil, err
 	}
-	return &cpuEngine{st: st, vocab: m.Vocab, routes: m.Routes(), rows: make([]float32, cpuChunk*(m.Vocab+m.Routes()))}, nil
+	return &cpuEngine{st: st, vocab: m.Vocab, routes: m.Routes(), rows: make([]float32, cpuChunk*(m.Vocab+m.Routes())), release: release}, nil
 }
 
 func (c *cpuEngine) Name() string { return DeviceName(nil) }
@@ -33,18 +43,25 @@ func (c *cpuEngine) Routes() int  { return c.routes }
 func (c *cpuEngine) Chunk() int   { return cpuChunk }
 func (c *cpuEngine) Reset()       { c.st.Reset() }
 
-// Close drops the weights and the rows for the collector.
-func (c *cpuEngine) Close() { c.st, c.rows = nil, nil }
+// Close unmaps the weights and drops the rows for the collector.
+func (c *cpuEngine) Close() {
+	if c.release != nil {
+		c.release()
+	}
+	c.st, c.rows, c.release = nil, nil, nil
+}
 
-// Submit runs the tokens through the reference. Without a wanted row it
-// still computes the last one: one head matmul, not worth a variant of
-// cpu.State.Forward.
+// Submit runs the tokens through the reference; without a wanted row it
+// skips the LM head.
 func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	if err := checkChunk(tokens, cpuChunk); err != nil {
 		return Region{}, err
 	}
+	if want == None {
+		return Region{}, c.st.Append(tokens)
+	}
 	rows, err := c.st.Forward(tokens, want == All)
-	if err != nil || want == None {
+	if err != nil {
 		return Region{}, err
 	}
 	w := c.vocab + c.routes
@@ -63,4 +80,175 @@ func (c *cpuEngine) Read(r Region) ([][]float32, error) {
 		out[i] = append([]float32(nil), r.Host[i*w:(i+1)*w]...)
 	}
 	return out, nil
+}
+
+// loadCPU builds the CPU engine's model from the pieces src serves the GPU
+// too: every matrix as stored, its bytes mapped from the file where the
+// system can (so that the weights take no heap, cost nothing to load and
+// are shared with the page cache) or else read, rows a GGUF interleaves
+// put back in Hugging Face's order in a copy; float32 rows as float32 (in
+// place where mapped), vectors as float32. progress, if set, is told the
+// bytes loaded so far of w's stored total. The files' mappings end with
+// release.
+func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, progress func(done, total int64)) (m *model.Model, release func(), err error) {
+	var done, total int64
+	for _, s := range g.Specs() {
+		_, _, size, _ := w.Shape(s.Name)
+		total += size
+	}
+	files := &weightFiles{mapped: map[string][]byte{}}
+	m, err = model.Assemble(g, func(s model.Spec) (*model.Matrix, error) {
+		m, err := files.tensor(s, src)
+		if err != nil {
+			return nil, err
+		}
+		_, _, size, _ := w.Shape(s.Name)
+		if done += size; progress != nil {
+			progress(done, total)
+		}
+		return m, nil
+	})
+	if err != nil {
+		files.release()
+		return nil, nil, err
+	}
+	return m, files.release, nil
+}
+
+// weightFiles serves the bytes of the weights' files (bytes).
+type weightFiles struct {
+	mapped map[string][]byte // by path: the file mapped, or nil where it cannot be
+	unmap  []func()
+}
+
+// bytes returns n bytes at off of path: a slice of the file's read-only
+// mapping, or, where the file cannot be mapped or the caller will write
+// them, the bytes read into a fresh buffer.
+func (f *weightFiles) bytes(path string, off, n int64, write bool) ([]byte, error) {
+	b, seen := f.mapped[path]
+	if !seen {
+		var unmap func()
+		var err error
+		if b, unmap, err = mapFile(path); err != nil {
+			return nil, err
+		}
+		f.mapped[path] = b
+		if unmap != nil {
+			f.unmap = append(f.unmap, unmap)
+		}
+	}
+	if b != nil && !write {
+		if off < 0 || n < 0 || off+n > int64(len(b)) {
+			return nil, fmt.Errorf("%s: %d bytes at %d lie outside the file's %d", path, n, off, len(b))
+		}
+		return b[off : off+n : off+n], nil
+	}
+	buf := make([]byte, n)
+	return buf, readAt(path, buf, off)
+}
+
+// release unmaps the files.
+func (f *weightFiles) release() {
+	for _, u := range f.unmap {
+		u()
+	}
+	f.unmap = nil
+}
+
+func (f *weightFiles) tensor(s model.Spec, src gpuengine.Source) (*model.Matrix, error) {
+	if len(s.Shape) == 1 {
+		v, err := src.Vector(s.Name)
+		return &model.Matrix{Rows: s.Shape[0], Cols: 1, Data: v}, err
+	}
+	m := &model.Matrix{Rows: s.Shape[0], Cols: s.Shape[1]}
+	pieces, err := src.Matrix(s.Name, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	if len(pieces) == 1 && pieces[0].Format == shaders.F32 && pieces[0].Interleaved == 0 && pieces[0].Offset%4 == 0 {
+		// One float32 piece: its rows in place (every target is
+		// little-endian, as the files are).
+		p := pieces[0]
+		if p.Row0 != 0 || p.Rows != m.Rows || p.Length != int64(4*m.Rows*m.Cols) {
+			return nil, fmt.Errorf("%s: %s: a float32 piece of rows [%d, %d) is %d bytes", p.File, s.Name, p.Row0, p.Row0+p.Rows, p.Length)
+		}
+		b, err := f.bytes(p.File, p.Offset, p.Length, false)
+		if err != nil {
+			return nil, err
+		}
+		m.Data = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+		return m, nil
+	}
+	for _, p := range pieces {
+		format, err := storedFormat(p.Format)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", p.File, s.Name, err)
+		}
+		data, err := f.bytes(p.File, p.Offset, p.Length, p.Interleaved != 0)
+		if err != nil {
+			return nil, err
+		}
+		if p.Interleaved != 0 {
+			rb, err := format.Type.RowBytes(m.Cols)
+			if err != nil || format.Scheme != "" {
+				return nil, fmt.Errorf("%s: %s: %v rows cannot be interleaved", p.File, s.Name, format)
+			}
+			interleave(data, int(rb), p.Interleaved)
+		}
+		m.Pieces = append(m.Pieces, model.Piece{Row0: p.Row0, Rows: p.Rows, Format: format, Data: data})
+	}
+	return m, m.CheckPieces(s.Name)
+}
+
+// storedFormat is the CPU's name for a format the shaders read.
+func storedFormat(f shaders.Format) (model.Format, error) {
+	switch f {
+	case shaders.Q8:
+		return model.Format{Scheme: quant.Q8}, nil
+	case shaders.Q6:
+		return model.Format{Scheme: quant.Q6}, nil
+	case shaders.Q4:
+		return model.Format{Scheme: quant.Q4}, nil
+	case shaders.F32:
+		return model.Format{Type: ggml.F32}, nil
+	case shaders.F16:
+		return model.Format{Type: ggml.F16}, nil
+	case shaders.BF16:
+		return model.Format{Type: ggml.BF16}, nil
+	}
+	if t, ok := f.GGML(); ok {
+		return model.Format{Type: t}, nil
+	}
+	return model.Format{}, fmt.Errorf("no CPU decoder for format %v", f)
+}
+
+// interleave puts rows of rb bytes that llama.cpp's q/k permutation
+// stored in GGUF's order (gpuengine.Piece.Interleaved: row j of each head
+// of hd rows holds Hugging Face's row (j%2)·hd/2 + j/2) back in Hugging
+// Face's order, in place; hd 0 leaves them.
+func interleave(rows []byte, rb, hd int) {
+	if hd == 0 {
+		return
+	}
+	head := make([]byte, hd*rb)
+	for h := 0; h < len(rows)/rb; h += hd {
+		at := rows[h*rb : (h+hd)*rb]
+		copy(head, at)
+		for j := range hd {
+			r := (j%2)*(hd/2) + j/2
+			copy(at[r*rb:(r+1)*rb], head[j*rb:(j+1)*rb])
+		}
+	}
+}
+
+func readAt(path string, buf []byte, off int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return fmt.Errorf("%s: reading %d bytes at %d: %w", path, len(buf), off, err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,51 @@ func TestGGUFModelRunsItsFile(t *testing.T) {
 			for r := range rows[0] {
 				if !slices.Equal(rows[0][r], rows[1][r]) {
 					t.Fatalf("row %d: the GGUF model's logits differ from its file's as a variant", r)
+				}
+			}
+		})
+	}
+}
+
+// On the CPU a GGUF export computes the very logits of the weights it
+// was exported from: q4 as Q4_0 and q8 as Q8_0 hold the same values, the
+// checkpoint's bf16 as F32 too, and Llama's q/k rows, interleaved in the
+// file, are put back in order when loaded.
+func TestGGUFExportSameOnCPU(t *testing.T) {
+	for _, c := range []struct{ preset, scheme string }{
+		{"tiny-llama3", "q4"}, {"tiny-llama3", "q8"}, {"tiny-llama3", "f32"}, {"tiny-qwen3-moe", "q4"},
+	} {
+		t.Run(c.preset+"/"+c.scheme, func(t *testing.T) {
+			ck, path := ggufOf(t, c.preset, c.scheme)
+			v, err := engine.OpenVariant(ck, c.scheme)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := engine.OpenGGUF(ck, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make([]int, 40)
+			for i := range ids {
+				ids[i] = (i*7919 + 13) % 300
+			}
+			var rows [2][][]float32
+			for i, opt := range []engine.Options{{Variant: v}, {GGUF: w}} {
+				opt.Capacity = len(ids)
+				e, err := engine.Open(ck, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				if rows[i], err = session.Forward(e, ids, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range rows[0] {
+				for j, want := range rows[0][i] {
+					if got := rows[1][i][j]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("row %d, logit %d: %g from %s, %g from the weights it was exported from", i, j, got, filepath.Base(path), want)
+					}
 				}
 			}
 		})

@@ -30,7 +30,7 @@ type Options struct {
 	// Capacity is the KV cache length in tokens.
 	Capacity int
 	// Progress, if set, is told how far loading has come: bytes of weights
-	// decoded for the CPU, tensors uploaded for the GPU, as unit says.
+	// read for the CPU, tensors uploaded for the GPU, as unit says.
 	Progress func(done, total int64, unit string)
 	// MaxPieceBytes, if set, uploads matrices in smaller pieces than the
 	// device's binding limit asks (tests exercise the split path with it).
@@ -39,8 +39,8 @@ type Options struct {
 
 // Open checks the weights (the variant's, else the checkpoint's: a model
 // opened from a GGUF file, ck.GGUF, runs that file's) against the
-// checkpoint's geometry, then loads them on the device or the CPU: the
-// GPU uploads them as stored, the CPU decodes them to float32.
+// checkpoint's geometry, then loads them on the device or the CPU, as
+// stored on both: the GPU uploads them, the CPU reads them into memory.
 func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
@@ -70,11 +70,11 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return func(done, total int64) { opt.Progress(done, total, unit) }
 	}
 	if opt.Device == nil {
-		m, err := model.LoadWeights(ck, w, progress("bytes"))
+		m, release, err := loadCPU(g, src, w, progress("bytes"))
 		if err != nil {
 			return nil, err
 		}
-		return newCPU(m, opt.Capacity)
+		return newCPU(m, opt.Capacity, release)
 	}
 	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
 		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors")})

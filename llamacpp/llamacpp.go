@@ -396,6 +396,30 @@ func (h *H) Logits(tb testing.TB, model string, ids []int, opt LogitsOptions) []
 	return rows
 }
 
+// Speed is llama.cpp's CPU speed on a model (Bench).
+type Speed struct {
+	PrefillTokS, DecodeTokS float64
+	PeakRSS                 int64 // bytes: the harness process's peak resident set
+}
+
+// Bench times model (a GGUF file) on the CPU with llama.cpp's default
+// context settings: prompt as one batch (its last row's logits), then gen
+// single-token steps, on threads threads (0: llama.cpp's default). After
+// a warm-up pass it keeps the fastest of reps passes of each.
+func (h *H) Bench(tb testing.TB, model string, prompt []int, gen, threads, reps int) Speed {
+	tb.Helper()
+	in := make([]byte, 4*len(prompt))
+	for i, id := range prompt {
+		binary.LittleEndian.PutUint32(in[4*i:], uint32(int32(id)))
+	}
+	out := h.run(tb, in, "bench", model, strconv.Itoa(len(prompt)), strconv.Itoa(gen), strconv.Itoa(threads), strconv.Itoa(reps))
+	var s Speed
+	if _, err := fmt.Sscan(string(out), &s.PrefillTokS, &s.DecodeTokS, &s.PeakRSS); err != nil {
+		tb.Fatalf("llamacpp.Bench: harness printed %q: %v", out, err)
+	}
+	return s
+}
+
 // WriteTinyModel writes a small Llama-architecture GGUF with ggml's own
 // gguf writer: 2 layers, hidden size 256, 4 heads (2 KV heads), MLP width
 // 512, 512 dummy tokens (tokenizer "none"), random f32 weights from seed.

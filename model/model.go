@@ -124,14 +124,18 @@ func (g Geometry) CheckTokens(pos, capacity int, tokens []int) error {
 	return nil
 }
 
-// Matrix is a row-major (Rows, Cols) float32 matrix: a Linear weight
-// W (out, in) in Hugging Face's layout.
+// Matrix is a (Rows, Cols) Linear weight W (out, in) in Hugging Face's
+// layout and row order, held either as row-major float32 (Data) or, when
+// Data is nil, as its source stores it (Pieces, in row order, covering
+// every row once): the CPU engine computes with the stored rows directly,
+// so that a quantized model takes its stored size in memory, not float32's.
 type Matrix struct {
 	Rows, Cols int
 	Data       []float32
+	Pieces     []Piece
 }
 
-// Row returns row r (Cols,) without copying.
+// Row returns row r (Cols,) of a float32 matrix without copying.
 func (m *Matrix) Row(r int) []float32 { return m.Data[r*m.Cols : (r+1)*m.Cols] }
 
 // Layer is one transformer block.
@@ -686,8 +690,8 @@ func Load(ck *checkpoint.Checkpoint, progress func(done, total int64)) (*Model, 
 }
 
 // LoadWeights builds the model that ck's config describes from w, after
-// Check. progress, if not nil, is told the stored bytes read so far after
-// each tensor.
+// Check, every tensor decoded to float32. progress, if not nil, is told the
+// stored bytes read so far after each tensor.
 func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total int64)) (*Model, error) {
 	g, err := GeometryOf(ck.Config)
 	if err != nil {
@@ -696,14 +700,12 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 	if err := Check(ck.Dir, g, w); err != nil {
 		return nil, err
 	}
-	specs := g.Specs()
 	var done, total int64
-	for _, s := range specs {
+	for _, s := range g.Specs() {
 		_, _, size, _ := w.Shape(s.Name)
 		total += size
 	}
-	data := map[string]*Matrix{}
-	for _, s := range specs {
+	return Assemble(g, func(s Spec) (*Matrix, error) {
 		v, _, err := w.Float32(s.Name)
 		if err != nil {
 			return nil, err
@@ -712,11 +714,25 @@ func LoadWeights(ck *checkpoint.Checkpoint, w Weights, progress func(done, total
 		if len(s.Shape) == 2 {
 			m.Cols = s.Shape[1]
 		}
-		data[s.Name] = m
 		_, _, size, _ := w.Shape(s.Name)
 		if done += size; progress != nil {
 			progress(done, total)
 		}
+		return m, nil
+	})
+}
+
+// Assemble builds the model of geometry g from its tensors, which load
+// returns for each of g.Specs() in order: a vector (norm, bias) as a
+// float32 Matrix of one column, a matrix as float32 or as stored.
+func Assemble(g Geometry, load func(Spec) (*Matrix, error)) (*Model, error) {
+	data := map[string]*Matrix{}
+	for _, s := range g.Specs() {
+		m, err := load(s)
+		if err != nil {
+			return nil, err
+		}
+		data[s.Name] = m
 	}
 	vec := func(name string) []float32 {
 		if m := data[name]; m != nil {

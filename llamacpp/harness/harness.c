@@ -14,6 +14,8 @@
 //   logits MODEL N F32KV THREADS   stdin: N int32 token ids; stdout: int32 n_vocab,
 //                                  then N rows of n_vocab float32 (teacher forced)
 //   tiny-model OUT SEED            a small random Llama GGUF (f32 weights, no vocabulary)
+//   bench MODEL N GEN THREADS REPS stdin: N int32 prompt ids; stdout: one line,
+//                                  prefill tok/s, decode tok/s, peak RSS bytes
 
 #include <errno.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ggml.h"
 #include "ggml-backend.h"
@@ -246,6 +249,89 @@ static int cmd_logits(const char *path, const char *count, const char *f32kv, co
 	return 0;
 }
 
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// peak_rss is VmHWM, the process's peak resident set in bytes (0 where
+// /proc does not tell). Not getrusage's ru_maxrss: Linux carries that
+// across execve, so it would report the Go process that started us.
+static long long peak_rss(void) {
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f) return 0;
+	char line[256];
+	long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+	fclose(f);
+	return kb * 1024;
+}
+
+// cmd_bench times llama.cpp's CPU backend as llama-bench does, with its
+// default context settings (f16 KV cache, flash attention auto): the
+// prompt's N tokens decoded as one batch with the last row's logits, then
+// GEN single-token steps (token i is prompt[i % N]). A first pass warms up;
+// each of REPS passes clears the KV cache, and the fastest prefill and the
+// fastest decode are reported, beside the process's peak resident set
+// (the mapped model's pages count once touched).
+static int cmd_bench(const char *path, const char *count, const char *gen_s, const char *threads_s, const char *reps_s) {
+	long n = parse_int(count, "count"), gen = parse_int(gen_s, "gen"), threads = parse_int(threads_s, "threads"),
+	     reps = parse_int(reps_s, "reps");
+	if (n <= 0 || gen <= 0 || reps <= 0) die("bench needs a prompt, steps and repetitions");
+	size_t got;
+	int32_t *ids = (int32_t *)read_all(&got);
+	if (got != (size_t)n * 4) die("%ld token ids are %ld bytes, stdin had %zu", n, n * 4, got);
+	init();
+
+	struct llama_model_params mp = llama_model_default_params();
+	mp.n_gpu_layers = 0;
+	struct llama_model *model = llama_model_load_from_file(path, mp);
+	if (!model) die("cannot load %s", path);
+	struct llama_context_params cp = llama_context_default_params();
+	cp.n_ctx = (uint32_t)(n + gen);
+	cp.n_batch = cp.n_ubatch = (uint32_t)n;
+	cp.n_seq_max = 1;
+	cp.no_perf = true;
+	if (threads > 0) cp.n_threads = cp.n_threads_batch = (int32_t)threads;
+	struct llama_context *ctx = llama_init_from_model(model, cp);
+	if (!ctx) die("cannot create a context of %ld tokens", n + gen);
+	struct llama_batch batch = llama_batch_init((int32_t)n, 0, 1);
+	double best_prefill = 0, best_decode = 0;
+	for (long r = 0; r <= reps; r++) {
+		llama_memory_clear(llama_get_memory(ctx), true);
+		batch.n_tokens = (int32_t)n;
+		for (long i = 0; i < n; i++) {
+			batch.token[i] = ids[i];
+			batch.pos[i] = (llama_pos)i;
+			batch.n_seq_id[i] = 1;
+			batch.seq_id[i][0] = 0;
+			batch.logits[i] = i == n - 1;
+		}
+		double t0 = now();
+		if (llama_decode(ctx, batch) != 0) die("llama_decode of the prompt failed");
+		double t1 = now();
+		for (long i = 0; i < gen; i++) {
+			batch.n_tokens = 1;
+			batch.token[0] = ids[i % n];
+			batch.pos[0] = (llama_pos)(n + i);
+			batch.logits[0] = 1;
+			if (llama_decode(ctx, batch) != 0) die("llama_decode at position %ld failed", n + i);
+		}
+		double t2 = now();
+		if (r == 0) continue; // the warm-up
+		double prefill = (double)n / (t1 - t0), decode = (double)gen / (t2 - t1);
+		if (prefill > best_prefill) best_prefill = prefill;
+		if (decode > best_decode) best_decode = decode;
+	}
+	printf("%.3f %.3f %lld\n", best_prefill, best_decode, peak_rss());
+	llama_batch_free(batch);
+	llama_free(ctx);
+	llama_model_free(model);
+	return 0;
+}
+
 // rng is splitmix64: the tiny model is the same for the same seed on every
 // machine.
 static uint64_t rng_state;
@@ -335,6 +421,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "quantize") && n == 3) return cmd_quantize(a[0], a[1], a[2]);
 	if (!strcmp(cmd, "quantize-model") && n == 3) return cmd_quantize_model(a[0], a[1], a[2]);
 	if (!strcmp(cmd, "logits") && n == 4) return cmd_logits(a[0], a[1], a[2], a[3]);
+	if (!strcmp(cmd, "bench") && n == 5) return cmd_bench(a[0], a[1], a[2], a[3], a[4]);
 	if (!strcmp(cmd, "tiny-model") && n == 2) return cmd_tiny_model(a[0], a[1]);
 	die("unknown command or wrong arguments: %s (%d arguments)", cmd, n);
 	return 2;

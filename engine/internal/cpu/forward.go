@@ -1,8 +1,9 @@
-// Package cpu is the reference forward pass: float32 weights, float32
-// activations, one plain loop per operation, matching Hugging Face
-// transformers' Qwen2/Qwen3/Llama/Mistral/Gemma 3 modeling code. Every GPU
-// kernel is checked against it, and it is the engine's fallback for small
-// models.
+// Package cpu is the reference forward pass: weights as stored (float32,
+// the checkpoint's bf16 or f16, quant's q8/q6/q4, ggml's blocks) decoded
+// exactly to float32 inside the matrix products (matmul.go, kernel.go),
+// float32 activations, one plain loop per other operation, matching
+// Hugging Face transformers' Qwen2/Qwen3/Llama/Mistral/Gemma 3 modeling
+// code. Every GPU kernel is checked against it.
 package cpu
 
 import (
@@ -51,6 +52,22 @@ func (s *State) Pos() int { return s.pos }
 // Forward appends tokens to the sequence and returns logit rows (Vocab,):
 // one per token when all is set (teacher forcing), else only the last.
 func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
+	first := len(tokens) - 1
+	if all {
+		first = 0
+	}
+	return s.forward(tokens, first)
+}
+
+// Append appends tokens to the sequence and computes no logits: a
+// prefill's chunks before the last skip the LM head.
+func (s *State) Append(tokens []int) error {
+	_, err := s.forward(tokens, len(tokens))
+	return err
+}
+
+// forward appends tokens and returns the logit rows of tokens first..T-1.
+func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 	m := s.m
 	T := len(tokens)
 	if T == 0 {
@@ -64,7 +81,7 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	// x (T,d): the residual stream.
 	x := make([]float32, T*d)
 	for t, id := range tokens {
-		copy(x[t*d:(t+1)*d], m.Embed.Row(id))
+		row(m.Embed, id, x[t*d:(t+1)*d])
 	}
 	if m.EmbedScale != 0 {
 		for i := range x {
@@ -123,11 +140,10 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	}
 	s.pos += T
 
-	first := 0
-	if !all {
-		first = T - 1
-	}
 	n := T - first
+	if n == 0 {
+		return nil, nil
+	}
 	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, eps, unit)
 	// Each row is the logits and then the token's routes (Geometry.Routes).
 	R := m.Routes()
@@ -161,9 +177,13 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 	if s.m.GeluTanh {
 		act = geluTanh
 	}
-	for i, g := range gate {
-		gate[i] = act(g) * up[i]
-	}
+	// act costs a float64 exponential or tanh per value: the cores share
+	// them.
+	parallel(n, 2048, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gate[i] = act(gate[i]) * up[i]
+		}
+	})
 	matmul(out, gate, e.Wdown, bd, T)
 }
 
@@ -278,7 +298,11 @@ func (s *State) rope(v []float32, pos int, invFreq []float32) {
 // attention: out (T, Heads*hd) = softmax(q kᵀ · AttnScale, causal) v, reading
 // keys and values 0..pos+t from layer l's cache, or only the last W of them
 // when the layer has a sliding window W. Query head h reads KV head
-// h / (Heads/KVHeads) (grouped-query attention).
+// h / (Heads/KVHeads) (grouped-query attention). q·k is a dot product in
+// the order of the weights' (kernel.go), four keys at a time, and each
+// output value is a chain of fused multiply-adds over the keys in order
+// (axpy): per query and head, whatever T, so decode equals teacher
+// forcing.
 func (s *State) attention(out, q []float32, l, T int) {
 	m := s.m
 	hd, qDim, kvDim := m.HeadDim, m.Heads*m.HeadDim, m.KVHeads*m.HeadDim
@@ -291,6 +315,8 @@ func (s *State) attention(out, q []float32, l, T int) {
 	}
 	parallel(T*m.Heads, 1, func(lo, hi int) {
 		scores := make([]float32, s.pos+T)
+		pad := make([]float32, 4*hd) // the last keys when fewer than 4 remain
+		var t4 [4]float32
 		for th := lo; th < hi; th++ {
 			t, h := th/m.Heads, th%m.Heads
 			n := s.pos + t + 1 // causal: keys first..pos+t
@@ -300,18 +326,24 @@ func (s *State) attention(out, q []float32, l, T int) {
 			}
 			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			kvOff := (h / group) * hd
-			for j := first; j < n; j++ {
-				scores[j] = dot(qh, K[j*kvDim+kvOff:j*kvDim+kvOff+hd]) * scale
+			for j := first; j < n; j += 4 {
+				keys, ld := K[j*kvDim+kvOff:], kvDim
+				if n-j < 4 {
+					clear(pad)
+					for r := range n - j {
+						copy(pad[r*hd:(r+1)*hd], keys[r*kvDim:r*kvDim+hd])
+					}
+					keys, ld = pad, hd
+				}
+				tile4x1(keys, ld, qh, hd, &t4)
+				for r, v := range t4[:min(4, n-j)] {
+					scores[j+r] = v * scale
+				}
 			}
 			softmax(scores[first:n])
 			oh := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(oh)
-			for j := first; j < n; j++ {
-				p, vj := scores[j], V[j*kvDim+kvOff:j*kvDim+kvOff+hd]
-				for i := range oh {
-					oh[i] += p * vj[i]
-				}
-			}
+			axpy(oh, scores[first:n], V[first*kvDim+kvOff:], kvDim)
 		}
 	})
 }

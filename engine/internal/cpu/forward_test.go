@@ -54,11 +54,16 @@ func TestKVCacheMatchesTeacherForcing(t *testing.T) {
 				t.Fatal(err)
 			}
 			kv, _ := New(m, len(ids))
-			// A prefill of 5 tokens, then one token at a time.
-			rows, err := kv.Forward(ids[:5], true)
+			// A prefill of 2 tokens without logits and 3 with, then one
+			// token at a time.
+			if err := kv.Append(ids[:2]); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := kv.Forward(ids[2:5], true)
 			if err != nil {
 				t.Fatal(err)
 			}
+			full = full[2:]
 			for _, id := range ids[5:] {
 				r, err := kv.Forward([]int{id}, false)
 				if err != nil {

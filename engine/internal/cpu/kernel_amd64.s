@@ -1,0 +1,794 @@
+#include "textflag.h"
+
+// AVX-512 kernels: kernel.go says the order they compute in, and
+// kernel_amd64.go how they are called. A 16-lane accumulator is one Z
+// register, lane i of the chunk at column j0 holding column j0+i.
+
+// FMA4(x, a, b, c, d): the four rows Z16..Z19 times token x into a..d.
+#define FMA4(x, a, b, c, d) \
+	VFMADD231PS x, Z16, a \
+	VFMADD231PS x, Z17, b \
+	VFMADD231PS x, Z18, c \
+	VFMADD231PS x, Z19, d
+
+// REDUCE(z, y, x, off): the tree sum of z's lanes (i += i+8, i += i+4,
+// i += i+2, 0 += 1) stored as a float32 at off(DI).
+#define REDUCE(z, y, x, off) \
+	VEXTRACTF64X4 $1, z, Y16 \
+	VADDPS Y16, y, y \
+	VEXTRACTF32X4 $1, y, X16 \
+	VADDPS X16, x, x \
+	VPERMILPS $0x0E, x, X16 \
+	VADDPS X16, x, x \
+	VMOVSHDUP x, X16 \
+	VADDSS X16, x, x \
+	VMOVSS x, off(DI)
+
+// ROWS4: SI, R8, R9, R10 = four rows from w (stride ldw bytes), DX, R11,
+// R12, R13 = their scales from s (stride lds bytes), BX = the first byte
+// of the next four rows (the rows are consecutive), CX = n, DI = x, the
+// accumulators Z0..Z3 zero, AX = 0.
+#define ROWS4 \
+	MOVQ s+16(FP), DX \
+	MOVQ lds+24(FP), BX \
+	LEAQ (DX)(BX*1), R11 \
+	LEAQ (R11)(BX*1), R12 \
+	LEAQ (R12)(BX*1), R13 \
+	MOVQ w+0(FP), SI \
+	MOVQ ldw+8(FP), BX \
+	LEAQ (SI)(BX*1), R8 \
+	LEAQ (R8)(BX*1), R9 \
+	LEAQ (R9)(BX*1), R10 \
+	LEAQ (R10)(BX*1), BX \
+	MOVQ n+32(FP), CX \
+	MOVQ x+40(FP), DI \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	XORQ AX, AX
+
+// SUM4: out[r] = the tree sums of Z0..Z3.
+#define SUM4 \
+	MOVQ out+48(FP), DI \
+	REDUCE(Z0, Y0, X0, 0) \
+	REDUCE(Z1, Y1, X1, 4) \
+	REDUCE(Z2, Y2, X2, 8) \
+	REDUCE(Z3, Y3, X3, 12) \
+	VZEROUPPER
+
+// LOAD16 and STORE16 move Z(4t+r) from and to row r, token t's lanes at
+// (DX): acc[4r+t].
+#define LOAD16 \
+	VMOVUPS 0(DX), Z0 \
+	VMOVUPS 256(DX), Z1 \
+	VMOVUPS 512(DX), Z2 \
+	VMOVUPS 768(DX), Z3 \
+	VMOVUPS 64(DX), Z4 \
+	VMOVUPS 320(DX), Z5 \
+	VMOVUPS 576(DX), Z6 \
+	VMOVUPS 832(DX), Z7 \
+	VMOVUPS 128(DX), Z8 \
+	VMOVUPS 384(DX), Z9 \
+	VMOVUPS 640(DX), Z10 \
+	VMOVUPS 896(DX), Z11 \
+	VMOVUPS 192(DX), Z12 \
+	VMOVUPS 448(DX), Z13 \
+	VMOVUPS 704(DX), Z14 \
+	VMOVUPS 960(DX), Z15
+
+#define STORE16 \
+	VMOVUPS Z0, 0(DX) \
+	VMOVUPS Z1, 256(DX) \
+	VMOVUPS Z2, 512(DX) \
+	VMOVUPS Z3, 768(DX) \
+	VMOVUPS Z4, 64(DX) \
+	VMOVUPS Z5, 320(DX) \
+	VMOVUPS Z6, 576(DX) \
+	VMOVUPS Z7, 832(DX) \
+	VMOVUPS Z8, 128(DX) \
+	VMOVUPS Z9, 384(DX) \
+	VMOVUPS Z10, 640(DX) \
+	VMOVUPS Z11, 896(DX) \
+	VMOVUPS Z12, 192(DX) \
+	VMOVUPS Z13, 448(DX) \
+	VMOVUPS Z14, 704(DX) \
+	VMOVUPS Z15, 960(DX)
+
+// func tile4x4AVX512(w *float32, ldw int, x *float32, ldx, k int, acc *[16][16]float32, out *[16]float32, flags int)
+//
+// The lanes of w_r · x_t for rows r < 4 (stride ldw) and tokens t < 4
+// (stride ldx) carried over k more columns in Z(4t+r): from zero (flags
+// bit 0) or acc[4r+t], then summed into out[4r+t] (flags bit 1) or kept
+// in acc[4r+t].
+TEXT ·tile4x4AVX512(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ ldw+8(FP), BX
+	SHLQ $2, BX
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), DX
+	SHLQ $2, DX
+	LEAQ (DI)(DX*1), R11
+	LEAQ (R11)(DX*1), R12
+	LEAQ (R12)(DX*1), R13
+	MOVQ k+32(FP), CX
+	MOVQ acc+40(FP), DX
+	TESTQ $1, flags+56(FP)
+	JZ carried
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	JMP start4x4
+
+carried:
+	LOAD16
+
+start4x4:
+	XORQ AX, AX
+	MOVQ CX, BX
+	SHRQ $4, BX
+	JZ tail4x4
+
+loop4x4:
+	VMOVUPS (SI)(AX*1), Z16
+	VMOVUPS (R8)(AX*1), Z17
+	VMOVUPS (R9)(AX*1), Z18
+	VMOVUPS (R10)(AX*1), Z19
+	VMOVUPS (DI)(AX*1), Z20
+	VMOVUPS (R11)(AX*1), Z21
+	VMOVUPS (R12)(AX*1), Z22
+	VMOVUPS (R13)(AX*1), Z23
+	FMA4(Z20, Z0, Z1, Z2, Z3)
+	FMA4(Z21, Z4, Z5, Z6, Z7)
+	FMA4(Z22, Z8, Z9, Z10, Z11)
+	FMA4(Z23, Z12, Z13, Z14, Z15)
+	ADDQ $64, AX
+	DECQ BX
+	JNZ loop4x4
+
+tail4x4:
+	// The last k mod 16 columns, the rest of the chunk read as zeros.
+	ANDQ $15, CX
+	JZ end4x4
+	MOVL $1, DX
+	SHLL CX, DX
+	DECL DX
+	KMOVW DX, K1
+	VMOVUPS.Z (SI)(AX*1), K1, Z16
+	VMOVUPS.Z (R8)(AX*1), K1, Z17
+	VMOVUPS.Z (R9)(AX*1), K1, Z18
+	VMOVUPS.Z (R10)(AX*1), K1, Z19
+	VMOVUPS.Z (DI)(AX*1), K1, Z20
+	VMOVUPS.Z (R11)(AX*1), K1, Z21
+	VMOVUPS.Z (R12)(AX*1), K1, Z22
+	VMOVUPS.Z (R13)(AX*1), K1, Z23
+	FMA4(Z20, Z0, Z1, Z2, Z3)
+	FMA4(Z21, Z4, Z5, Z6, Z7)
+	FMA4(Z22, Z8, Z9, Z10, Z11)
+	FMA4(Z23, Z12, Z13, Z14, Z15)
+
+end4x4:
+	TESTQ $2, flags+56(FP)
+	JNZ sum4x4
+	MOVQ acc+40(FP), DX
+	STORE16
+	VZEROUPPER
+	RET
+
+sum4x4:
+	MOVQ out+48(FP), DI
+	REDUCE(Z0, Y0, X0, 0)
+	REDUCE(Z1, Y1, X1, 16)
+	REDUCE(Z2, Y2, X2, 32)
+	REDUCE(Z3, Y3, X3, 48)
+	REDUCE(Z4, Y4, X4, 4)
+	REDUCE(Z5, Y5, X5, 20)
+	REDUCE(Z6, Y6, X6, 36)
+	REDUCE(Z7, Y7, X7, 52)
+	REDUCE(Z8, Y8, X8, 8)
+	REDUCE(Z9, Y9, X9, 24)
+	REDUCE(Z10, Y10, X10, 40)
+	REDUCE(Z11, Y11, X11, 56)
+	REDUCE(Z12, Y12, X12, 12)
+	REDUCE(Z13, Y13, X13, 28)
+	REDUCE(Z14, Y14, X14, 44)
+	REDUCE(Z15, Y15, X15, 60)
+	VZEROUPPER
+	RET
+
+// func tile4x1AVX512(w *float32, ldw int, x *float32, k int, out *[4]float32)
+//
+// out[r] = w_r · x for rows r < 4 (stride ldw), k columns.
+TEXT ·tile4x1AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ ldw+8(FP), BX
+	SHLQ $2, BX
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	MOVQ x+16(FP), DI
+	MOVQ k+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ AX, AX
+	MOVQ CX, BX
+	SHRQ $4, BX
+	JZ tail4x1
+
+loop4x1:
+	PREFETCHT0 2048(SI)(AX*1)
+	PREFETCHT0 2048(R8)(AX*1)
+	PREFETCHT0 2048(R9)(AX*1)
+	PREFETCHT0 2048(R10)(AX*1)
+	VMOVUPS (SI)(AX*1), Z16
+	VMOVUPS (R8)(AX*1), Z17
+	VMOVUPS (R9)(AX*1), Z18
+	VMOVUPS (R10)(AX*1), Z19
+	VMOVUPS (DI)(AX*1), Z20
+	FMA4(Z20, Z0, Z1, Z2, Z3)
+	ADDQ $64, AX
+	DECQ BX
+	JNZ loop4x1
+
+tail4x1:
+	ANDQ $15, CX
+	JZ sum4x1
+	MOVL $1, DX
+	SHLL CX, DX
+	DECL DX
+	KMOVW DX, K1
+	VMOVUPS.Z (SI)(AX*1), K1, Z16
+	VMOVUPS.Z (R8)(AX*1), K1, Z17
+	VMOVUPS.Z (R9)(AX*1), K1, Z18
+	VMOVUPS.Z (R10)(AX*1), K1, Z19
+	VMOVUPS.Z (DI)(AX*1), K1, Z20
+	FMA4(Z20, Z0, Z1, Z2, Z3)
+
+sum4x1:
+	MOVQ out+32(FP), DI
+	REDUCE(Z0, Y0, X0, 0)
+	REDUCE(Z1, Y1, X1, 4)
+	REDUCE(Z2, Y2, X2, 8)
+	REDUCE(Z3, Y3, X3, 12)
+	VZEROUPPER
+	RET
+
+// nibbles[i] = float32(i - 8): a 4-bit code's value, looked up by
+// VPERMPS, which reads only the low 4 bits of each index.
+DATA nibbles<>+0(SB)/4, $-8.0
+DATA nibbles<>+4(SB)/4, $-7.0
+DATA nibbles<>+8(SB)/4, $-6.0
+DATA nibbles<>+12(SB)/4, $-5.0
+DATA nibbles<>+16(SB)/4, $-4.0
+DATA nibbles<>+20(SB)/4, $-3.0
+DATA nibbles<>+24(SB)/4, $-2.0
+DATA nibbles<>+28(SB)/4, $-1.0
+DATA nibbles<>+32(SB)/4, $0.0
+DATA nibbles<>+36(SB)/4, $1.0
+DATA nibbles<>+40(SB)/4, $2.0
+DATA nibbles<>+44(SB)/4, $3.0
+DATA nibbles<>+48(SB)/4, $4.0
+DATA nibbles<>+52(SB)/4, $5.0
+DATA nibbles<>+56(SB)/4, $6.0
+DATA nibbles<>+60(SB)/4, $7.0
+GLOBL nibbles<>(SB), RODATA|NOPTR, $64
+
+// interleave<> holds two VPERMI2PS index vectors that merge the even
+// columns (first table) and the odd ones (second table) of 32: columns
+// 0..15, then 16..31.
+DATA interleave<>+0(SB)/4, $0
+DATA interleave<>+4(SB)/4, $16
+DATA interleave<>+8(SB)/4, $1
+DATA interleave<>+12(SB)/4, $17
+DATA interleave<>+16(SB)/4, $2
+DATA interleave<>+20(SB)/4, $18
+DATA interleave<>+24(SB)/4, $3
+DATA interleave<>+28(SB)/4, $19
+DATA interleave<>+32(SB)/4, $4
+DATA interleave<>+36(SB)/4, $20
+DATA interleave<>+40(SB)/4, $5
+DATA interleave<>+44(SB)/4, $21
+DATA interleave<>+48(SB)/4, $6
+DATA interleave<>+52(SB)/4, $22
+DATA interleave<>+56(SB)/4, $7
+DATA interleave<>+60(SB)/4, $23
+DATA interleave<>+64(SB)/4, $8
+DATA interleave<>+68(SB)/4, $24
+DATA interleave<>+72(SB)/4, $9
+DATA interleave<>+76(SB)/4, $25
+DATA interleave<>+80(SB)/4, $10
+DATA interleave<>+84(SB)/4, $26
+DATA interleave<>+88(SB)/4, $11
+DATA interleave<>+92(SB)/4, $27
+DATA interleave<>+96(SB)/4, $12
+DATA interleave<>+100(SB)/4, $28
+DATA interleave<>+104(SB)/4, $13
+DATA interleave<>+108(SB)/4, $29
+DATA interleave<>+112(SB)/4, $14
+DATA interleave<>+116(SB)/4, $30
+DATA interleave<>+120(SB)/4, $15
+DATA interleave<>+124(SB)/4, $31
+GLOBL interleave<>(SB), RODATA|NOPTR, $128
+
+// SCALE(p): Z4 = the f16 at p widened to float32 in every lane.
+#define SCALE(p) \
+	VPBROADCASTW p, Y4 \
+	VCVTPH2PS Y4, Z4
+
+// func decodeQ4AVX512(codes, scales *byte, groups int, dst *float32)
+//
+// quant's q4 rows: per group 16 code bytes (column 2i in byte i's low
+// nibble, 2i+1 in its high one, value nibble − 8) and an f16 scale;
+// dst[32g+j] = float32(q) * scale, 32 values per group.
+TEXT ·decodeQ4AVX512(SB), NOSPLIT, $0-32
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DX
+	MOVQ groups+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVUPS nibbles<>(SB), Z31
+	VMOVDQU32 interleave<>(SB), Z30
+	VMOVDQU32 interleave<>+64(SB), Z29
+	TESTQ CX, CX
+	JZ doneQ4
+
+loopQ4:
+	PREFETCHT0 512(SI)
+	VPMOVZXBD (SI), Z0
+	VPSRLD $4, Z0, Z1
+	VPERMPS Z31, Z0, Z2
+	VPERMPS Z31, Z1, Z3
+	SCALE((DX))
+	VMULPS Z4, Z2, Z2
+	VMULPS Z4, Z3, Z3
+	VMOVAPS Z30, Z5
+	VPERMI2PS Z3, Z2, Z5
+	VMOVAPS Z29, Z6
+	VPERMI2PS Z3, Z2, Z6
+	VMOVUPS Z5, (DI)
+	VMOVUPS Z6, 64(DI)
+	ADDQ $16, SI
+	ADDQ $2, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loopQ4
+
+doneQ4:
+	VZEROUPPER
+	RET
+
+// func decodeQ8AVX512(codes, scales *byte, groups int, dst *float32)
+//
+// quant's q8 rows: per group 32 code bytes (column j in byte j, two's
+// complement) and an f16 scale; dst[32g+j] = float32(q) * scale.
+TEXT ·decodeQ8AVX512(SB), NOSPLIT, $0-32
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DX
+	MOVQ groups+16(FP), CX
+	MOVQ dst+24(FP), DI
+	TESTQ CX, CX
+	JZ doneQ8
+
+loopQ8:
+	PREFETCHT0 1024(SI)
+	VPMOVSXBD (SI), Z0
+	VPMOVSXBD 16(SI), Z1
+	VCVTDQ2PS Z0, Z0
+	VCVTDQ2PS Z1, Z1
+	SCALE((DX))
+	VMULPS Z4, Z0, Z0
+	VMULPS Z4, Z1, Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ $32, SI
+	ADDQ $2, DX
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loopQ8
+
+doneQ8:
+	VZEROUPPER
+	RET
+
+// func decodeQ4_0AVX512(blocks *byte, n int, dst *float32)
+//
+// ggml's Q4_0: blocks of 18 bytes, an f16 d then 16 bytes holding column
+// j in byte j's low nibble and column j+16 in its high one;
+// dst[32b+j] = float32(nibble − 8) * d.
+TEXT ·decodeQ4_0AVX512(SB), NOSPLIT, $0-24
+	MOVQ blocks+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ dst+16(FP), DI
+	VMOVUPS nibbles<>(SB), Z31
+	TESTQ CX, CX
+	JZ doneQ4_0
+
+loopQ4_0:
+	PREFETCHT0 512(SI)
+	VPMOVZXBD 2(SI), Z0
+	VPSRLD $4, Z0, Z1
+	VPERMPS Z31, Z0, Z2
+	VPERMPS Z31, Z1, Z3
+	SCALE((SI))
+	VMULPS Z4, Z2, Z2
+	VMULPS Z4, Z3, Z3
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loopQ4_0
+
+doneQ4_0:
+	VZEROUPPER
+	RET
+
+// func decodeQ8_0AVX512(blocks *byte, n int, dst *float32)
+//
+// ggml's Q8_0: blocks of 34 bytes, an f16 d then 32 int8 codes;
+// dst[32b+j] = float32(q) * d.
+TEXT ·decodeQ8_0AVX512(SB), NOSPLIT, $0-24
+	MOVQ blocks+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ dst+16(FP), DI
+	TESTQ CX, CX
+	JZ doneQ8_0
+
+loopQ8_0:
+	PREFETCHT0 1024(SI)
+	VPMOVSXBD 2(SI), Z0
+	VPMOVSXBD 18(SI), Z1
+	VCVTDQ2PS Z0, Z0
+	VCVTDQ2PS Z1, Z1
+	SCALE((SI))
+	VMULPS Z4, Z0, Z0
+	VMULPS Z4, Z1, Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loopQ8_0
+
+doneQ8_0:
+	VZEROUPPER
+	RET
+
+// func decodeBF16AVX512(src *byte, chunks int, dst *float32)
+//
+// chunks of 16 bf16 values, each the high half of a float32.
+TEXT ·decodeBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ chunks+8(FP), CX
+	MOVQ dst+16(FP), DI
+	TESTQ CX, CX
+	JZ doneBF16
+
+loopBF16:
+	PREFETCHT0 1024(SI)
+	VPMOVZXWD (SI), Z0
+	VPSLLD $16, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ loopBF16
+
+doneBF16:
+	VZEROUPPER
+	RET
+
+// func decodeF16AVX512(src *byte, chunks int, dst *float32)
+//
+// chunks of 16 f16 values widened exactly (VCVTPH2PS: subnormals
+// kept, a NaN made quiet, as ggml's GGML_FP16_TO_FP32).
+TEXT ·decodeF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ chunks+8(FP), CX
+	MOVQ dst+16(FP), DI
+	TESTQ CX, CX
+	JZ doneF16
+
+loopF16:
+	PREFETCHT0 1024(SI)
+	VCVTPH2PS (SI), Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ loopF16
+
+doneF16:
+	VZEROUPPER
+	RET
+
+// The fused kernels of a decode step (one token): four rows of a stored
+// format decoded group by group in registers and multiplied with x at
+// once, in the order of kernel.go (the tiles' order: accumulator r gets
+// columns 16c..16c+15 of row r in chunk order), without the scratch that
+// prefill decodes into. Each takes the rows' bases and byte strides and
+// writes out[r] = w_r · x. Rows of whole groups only: k is a multiple of
+// 32 (16 for bf16). While they compute, they prefetch the next four rows
+// (consecutive in memory) into L1, as many bytes per group as the four
+// rows take: the hardware prefetchers alone leave a core waiting on a
+// decode step's weights, which come from memory.
+
+// Q4GROUP(codes, scale, acc): the group of 16 code bytes at codes and
+// its float32 scale at scale, times x's Z20 (columns 0..15) and Z21
+// (16..31) into acc. VPERMB puts code byte i/2 (8 + i/2 for the second
+// chunk) in dword i, VPSRLVD brings nibble i down (shifts Z28), and
+// VPERMPS looks it up in the group's table of (nibble − 8) · scale (the
+// nibbles Z31 times the scale, exact: the product has at most 15
+// significant bits), which reads only the low 4 bits. Z30 and Z29: the
+// VPERMB indices.
+#define Q4GROUP(codes, scale, acc) \
+	VMOVDQU codes, X10 \
+	VMULPS.BCST scale, Z31, Z9 \
+	VPERMB Z10, Z30, Z5 \
+	VPERMB Z10, Z29, Z6 \
+	VPSRLVD Z28, Z5, Z5 \
+	VPSRLVD Z28, Z6, Z6 \
+	VPERMPS Z9, Z5, Z5 \
+	VPERMPS Z9, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
+// func dot4Q4AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
+//
+// quant's q4: n code bytes per row (16 a group), the groups' scales as
+// float32 at s (stride lds bytes). AX runs over the codes, x at 8·AX; the
+// scale pointers advance.
+TEXT ·dot4Q4AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+	VMOVUPS nibbles<>(SB), Z31
+	VMOVDQU64 spread<>(SB), Z30
+	VMOVDQU64 spread<>+64(SB), Z29
+	VMOVDQU64 shifts<>(SB), Z28
+	MOVQ DX, CX // the scales advance by pointer: CX, R11..R13
+
+loopDotQ4:
+	PREFETCHT0 (BX)
+	VMOVUPS (DI)(AX*8), Z20
+	VMOVUPS 64(DI)(AX*8), Z21
+	Q4GROUP((SI)(AX*1), (CX), Z0)
+	Q4GROUP((R8)(AX*1), (R11), Z1)
+	Q4GROUP((R9)(AX*1), (R12), Z2)
+	Q4GROUP((R10)(AX*1), (R13), Z3)
+	ADDQ $16, AX
+	ADDQ $4, CX
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ $64, BX
+	CMPQ AX, n+32(FP)
+	JLT loopDotQ4
+	SUM4
+	RET
+
+// spread<> holds VPERMB's indices for Q4GROUP: byte 4i is i/2, then
+// 8 + i/2; shifts<> alternates 0 and 4.
+DATA spread<>+0(SB)/8, $0x0000000000000000
+DATA spread<>+8(SB)/8, $0x0000000100000001
+DATA spread<>+16(SB)/8, $0x0000000200000002
+DATA spread<>+24(SB)/8, $0x0000000300000003
+DATA spread<>+32(SB)/8, $0x0000000400000004
+DATA spread<>+40(SB)/8, $0x0000000500000005
+DATA spread<>+48(SB)/8, $0x0000000600000006
+DATA spread<>+56(SB)/8, $0x0000000700000007
+DATA spread<>+64(SB)/8, $0x0000000800000008
+DATA spread<>+72(SB)/8, $0x0000000900000009
+DATA spread<>+80(SB)/8, $0x0000000a0000000a
+DATA spread<>+88(SB)/8, $0x0000000b0000000b
+DATA spread<>+96(SB)/8, $0x0000000c0000000c
+DATA spread<>+104(SB)/8, $0x0000000d0000000d
+DATA spread<>+112(SB)/8, $0x0000000e0000000e
+DATA spread<>+120(SB)/8, $0x0000000f0000000f
+GLOBL spread<>(SB), RODATA|NOPTR, $128
+DATA shifts<>+0(SB)/8, $0x0000000400000000
+DATA shifts<>+8(SB)/8, $0x0000000400000000
+DATA shifts<>+16(SB)/8, $0x0000000400000000
+DATA shifts<>+24(SB)/8, $0x0000000400000000
+DATA shifts<>+32(SB)/8, $0x0000000400000000
+DATA shifts<>+40(SB)/8, $0x0000000400000000
+DATA shifts<>+48(SB)/8, $0x0000000400000000
+DATA shifts<>+56(SB)/8, $0x0000000400000000
+GLOBL shifts<>(SB), RODATA|NOPTR, $64
+
+// Q8GROUP(lo, hi, scale, acc): the 32 int8 codes at lo and hi (16 each)
+// times their float32 scale at scale, as Q4GROUP.
+#define Q8GROUP(lo, hi, scale, acc) \
+	VPMOVSXBD lo, Z5 \
+	VPMOVSXBD hi, Z6 \
+	VCVTDQ2PS Z5, Z5 \
+	VCVTDQ2PS Z6, Z6 \
+	VMULPS.BCST scale, Z5, Z5 \
+	VMULPS.BCST scale, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
+// func dot4Q8AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
+//
+// quant's q8: n code bytes per row (32 a group), the scales as dot4Q4's.
+TEXT ·dot4Q8AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+	MOVQ DX, CX
+
+loopDotQ8:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (DI)(AX*4), Z20
+	VMOVUPS 64(DI)(AX*4), Z21
+	Q8GROUP((SI)(AX*1), 16(SI)(AX*1), (CX), Z0)
+	Q8GROUP((R8)(AX*1), 16(R8)(AX*1), (R11), Z1)
+	Q8GROUP((R9)(AX*1), 16(R9)(AX*1), (R12), Z2)
+	Q8GROUP((R10)(AX*1), 16(R10)(AX*1), (R13), Z3)
+	ADDQ $32, AX
+	ADDQ $4, CX
+	ADDQ $4, R11
+	ADDQ $4, R12
+	ADDQ $4, R13
+	ADDQ $128, BX
+	CMPQ AX, n+32(FP)
+	JLT loopDotQ8
+	SUM4
+	RET
+
+// Q8_0GROUP(lo, hi, scale, acc): as Q8GROUP with an f16 scale.
+#define Q8_0GROUP(lo, hi, scale, acc) \
+	VPMOVSXBD lo, Z5 \
+	VPMOVSXBD hi, Z6 \
+	VCVTDQ2PS Z5, Z5 \
+	VCVTDQ2PS Z6, Z6 \
+	SCALE(scale) \
+	VMULPS Z4, Z5, Z5 \
+	VMULPS Z4, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
+// Q4_0BLOCK(p, q, acc): the Q4_0 block with its f16 d at p and its 16
+// bytes at q (column j in the low nibble of byte j, j+16 in its high
+// one), times x's Z20 and Z21 into acc, its values looked up in the
+// nibbles Z31 times d as Q4GROUP's.
+#define Q4_0BLOCK(p, q, acc) \
+	VPMOVZXBD q, Z5 \
+	VPSRLD $4, Z5, Z6 \
+	SCALE(p) \
+	VMULPS Z4, Z31, Z9 \
+	VPERMPS Z9, Z5, Z5 \
+	VPERMPS Z9, Z6, Z6 \
+	VFMADD231PS Z20, Z5, acc \
+	VFMADD231PS Z21, Z6, acc
+
+// func dot4Q4_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// ggml's Q4_0: n blocks of 18 bytes per row; s and lds are unused.
+TEXT ·dot4Q4_0AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+	VMOVUPS nibbles<>(SB), Z31
+
+loopDotQ4_0:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (DI), Z20
+	VMOVUPS 64(DI), Z21
+	Q4_0BLOCK((SI)(AX*1), 2(SI)(AX*1), Z0)
+	Q4_0BLOCK((R8)(AX*1), 2(R8)(AX*1), Z1)
+	Q4_0BLOCK((R9)(AX*1), 2(R9)(AX*1), Z2)
+	Q4_0BLOCK((R10)(AX*1), 2(R10)(AX*1), Z3)
+	ADDQ $18, AX
+	ADDQ $128, DI
+	ADDQ $72, BX
+	DECQ CX
+	JNZ loopDotQ4_0
+	SUM4
+	RET
+
+// func dot4Q8_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// ggml's Q8_0: n blocks of 34 bytes per row; s and lds are unused.
+TEXT ·dot4Q8_0AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+
+loopDotQ8_0:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	PREFETCHT0 128(BX)
+	VMOVUPS (DI), Z20
+	VMOVUPS 64(DI), Z21
+	Q8_0GROUP(2(SI)(AX*1), 18(SI)(AX*1), (SI)(AX*1), Z0)
+	Q8_0GROUP(2(R8)(AX*1), 18(R8)(AX*1), (R8)(AX*1), Z1)
+	Q8_0GROUP(2(R9)(AX*1), 18(R9)(AX*1), (R9)(AX*1), Z2)
+	Q8_0GROUP(2(R10)(AX*1), 18(R10)(AX*1), (R10)(AX*1), Z3)
+	ADDQ $34, AX
+	ADDQ $128, DI
+	ADDQ $136, BX
+	DECQ CX
+	JNZ loopDotQ8_0
+	SUM4
+	RET
+
+// BF16CHUNK(p, acc): 16 bf16 values at p times x's Z20 into acc.
+#define BF16CHUNK(p, acc) \
+	VPMOVZXWD p, Z5 \
+	VPSLLD $16, Z5, Z5 \
+	VFMADD231PS Z20, Z5, acc
+
+// func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
+//
+// n chunks of 16 bf16 values per row; s and lds are unused.
+TEXT ·dot4BF16AVX512(SB), NOSPLIT, $0-56
+	ROWS4
+
+loopDotBF16:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (DI)(AX*2), Z20
+	BF16CHUNK((SI)(AX*1), Z0)
+	BF16CHUNK((R8)(AX*1), Z1)
+	BF16CHUNK((R9)(AX*1), Z2)
+	BF16CHUNK((R10)(AX*1), Z3)
+	ADDQ $32, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNZ loopDotBF16
+	SUM4
+	RET
+
+// func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
+//
+// out[i] = fma(p[j], v[j·ldv + i], out[i]) for j < m in order, i < n, 16
+// values of out at a time (the last masked).
+TEXT ·axpyAVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ ldv+40(FP), BX
+	SHLQ $2, BX
+	MOVQ v+32(FP), R10
+
+chunkAxpy:
+	MOVL $-1, DX
+	CMPQ CX, $16
+	JGE fullAxpy
+	MOVL $1, DX
+	SHLL CX, DX
+	DECL DX
+
+fullAxpy:
+	KMOVW DX, K1
+	VMOVUPS.Z (DI), K1, Z0
+	MOVQ p+16(FP), SI
+	MOVQ m+24(FP), R8
+	MOVQ R10, R9
+
+loopAxpy:
+	VBROADCASTSS (SI), Z1
+	VMOVUPS.Z (R9), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ $4, SI
+	ADDQ BX, R9
+	DECQ R8
+	JNZ loopAxpy
+	VMOVUPS Z0, K1, (DI)
+	ADDQ $64, DI
+	ADDQ $64, R10
+	SUBQ $16, CX
+	JG chunkAxpy
+	VZEROUPPER
+	RET

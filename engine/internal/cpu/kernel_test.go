@@ -1,0 +1,492 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/x448/float16"
+
+	"logitscope/ggml"
+	"logitscope/model"
+	"logitscope/quant"
+)
+
+// withGoKernels runs fn with the pure-Go kernels and decoders installed
+// (what engine.wasm and CPUs without AVX-512 run), restoring the others.
+func withGoKernels(fn func()) {
+	t44, t41, ax := tile4x4, tile4x1, axpy
+	qr, gr, rd := quantRows, ggmlRows, rowDots
+	tile4x4, tile4x1, axpy = tile4x4Go, tile4x1Go, axpyGo
+	quantRows, ggmlRows = map[quant.Scheme]func([]byte, []byte, int, []float32){}, map[ggml.Type]func([]byte, []float32){}
+	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
+	defer func() { tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots = t44, t41, ax, qr, gr, rd }()
+	fn()
+}
+
+// kernelPaths are the implementations a test compares: pure Go always,
+// the installed assembly where this CPU runs it.
+func kernelPaths() []string {
+	if !asmKernels() {
+		return []string{"go"}
+	}
+	return []string{"go", "asm"}
+}
+
+func onPath(path string, fn func()) {
+	if path == "go" {
+		withGoKernels(fn)
+		return
+	}
+	fn()
+}
+
+// fma32 is the correctly rounded a·b + c on triples that defeat rounding
+// twice (float32(math.FMA(a, b, c)) gets them wrong), on overflow and
+// signed zeros, and on random ones, against math/big's exact sum.
+func TestFMA32(t *testing.T) {
+	u := float32(1.0 / (1 << 23))
+	cases := [][3]float32{
+		// (1+u)(1-u) = 1 - u²: with c = 1+u the exact sum lies just
+		// below a float32 tie that float64 rounds onto.
+		{(1 + u) / 4096, (1 - u) / 4096, 1 + u},
+		{-(1 + u) / 4096, (1 - u) / 4096, -(1 + u)},
+		// The same below float32's normal range, where a tie of the
+		// subnormal spacing ends float64's mantissa in other bits.
+		{(1 + u) * 0x1p-75, (1 - u) * 0x1p-75, math.Float32frombits(0x7ffff)},
+		{(1 + u) / 4096, (1 - u) / 4096, 1 + 2*u},
+		{math.MaxFloat32, 2, 0},
+		{math.MaxFloat32, 2, -math.MaxFloat32},
+		{1e-30, -1e-30, 0}, // underflows to −0
+		{0, -1, 0},
+		{float32(math.Copysign(0, -1)), 1, float32(math.Copysign(0, -1))},
+		{3, float32(math.Inf(1)), 1},
+		{1e-20, 1e-20, 1e-45},
+	}
+	if a, b, c := cases[0][0], cases[0][1], cases[0][2]; float32(math.FMA(float64(a), float64(b), float64(c))) == exactFMA(a, b, c) {
+		t.Fatal("the first case does not defeat rounding twice")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		f := func() float32 {
+			return math.Float32frombits(rng.Uint32()&0x3fffffff ^ uint32(rng.IntN(2))<<31 | 0x20000000)
+		}
+		cases = append(cases, [3]float32{f(), f(), f()})
+		// Sums below float32's normal range, and ties: c a float32 and
+		// a·b about half its last bit, give or take a few bits.
+		tiny := func() float32 { return f() * 0x1p-66 }
+		cases = append(cases, [3]float32{tiny(), tiny(), tiny()})
+		c := f()
+		half := float32(math.Ldexp(1, math.Ilogb(float64(c))-24))
+		cases = append(cases, [3]float32{half * (1 + float32(rng.IntN(8))*u), 1 - float32(rng.IntN(8))*u, c})
+	}
+	for _, c := range cases {
+		a, b, z := c[0], c[1], c[2]
+		got, want := fma32(a, b, z), exactFMA(a, b, z)
+		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+			t.Fatalf("fma32(%g, %g, %g) = %g (%#x), want %g (%#x)", a, b, z, got, math.Float32bits(got), want, math.Float32bits(want))
+		}
+	}
+}
+
+// exactFMA rounds the exact a·b + c once, with IEEE's signs of zero and
+// infinities.
+func exactFMA(a, b, c float32) float32 {
+	p, s := float64(a)*float64(b), float64(a)*float64(b)+float64(c)
+	if math.IsInf(p, 0) || math.IsInf(float64(c), 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+	x.Mul(x, new(big.Float).SetFloat64(float64(b)))
+	x.Add(x, new(big.Float).SetFloat64(float64(c)))
+	if x.Sign() == 0 {
+		if p == 0 && c == 0 && math.Signbit(p) && math.Signbit(float64(c)) {
+			return float32(math.Copysign(0, -1))
+		}
+		return 0
+	}
+	f, _ := x.Float32()
+	return f
+}
+
+// The assembly tiles compute the pure-Go order's bits, on shapes with and
+// without a partial chunk, with zeros of both signs, underflowing
+// products and infinities.
+func TestTilesMatchGo(t *testing.T) {
+	if !asmKernels() {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []int{1, 7, 15, 16, 17, 31, 32, 33, 100, 901} {
+		for trial := range 20 {
+			ldw, ldx := k+3, k+1
+			w, x := randomValues(rng, 3*ldw+k, trial), randomValues(rng, 3*ldx+k, trial)
+			if trial == 4 {
+				for i := range w {
+					w[i] = -w[i] // lanes of −0, turned +0 by the padding
+				}
+			}
+			// Whole rows, and rows in two panels split at 16 columns.
+			var whole [16]float32
+			for _, split := range []int{k, min(k, 16)} {
+				var accA, accG [16][lanes]float32
+				var a, g [16]float32
+				flags := first
+				if split == k {
+					flags |= last
+				}
+				tile4x4(w, ldw, x, ldx, split, &accA, &a, flags)
+				tile4x4Go(w, ldw, x, ldx, split, &accG, &g, flags)
+				if split < k {
+					tile4x4(w[split:], ldw, x[split:], ldx, k-split, &accA, &a, last)
+					tile4x4Go(w[split:], ldw, x[split:], ldx, k-split, &accG, &g, last)
+				} else {
+					whole = g
+				}
+				what := fmt.Sprintf("tile4x4 k=%d split %d trial %d", k, split, trial)
+				sameBits(t, what, a[:], g[:])
+				sameBits(t, what+" against whole rows", g[:], whole[:])
+			}
+			var a1, g1 [4]float32
+			tile4x1(w, ldw, x, k, &a1)
+			tile4x1Go(w, ldw, x, k, &g1)
+			sameBits(t, fmt.Sprintf("tile4x1 k=%d trial %d", k, trial), a1[:], g1[:])
+		}
+	}
+}
+
+// The assembly axpy computes the pure-Go chains' bits, for rows of 1 to
+// 40 values (a partial last chunk of 16) and 1 to 9 of them.
+func TestAxpyMatchesGo(t *testing.T) {
+	if !asmKernels() {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 1; n <= 40; n++ {
+		for m := 1; m <= 9; m++ {
+			for trial := range 4 {
+				ldv := n + 3
+				p, v := randomValues(rng, m, trial), randomValues(rng, m*ldv, trial)
+				init := randomValues(rng, n, trial)
+				a, g := append([]float32(nil), init...), append([]float32(nil), init...)
+				axpy(a, p, v, ldv)
+				axpyGo(g, p, v, ldv)
+				sameBits(t, fmt.Sprintf("axpy n=%d m=%d trial %d", n, m, trial), a, g)
+			}
+		}
+	}
+}
+
+// randomValues: normal values, and in some trials zeros of either sign,
+// values whose products underflow (in trial 4 every value is 1e-25, so
+// that with one side negated every product rounds to −0), and infinities
+// among them.
+func randomValues(rng *rand.Rand, n, trial int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+		switch {
+		case trial == 4:
+			v[i] = 1e-25
+		case trial%4 == 1 && rng.IntN(3) == 0:
+			v[i] = float32(math.Copysign(0, float64(v[i])))
+		case trial%4 == 2:
+			v[i] *= 1e-25
+		case trial%4 == 3 && rng.IntN(50) == 0:
+			v[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+		}
+	}
+	return v
+}
+
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		g, w := got[i], want[i]
+		if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+			t.Fatalf("%s: [%d] = %g (%#x), want %g (%#x)", what, i, g, math.Float32bits(g), w, math.Float32bits(w))
+		}
+	}
+}
+
+// stored is a matrix in one of the formats the CPU computes with, split
+// into two pieces, and its values decoded by the reference decoders.
+func stored(t testing.TB, rng *rand.Rand, f model.Format, rows, cols int) (*model.Matrix, []float32) {
+	t.Helper()
+	m := &model.Matrix{Rows: rows, Cols: cols}
+	ref := make([]float32, rows*cols)
+	for _, span := range [][2]int{{0, rows / 3}, {rows / 3, rows}} {
+		a, b := span[0], span[1]
+		if a == b {
+			continue
+		}
+		out := ref[a*cols : b*cols]
+		var data []byte
+		if f.Scheme != "" {
+			for i := range out {
+				out[i] = float32(rng.NormFloat64())
+			}
+			var err error
+			if data, err = quant.Quantize(f.Scheme, out, b-a, cols); err != nil {
+				t.Fatal(err)
+			}
+			if err := quant.Dequantize(f.Scheme, data, b-a, cols, out); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			data = randomBlocks(t, rng, f.Type, b-a, cols, out)
+		}
+		m.Pieces = append(m.Pieces, model.Piece{Row0: a, Rows: b - a, Format: f, Data: data})
+	}
+	if err := m.CheckPieces(f.String()); err != nil {
+		t.Fatal(err)
+	}
+	return m, ref
+}
+
+// randomBlocks is rows of random ggml blocks of type t whose values are
+// finite and at most 1e3 in magnitude (a block is drawn again until
+// they are), decoded into out.
+func randomBlocks(t testing.TB, rng *rand.Rand, typ ggml.Type, rows, cols int, out []float32) []byte {
+	t.Helper()
+	bs, bb := typ.BlockSize(), typ.BlockBytes()
+	data := make([]byte, rows*cols/bs*bb)
+	for i := 0; i < len(out)/bs; i++ {
+		blk, vals := data[i*bb:(i+1)*bb], out[i*bs:(i+1)*bs]
+		for {
+			for j := range blk {
+				blk[j] = byte(rng.Uint32())
+			}
+			if typ == ggml.F32 {
+				for j := range vals {
+					v := math.Float32bits(float32(rng.NormFloat64()))
+					blk[4*j], blk[4*j+1], blk[4*j+2], blk[4*j+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+				}
+			}
+			if err := ggml.Dequantize(typ, blk, vals); err != nil {
+				t.Fatal(err)
+			}
+			ok := true
+			for _, v := range vals {
+				ok = ok && !(math.Abs(float64(v)) > 1e3) // NaN fails too
+			}
+			if ok {
+				break
+			}
+		}
+	}
+	return data
+}
+
+// formatCase is a format the CPU reads and a column count it can hold:
+// not a multiple of the kernels' 16 lanes where the format allows it,
+// whole groups of 32, and more than a panel.
+type formatCase struct {
+	f    model.Format
+	cols int
+}
+
+func formats() []formatCase {
+	var out []formatCase
+	for _, cols := range []int{75, 96} { // 96: whole groups, for the fused kernels
+		for _, s := range quant.Schemes {
+			out = append(out, formatCase{model.Format{Scheme: s}, cols})
+		}
+		for _, typ := range []ggml.Type{ggml.F32, ggml.F16, ggml.BF16} {
+			out = append(out, formatCase{model.Format{Type: typ}, cols})
+		}
+	}
+	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q8_0} {
+		out = append(out, formatCase{model.Format{Type: typ}, 96})
+	}
+	for _, typ := range []ggml.Type{ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K} {
+		out = append(out, formatCase{model.Format{Type: typ}, 256})
+	}
+	// Rows longer than a prefill panel.
+	return append(out, formatCase{model.Format{Scheme: quant.Q4}, 1100}, formatCase{model.Format{Type: ggml.BF16}, 1100},
+		formatCase{model.Format{Type: ggml.Q8_0}, 1120})
+}
+
+// Every stored format gives the bits of the float32 matrix of its
+// reference-decoded values, which give the order's bits element by
+// element (dotGo), with and without a bias, for one token and for
+// several (with a partial tile of tokens), odd row counts (partial tiles
+// of rows, blocks split by pieces), on both kernel paths; and the float64
+// product is near.
+func TestMatmulStoredMatchesFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, fc := range formats() {
+		for _, rows := range []int{1, 6, 67} {
+			W, ref := stored(t, rng, fc.f, rows, fc.cols)
+			F := &model.Matrix{Rows: rows, Cols: fc.cols, Data: ref}
+			for _, T := range []int{1, 3, 9} {
+				for _, bias := range []bool{false, true} {
+					x := randomValues(rng, T*fc.cols, 0)
+					var b []float32
+					if bias {
+						b = randomValues(rng, rows, 0)
+					}
+					name := fmt.Sprintf("%v/%dx%d/T=%d/bias=%v", fc.f, rows, fc.cols, T, bias)
+					want := make([]float32, T*rows)
+					for tk := range T {
+						for r := range rows {
+							want[tk*rows+r] = dotGo(ref[r*fc.cols:(r+1)*fc.cols], x[tk*fc.cols:(tk+1)*fc.cols])
+							if bias {
+								want[tk*rows+r] += b[r]
+							}
+						}
+					}
+					for _, path := range kernelPaths() {
+						onPath(path, func() {
+							got, gotF := make([]float32, T*rows), make([]float32, T*rows)
+							matmul(got, x, W, b, T)
+							matmul(gotF, x, F, b, T)
+							sameBits(t, name+"/"+path+"/stored", got, want)
+							sameBits(t, name+"/"+path+"/float32", gotF, want)
+						})
+					}
+					for tk := range T {
+						for r := range rows {
+							var exact, mag float64
+							for j := range fc.cols {
+								p := float64(ref[r*fc.cols+j]) * float64(x[tk*fc.cols+j])
+								exact, mag = exact+p, mag+math.Abs(p)
+							}
+							if bias {
+								exact += float64(b[r])
+								mag += math.Abs(float64(b[r]))
+							}
+							if d := math.Abs(float64(want[tk*rows+r]) - exact); d > 1e-5*mag {
+								t.Fatalf("%s: [%d,%d] = %g, float64 %g", name, tk, r, want[tk*rows+r], exact)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// The embedding lookup decodes one row as the reference decoders do.
+func TestRowDecodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, fc := range formats() {
+		W, ref := stored(t, rng, fc.f, 13, fc.cols)
+		for _, path := range kernelPaths() {
+			onPath(path, func() {
+				for r := range W.Rows {
+					got := make([]float32, fc.cols)
+					row(W, r, got)
+					sameBits(t, fmt.Sprintf("%v row %d (%s)", fc.f, r, path), got, ref[r*fc.cols:(r+1)*fc.cols])
+				}
+			})
+		}
+	}
+}
+
+// The assembly decoders widen every f16 scale or value as the reference
+// does, infinities, NaNs and subnormals included (a NaN's payload may
+// differ: both are NaN), on random bytes.
+func TestDecodersOnRandomBytes(t *testing.T) {
+	if !asmKernels() {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, fc := range formats() {
+		f := fc.f
+		if quantRows[f.Scheme] == nil && ggmlRows[f.Type] == nil {
+			continue
+		}
+		size, _ := modelBytes(f, 5, fc.cols)
+		p := &model.Piece{Rows: 5, Format: f, Data: make([]byte, size)}
+		for trial := range 50 {
+			for i := range p.Data {
+				p.Data[i] = byte(rng.Uint32())
+			}
+			got := make([]float32, 5*fc.cols+2*quant.GroupSize)
+			want := make([]float32, 5*fc.cols+2*quant.GroupSize)
+			decodeRows(p, fc.cols, 0, 5, got)
+			withGoKernels(func() { decodeRows(p, fc.cols, 0, 5, want) })
+			sameBits(t, fmt.Sprintf("%v trial %d", f, trial), got[:5*fc.cols], want[:5*fc.cols])
+		}
+	}
+}
+
+func modelBytes(f model.Format, rows, cols int) (int, error) {
+	if f.Scheme != "" {
+		l, err := quant.NewLayout(f.Scheme, rows, cols)
+		return l.Bytes(), err
+	}
+	rb, err := f.Type.RowBytes(cols)
+	return rows * int(rb), err
+}
+
+// BenchmarkMatmul times one matmul of Qwen2.5-0.5B's MLP shapes per
+// format, for one token (decode: bound by reading the weights, reported
+// as stored GB/s) and a chunk of 32 (prefill: bound by arithmetic,
+// reported as GFLOP/s), and the CPU time it took per weight (all threads:
+// on a machine others share, it varies less than the wall time).
+func BenchmarkMatmul(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, f := range []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}} {
+		for _, shape := range [][2]int{{4864, 896}, {896, 4864}} {
+			rows, cols := shape[0], shape[1]
+			W := benchMatrix(b, rng, f, rows, cols)
+			size, _ := modelBytes(f, rows, cols)
+			for _, T := range []int{1, 32} {
+				b.Run(fmt.Sprintf("%v/%dx%d/T=%d", f, rows, cols, T), func(b *testing.B) {
+					x, out := randomValues(rng, T*cols, 0), make([]float32, T*rows)
+					cpu0 := cpuTime()
+					for b.Loop() {
+						matmul(out, x, W, nil, T)
+					}
+					sec := b.Elapsed().Seconds() / float64(b.N)
+					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/float64(rows*cols*T), "cpu-ns/weight")
+					b.ReportMetric(float64(size)/sec/1e9, "GB/s")
+					b.ReportMetric(2*float64(rows*cols*T)/sec/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}
+
+// benchMatrix is a matrix of format f holding weights of a trained
+// model's sizes (normal floats of 0.02, as if quantized from them):
+// random bytes would hold subnormal values, which cost the FMA units a
+// hundred cycles each.
+func benchMatrix(b *testing.B, rng *rand.Rand, f model.Format, rows, cols int) *model.Matrix {
+	if f.Scheme != "" {
+		m, _ := stored(b, rng, f, rows, cols)
+		return m
+	}
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.02)
+	}
+	if f.Type == ggml.F32 {
+		return &model.Matrix{Rows: rows, Cols: cols, Data: w}
+	}
+	size, _ := modelBytes(f, rows, cols)
+	data := make([]byte, size)
+	switch f.Type {
+	case ggml.BF16:
+		for i, v := range w {
+			binary.LittleEndian.PutUint16(data[2*i:], uint16(math.Float32bits(v)>>16))
+		}
+	case ggml.Q8_0, ggml.Q4_0:
+		// Random codes under a scale of a normal weight's size.
+		bb := f.Type.BlockBytes()
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for i := 0; i < len(data); i += bb {
+			binary.LittleEndian.PutUint16(data[i:], float16.Fromfloat32(0.02/7).Bits())
+		}
+	default:
+		b.Fatalf("no benchmark weights for %v", f)
+	}
+	return &model.Matrix{Rows: rows, Cols: cols, Pieces: []model.Piece{{Rows: rows, Format: f, Data: data}}}
+}

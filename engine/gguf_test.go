@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -10,13 +9,12 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/ggufmodel"
+	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/llamacpp"
-	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
-	"logitscope/variant"
 )
 
 // On GGUF files the GPU matches the CPU engine as on logitscope's own
@@ -87,25 +85,7 @@ func ggufOf(t *testing.T, preset, scheme string) (*checkpoint.Checkpoint, string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ck.Close() })
-	var v *variant.Variant
-	if scheme != "f32" {
-		vdir, err := variant.Ensure(ck, quant.Scheme(scheme), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v, err = variant.Open(vdir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), preset+"-"+scheme+".gguf")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := ggufmodel.Export(f, ck, v); err != nil {
-		t.Fatal(err)
-	}
+	path := ggufmodeltest.Export(t, dir, scheme, preset+"-"+scheme+".gguf")
 	return ck, path
 }
 

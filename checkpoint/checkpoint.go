@@ -27,10 +27,9 @@ type Checkpoint struct {
 	// checkpoint.
 	GGUF string
 
-	shards    []*safetensors.File          // sorted by path
-	tensors   map[string]*safetensors.File // tensor name → shard holding it
-	fp        string                       // Fingerprint, once computed
-	noWeights bool                         // OpenWithoutWeights
+	shards  []*safetensors.File          // sorted by path
+	tensors map[string]*safetensors.File // tensor name → shard holding it
+	fp      string                       // Fingerprint, once computed
 }
 
 // Open resolves path and opens config, generation config and all shards.
@@ -57,7 +56,7 @@ func OpenWithoutWeights(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.tensors, c.noWeights = map[string]*safetensors.File{}, true
+	c.tensors = map[string]*safetensors.File{}
 	return c, nil
 }
 

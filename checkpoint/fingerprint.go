@@ -30,7 +30,7 @@ func (c *Checkpoint) Fingerprint() (string, error) {
 		c.fp = fp
 		return fp, err
 	}
-	if c.noWeights {
+	if len(c.shards) == 0 { // OpenWithoutWeights: Open refuses a model without shards
 		return "", fmt.Errorf("checkpoint: %s was opened without its weights: it has no fingerprint", c.Dir)
 	}
 	files := []string{filepath.Join(c.Dir, "config.json")}

@@ -125,11 +125,7 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 // ggufReceipt is what a receipt records of a GGUF file whose sha256 is
 // sum.
 func ggufReceipt(w *ggufmodel.Weights, sum string) *receipt.GGUF {
-	types := map[string]int{}
-	for t, n := range w.Types() {
-		types[t.String()] = n
-	}
-	return &receipt.GGUF{SHA256: sum, Types: types}
+	return &receipt.GGUF{SHA256: sum, Types: ggufmodel.TypeNames(w.Types())}
 }
 
 // runNative runs req on the Go engine, on the device opt asks for.

@@ -239,12 +239,16 @@ func (w *Weights) Types() map[ggml.Type]int {
 
 // TypeMix is Types as one line, most tensors first: "Q4_K 169, Q6_K 29,
 // F32 113".
-func (w *Weights) TypeMix() string {
-	n := map[string]int{}
-	for t, c := range w.Types() {
+func (w *Weights) TypeMix() string { return Mix(TypeNames(w.Types())) }
+
+// TypeNames keys tensor counts by type name ("Q4_K"), as receipts, the
+// server's model list and Mix hold them.
+func TypeNames(counts map[ggml.Type]int) map[string]int {
+	n := make(map[string]int, len(counts))
+	for t, c := range counts {
 		n[t.String()] = c
 	}
-	return Mix(n)
+	return n
 }
 
 // Mix writes tensor counts by type name as TypeMix does.

@@ -8,6 +8,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/engine"
+	"logitscope/ggufmodel"
 	"logitscope/quant"
 	"logitscope/variant"
 )
@@ -161,11 +162,7 @@ func loadGGUFs(name, realDir string, warn func(format string, args ...any)) ([]V
 			warn("serve: model %s: %s skipped: %v", name, e.Name(), err)
 			continue
 		}
-		types := map[string]int{}
-		for t, n := range w.Types() {
-			types[t.String()] = n
-		}
-		out = append(out, VariantInfo{Kind: KindGGUF, Name: e.Name(), Bytes: st.Size(), Types: types})
+		out = append(out, VariantInfo{Kind: KindGGUF, Name: e.Name(), Bytes: st.Size(), Types: ggufmodel.TypeNames(w.Types())})
 	}
 	return out, nil
 }

@@ -52,11 +52,7 @@ func export(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mix := map[string]int{}
-	for t, n := range e.Types {
-		mix[t.String()] = n
-	}
-	fmt.Fprintf(stdout, "wrote %s (%s: %s), %.1f MB\n", *out, *name, ggufmodel.Mix(mix), float64(st.Size())/1e6)
+	fmt.Fprintf(stdout, "wrote %s (%s: %s), %.1f MB\n", *out, *name, ggufmodel.Mix(ggufmodel.TypeNames(e.Types)), float64(st.Size())/1e6)
 	for _, n := range e.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}

@@ -117,10 +117,7 @@ func BenchmarkDecode(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.Cleanup(s.Close)
-					ids := make([]int, prompt)
-					for i := range ids {
-						ids[i] = (i*7919 + 13) % 300
-					}
+					ids := probeIDs(prompt)
 					pos := 0
 					fresh := func() {
 						b.StopTimer()
@@ -190,10 +187,7 @@ func BenchmarkCPU(b *testing.B) {
 					b.Fatal(err)
 				}
 				const prompt, gen = 79, 32
-				ids := make([]int, prompt)
-				for i := range ids {
-					ids[i] = (i*7919 + 13) % 300
-				}
+				ids := probeIDs(prompt)
 				resetPeakRSS()
 				s, err := engine.Open(ck, engine.Options{Variant: v, Capacity: prompt + gen})
 				if err != nil {

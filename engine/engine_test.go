@@ -77,10 +77,7 @@ func TestForwardMatchesCPU(t *testing.T) {
 			}
 			t.Run(p.Name+"/"+scheme, func(t *testing.T) {
 				c, g := bothEngines(t, p, scheme, 64)
-				ids := make([]int, 40)
-				for i := range ids {
-					ids[i] = (i*7919 + 13) % 300
-				}
+				ids := probeIDs(40)
 				want, err := session.Forward(c, ids, true)
 				if err != nil {
 					t.Fatal(err)
@@ -122,6 +119,16 @@ func TestForwardMatchesCPU(t *testing.T) {
 			})
 		}
 	}
+}
+
+// probeIDs is n token ids spread over the first 300 of the vocabulary,
+// the same for every test and benchmark.
+func probeIDs(n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = (i*7919 + 13) % 300
+	}
+	return ids
 }
 
 // gpuError is how far the GPU's logits (each row's first vocab values)
@@ -228,10 +235,7 @@ func TestPolicyVariant(t *testing.T) {
 	if err := variant.Write(ck, quant.Q4, variant.DefaultDir(dir, "q4"), variant.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]int, 40)
-	for i := range ids {
-		ids[i] = (i*7919 + 13) % 300
-	}
+	ids := probeIDs(40)
 	rows := map[string][][]float32{}
 	for _, c := range []struct {
 		name, variant string
@@ -313,10 +317,7 @@ func TestMixedVariant(t *testing.T) {
 				}
 				defer e[i].Close()
 			}
-			ids := make([]int, 40)
-			for i := range ids {
-				ids[i] = (i*7919 + 13) % 300
-			}
+			ids := probeIDs(40)
 			var rows [2][][]float32
 			for i := range e {
 				if rows[i], err = session.Forward(e[i], ids, true); err != nil {
@@ -369,10 +370,7 @@ func TestMixedExperts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]int, 40)
-	for i := range ids {
-		ids[i] = (i*7919 + 13) % 300
-	}
+	ids := probeIDs(40)
 	var rows [2][][]float32
 	for i, d := range []gpu.Device{nil, dev} {
 		e, err := engine.Open(ck, engine.Options{Variant: v, Device: d, Capacity: 64})

@@ -48,10 +48,7 @@ func TestGGUFMatchesCPU(t *testing.T) {
 				}
 				defer e[i].Close()
 			}
-			ids := make([]int, 40)
-			for i := range ids {
-				ids[i] = (i*7919 + 13) % 300
-			}
+			ids := probeIDs(40)
 			want, err := session.Forward(e[0], ids, true)
 			if err != nil {
 				t.Fatal(err)
@@ -149,10 +146,7 @@ func TestGGUFExportSameOnCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids := make([]int, 40)
-			for i := range ids {
-				ids[i] = (i*7919 + 13) % 300
-			}
+			ids := probeIDs(40)
 			var rows [2][][]float32
 			for i, opt := range []engine.Options{{Variant: v}, {GGUF: w}} {
 				opt.Capacity = len(ids)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"logitscope/checkpoint"
@@ -18,6 +20,7 @@ import (
 	"logitscope/gpu"
 	"logitscope/gpu/native"
 	"logitscope/model"
+	"logitscope/progress"
 	"logitscope/quant"
 	"logitscope/receipt"
 	"logitscope/routing"
@@ -30,7 +33,10 @@ type Options struct {
 	Device  string    // gpu, cpu, or auto: the GPU when an adapter exists
 	Runtime string    // native, wasm, or auto (AutoRuntime)
 	Engine  string    // engine.wasm for the wasm runtime (EnginePath)
-	Log     io.Writer // which device and runtime run, loading progress
+	Log     io.Writer // which device and runtime run, and why
+	// Progress shows loading the weights and running the request's
+	// tokens (nil: nothing shown).
+	Progress progress.Meter
 }
 
 // Capture is what a request produced and what its receipt records.
@@ -56,6 +62,9 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if opt.Log == nil {
 		opt.Log = io.Discard
 	}
+	if opt.Progress == nil {
+		opt.Progress = progress.Discard
+	}
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
@@ -64,7 +73,7 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	// Opened natively on either runtime: verified against the checkpoint
 	// before anything runs, and its seal (a GGUF's sha256) goes into the
 	// receipt.
-	eo := engine.Options{Capacity: req.Capacity(), Progress: progress(opt.Log)}
+	eo := engine.Options{Capacity: req.Capacity(), Progress: loading(opt.Progress)}
 	switch {
 	case engine.IsGGUF(variantName):
 		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
@@ -95,17 +104,9 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 			c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
 		}
 	}
-	rt := opt.Runtime
-	switch {
-	case ck.GGUF != "" && rt == "wasm":
-		// engine.wasm opens a GGUF as a variant of the model directory it
-		// sees, not as a model by itself.
-		err = fmt.Errorf("%s: engine.wasm does not read GGUF files as models: use --runtime native", ck.GGUF)
-	case ck.GGUF != "":
-		rt = "native"
-		fmt.Fprintf(opt.Log, "runtime: native (engine.wasm does not read GGUF files as models)\n")
-	case rt == "auto" || rt == "":
-		rt = AutoRuntime(opt, ck, variantName)
+	rt, note, err := runtimeFor(ck, variantName, opt)
+	if note != "" {
+		fmt.Fprintf(opt.Log, "runtime: native (%s)\n", note)
 	}
 	switch {
 	case err != nil:
@@ -145,56 +146,107 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 	}
 	defer e.Close()
 	start := time.Now()
-	c.Result, err = session.Drive(e, req)
+	opt.Progress.Start(int64(req.Tokens()), "capture "+string(req.Mode), "tokens")
+	c.Result, err = session.DriveTracked(e, req, func(n int) { opt.Progress.Add(int64(n)) })
+	opt.Progress.Done()
 	c.Took = time.Since(start)
 	return err
 }
 
-// openDevice opens what opt.Device asks for: the native WebGPU for gpu or
-// auto, none (nil: the CPU) for cpu or for auto without an adapter. It
-// names the device with name and says which on opt.Log, and why when auto
-// fell back to the CPU.
+// runtimeFor is the runtime opt asks for, made concrete: auto picks one
+// (AutoRuntime), and a model opened from a GGUF file runs natively. note
+// says why the run is native when it was not asked for.
+func runtimeFor(ck *checkpoint.Checkpoint, variantName string, opt Options) (rt, note string, err error) {
+	switch rt = opt.Runtime; {
+	case ck.GGUF != "" && rt == "wasm":
+		// engine.wasm opens a GGUF as a variant of the model directory it
+		// sees, not as a model by itself.
+		return "", "", fmt.Errorf("%s: engine.wasm does not read GGUF files as models: use --runtime native", ck.GGUF)
+	case ck.GGUF != "":
+		return "native", "engine.wasm does not read GGUF files as models", nil
+	case rt == "auto" || rt == "":
+		rt, note = AutoRuntime(opt, ck, variantName)
+		return rt, note, nil
+	case rt == "native" || rt == "wasm":
+		return rt, "", nil
+	}
+	return "", "", fmt.Errorf("--runtime %q: want native or wasm", opt.Runtime)
+}
+
+// Target is where a request would run, as Run would pick it: the runtime,
+// and the device as the receipt names it.
+type Target struct {
+	Runtime string `json:"runtime"`
+	Device  string `json:"device"`
+	// Why says why auto chose native, or the CPU.
+	Why string `json:"why,omitempty"`
+}
+
+// Where says where Run would run a request with opt, running nothing: it
+// opens the GPU (when asked for) only to name it. For dry runs.
+func Where(ck *checkpoint.Checkpoint, variantName string, opt Options) (Target, error) {
+	rt, note, err := runtimeFor(ck, variantName, opt)
+	if err != nil {
+		return Target{}, err
+	}
+	dev, why, err := probeDevice(opt)
+	if err != nil {
+		return Target{}, err
+	}
+	t := Target{Runtime: rt, Device: engine.DeviceName(dev), Why: strings.Join(slices.DeleteFunc([]string{note, why}, func(s string) bool { return s == "" }), "; ")}
+	if dev != nil {
+		dev.Close()
+	}
+	if rt == "wasm" {
+		t.Device = "wasm+" + t.Device
+	}
+	return t, nil
+}
+
+// openDevice opens what opt.Device asks for (probeDevice), names it with
+// name and says which on opt.Log, and why when auto fell back to the CPU.
 func openDevice(opt Options, name func(gpu.Device) string) (gpu.Device, string, error) {
-	var dev gpu.Device
-	why := ""
+	dev, why, err := probeDevice(opt)
+	if err != nil {
+		return nil, "", err
+	}
+	n := name(dev)
+	if why != "" {
+		why = " (" + why + ")"
+	}
+	fmt.Fprintf(opt.Log, "device: %s%s\n", n, why)
+	return dev, n, nil
+}
+
+// probeDevice opens the native WebGPU for gpu or auto, none (nil: the
+// CPU) for cpu or for auto without an adapter, saying why then.
+func probeDevice(opt Options) (dev gpu.Device, why string, err error) {
 	switch opt.Device {
 	case "gpu", "auto":
 		d, err := native.Open()
 		switch {
 		case err == nil:
-			dev = d
+			return d, "", nil
 		case opt.Device == "gpu":
 			return nil, "", err
-		default:
-			why = fmt.Sprintf(" (%v)", err)
 		}
+		return nil, err.Error(), nil
 	case "cpu":
-	default:
-		return nil, "", fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
+		return nil, "", nil
 	}
-	n := name(dev)
-	fmt.Fprintf(opt.Log, "device: %s%s\n", n, why)
-	return dev, n, nil
+	return nil, "", fmt.Errorf("--device %q: want gpu, cpu or auto", opt.Device)
 }
 
-// progress reports weight loading on the terminal: bytes at most every 5%,
-// tensors as they upload.
-func progress(w io.Writer) func(done, total int64, unit string) {
-	last := int64(-1)
+// loading shows weight loading on m: bytes read for the CPU, tensors
+// uploaded for the GPU.
+func loading(m progress.Meter) func(done, total int64, unit string) {
+	read := progress.Track(m, "loading weights", progress.Bytes)
+	upload := progress.Track(m, "uploading weights", "tensors")
 	return func(done, total int64, unit string) {
-		switch unit {
-		case "bytes":
-			pct := done * 100 / max(total, 1)
-			if pct/5 == last/5 && done != total {
-				return
-			}
-			last = pct
-			fmt.Fprintf(w, "\rloading weights: %3d%% (%d / %d MB)", pct, done>>20, total>>20)
-		default:
-			fmt.Fprintf(w, "\ruploading weights: %d/%d %s", done, total, unit)
-		}
-		if done == total {
-			fmt.Fprintln(w)
+		if unit == "bytes" {
+			read(done, total)
+		} else {
+			upload(done, total)
 		}
 	}
 }

@@ -36,9 +36,8 @@ func EnginePath(flagValue string) string {
 // AutoRuntime picks engine.wasm, the module browsers run, when it is built,
 // the GPU is asked for (gpu or auto) and present, and the variant is one
 // the guest can see (it sees only the model directory: guestVariant); else
-// the native engine. It says which on opt.Log.
-func AutoRuntime(opt Options, ck *checkpoint.Checkpoint, variantName string) string {
-	why := ""
+// the native engine, saying why.
+func AutoRuntime(opt Options, ck *checkpoint.Checkpoint, variantName string) (rt, why string) {
 	if _, err := os.Stat(EnginePath(opt.Engine)); err != nil {
 		why = "no engine.wasm; make wasm builds it"
 	} else if opt.Device == "cpu" {
@@ -49,10 +48,9 @@ func AutoRuntime(opt Options, ck *checkpoint.Checkpoint, variantName string) str
 		why = "no GPU adapter"
 	} else {
 		dev.Close()
-		return "wasm"
+		return "wasm", ""
 	}
-	fmt.Fprintf(opt.Log, "runtime: native (%s)\n", why)
-	return "native"
+	return "native", why
 }
 
 // wasmCallTimeout bounds each call into engine.wasm, so that a guest

@@ -15,6 +15,7 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/dump"
 	"logitscope/margins"
+	"logitscope/progress"
 	"logitscope/quant"
 	"logitscope/receipt"
 	"logitscope/session"
@@ -26,7 +27,8 @@ import (
 // Options say how to run a suite.
 type Options struct {
 	// Capture is where the cases run (runtime, engine.wasm, device); each
-	// case's capture lines go to its own capture.log.
+	// case's capture lines go to its own capture.log, and so does their
+	// progress unless Capture.Progress shows it (a terminal's bar).
 	Capture capture.Options
 	// Out is the directory of each case's outputs (Out/<name>/: dumps,
 	// receipts, capture.log, report.txt, report.json) and summary.json.
@@ -163,6 +165,9 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	}
 	defer logf.Close()
 	co.Log = logf
+	if co.Progress == nil {
+		co.Progress = progress.NewLines(logf)
+	}
 	for _, v := range []string{c.Reference, c.Test} {
 		// A scheme the model lacks is quantized first; f32 needs nothing,
 		// and a directory is the capture's to check.

@@ -148,10 +148,23 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 	}
 	if ck.GGUF != "" {
 		return nil, fmt.Errorf("variant %s: the model %s is a GGUF file, which has no logitscope variants (they quantize a Hugging Face checkpoint's weights): "+
-			"quantize the checkpoint it was converted from instead (logitscope quantize --model DIR), or compare another GGUF file (--variant OTHER.gguf)", name, ck.GGUF)
+			"quantize the checkpoint it was converted from instead (logitscope quantize --model CHECKPOINT_DIR --scheme q4), or compare another GGUF file (--variant OTHER.gguf)", name, ck.GGUF)
+	}
+	requantize := fmt.Sprintf("logitscope quantize --model %s --scheme %s", ck.Dir, filepath.Base(dir))
+	if dir != variant.DefaultDir(ck.Dir, filepath.Base(dir)) {
+		requantize = "" // a directory of the user's: which scheme it held is not known here
 	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no variant at %s: run logitscope quantize --model %s --scheme %s", dir, ck.Dir, filepath.Base(dir))
+		if dir == name && !strings.ContainsAny(name, `/\`) {
+			// Neither a scheme nor, by its look, a directory: a mistyped
+			// scheme (q5) is likelier than a variant in the working
+			// directory, and no quantize command would make it.
+			return nil, fmt.Errorf("--variant %s: no such scheme or variant directory (schemes: f32, %s; or a variant directory, or a GGUF file)", name, schemeList())
+		}
+		if requantize == "" {
+			return nil, fmt.Errorf("no variant at %s (no manifest.json): give a directory that logitscope quantize --out wrote", dir)
+		}
+		return nil, fmt.Errorf("no variant at %s: run %s", dir, requantize)
 	}
 	v, err := variant.Open(dir)
 	if err != nil {
@@ -161,5 +174,20 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 	if err != nil {
 		return nil, err
 	}
-	return v, v.CheckSource(fp)
+	if err := v.CheckSource(fp); err != nil {
+		if requantize == "" {
+			return nil, fmt.Errorf("%w: quantize this model again into it (logitscope quantize --model %s --scheme SCHEME --out %s)", err, ck.Dir, dir)
+		}
+		return nil, fmt.Errorf("%w: run %s", err, requantize)
+	}
+	return v, nil
+}
+
+// schemeList is the quantization schemes, "q8, q6, q4".
+func schemeList() string {
+	s := make([]string, len(quant.Schemes))
+	for i, sc := range quant.Schemes {
+		s[i] = string(sc)
+	}
+	return strings.Join(s, ", ")
 }

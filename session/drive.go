@@ -9,6 +9,12 @@ import (
 // Drive runs a request to completion on a blocking host: each chunk
 // submitted, its kept rows read back and fed.
 func Drive(e engine.Engine, req Request) (Result, error) {
+	return DriveTracked(e, req, nil)
+}
+
+// DriveTracked is Drive telling ran, if not nil, the tokens of each chunk
+// once it has run (Request.Tokens in all, or fewer when decoding stops).
+func DriveTracked(e engine.Engine, req Request, ran func(tokens int)) (Result, error) {
 	r, err := New(req, e.Chunk(), e.Vocab())
 	if err != nil {
 		return Result{}, err
@@ -17,6 +23,9 @@ func Drive(e engine.Engine, req Request) (Result, error) {
 		rows, err := submit(e, c)
 		if err != nil {
 			return r.Result(), err
+		}
+		if ran != nil {
+			ran(len(c.Tokens))
 		}
 		if err := r.Feed(rows); err != nil {
 			return r.Result(), err

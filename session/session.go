@@ -53,6 +53,22 @@ func (r Request) Capacity() int {
 	return len(r.PromptIDs) + r.MaxNew
 }
 
+// Tokens is how many tokens a request runs through the engine at most:
+// greedy decoding may stop before MaxNew.
+func (r Request) Tokens() int {
+	switch r.Mode {
+	case Forced:
+		return len(r.PromptIDs) + max(len(r.Outputs)-1, 0)
+	case Panel:
+		n := 0
+		for _, w := range r.Windows {
+			n += len(w)
+		}
+		return n
+	}
+	return len(r.PromptIDs) + max(r.MaxNew-1, 0)
+}
+
 // Result is what a request produced: Rows[i] is the logit row (Vocab
 // logits) before Output[i] (greedy, forced) or predicting Targets[i]
 // (panel), and for a mixture of experts Routes[i] is the experts that row's

@@ -95,9 +95,15 @@ func TestDrive(t *testing.T) {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/routes%d", c.name, routes), func(t *testing.T) {
 				e := &chain{vocab: 10, chunk: c.chunk, routes: routes}
-				res, err := Drive(e, c.req)
+				ran := 0
+				res, err := DriveTracked(e, c.req, func(n int) { ran += n })
 				if err != nil {
 					t.Fatal(err)
+				}
+				// What progress is told: every token submitted, no more
+				// than the request's Tokens.
+				if submitted := strings.Count(strings.ReplaceAll(strings.Join(e.log, ""), "reset", ""), "t"); ran != submitted || ran > c.req.Tokens() {
+					t.Errorf("told %d tokens, the engine ran %d, Tokens() = %d", ran, submitted, c.req.Tokens())
 				}
 				if !reflect.DeepEqual(e.log, c.log) || !reflect.DeepEqual(res.Output, c.output) ||
 					!reflect.DeepEqual(res.Targets, c.targets) || !reflect.DeepEqual(res.Argmax, c.argmax) ||

@@ -25,13 +25,14 @@ func Ensure(ck *checkpoint.Checkpoint, scheme quant.Scheme, log io.Writer) (stri
 	return dir, Write(ck, scheme, dir, Options{Progress: LogProgress(log, scheme)})
 }
 
-// LogProgress is an Options.Progress that keeps one terminal line on w up
-// to date while scheme is written, and ends it when the last tensor is.
+// LogProgress is an Options.Progress for logs: a line when the last
+// tensor is written (the CLI shows a bar on a terminal through package
+// progress, which the engine's packages do not import: they build into
+// engine.wasm).
 func LogProgress(w io.Writer, scheme quant.Scheme) func(done, total int, tensor string) {
 	return func(done, total int, tensor string) {
-		fmt.Fprintf(w, "\rquantize %s: %3d/%d tensors %-48.48s", scheme, done, total, tensor)
 		if done == total {
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, "quantize %s: %d tensors\n", scheme, total)
 		}
 	}
 }

@@ -63,10 +63,11 @@ func Open(dir string) (*Variant, error) {
 }
 
 // CheckSource refuses a variant quantized from another checkpoint than the
-// one whose Fingerprint is fp.
+// one whose Fingerprint is fp. The caller, which knows the model, says how
+// to quantize it again.
 func (v *Variant) CheckSource(fp string) error {
 	if fp != v.Manifest.Model {
-		return fmt.Errorf("%s was quantized from another checkpoint (model_sha256 %.12s…, this one is %.12s…): run logitscope quantize again",
+		return fmt.Errorf("%s was quantized from another checkpoint (model_sha256 %.12s…, this one is %.12s…)",
 			filepath.Join(v.Dir, "manifest.json"), v.Manifest.Model, fp)
 	}
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"logitscope/dump"
 	"logitscope/engine"
 	"logitscope/ggufmodel"
+	"logitscope/progress"
 	"logitscope/receipt"
 	"logitscope/session"
 	"logitscope/synth"
@@ -25,8 +25,7 @@ import (
 // row, with a sealed receipt beside the dump. Greedy mode prints the lines that
 // capture scripts over transformers print.
 func captureCommand(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("capture", stdout)
 	modelDir := fs.String("model", "", "model directory, hub cache folder or GGUF file; default $LOGITSCOPE_MODEL, else the demo model")
 	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), a variant directory, or a GGUF file")
 	system := fs.String("system", "", "system prompt (empty: no system turn, the chat template's own default if it has one)")
@@ -135,10 +134,11 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	rq := capture.ReceiptRequest(req, followed)
 	rq.Prompt = prompt
+	opt := capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Log: stderr, Progress: progress.New(stderr)}
 	if *dryRun {
-		return printPlan(stdout, ck, *variantName, rq, req.Windows, *dumpPath)
+		return printPlan(stdout, ck, *variantName, opt, rq, req.Windows, *dumpPath)
 	}
-	c, err := capture.Run(ck, *variantName, req, capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Log: stderr})
+	c, err := capture.Run(ck, *variantName, req, opt)
 	if err != nil {
 		return err
 	}
@@ -196,10 +196,20 @@ func firstDifference(a, b []int) int {
 	return -1
 }
 
-func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name string, req receipt.Request, windows [][]int, dumpPath string) error {
+// printPlan prints what a capture would do, where capture.Run would run
+// it (capture.Where) included.
+func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name string, opt capture.Options, req receipt.Request, windows [][]int, dumpPath string) error {
+	where, err := capture.Where(ck, name, opt)
+	if err != nil {
+		return err
+	}
 	plan := map[string]any{
-		"model": ck.Source(), "architecture": ck.Config.Arch(), "variant": capture.VariantLabel(name), "device": "cpu",
+		"model": ck.Source(), "architecture": ck.Config.Arch(), "variant": capture.VariantLabel(name),
+		"runtime": where.Runtime, "device": where.Device,
 		"request": req, "dump": dumpPath, "receipt": receipt.Path(dumpPath),
+	}
+	if where.Why != "" {
+		plan["why"] = where.Why
 	}
 	vdir := engine.VariantDir(ck.Dir, name)
 	switch {

@@ -1,20 +1,19 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"logitscope/capture"
 	"logitscope/conform"
+	"logitscope/progress"
 )
 
 // conformCommand runs a conformance suite (package conform) against its
 // thresholds, with a table on stdout and, if asked, JUnit XML.
 func conformCommand(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("conform", stdout)
 	suitePath := fs.String("suite", "", "suite file (JSON; see conform/tiny.json) (required)")
 	junitPath := fs.String("junit", "", "also write JUnit XML to FILE")
 	outDir := fs.String("out", "", "directory for each case's dumps, receipts and reports (default: a new temporary directory)")
@@ -46,8 +45,12 @@ func conformCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stderr, "conform: suite %s, runtime %s, output in %s\n", s.Name, *rt, *outDir)
+	co := capture.Options{Device: "auto", Runtime: *rt, Engine: *enginePath}
+	if progress.IsTerminal(stderr) {
+		co.Progress = progress.New(stderr) // else each case's capture.log has it
+	}
 	sum, err := conform.Run(s, conform.Options{
-		Capture: capture.Options{Device: "auto", Runtime: *rt, Engine: *enginePath},
+		Capture: co,
 		Out:     *outDir, Shard: shard, Log: stderr,
 	})
 	if err != nil {

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"logitscope/engine"
 	"logitscope/ggufmodel"
+	"logitscope/progress"
 	"logitscope/tempfile"
 )
 
@@ -15,8 +16,7 @@ import (
 // inspected here run there: the checkpoint's own (f32) or a variant's,
 // with each scheme in the ggml type that holds its bits exactly.
 func export(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("export", stdout)
 	modelDir := fs.String("model", "", "model directory; default $LOGITSCOPE_MODEL, else the demo model")
 	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
 	out := fs.String("gguf", "", "the GGUF file to write (required)")
@@ -38,10 +38,13 @@ func export(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var e *ggufmodel.Exported
+	m := progress.New(stderr)
+	m.Start(0, "export "+filepath.Base(*out), progress.Bytes) // the size is known once written
 	tmp, err := tempfile.Write(*out, func(w io.Writer) (err error) {
-		e, err = ggufmodel.Export(w, ck, v)
+		e, err = ggufmodel.Export(progress.Writer{W: w, M: m}, ck, v)
 		return err
 	})
+	m.Done()
 	if err != nil {
 		return err
 	}

@@ -7,12 +7,15 @@
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
 //	logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
+//	logitscope conform merge [--junit FILE] SHARD_DIR...
+//	logitscope export   [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf
 package main
 
 import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -33,22 +36,118 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"export":   export,
 }
 
+// about says what each command does and how it is called, for the usage
+// lines (apart from commands, which would otherwise refer to itself
+// through the commands' newFlags).
+var about = map[string]struct{ what, use string }{
+	"mkmodel":  {"write a synthetic checkpoint", "logitscope mkmodel --preset NAME [--tokenizer FILE] [--seed N] --out DIR"},
+	"quantize": {"write a quantized variant of a checkpoint", "logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR] [--only RE] [--keep RE] [--as RE=SCHEME ...]"},
+	"capture":  {"run a request and dump every logit row", "logitscope capture [--model DIR|F.gguf] [--variant f32|q8|q6|q4|DIR|F.gguf] [flags] --dump-logits FILE (PROMPT | --panel FILE | --follow DUMP)"},
+	"report":   {"what quantization did: KLD, flips, margins", "logitscope report --ref A --test B [--json] [--tokenizer FILE] [flags]"},
+	"tokenize": {"token ids of lines of JSON strings", "logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines"},
+	"conform":  {"run a conformance suite, or merge its shards", "logitscope conform --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--runtime wasm|native]\n       logitscope conform merge [--junit FILE] SHARD_DIR..."},
+	"export":   {"write a model or variant as a llama.cpp GGUF", "logitscope export [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf"},
+}
+
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// cli runs the command args name and returns the exit status.
+// cli runs the command args name and returns the exit status: 0 when it
+// (or the help asked for) succeeded, 1 when it failed, 2 when there was
+// no command to run.
 func cli(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 || commands[args[0]] == nil {
-		fmt.Fprintln(stderr, "usage: logitscope mkmodel|quantize|capture|report|tokenize|conform|export [flags] (logitscope CMD -h for its flags)")
+	switch {
+	case len(args) == 0:
+		usage(stderr)
+		return 2
+	case isHelp(args[0]):
+		usage(stdout)
+		return 0
+	case args[0] == "help" && len(args) > 1:
+		args = []string{args[1], "-h"}
+	case args[0] == "help":
+		usage(stdout)
+		return 0
+	}
+	run, ok := commands[args[0]]
+	if !ok {
+		msg := fmt.Sprintf("logitscope: unknown command %q", args[0])
+		if near := nearest(args[0]); near != "" {
+			msg += "; did you mean " + near + "?"
+		}
+		fmt.Fprintf(stderr, "%s\n(logitscope -h lists the commands)\n", msg)
 		return 2
 	}
 	defer onSignal(args[0], stderr)()
-	if err := commands[args[0]](args[1:], stdout, stderr); err != nil {
-		if err != flag.ErrHelp {
-			fmt.Fprintf(stderr, "logitscope %s: %v\n", args[0], err)
+	if err := run(args[1:], stdout, stderr); err != nil {
+		if err == flag.ErrHelp {
+			return 0
 		}
+		fmt.Fprintf(stderr, "logitscope %s: %v\n", args[0], err)
 		return 1
 	}
 	return 0
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// usage lists the commands.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: logitscope COMMAND [flags]   (logitscope COMMAND -h for its flags)")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		fmt.Fprintf(w, "  %-9s %s\n", name, about[name].what)
+	}
+}
+
+// nearest is the command a mistyped name most likely meant: within two
+// edits, or one it is a prefix of; "" if none.
+func nearest(name string) string {
+	best, bestD := "", 3
+	for _, c := range slices.Sorted(maps.Keys(commands)) {
+		d := editDistance(name, c)
+		if len(name) >= 3 && strings.HasPrefix(c, name) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// newFlags is a command's flag set. Its output is stdout, where -h prints
+// the command's usage; parse errors are returned (parse), for cli to print
+// on stderr.
+func newFlags(name string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		c := about[name]
+		fmt.Fprintf(fs.Output(), "usage: %s\n\n%s.\n\nflags:\n", c.use, c.what)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // onSignal makes a SIGINT or SIGTERM, until stop is called, remove the
@@ -87,11 +186,22 @@ func onSignal(name string, stderr io.Writer) (stop func()) {
 
 // parse parses flags and positional arguments in any order, as people
 // type them: `capture "Hi" --max-new 4` and `capture --max-new 4 "Hi"`.
+// -h prints the usage on the flag set's output (newFlags: stdout) and
+// returns flag.ErrHelp; any other error is returned, not printed.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	help := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package prints errors with the usage
+	defer fs.SetOutput(help)
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		err := fs.Parse(args)
+		switch {
+		case err == flag.ErrHelp:
+			fs.SetOutput(help)
+			fs.Usage()
 			return nil, err
+		case err != nil:
+			return nil, fmt.Errorf("%w (logitscope %s -h lists its flags)", err, fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {

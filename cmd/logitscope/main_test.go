@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -37,6 +38,15 @@ func tiny(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary doubles as the command (cliChild), so that tests
+	// can give it a real terminal or a pipe.
+	if args := os.Getenv(childArgs); args != "" {
+		var a []string
+		if err := json.Unmarshal([]byte(args), &a); err != nil {
+			panic(err)
+		}
+		os.Exit(cli(a, os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	if tinyDir != "" {
 		os.RemoveAll(tinyDir)

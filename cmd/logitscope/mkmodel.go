@@ -1,17 +1,16 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
+	"logitscope/progress"
 	"logitscope/synth"
 )
 
 func mkmodel(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("mkmodel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("mkmodel", stdout)
 	preset := fs.String("preset", "tiny", "model geometry: "+strings.Join(synth.PresetNames(), ", "))
 	tok := fs.String("tokenizer", "", "tokenizer.json to ship instead of the built-in byte-level BPE")
 	seed := fs.Uint64("seed", 0, "weights seed: the same seed gives byte-identical files")
@@ -28,13 +27,9 @@ func mkmodel(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return fmt.Errorf("--out DIR is required")
 	}
-	progress := func(done, total int) {
-		fmt.Fprintf(stderr, "\rmkmodel %s: tensor %d/%d", p.Name, done, total)
-		if done == total {
-			fmt.Fprintln(stderr)
-		}
-	}
-	if err := synth.Write(p, *out, synth.Options{Seed: *seed, Tokenizer: *tok, Progress: progress}); err != nil {
+	track := progress.Track(progress.New(stderr), "mkmodel "+p.Name, "tensors")
+	opt := synth.Options{Seed: *seed, Tokenizer: *tok, Progress: func(done, total int) { track(int64(done), int64(total)) }}
+	if err := synth.Write(p, *out, opt); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s model (seed %d) to %s\n", p.Name, *seed, *out)

@@ -1,20 +1,19 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
+	"logitscope/progress"
 	"logitscope/quant"
 	"logitscope/variant"
 )
 
 // quantize writes a sealed variant of a checkpoint.
 func quantize(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("quantize", stdout)
 	modelDir := fs.String("model", "", "model directory; default $LOGITSCOPE_MODEL, else the demo model")
 	schemeName := fs.String("scheme", "", "q8, q6 or q4 (required)")
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
@@ -42,7 +41,8 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))
 	}
-	opt := variant.Options{Progress: variant.LogProgress(stderr, scheme)}
+	track := progress.Track(progress.New(stderr), "quantize "+string(scheme), "tensors")
+	opt := variant.Options{Progress: func(done, total int, _ string) { track(int64(done), int64(total)) }}
 	if *only != "" || *keep != "" || len(rules) > 0 {
 		opt.Policy = &variant.Policy{Only: *only, Keep: *keep, Rules: rules}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +36,7 @@ type reportJSON struct {
 
 // report compares two dumps position by position.
 func report(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("report", stdout)
 	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts) (required)")
 	testPath := fs.String("test", "", "test dump, same geometry (required)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +21,7 @@ func tokenize(args []string, stdout, stderr io.Writer) error {
 }
 
 func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("tokenize", stdout)
 	tokPath := fs.String("tokenizer", "", "tokenizer.json")
 	modelDir := fs.String("model", "", "model directory (its tokenizer.json) or GGUF file (the tokenizer its metadata describes); default $LOGITSCOPE_MODEL or the demo model")
 	chatOn := fs.Bool("chat", false, "apply the chat_template of the tokenizer_config.json beside the tokenizer (ChatML when it has none) to system prompt + user turn + generation prompt first")

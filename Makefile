@@ -4,16 +4,21 @@ ORACLE  := tokenizer/testdata/oracle
 LLAMACPP := llamacpp/testdata/npm
 OUT     := .out
 FUZZTIME ?= 10s
+# Where make run listens: make run ADDR=:9000 (every interface, port 9000).
+ADDR    ?= 127.0.0.1:8080
 
 .PHONY: run test deps vet bench fuzz wasm web conform clean
 
 # The server with the built-in demo model (generated on first use into the
-# user cache directory) and the page; it prints the URL to open.
+# user cache directory) and the page, on ADDR; it prints the URL to open.
 run: web
-	$(GO) run ./cmd/serve -static $(OUT)/web
+	$(GO) run ./cmd/serve -static $(OUT)/web -addr $(ADDR)
 
+# go test through cmd/testsum, which ends with the tests skipped and why
+# (a missing Vulkan driver, Chromium, npm: prereq.Missing, which fails
+# instead under CI=true).
 test: deps vet
-	$(GO) test -count=1 ./...
+	$(GO) run ./cmd/testsum -count=1 ./...
 
 vet:
 	$(GO) vet ./...

@@ -39,6 +39,7 @@ import (
 	"testing"
 
 	"logitscope/ggml"
+	"logitscope/prereq"
 	"logitscope/tempfile"
 )
 
@@ -82,10 +83,7 @@ var (
 // fails it under CI); a build that fails with everything present fails it.
 func Harness(tb testing.TB) *H {
 	tb.Helper()
-	skip := tb.Skip
-	if os.Getenv("CI") != "" {
-		skip = tb.Fatal
-	}
+	skip := func(why string) { tb.Helper(); prereq.Missing(tb, prereq.LlamaCpp, why) }
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		// Not a missing install: no prebuilt library exists here to install.
 		tb.Skipf("llama.cpp's prebuilt libraries in @node-llama-cpp/linux-x64 are for linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)

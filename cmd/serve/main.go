@@ -79,11 +79,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, banner(ln.Addr().String(), page != "", models))
+	fmt.Fprintln(out, banner(browseAddr(ln.Addr().String()), page != "", models))
 	fmt.Fprintln(out, "logitscope serve:", pageNote)
 	fmt.Fprintln(out, "logitscope serve:", dataNote(*dataDir))
 	srv := h.HTTPServer() // with serve.Limits' timeouts
 	return serveUntil(ctx, srv, ln, out)
+}
+
+// browseAddr is where a browser on this machine reaches a listener on
+// addr: an unspecified host (-addr :9000 listens on [::]) is localhost.
+func browseAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("localhost", port)
+	}
+	return addr
 }
 
 // banner is the line the user needs first: where to point the browser.

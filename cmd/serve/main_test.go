@@ -187,3 +187,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// make run ADDR=:9000 listens on every interface; the URL printed is one
+// a browser on this machine opens.
+func TestBrowseAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"[::]:9000":      "localhost:9000",
+		"0.0.0.0:9000":   "localhost:9000",
+		":9000":          "localhost:9000",
+		"127.0.0.1:8080": "127.0.0.1:8080",
+		"[::1]:8080":     "[::1]:8080",
+		"10.1.2.3:80":    "10.1.2.3:80",
+	} {
+		if got := browseAddr(in); got != want {
+			t.Errorf("browseAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

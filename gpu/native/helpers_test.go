@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
 	"testing"
 
 	"logitscope/gpu"
+	"logitscope/prereq"
 )
 
 // openDevice opens the Vulkan device or skips the test when there is none,
@@ -17,8 +17,8 @@ func openDevice(tb testing.TB) gpu.Device {
 	tb.Helper()
 	d, err := Open()
 	if err != nil {
-		if errors.Is(err, ErrNoAdapter) && os.Getenv("CI") == "" {
-			tb.Skipf("no Vulkan device (set CI=true to make this fail): %v", err)
+		if errors.Is(err, ErrNoAdapter) {
+			prereq.Missing(tb, prereq.Vulkan, err.Error())
 		}
 		tb.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"logitscope/prereq"
 )
 
 // Dir is tokenizer/testdata/oracle, wherever the test runs from.
@@ -24,10 +26,7 @@ var Dir = func() string {
 // packages are installed.
 func Node(tb testing.TB) string {
 	tb.Helper()
-	skip := tb.Skip
-	if os.Getenv("CI") != "" {
-		skip = tb.Fatal // CI installs the oracle: a skip there would hide a broken install
-	}
+	skip := func(why string) { tb.Helper(); prereq.Missing(tb, prereq.Node, why) }
 	node, err := exec.LookPath("node")
 	if err != nil {
 		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")

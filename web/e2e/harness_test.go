@@ -36,6 +36,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"logitscope/host"
+	"logitscope/prereq"
 	"logitscope/serve"
 )
 
@@ -290,7 +291,7 @@ type Browser struct {
 func NewBrowser(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 	t.Helper()
 	if _, err := os.Stat(Chromium); err != nil {
-		t.Skipf("no %s (apt-get install chromium): %v", Chromium, err)
+		prereq.Missing(t, prereq.Chromium, fmt.Sprintf("no %s (apt-get install chromium): %v", Chromium, err))
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(Chromium),

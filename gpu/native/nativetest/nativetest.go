@@ -4,12 +4,12 @@
 package nativetest
 
 import (
-	"os"
 	"sync"
 	"testing"
 
 	"logitscope/gpu"
 	"logitscope/gpu/native"
+	"logitscope/prereq"
 )
 
 var shared struct {
@@ -20,16 +20,12 @@ var shared struct {
 
 // Device is the binary's device. Without an adapter it skips the test on
 // a developer machine, saying what to install, and fails it in CI, which
-// installs Mesa's Vulkan drivers: a missing driver there is a broken
-// setup, not a reason to skip.
+// installs Mesa's Vulkan drivers (prereq.Missing).
 func Device(t testing.TB) gpu.Device {
 	t.Helper()
 	shared.once.Do(func() { shared.dev, shared.err = native.Open() })
 	if shared.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(shared.err)
-		}
-		t.Skip(shared.err)
+		prereq.Missing(t, prereq.Vulkan, shared.err.Error())
 	}
 	return shared.dev
 }

@@ -63,8 +63,13 @@ type Metrics struct {
 
 // Summary is summary.json: the run's settings and every case's result.
 type Summary struct {
-	Suite   string   `json:"suite"`
-	Runtime string   `json:"runtime"`
+	Suite string `json:"suite"`
+	// SuiteSHA256 is the suite file's, and SuiteCases its number of cases
+	// (a shard runs some of them): what Merge checks shards against.
+	SuiteSHA256 string `json:"suite_sha256,omitempty"`
+	SuiteCases  int    `json:"suite_cases"`
+	Runtime     string `json:"runtime"`
+	// Shard is the shard run, i/n; a merged summary's is "1-n/n".
 	Shard   string   `json:"shard"`
 	Out     string   `json:"out"`
 	Passed  int      `json:"passed"`
@@ -91,7 +96,8 @@ func Run(s *Suite, opt Options) (*Summary, error) {
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, err
 	}
-	sum := &Summary{Suite: s.Name, Runtime: opt.Capture.Runtime, Shard: opt.Shard.String(), Out: opt.Out, Cases: []Result{}}
+	sum := &Summary{Suite: s.Name, SuiteSHA256: s.sha256, SuiteCases: len(s.Cases), Runtime: opt.Capture.Runtime,
+		Shard: opt.Shard.String(), Out: opt.Out, Cases: []Result{}}
 	picked := opt.Shard.Pick(len(s.Cases))
 	start := time.Now()
 	for k, i := range picked {
@@ -110,11 +116,16 @@ func Run(s *Suite, opt Options) (*Summary, error) {
 		}
 	}
 	sum.Seconds = time.Since(start).Seconds()
-	b, err := json.MarshalIndent(sum, "", "  ")
+	return sum, sum.Write(opt.Out)
+}
+
+// Write writes the summary as DIR/summary.json.
+func (s *Summary) Write(dir string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return sum, os.WriteFile(filepath.Join(opt.Out, "summary.json"), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
 }
 
 // runCase runs one case into Out/<name>/.

@@ -7,6 +7,8 @@ package conform
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,6 +24,7 @@ type Suite struct {
 	Description docLines `json:"description,omitempty"`
 	Cases       []Case   `json:"cases"`
 	dir         string
+	sha256      string // the file's, which summaries record
 }
 
 // Case compares a test variant with a reference variant of one model on
@@ -59,6 +62,8 @@ func Load(path string) (*Suite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
+	sum := sha256.Sum256(b)
+	s.sha256 = hex.EncodeToString(sum[:])
 	return s, nil
 }
 

@@ -13,6 +13,9 @@ import (
 // conformCommand runs a conformance suite (package conform) against its
 // thresholds, with a table on stdout and, if asked, JUnit XML.
 func conformCommand(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "merge" {
+		return conformMerge(args[1:], stdout)
+	}
 	fs := newFlags("conform", stdout)
 	suitePath := fs.String("suite", "", "suite file (JSON; see conform/tiny.json) (required)")
 	junitPath := fs.String("junit", "", "also write JUnit XML to FILE")
@@ -65,5 +68,44 @@ func conformCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "%d passed, %d failed, %d errors; details in %s\n", sum.Passed, sum.Failed, sum.Errors, *outDir)
+	return sum.Err()
+}
+
+// conformMerge combines the --out directories of a suite's shards into one
+// summary, table, JUnit file and exit status, as if one machine had run
+// the suite (conform.Merge).
+func conformMerge(args []string, stdout io.Writer) error {
+	fs := newFlags("conform merge", stdout)
+	junitPath := fs.String("junit", "", "write the merged JUnit XML to FILE")
+	outDir := fs.String("out", "", "write the merged summary.json into DIR")
+	dirs, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("merge: give the --out directories (or summary.json files) of every shard")
+	}
+	sum, err := conform.Merge(dirs)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	if *outDir != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			return err
+		}
+		sum.Out = *outDir
+		if err := sum.Write(*outDir); err != nil {
+			return err
+		}
+	}
+	if err := sum.WriteTable(stdout); err != nil {
+		return err
+	}
+	if *junitPath != "" {
+		if err := sum.WriteJUnit(*junitPath); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "%d passed, %d failed, %d errors in %d shards of suite %s\n", sum.Passed, sum.Failed, sum.Errors, len(dirs), sum.Suite)
 	return sum.Err()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,5 +129,55 @@ func TestConformCommandErrors(t *testing.T) {
 		if _, _, err := runConform(t, args...); err == nil {
 			t.Errorf("conform %v succeeded", args)
 		}
+	}
+}
+
+// conform merge turns the shards' directories into one table, summary,
+// JUnit file and exit status, and fails, naming what is missing, on an
+// incomplete set.
+func TestConformMerge(t *testing.T) {
+	dir := t.TempDir()
+	corpus, err := os.ReadFile("../../synth/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "panel.txt"), corpus[:400], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cases []map[string]any
+	for _, name := range []string{"a", "b", "c"} {
+		cases = append(cases, map[string]any{"name": name, "model": tiny(t), "test": "q8", "panel": "panel.txt", "window": 32,
+			"thresholds": map[string]any{"max_mean_kld": 1}})
+	}
+	b, _ := json.Marshal(map[string]any{"name": "m", "cases": cases})
+	suite := filepath.Join(dir, "suite.json")
+	if err := os.WriteFile(suite, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var shards []string
+	for _, sh := range []string{"1/2", "2/2"} {
+		out := filepath.Join(t.TempDir(), "out")
+		if _, _, err := runConform(t, "--suite", suite, "--runtime", "native", "--out", out, "--shard", sh); err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, out)
+	}
+	junit, merged := filepath.Join(t.TempDir(), "all.xml"), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := cli([]string{"conform", "merge", "--junit", junit, "--out", merged, shards[1], shards[0]}, &stdout, &stderr); code != 0 {
+		t.Fatalf("merge: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "3 passed, 0 failed, 0 errors in 2 shards of suite m") {
+		t.Errorf("merge printed:\n%s", stdout.String())
+	}
+	if j := readJUnit(t, junit); j.Tests != 3 || j.Suites[0].Cases[1].Name != "b" {
+		t.Errorf("junit: %+v", j)
+	}
+	if s := readSummary(t, merged); len(s.Cases) != 3 || s.Shard != "1-2/2" || s.Out != merged {
+		t.Errorf("merged summary: %+v", s)
+	}
+	stderr.Reset()
+	if code := cli([]string{"conform", "merge", shards[0]}, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), "missing shards 2/2 of 2") {
+		t.Errorf("one shard of two: exit %d, %q", code, stderr.String())
 	}
 }

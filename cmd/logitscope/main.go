@@ -7,7 +7,7 @@
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
 //	logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
-//	logitscope conform merge [--junit FILE] SHARD_DIR...
+//	logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR...
 //	logitscope export   [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf
 package main
 
@@ -45,8 +45,10 @@ var about = map[string]struct{ what, use string }{
 	"capture":  {"run a request and dump every logit row", "logitscope capture [--model DIR|F.gguf] [--variant f32|q8|q6|q4|DIR|F.gguf] [flags] --dump-logits FILE (PROMPT | --panel FILE | --follow DUMP)"},
 	"report":   {"what quantization did: KLD, flips, margins", "logitscope report --ref A --test B [--json] [--tokenizer FILE] [flags]"},
 	"tokenize": {"token ids of lines of JSON strings", "logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines"},
-	"conform":  {"run a conformance suite, or merge its shards", "logitscope conform --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--runtime wasm|native]\n       logitscope conform merge [--junit FILE] SHARD_DIR..."},
-	"export":   {"write a model or variant as a llama.cpp GGUF", "logitscope export [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf"},
+	"conform":  {"run a conformance suite, or merge its shards", "logitscope conform --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--runtime wasm|native]\n       logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR..."},
+	"conform merge": {"combine the --out directories of a suite's shards (conform --shard i/n) into one summary, JUnit file and exit status",
+		"logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR..."},
+	"export": {"write a model or variant as a llama.cpp GGUF", "logitscope export [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf"},
 }
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }

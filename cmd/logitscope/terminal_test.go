@@ -125,6 +125,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"frobnicate"}, want{2, "", `unknown command "frobnicate"` + "\n"}},
 		{[]string{"capture", "--bogus"}, want{1, "", "flag provided but not defined: -bogus (logitscope capture -h lists its flags)"}},
 		{[]string{"mkmodel", "--preset", "nope", "--out", "x"}, want{1, "", `unknown preset "nope"`}},
+		{[]string{"conform", "merge", "-h"}, want{0, "usage: logitscope conform merge", ""}},
 	}
 	for name := range commands {
 		cases = append(cases, struct {

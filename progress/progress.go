@@ -126,7 +126,7 @@ func (b *Bar) Done() {
 }
 
 // Writer counts what is written through it on M, for a step whose output
-// is its progress.
+// is its progress (export's GGUF file).
 type Writer struct {
 	W io.Writer
 	M Meter
@@ -135,5 +135,19 @@ type Writer struct {
 func (w Writer) Write(p []byte) (int, error) {
 	n, err := w.W.Write(p)
 	w.M.Add(int64(n))
+	return n, err
+}
+
+// Reader counts what is read through it on M, for a step whose input is
+// its progress (a download: Start with its Content-Length, or 0 when the
+// server gives none).
+type Reader struct {
+	R io.Reader
+	M Meter
+}
+
+func (r Reader) Read(p []byte) (int, error) {
+	n, err := r.R.Read(p)
+	r.M.Add(int64(n))
 	return n, err
 }

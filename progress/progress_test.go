@@ -2,8 +2,10 @@ package progress
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -89,5 +91,23 @@ func TestAmount(t *testing.T) {
 		if got := Amount(tc.n, tc.unit); got != tc.want {
 			t.Errorf("Amount(%d, %s) = %q, want %q", tc.n, tc.unit, got, tc.want)
 		}
+	}
+}
+
+// Reader and Writer count the bytes that pass, whatever the chunks.
+func TestReaderWriter(t *testing.T) {
+	var log bytes.Buffer
+	l := NewLines(&log)
+	l.Start(3000, "copy", Bytes)
+	var dst bytes.Buffer
+	if _, err := io.Copy(Writer{W: &dst, M: l}, Reader{R: iotest.OneByteReader(strings.NewReader(strings.Repeat("x", 1500))), M: Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, Reader{R: strings.NewReader(strings.Repeat("y", 1500)), M: l}); err != nil {
+		t.Fatal(err)
+	}
+	l.Done()
+	if !strings.HasPrefix(log.String(), "copy: 3.0 kB in ") || dst.Len() != 1500 {
+		t.Errorf("%q, %d bytes copied", log.String(), dst.Len())
 	}
 }

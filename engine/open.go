@@ -150,21 +150,19 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 		return nil, fmt.Errorf("variant %s: the model %s is a GGUF file, which has no logitscope variants (they quantize a Hugging Face checkpoint's weights): "+
 			"quantize the checkpoint it was converted from instead (logitscope quantize --model CHECKPOINT_DIR --scheme q4), or compare another GGUF file (--variant OTHER.gguf)", name, ck.GGUF)
 	}
-	requantize := fmt.Sprintf("logitscope quantize --model %s --scheme %s", ck.Dir, filepath.Base(dir))
-	if dir != variant.DefaultDir(ck.Dir, filepath.Base(dir)) {
-		requantize = "" // a directory of the user's: which scheme it held is not known here
-	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); errors.Is(err, fs.ErrNotExist) {
-		if dir == name && !strings.ContainsAny(name, `/\`) {
+		switch {
+		case dir == name && !strings.ContainsAny(name, `/\`):
 			// Neither a scheme nor, by its look, a directory: a mistyped
 			// scheme (q5) is likelier than a variant in the working
 			// directory, and no quantize command would make it.
 			return nil, fmt.Errorf("--variant %s: no such scheme or variant directory (schemes: f32, %s; or a variant directory, or a GGUF file)", name, schemeList())
-		}
-		if requantize == "" {
+		case dir != variant.DefaultDir(ck.Dir, filepath.Base(dir)):
+			// A directory of the user's: which scheme it should hold is
+			// not known here.
 			return nil, fmt.Errorf("no variant at %s (no manifest.json): give a directory that logitscope quantize --out wrote", dir)
 		}
-		return nil, fmt.Errorf("no variant at %s: run %s", dir, requantize)
+		return nil, fmt.Errorf("no variant at %s: run logitscope quantize --model %s --scheme %s", dir, ck.Dir, filepath.Base(dir))
 	}
 	v, err := variant.Open(dir)
 	if err != nil {
@@ -175,10 +173,14 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 		return nil, err
 	}
 	if err := v.CheckSource(fp); err != nil {
-		if requantize == "" {
-			return nil, fmt.Errorf("%w: quantize this model again into it (logitscope quantize --model %s --scheme SCHEME --out %s)", err, ck.Dir, dir)
+		again := fmt.Sprintf("logitscope quantize --model %s --scheme %s", ck.Dir, v.Manifest.Scheme)
+		if dir != variant.DefaultDir(ck.Dir, v.Manifest.Scheme) {
+			again += " --out " + dir
 		}
-		return nil, fmt.Errorf("%w: run %s", err, requantize)
+		if v.Manifest.Policy != nil {
+			again += " with the policy it had (" + v.Manifest.Policy.String() + ")"
+		}
+		return nil, fmt.Errorf("%w: run %s", err, again)
 	}
 	return v, nil
 }

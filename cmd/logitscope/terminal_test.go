@@ -163,22 +163,36 @@ func TestHintsWork(t *testing.T) {
 	}
 	dump := filepath.Join(dir, "x.dump")
 	capture := []string{"capture", "--model", dir, "--device", "cpu", "--max-new", "2", "--dump-logits", dump, "--variant", "q8", "Hi"}
-	var stderr bytes.Buffer
-	if code := cli(capture, io.Discard, &stderr); code != 1 {
-		t.Fatalf("capture of a missing variant: exit %d", code)
+	followHint := func(capture []string) {
+		t.Helper()
+		var stderr bytes.Buffer
+		if code := cli(capture, io.Discard, &stderr); code != 1 {
+			t.Fatalf("%q: exit %d, want 1", capture, code)
+		}
+		hint := regexp.MustCompile(`run (logitscope quantize .*)`).FindStringSubmatch(stderr.String())
+		if hint == nil {
+			t.Fatalf("no quantize command in %q", stderr.String())
+		}
+		if code := cli(strings.Fields(hint[1])[1:], io.Discard, io.Discard); code != 0 {
+			t.Fatalf("the hint %q: exit %d", hint[1], code)
+		}
+		if code := cli(capture, io.Discard, io.Discard); code != 0 {
+			t.Fatalf("capture after the hint %q: exit %d", hint[1], code)
+		}
 	}
-	hint := regexp.MustCompile(`run (logitscope quantize .*)`).FindStringSubmatch(stderr.String())
-	if hint == nil {
-		t.Fatalf("no quantize command in %q", stderr.String())
+	followHint(capture) // a missing variant
+	// Another model (seed 1) given the first one's variant: a stale one.
+	other := filepath.Join(t.TempDir(), "tiny1")
+	if _, err := run(t, mkmodelCmd, "--preset", "tiny", "--seed", "1", "--out", other); err != nil {
+		t.Fatal(err)
 	}
-	if code := cli(strings.Fields(hint[1])[1:], io.Discard, io.Discard); code != 0 {
-		t.Fatalf("the hint %q: exit %d", hint[1], code)
+	if err := os.CopyFS(filepath.Join(other, "variants", "q8"), os.DirFS(filepath.Join(dir, "variants", "q8"))); err != nil {
+		t.Fatal(err)
 	}
-	if code := cli(capture, io.Discard, io.Discard); code != 0 {
-		t.Fatalf("capture after the hint: exit %d", code)
-	}
+	followHint([]string{"capture", "--model", other, "--device", "cpu", "--max-new", "2", "--dump-logits", dump, "--variant", "q8", "Hi"})
 
-	stderr.Reset()
+	var stderr bytes.Buffer
+
 	capture[len(capture)-2] = "q5"
 	if code := cli(capture, io.Discard, &stderr); code != 1 || strings.Contains(stderr.String(), "logitscope quantize") ||
 		!strings.Contains(stderr.String(), "--variant q5: no such scheme or variant directory (schemes: f32, q8, q6, q4;") {

@@ -145,8 +145,9 @@ func TestConformMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cases []map[string]any
+	model := copyModel(t) // the suite quantizes it: not the shared tiny model
 	for _, name := range []string{"a", "b", "c"} {
-		cases = append(cases, map[string]any{"name": name, "model": tiny(t), "test": "q8", "panel": "panel.txt", "window": 32,
+		cases = append(cases, map[string]any{"name": name, "model": model, "test": "q8", "panel": "panel.txt", "window": 32,
 			"thresholds": map[string]any{"max_mean_kld": 1}})
 	}
 	b, _ := json.Marshal(map[string]any{"name": "m", "cases": cases})

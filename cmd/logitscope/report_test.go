@@ -223,7 +223,7 @@ func TestQuantizeRules(t *testing.T) {
 		{`=q8`, `invalid value "=q8" for flag -as: empty regexp (use --scheme for every matrix)`},
 	} {
 		_, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q8", "--as", `mlp=q4`, "--as", c.as)
-		if err == nil || err.Error() != c.want {
+		if err == nil || err.Error() != c.want+" (logitscope quantize -h lists its flags)" {
 			t.Errorf("--as %s: %v, want %q", c.as, err, c.want)
 		}
 	}

@@ -319,7 +319,7 @@ func (c *Client) download(ctx context.Context, id ID, file string, meta fileMeta
 		if _, err := f.Seek(have, io.SeekStart); err != nil {
 			return err
 		}
-		w := &progressWriter{c: c, p: Progress{ID: id, File: file, Done: have, Total: meta.size, State: StateBytes}}
+		w := &progressWriter{c: c, p: Progress{ID: id, File: file, Done: have, Total: meta.size, State: StateBytes}, last: time.Now()}
 		if _, err := io.Copy(io.MultiWriter(f, w), resp.Body); err != nil {
 			return fmt.Errorf("%s: GET %s: %v after %d of %d bytes (run again to resume)", what, meta.url, err, w.p.Done, meta.size)
 		}

@@ -7,6 +7,11 @@
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
 //	logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
+//
+// Wherever --model takes a directory it takes a Hugging Face Hub id too,
+// hf:ORG/NAME[@REV] (or hf:ORG/NAME/FILE.gguf[@REV]): package hub downloads
+// it into the hub cache first (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE,
+// HF_HUB_OFFLINE as huggingface_hub reads them).
 package main
 
 import (

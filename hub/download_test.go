@@ -203,7 +203,9 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, filepath.Join(dir, "model.safetensors"), filepath.Join(src, "model.safetensors"))
-	if !slices.ContainsFunc(srv.Requests(), func(r string) bool { return strings.HasPrefix(r, "GET /cdn/"+sum) && strings.HasSuffix(r, " bytes=100000-") }) {
+	if !slices.ContainsFunc(srv.Requests(), func(r string) bool {
+		return strings.HasPrefix(r, "GET /cdn/"+sum) && strings.HasSuffix(r, " bytes=100000-")
+	}) {
 		t.Errorf("the resumed download asked %v; want a Range from byte %d", srv.Requests(), cut)
 	}
 	if _, err := os.Stat(part); !errors.Is(err, os.ErrNotExist) {
@@ -324,7 +326,7 @@ func TestShardedAndGGUF(t *testing.T) {
 		return dir
 	}
 	sharded := write(map[string]string{"config.json": "{}", "tokenizer.json": `{"model": {}}`, "README.md": "x",
-		"model.safetensors.index.json": `{"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}`,
+		"model.safetensors.index.json":     `{"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}`,
 		"model-00001-of-00002.safetensors": "one", "model-00002-of-00002.safetensors": "two", "model-Q8_0.gguf": "gguf"})
 	for repo, dir := range map[string]string{
 		"org/sharded": sharded,

@@ -66,7 +66,7 @@ func Parse(s string) (ID, error) {
 		if err := checkFile(f); err != nil {
 			return ID{}, fmt.Errorf("hub id %q: file %q: %v", orig, f, err)
 		}
-		if !strings.HasSuffix(strings.ToLower(f), ".gguf") {
+		if !IsGGUF(f) {
 			return ID{}, fmt.Errorf("hub id %q: file %q: only a .gguf file runs by itself; name the repo (hf:%s) for its safetensors checkpoint", orig, f, id.Repo)
 		}
 		id.File = f

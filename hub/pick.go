@@ -46,8 +46,11 @@ func (info RepoInfo) Names() []string {
 	return names
 }
 
+// IndexFile is a sharded checkpoint's index, whose weight_map names the
+// shards (Shards).
+const IndexFile = "model.safetensors.index.json"
+
 const (
-	indexFile   = "model.safetensors.index.json"
 	singleFile  = "model.safetensors"
 	configFile  = "config.json"
 	tokenFile   = "tokenizer.json"
@@ -78,7 +81,7 @@ func Pick(repo string, files []string, file string) ([]string, error) {
 		}
 		return []string{file}, nil
 	}
-	if has(configFile) && (has(singleFile) || has(indexFile)) {
+	if has(configFile) && (has(singleFile) || has(IndexFile)) {
 		if !has(tokenFile) {
 			return nil, fmt.Errorf("hf:%s has no tokenizer.json: logitscope reads only that tokenizer format (a repo with tokenizer.model alone is SentencePiece)", repo)
 		}
@@ -88,8 +91,8 @@ func Pick(repo string, files []string, file string) ([]string, error) {
 				pick = append(pick, opt)
 			}
 		}
-		if has(indexFile) {
-			return append(pick, indexFile), nil
+		if has(IndexFile) {
+			return append(pick, IndexFile), nil
 		}
 		return append(pick, singleFile), nil
 	}
@@ -98,7 +101,7 @@ func Pick(repo string, files []string, file string) ([]string, error) {
 	case 1:
 		return ggufs, nil
 	case 0:
-		return nil, fmt.Errorf("hf:%s holds neither a checkpoint (config.json with model.safetensors or %s) nor a GGUF file", repo, indexFile)
+		return nil, fmt.Errorf("hf:%s holds neither a checkpoint (config.json with model.safetensors or %s) nor a GGUF file", repo, IndexFile)
 	}
 	return nil, fmt.Errorf("hf:%s holds %d GGUF files and no safetensors checkpoint: %s%s", repo, len(ggufs), fmt.Sprintf(anyGGUFHint, repo), ggufList(repo, files))
 }
@@ -106,17 +109,20 @@ func Pick(repo string, files []string, file string) ([]string, error) {
 // Shards names the weights files an index lists (index is its bytes),
 // which the model needs beside the files Pick chose.
 func Shards(repo string, index []byte) ([]string, error) {
-	files, err := checkpoint.WeightFiles(index, "hf:"+repo+"/"+indexFile)
+	files, err := checkpoint.WeightFiles(index, "hf:"+repo+"/"+IndexFile)
 	if err != nil {
 		return nil, err
 	}
 	return files, nil
 }
 
+// IsGGUF says whether a repo's file is a llama.cpp GGUF file, by its name.
+func IsGGUF(name string) bool { return strings.HasSuffix(strings.ToLower(name), ggufSuffix) }
+
 func ggufFiles(files []string) []string {
 	var g []string
 	for _, f := range files {
-		if strings.HasSuffix(strings.ToLower(f), ggufSuffix) {
+		if IsGGUF(f) {
 			g = append(g, f)
 		}
 	}

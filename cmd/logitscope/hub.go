@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"logitscope/hub"
+	"logitscope/hub/download"
 )
 
 // hubModel downloads the model a hub id names into the hub cache (unless
@@ -18,7 +19,7 @@ func hubModel(s string, stderr io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c, err := hub.FromEnv()
+	c, err := download.FromEnv()
 	if err != nil {
 		return "", err
 	}
@@ -39,29 +40,29 @@ func hubModel(s string, stderr io.Writer) (string, error) {
 // hubProgress prints a download's progress: on a terminal one line per
 // file, rewritten in place; elsewhere (a log, a test) plain lines. The
 // files already in the cache say nothing.
-func hubProgress(w io.Writer, tty bool) func(hub.Progress) {
+func hubProgress(w io.Writer, tty bool) func(download.Progress) {
 	erase := "" // the rest of a line rewritten in place
 	if tty {
 		erase = "\x1b[K"
 	}
-	return func(p hub.Progress) {
+	return func(p download.Progress) {
 		what := fmt.Sprintf("hf:%s/%s", p.ID.Repo, p.File)
 		switch p.State {
-		case hub.StateNote:
+		case download.StateNote:
 			fmt.Fprintf(w, "%s: %s\n", p.ID, p.Note)
-		case hub.StateStart:
+		case download.StateStart:
 			if p.Done > 0 {
 				fmt.Fprintf(w, "%s: resuming at %s of %s\n", what, mb(p.Done), mb(p.Total))
 			} else if !tty {
 				fmt.Fprintf(w, "%s: downloading %s\n", what, mb(p.Total))
 			}
-		case hub.StateBytes:
+		case download.StateBytes:
 			end := "\n"
 			if tty {
 				end = erase + "\r"
 			}
 			fmt.Fprintf(w, "%s: %s of %s (%.0f%%)%s", what, mb(p.Done), mb(p.Total), 100*float64(p.Done)/float64(max(p.Total, 1)), end)
-		case hub.StateDone:
+		case download.StateDone:
 			fmt.Fprintf(w, "%s: %s, checked%s\n", what, mb(p.Total), erase)
 		}
 	}

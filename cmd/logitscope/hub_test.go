@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"logitscope/hub"
+	"logitscope/hub/download"
 	"logitscope/hub/hubtest"
 )
 
@@ -82,10 +83,10 @@ func TestCaptureHubID(t *testing.T) {
 // each report is a line.
 func Example_hubProgress() {
 	id := hub.ID{Repo: "Qwen/Qwen2.5-0.5B-Instruct", Revision: "main"}
-	steps := []hub.Progress{
-		{ID: id, File: "model.safetensors", Total: 988097824, State: hub.StateStart},
-		{ID: id, File: "model.safetensors", Done: 400000000, Total: 988097824, State: hub.StateBytes},
-		{ID: id, File: "model.safetensors", Done: 988097824, Total: 988097824, State: hub.StateDone},
+	steps := []download.Progress{
+		{ID: id, File: "model.safetensors", Total: 988097824, State: download.StateStart},
+		{ID: id, File: "model.safetensors", Done: 400000000, Total: 988097824, State: download.StateBytes},
+		{ID: id, File: "model.safetensors", Done: 988097824, Total: 988097824, State: download.StateDone},
 	}
 	for _, tty := range []bool{false, true} {
 		var b strings.Builder

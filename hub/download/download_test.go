@@ -1,4 +1,4 @@
-package hub_test
+package download_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/hub"
+	"logitscope/hub/download"
 	"logitscope/hub/hubtest"
 	"logitscope/synth"
 )
@@ -29,14 +30,14 @@ func tinyRepo(t *testing.T, seed uint64) string {
 
 // client is a client of srv with its own cache, recording progress.
 type client struct {
-	*hub.Client
+	*download.Client
 	mu    sync.Mutex
-	heard []hub.Progress
+	heard []download.Progress
 }
 
 func newClient(t *testing.T, srv *hubtest.Server, cache string) *client {
-	c := &client{Client: &hub.Client{Endpoint: srv.URL, Cache: cache}}
-	c.Progress = func(p hub.Progress) {
+	c := &client{Client: &download.Client{Endpoint: srv.URL, Cache: cache}}
+	c.Progress = func(p download.Progress) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.heard = append(c.heard, p)
@@ -45,7 +46,7 @@ func newClient(t *testing.T, srv *hubtest.Server, cache string) *client {
 }
 
 // states lists the files that reached state, in order.
-func (c *client) states(state hub.State) []string {
+func (c *client) states(state download.State) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var files []string
@@ -104,7 +105,7 @@ func TestDownload(t *testing.T) {
 		t.Fatalf("Open = %s, want %s", dir, want)
 	}
 	want := []string{"config.json", "tokenizer.json", "generation_config.json", "tokenizer_config.json", "model.safetensors"}
-	if got := c.states(hub.StateDone); !slices.Equal(got, want) {
+	if got := c.states(download.StateDone); !slices.Equal(got, want) {
 		t.Errorf("files downloaded: %v, want %v", got, want)
 	}
 	for _, f := range want {
@@ -137,7 +138,7 @@ func TestDownload(t *testing.T) {
 	if _, err := open(t, c, "hf:org/tiny"); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.states(hub.StateCached); len(got) != len(want) {
+	if got := c.states(download.StateCached); len(got) != len(want) {
 		t.Errorf("reopened: cached %v", got)
 	}
 	if reqs := srv.Requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "GET /api/models/org/tiny/revision/main") {
@@ -166,7 +167,7 @@ func TestDownload(t *testing.T) {
 	if got, err := open(t, c, "hf:org/tiny"); err != nil || got != dir {
 		t.Errorf("with the hub gone: %s, %v", got, err)
 	}
-	if notes := c.states(hub.StateNote); len(notes) != 1 {
+	if notes := c.states(download.StateNote); len(notes) != 1 {
 		t.Errorf("with the hub gone: %d notes, want one", len(notes))
 	}
 	if _, err := open(t, c, "hf:org/other"); err == nil || !strings.Contains(err.Error(), "GET "+srv.URL+"/api/models/org/other/revision/main") || !strings.Contains(err.Error(), "the cache has no download") {
@@ -304,7 +305,7 @@ func TestGated(t *testing.T) {
 	if _, err := open(t, c, "hf:org/tiny"); err != nil {
 		t.Errorf("with the token: %v", err)
 	}
-	var se *hub.StatusError
+	var se *download.StatusError
 	if _, err := open(t, c, "hf:org/none"); !errors.As(err, &se) || se.Code != "RepoNotFound" {
 		t.Errorf("a repo that does not exist: %v", err)
 	}
@@ -343,7 +344,7 @@ func TestShardedAndGGUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"config.json", "tokenizer.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}
-	if got := c.states(hub.StateDone); !slices.Equal(got, want) {
+	if got := c.states(download.StateDone); !slices.Equal(got, want) {
 		t.Errorf("sharded: downloaded %v, want %v", got, want)
 	}
 	c.Offline = true

@@ -1,4 +1,19 @@
-package hub
+// Package download opens a model by its hub id (package hub) as
+// huggingface_hub's hf_hub_download does: it asks the hub's API which commit
+// the revision names and which files the repo holds, reads each chosen
+// file's ETag and size from a HEAD of its resolve URL (X-Linked-Etag and
+// X-Linked-Size for an LFS file, whose GET redirects to a CDN), and
+// downloads it into the standard cache (CacheDir): models--ORG--NAME/
+// blobs/<etag>, snapshots/<commit>/FILE a relative link to its blob,
+// refs/<REV> holding the commit. A blob is written as <etag>.incomplete,
+// which the next download resumes with a Range request, and is checked
+// (hub.Check) before it takes its name. A snapshot already complete in the
+// cache opens with no network when the revision is a commit, with
+// HF_HUB_OFFLINE=1, or when the hub cannot be reached.
+//
+// Two processes downloading the same blob at once are not kept apart (no
+// lock file, unlike huggingface_hub): the check refuses what they mix up.
+package download
 
 import (
 	"context"
@@ -6,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"logitscope/hub"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,7 +33,7 @@ import (
 
 // Client downloads models from a hub into a cache.
 type Client struct {
-	Endpoint string // the hub: DefaultEndpoint or $HF_ENDPOINT
+	Endpoint string // the hub: hub.DefaultEndpoint or $HF_ENDPOINT
 	Token    string // sent as Authorization: Bearer, when set
 	Cache    string // the hub cache (CacheDir)
 	// Offline opens from the cache only ($HF_HUB_OFFLINE=1).
@@ -31,7 +47,7 @@ type Client struct {
 
 // Progress is a file's state.
 type Progress struct {
-	ID    ID
+	ID    hub.ID
 	File  string
 	Done  int64 // bytes on disk, a resumed part included
 	Total int64
@@ -58,7 +74,7 @@ func FromEnv() (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{Endpoint: DefaultEndpoint, Token: token(), Cache: cache, Every: 500 * time.Millisecond}
+	c := &Client{Endpoint: hub.DefaultEndpoint, Token: token(), Cache: cache, Every: 500 * time.Millisecond}
 	if e := os.Getenv("HF_ENDPOINT"); e != "" {
 		c.Endpoint = strings.TrimRight(e, "/")
 	}
@@ -71,7 +87,7 @@ func FromEnv() (*Client, error) {
 
 // StatusError is an HTTP answer other than the one wanted.
 type StatusError struct {
-	ID     ID
+	ID     hub.ID
 	File   string // "" for the API's
 	Method string
 	URL    string
@@ -85,7 +101,7 @@ func (e *StatusError) Error() string {
 	what := e.ID.String()
 	if e.File != "" {
 		what = "hf:" + e.ID.Repo + "/" + e.File
-		if e.ID.Revision != DefaultRevision {
+		if e.ID.Revision != hub.DefaultRevision {
 			what += "@" + e.ID.Revision
 		}
 	}
@@ -110,12 +126,12 @@ func (e *StatusError) Error() string {
 // Open downloads what id's model needs into the cache, unless it is there,
 // and returns the path the model opens from: the snapshot folder, or the
 // GGUF file for a GGUF id.
-func (c *Client) Open(ctx context.Context, id ID) (string, error) {
+func (c *Client) Open(ctx context.Context, id hub.ID) (string, error) {
 	if c.Offline {
 		return cached(c.Cache, id)
 	}
 	// A commit's files never change: a complete snapshot needs no network.
-	if IsCommit(id.Revision) {
+	if hub.IsCommit(id.Revision) {
 		if p, err := cached(c.Cache, id); err == nil {
 			return p, nil
 		}
@@ -135,7 +151,7 @@ func (c *Client) Open(ctx context.Context, id ID) (string, error) {
 		c.report(Progress{ID: id, State: StateNote, Note: fmt.Sprintf("%s cannot be reached (%v): opening the cached snapshot", c.Endpoint, err)})
 		return p, nil
 	}
-	files, err := Pick(id.Repo, info.Names(), id.File)
+	files, err := hub.Pick(id.Repo, info.Names(), id.File)
 	if err != nil {
 		return "", err
 	}
@@ -144,12 +160,12 @@ func (c *Client) Open(ctx context.Context, id ID) (string, error) {
 		if err := c.fetch(ctx, id, info.SHA, files[i]); err != nil {
 			return "", err
 		}
-		if files[i] == indexFile {
-			index, err := os.ReadFile(filepath.Join(snap, indexFile))
+		if files[i] == hub.IndexFile {
+			index, err := os.ReadFile(filepath.Join(snap, hub.IndexFile))
 			if err != nil {
 				return "", err
 			}
-			shards, err := Shards(id.Repo, index)
+			shards, err := hub.Shards(id.Repo, index)
 			if err != nil {
 				return "", err
 			}
@@ -170,22 +186,22 @@ func (c *Client) Open(ctx context.Context, id ID) (string, error) {
 
 // repoInfo asks the API for the commit the revision names and the repo's
 // files.
-func (c *Client) repoInfo(ctx context.Context, id ID) (RepoInfo, error) {
-	u := APIURL(c.Endpoint, id, false)
+func (c *Client) repoInfo(ctx context.Context, id hub.ID) (hub.RepoInfo, error) {
+	u := hub.APIURL(c.Endpoint, id, false)
 	resp, err := c.do(ctx, http.MethodGet, u, nil, c.httpClient())
 	if err != nil {
-		return RepoInfo{}, fmt.Errorf("%s: GET %s: %v", id, u, err)
+		return hub.RepoInfo{}, fmt.Errorf("%s: GET %s: %v", id, u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return RepoInfo{}, c.statusError(id, "", http.MethodGet, u, resp)
+		return hub.RepoInfo{}, c.statusError(id, "", http.MethodGet, u, resp)
 	}
-	var info RepoInfo
+	var info hub.RepoInfo
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil {
-		return RepoInfo{}, fmt.Errorf("%s: GET %s: %v", id, u, err)
+		return hub.RepoInfo{}, fmt.Errorf("%s: GET %s: %v", id, u, err)
 	}
-	if !IsCommit(info.SHA) {
-		return RepoInfo{}, fmt.Errorf("%s: GET %s: sha %q is not a commit id", id, u, info.SHA)
+	if !hub.IsCommit(info.SHA) {
+		return hub.RepoInfo{}, fmt.Errorf("%s: GET %s: sha %q is not a commit id", id, u, info.SHA)
 	}
 	return info, nil
 }
@@ -199,7 +215,7 @@ type fileMeta struct {
 
 // fetch puts file of commit in the cache (blobs/ETAG, and its link in
 // snapshots/COMMIT/), resuming a partial blob.
-func (c *Client) fetch(ctx context.Context, id ID, commit, file string) error {
+func (c *Client) fetch(ctx context.Context, id hub.ID, commit, file string) error {
 	repoDir := RepoFolder(c.Cache, id.Repo)
 	pointer := filepath.Join(repoDir, "snapshots", commit, filepath.FromSlash(file))
 	if st, err := os.Stat(pointer); err == nil && st.Mode().IsRegular() {
@@ -229,8 +245,8 @@ func (c *Client) fetch(ctx context.Context, id ID, commit, file string) error {
 // the redirect of an LFS file to the CDN (whose own headers describe the
 // CDN's object), as huggingface_hub's get_hf_file_metadata does; a
 // relative redirect (a renamed repo) is followed.
-func (c *Client) head(ctx context.Context, id ID, commit, file string) (fileMeta, error) {
-	u := ResolveURL(c.Endpoint, id.Repo, commit, file)
+func (c *Client) head(ctx context.Context, id hub.ID, commit, file string) (fileMeta, error) {
+	u := hub.ResolveURL(c.Endpoint, id.Repo, commit, file)
 	noFollow := *c.httpClient()
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	for hops := 0; ; hops++ {
@@ -250,9 +266,9 @@ func (c *Client) head(ctx context.Context, id ID, commit, file string) (fileMeta
 			return fileMeta{}, c.statusError(id, file, http.MethodHead, u, resp)
 		}
 		m := fileMeta{url: u}
-		m.etag = NormalizeETag(resp.Header.Get("X-Linked-Etag"))
+		m.etag = hub.NormalizeETag(resp.Header.Get("X-Linked-Etag"))
 		if m.etag == "" {
-			m.etag = NormalizeETag(resp.Header.Get("ETag"))
+			m.etag = hub.NormalizeETag(resp.Header.Get("ETag"))
 		}
 		sz := resp.Header.Get("X-Linked-Size")
 		if sz == "" {
@@ -280,7 +296,7 @@ func (c *Client) head(ctx context.Context, id ID, commit, file string) (fileMeta
 // a download cut short leaves for the next one to resume with a Range
 // request. The whole file is checked (Check) before it becomes the blob; a
 // part that fails the check is removed, so the next download starts afresh.
-func (c *Client) download(ctx context.Context, id ID, file string, meta fileMeta, blob string) error {
+func (c *Client) download(ctx context.Context, id hub.ID, file string, meta fileMeta, blob string) error {
 	what := "hf:" + id.Repo + "/" + file
 	part := blob + ".incomplete"
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
@@ -327,7 +343,7 @@ func (c *Client) download(ctx context.Context, id ID, file string, meta fileMeta
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	chk := NewCheck(what, meta.etag, meta.size)
+	chk := hub.NewCheck(what, meta.etag, meta.size)
 	if _, err := io.Copy(chk, f); err != nil {
 		return err
 	}
@@ -388,7 +404,7 @@ func (c *Client) do(ctx context.Context, method, u string, hdr map[string]string
 	return hc.Do(req)
 }
 
-func (c *Client) statusError(id ID, file, method, u string, resp *http.Response) error {
+func (c *Client) statusError(id hub.ID, file, method, u string, resp *http.Response) error {
 	msg := resp.Header.Get("X-Error-Message")
 	if msg == "" && method != http.MethodHead {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))

@@ -1,9 +1,10 @@
-package hub
+package download
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"logitscope/hub"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,13 +73,13 @@ func RepoFolder(cache, repo string) string {
 
 // cached finds id's snapshot in the cache without the network: the commit
 // is the revision itself or refs/REV's, and the snapshot must hold every
-// file the model needs (Pick over the snapshot's files, and the shards its
+// file the model needs (hub.Pick over the snapshot's files, and the shards its
 // index names). It returns the path a model opens from: the snapshot
 // folder, or the GGUF file.
-func cached(cache string, id ID) (string, error) {
+func cached(cache string, id hub.ID) (string, error) {
 	repoDir := RepoFolder(cache, id.Repo)
 	commit := id.Revision
-	if !IsCommit(commit) {
+	if !hub.IsCommit(commit) {
 		b, err := os.ReadFile(filepath.Join(repoDir, "refs", filepath.FromSlash(id.Revision)))
 		if err != nil {
 			return "", fmt.Errorf("%s: the cache has no download of revision %s (%s)", id, id.Revision, filepath.Join(repoDir, "refs"))
@@ -105,22 +106,22 @@ func cached(cache string, id ID) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("%s: %v", id, err)
 	}
-	need, err := Pick(id.Repo, files, id.File)
+	need, err := hub.Pick(id.Repo, files, id.File)
 	if err != nil {
 		return "", fmt.Errorf("%s: the cached snapshot %s is incomplete: %v", id, snap, err)
 	}
-	if len(need) == 1 && strings.HasSuffix(strings.ToLower(need[0]), ggufSuffix) {
+	if len(need) == 1 && hub.IsGGUF(need[0]) {
 		return filepath.Join(snap, filepath.FromSlash(need[0])), nil
 	}
 	for _, f := range need {
-		if f != indexFile {
+		if f != hub.IndexFile {
 			continue
 		}
-		index, err := os.ReadFile(filepath.Join(snap, indexFile))
+		index, err := os.ReadFile(filepath.Join(snap, hub.IndexFile))
 		if err != nil {
 			return "", err
 		}
-		shards, err := Shards(id.Repo, index)
+		shards, err := hub.Shards(id.Repo, index)
 		if err != nil {
 			return "", err
 		}

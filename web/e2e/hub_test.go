@@ -39,11 +39,14 @@ func waitNote(b *Browser, sel, want string) string {
 // hub field's note, naming the file or saying what to do.
 func TestUIHub(t *testing.T) {
 	RequireUI(t)
+	srv := hubtest.New()
+	defer srv.Close()
+	// The page's server lets the page download from the hub HF_ENDPOINT
+	// names (its Content-Security-Policy's connect-src).
+	t.Setenv("HF_ENDPOINT", srv.URL)
 	site := StartSite(t)
 	mod := Wazero(t, site)
 	dir, fp := writeFolder(t, t.TempDir(), "tiny", "tiny", 2)
-	srv := hubtest.New()
-	defer srv.Close()
 	if _, err := srv.Add("org/tiny", "main", dir); err != nil {
 		t.Fatal(err)
 	}
@@ -132,24 +135,17 @@ func TestUIHub(t *testing.T) {
 		t.Error("the reopened link's logits differ from the first run's")
 	}
 
-	// A corrupt shard, then a gated repo, in the first page.
-	bad := hubtest.New()
-	defer bad.Close()
-	if _, err := bad.Add("org/tiny", "main", dir); err != nil {
-		t.Fatal(err)
-	}
-	bad.Corrupt("model-00002-of-00002.safetensors")
+	// The hub then serves a corrupt shard, then wants a token: the first
+	// page downloads again and is refused.
+	srv.Corrupt("model-00002-of-00002.safetensors")
 	for _, c := range []struct {
 		gate string
 		want []string
 	}{
-		{"", []string{"hf:org/tiny/model-00002-of-00002.safetensors: sha256 of the download is", bad.URL + "/org/tiny/resolve/"}},
-		{"hf_secret", []string{"hf:org/tiny: GET " + bad.URL + "/api/models/org/tiny/revision/main?blobs=true: HTTP 401 GatedRepo", "the CLI takes HF_TOKEN"}},
+		{"", []string{"hf:org/tiny/model-00002-of-00002.safetensors: sha256 of the download is", srv.URL + "/org/tiny/resolve/"}},
+		{"hf_secret", []string{"hf:org/tiny: GET " + srv.URL + "/api/models/org/tiny/revision/main?blobs=true: HTTP 401 GatedRepo", "the CLI takes HF_TOKEN"}},
 	} {
-		bad.RequireToken(c.gate)
-		Eval[bool](b, `(() => { const i = document.querySelector('input[name="hub-endpoint"]'); i.value = `+jsString(bad.URL)+`;
-  i.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`)
-		time.Sleep(200 * time.Millisecond)
+		srv.RequireToken(c.gate)
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[name="hub-open"]`))); err != nil {
 			t.Fatal(err)
 		}

@@ -376,6 +376,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, name string, data 
 	if bad {
 		data = bytes.Clone(data)
 		data[len(data)/2] ^= 0xff
+		// Other bytes than a browser may have cached under the ETag:
+		// a revalidation must not answer 304.
+		r.Header.Del("If-None-Match")
+		r.Header.Del("If-Range")
+		w.Header().Set("Cache-Control", "no-store")
 	}
 	var out http.ResponseWriter = w
 	if isCut && r.Method == http.MethodGet {

@@ -387,15 +387,16 @@ func (c *Client) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// do sends a request with the token. Go's client drops Authorization on a
-// redirect to another host (the CDN), as huggingface_hub's does.
+// do sends a request, with the token when it goes to the hub itself: the
+// CDN an LFS file redirects to gets none (its URL is signed), and Go's
+// client drops Authorization on a redirect to another host too.
 func (c *Client) do(ctx context.Context, method, u string, hdr map[string]string, hc *http.Client) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("User-Agent", "logitscope")
-	if c.Token != "" {
+	if hub, err := url.Parse(c.Endpoint); c.Token != "" && err == nil && req.URL.Host == hub.Host {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	for k, v := range hdr {

@@ -302,8 +302,25 @@ func TestGated(t *testing.T) {
 		t.Errorf("with another token: %v", err)
 	}
 	c.Token = "hf_secret"
+	srv.SplitCDN()
+	srv.Reset()
 	if _, err := open(t, c, "hf:org/tiny"); err != nil {
 		t.Errorf("with the token: %v", err)
+	}
+	// The hub got the token; the CDN, another host, did not.
+	var cdn int
+	for _, r := range srv.Requests() {
+		switch cdnReq := strings.Contains(r, " /cdn/"); {
+		case cdnReq && strings.HasSuffix(r, " +auth"):
+			t.Errorf("the CDN got the token: %s", r)
+		case cdnReq:
+			cdn++
+		case !strings.HasSuffix(r, " +auth"):
+			t.Errorf("the hub did not get the token: %s", r)
+		}
+	}
+	if cdn != 1 {
+		t.Errorf("%d CDN requests, want 1 (model.safetensors): %v", cdn, srv.Requests())
 	}
 	var se *download.StatusError
 	if _, err := open(t, c, "hf:org/none"); !errors.As(err, &se) || se.Code != "RepoNotFound" {

@@ -48,6 +48,9 @@ type Server struct {
 	cut   map[string]int64 // file name → bytes to send before cutting the connection, once
 	bad   map[string]bool  // file name → served with a byte changed
 	log   []string
+	// cdnHost, when set, is the host LFS redirects name instead of the
+	// hub's own (SplitCDN).
+	cdnHost string
 }
 
 type repo struct {
@@ -169,8 +172,20 @@ func (s *Server) Corrupt(name string) {
 	s.bad[name] = true
 }
 
-// Requests lists the requests served so far, "METHOD PATH" and, for a
-// Range request, " RANGE"; Reset clears it.
+// SplitCDN makes LFS redirects name the CDN as localhost (the hub being
+// 127.0.0.1), another host, as huggingface.co's cdn-lfs.hf.co is: a
+// client must not send it the hub's token. The CDN's URLs need no token
+// (the hub's are signed).
+func (s *Server) SplitCDN() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, port, _ := strings.Cut(s.Listener.Addr().String(), ":")
+	s.cdnHost = "localhost:" + port
+}
+
+// Requests lists the requests served so far, "METHOD PATH", then
+// " RANGE" for a Range request and " +auth" when it carried an
+// Authorization header; Reset clears it.
 func (s *Server) Requests() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,11 +218,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rg := r.Header.Get("Range"); rg != "" {
 		entry += " " + rg
 	}
+	if r.Header.Get("Authorization") != "" {
+		entry += " +auth"
+	}
 	s.mu.Lock()
 	s.log = append(s.log, entry)
 	token := s.token
 	s.mu.Unlock()
-	if token != "" {
+	if token != "" && !strings.HasPrefix(r.URL.Path, "/cdn/") {
 		switch r.Header.Get("Authorization") {
 		case "Bearer " + token:
 		case "":
@@ -342,7 +360,13 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, rest string) {
 		h.Set("ETag", `"`+f.gitSHA1+`"`)
 		h.Set("X-Linked-Etag", `"`+f.sha256+`"`)
 		h.Set("X-Linked-Size", strconv.Itoa(len(f.data)))
-		cdn := "http://" + r.Host + "/cdn/" + f.sha256 + "?name=" + url.QueryEscape(name)
+		host := r.Host
+		s.mu.Lock()
+		if s.cdnHost != "" {
+			host = s.cdnHost
+		}
+		s.mu.Unlock()
+		cdn := "http://" + host + "/cdn/" + f.sha256 + "?name=" + url.QueryEscape(name)
 		h.Set("Location", cdn)
 		w.WriteHeader(http.StatusFound)
 		return

@@ -45,5 +45,38 @@ func TestSecurityHeaders(t *testing.T) {
 		if s := directives["script-src"]; !strings.Contains(s, "'self'") || !strings.Contains(s, "'wasm-unsafe-eval'") || strings.Contains(s, "unsafe-inline") {
 			t.Errorf("%s: script-src %q", target, s)
 		}
+		// The page's hub field downloads from huggingface.co and its CDNs.
+		if s, want := directives["connect-src"], "'self' https://huggingface.co https://*.huggingface.co https://*.hf.co"; s != want {
+			t.Errorf("%s: connect-src %q, want %q", target, s, want)
+		}
+	}
+}
+
+// TestHubOrigins: the hubs the page may download from are the server's
+// to say, as origins and nothing more.
+func TestHubOrigins(t *testing.T) {
+	for _, c := range []struct{ endpoint, want, err string }{
+		{"http://127.0.0.1:8080/", "http://127.0.0.1:8080", ""},
+		{"https://hf-mirror.com/some/path?q=1", "https://hf-mirror.com", ""},
+		{"hf-mirror.com", "", "want http(s)://host"},
+		{"ftp://x", "", "want http(s)://host"},
+		{"https://a;b", "", "want http(s)://host"},
+	} {
+		got, err := HubOrigin(c.endpoint)
+		if got != c.want || (c.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("HubOrigin(%q) = %q, %v; want %q, %q", c.endpoint, got, err, c.want, c.err)
+		}
+	}
+	for _, bad := range []string{"https://x.org/path", "https://x.org; script-src *", "*", "https://a b"} {
+		if _, err := New(Options{HubOrigins: []string{bad}}); err == nil || !strings.Contains(err.Error(), "hub origin") {
+			t.Errorf("New with hub origin %q: %v", bad, err)
+		}
+	}
+	s, err := New(Options{HubOrigins: []string{"http://127.0.0.1:9", "https://*.example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.csp, "connect-src 'self' http://127.0.0.1:9 https://*.example.org;") {
+		t.Errorf("CSP %q", s.csp)
 	}
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
 	"path/filepath"
@@ -25,6 +26,10 @@ type Options struct {
 	// Limits bound time, uploads and the run store; zero fields take
 	// their defaults.
 	Limits Limits
+	// HubOrigins are the origins the page may download models from (its
+	// hub field; the Content-Security-Policy's connect-src): nil means
+	// DefaultHubOrigins. HubOrigin words an endpoint as one.
+	HubOrigins []string
 }
 
 // Server routes requests by hand rather than through http.ServeMux: the
@@ -42,6 +47,7 @@ type Server struct {
 	kernels *shaderSet
 	etags   *etagCache
 	logf    func(format string, args ...any)
+	csp     string // the Content-Security-Policy of every response
 }
 
 // New returns a Server for opt.
@@ -49,6 +55,16 @@ func New(opt Options) (*Server, error) {
 	s := &Server{models: map[string]*Model{}, list: opt.Models, etags: fileHashes, kernels: engineShaders(), logf: opt.Logf,
 		lim: opt.Limits.withDefaults()}
 	s.uploads = make(chan struct{}, s.lim.Uploads)
+	hubs := opt.HubOrigins
+	if hubs == nil {
+		hubs = DefaultHubOrigins
+	}
+	for _, h := range hubs {
+		if o, err := HubOrigin(strings.Replace(h, "://*.", "://wildcard.", 1)); err != nil || o != strings.Replace(h, "://*.", "://wildcard.", 1) {
+			return nil, fmt.Errorf("serve: hub origin %q: want http(s)://host[:port], the host may start with *.", h)
+		}
+	}
+	s.csp = contentSecurityPolicy(hubs)
 	if s.logf == nil {
 		s.logf = log.Printf
 	}
@@ -89,7 +105,7 @@ func realDir(dir string) (string, error) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	setSecurityHeaders(w.Header())
+	setSecurityHeaders(w.Header(), s.csp)
 	p := r.URL.Path
 	if allow := allowedMethods(p); !slices.Contains(strings.Split(allow, ", "), r.Method) {
 		w.Header().Set("Allow", allow)

@@ -14,6 +14,7 @@ import (
 	"logitscope/dump"
 	"logitscope/engine"
 	"logitscope/ggufmodel"
+	"logitscope/hub"
 	"logitscope/progress"
 	"logitscope/receipt"
 	"logitscope/session"
@@ -26,7 +27,7 @@ import (
 // capture scripts over transformers print.
 func captureCommand(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("capture", stdout)
-	modelDir := fs.String("model", "", "model directory, hub cache folder or GGUF file; default $LOGITSCOPE_MODEL, else the demo model")
+	modelDir := fs.String("model", "", "model directory, hub cache folder, GGUF file or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the demo model")
 	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), a variant directory, or a GGUF file")
 	system := fs.String("system", "", "system prompt (empty: no system turn, the chat template's own default if it has one)")
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
@@ -60,7 +61,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
 	}
 
-	ck, err := openModel(*modelDir)
+	ck, err := openModel(*modelDir, stderr)
 	if err != nil {
 		return err
 	}
@@ -242,8 +243,8 @@ func boolInt(b bool) int {
 
 // openModel opens the checkpoint that modelPath names: a Hugging Face
 // directory, or a GGUF file as a model by itself (ggufmodel.OpenModel).
-func openModel(flagValue string) (*checkpoint.Checkpoint, error) {
-	path, err := modelPath(flagValue)
+func openModel(flagValue string, stderr io.Writer) (*checkpoint.Checkpoint, error) {
+	path, err := modelPath(flagValue, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -253,15 +254,21 @@ func openModel(flagValue string) (*checkpoint.Checkpoint, error) {
 	return checkpoint.Open(path)
 }
 
-// modelPath is the --model flag, else $LOGITSCOPE_MODEL, else the demo.
-func modelPath(flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
+// modelPath is the --model flag, else $LOGITSCOPE_MODEL, else the demo;
+// a hub id (hf:ORG/NAME[@REV]) is downloaded into the hub cache first
+// (hubModel), saying how on stderr, and is its snapshot's path.
+func modelPath(flagValue string, stderr io.Writer) (string, error) {
+	path := flagValue
+	if path == "" {
+		path = os.Getenv("LOGITSCOPE_MODEL")
 	}
-	if env := os.Getenv("LOGITSCOPE_MODEL"); env != "" {
-		return env, nil
+	switch {
+	case path == "":
+		return synth.Demo()
+	case hub.IsID(path):
+		return hubModel(path, stderr)
 	}
-	return synth.Demo()
+	return path, nil
 }
 
 // idsString prints ids as Python prints a list of ints (also valid JSON).

@@ -24,22 +24,20 @@ var (
 	engineErr  error
 )
 
-// engineWasm builds engine.wasm once per test binary. It lives at a fixed
-// place in the temporary directory, replaced by rename, because no test
-// outlives the others to clean up after it.
+// engineWasm builds engine.wasm once per test binary, into a file of its
+// own (TestMain removes it): test binaries of several checkouts may run at
+// once.
 func engineWasm(t *testing.T) string {
 	t.Helper()
 	engineOnce.Do(func() {
-		final := filepath.Join(os.TempDir(), "logitscope-conform-test-engine.wasm")
-		tmp := fmt.Sprintf("%s.%d", final, os.Getpid())
-		build := exec.Command("go", "build", "-buildmode=c-shared", "-o", tmp, "../../wasm")
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("logitscope-conform-test-engine.%d.wasm", os.Getpid()))
+		build := exec.Command("go", "build", "-buildmode=c-shared", "-o", path, "../../wasm")
 		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if out, err := build.CombinedOutput(); err != nil {
 			engineErr = fmt.Errorf("building engine.wasm: %v\n%s", err, out)
 			return
 		}
-		engineErr = os.Rename(tmp, final)
-		enginePath = final
+		enginePath = path
 	})
 	if engineErr != nil {
 		t.Fatal(engineErr)

@@ -9,6 +9,11 @@
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
 //	logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR...
 //	logitscope export   [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf
+//
+// Wherever --model takes a directory it takes a Hugging Face Hub id too,
+// hf:ORG/NAME[@REV] (or hf:ORG/NAME/FILE.gguf[@REV]): package hub downloads
+// it into the hub cache first (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE,
+// HF_HUB_OFFLINE as huggingface_hub reads them).
 package main
 
 import (

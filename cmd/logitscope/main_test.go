@@ -48,8 +48,10 @@ func TestMain(m *testing.M) {
 		os.Exit(cli(a, os.Stdout, os.Stderr))
 	}
 	code := m.Run()
-	if tinyDir != "" {
-		os.RemoveAll(tinyDir)
+	for _, p := range []string{tinyDir, enginePath} {
+		if p != "" {
+			os.RemoveAll(p)
+		}
 	}
 	os.Exit(code)
 }

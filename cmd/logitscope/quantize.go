@@ -14,7 +14,7 @@ import (
 // quantize writes a sealed variant of a checkpoint.
 func quantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", stdout)
-	modelDir := fs.String("model", "", "model directory; default $LOGITSCOPE_MODEL, else the demo model")
+	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the demo model")
 	schemeName := fs.String("scheme", "", "q8, q6 or q4 (required)")
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
 	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")
@@ -30,7 +30,7 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ck, err := openModel(*modelDir)
+	ck, err := openModel(*modelDir, stderr)
 	if err != nil {
 		return err
 	}

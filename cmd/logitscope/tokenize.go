@@ -23,7 +23,7 @@ func tokenize(args []string, stdout, stderr io.Writer) error {
 func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tokenize", stdout)
 	tokPath := fs.String("tokenizer", "", "tokenizer.json")
-	modelDir := fs.String("model", "", "model directory (its tokenizer.json) or GGUF file (the tokenizer its metadata describes); default $LOGITSCOPE_MODEL or the demo model")
+	modelDir := fs.String("model", "", "model directory (its tokenizer.json), GGUF file (the tokenizer its metadata describes) or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL or the demo model")
 	chatOn := fs.Bool("chat", false, "apply the chat_template of the tokenizer_config.json beside the tokenizer (ChatML when it has none) to system prompt + user turn + generation prompt first")
 	system := fs.String("system", "", "system prompt for --chat (empty: no system turn)")
 	if pos, err := parse(fs, args); err != nil {
@@ -35,7 +35,7 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("give --tokenizer or --model, not both")
 	}
 	if *tokPath == "" {
-		path, err := modelPath(*modelDir)
+		path, err := modelPath(*modelDir, stderr)
 		if err != nil {
 			return err
 		}

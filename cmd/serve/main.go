@@ -69,7 +69,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, err := serve.New(serve.Options{Models: models, Static: page, Data: *dataDir})
+	hubs, err := serve.HubOriginsFromEnv()
+	if err != nil {
+		return err
+	}
+	h, err := serve.New(serve.Options{Models: models, Static: page, Data: *dataDir, HubOrigins: hubs})
 	if err != nil {
 		return err
 	}

@@ -249,7 +249,13 @@ func StartSite(t testing.TB, extra ...SiteModel) *Site {
 		}
 		models = append(models, m)
 	}
-	s.Server, err = serve.New(serve.Options{Models: models, Static: s.Static, Data: s.Data, Logf: t.Logf})
+	// The hub the page may download from: huggingface.co's, and a test's
+	// (hubtest) named by HF_ENDPOINT, as cmd/serve takes it.
+	hubs, err := serve.HubOriginsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Server, err = serve.New(serve.Options{Models: models, Static: s.Static, Data: s.Data, Logf: t.Logf, HubOrigins: hubs})
 	if err != nil {
 		t.Fatal(err)
 	}

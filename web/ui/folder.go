@@ -45,6 +45,7 @@ type localFolder struct {
 	Err   string              // why it cannot run: no config.json, an architecture the engine does not run, …
 	Notes []string            // files left out, and why
 	Info  modelInfo           // what the form lists, as GET /models/ lists a served model
+	Hub   string              // where the page downloaded it from (hub.go), or "" for a folder from this computer
 	// GGUF holds the GGUF files at the folder's top whose header reads,
 	// by name; their hashes are read when a run uses them.
 	GGUF map[string]*localFile
@@ -77,8 +78,7 @@ type folderHash struct {
 // model is now that folder, read in the background.
 func (r *Root) PickFolder(e vugu.DOMEvent) {
 	files := js.Value(e.JSEventTarget()).Get("files")
-	lf := &localFolder{Files: map[string]js.Value{}, GGUF: map[string]*localFile{}, manifests: map[string]string{},
-		ready: make(chan struct{}), fpEnd: make(chan struct{})}
+	lf := newFolder("")
 	for i := range files.Get("length").Int() {
 		f := files.Index(i)
 		// webkitRelativePath is "FOLDER/path/inside" (a browser that
@@ -106,6 +106,18 @@ func (r *Root) PickFolder(e vugu.DOMEvent) {
 	} else {
 		go r.readFolder(lf)
 	}
+	r.chooseFolder(lf)
+}
+
+// newFolder is an empty model folder called name.
+func newFolder(name string) *localFolder {
+	return &localFolder{Name: name, Files: map[string]js.Value{}, GGUF: map[string]*localFile{}, manifests: map[string]string{},
+		ready: make(chan struct{}), fpEnd: make(chan struct{})}
+}
+
+// chooseFolder makes lf (being read) the model: a folder chosen from this
+// computer, or one downloaded from the hub (hub.go).
+func (r *Root) chooseFolder(lf *localFolder) {
 	// A link's fingerprint holds for the first folder chosen under its
 	// name: the run then checks it. Another folder runs as it is.
 	if name, _ := snapshot.LocalModel(r.Spec.Model); r.Folder != nil || name != lf.Name {
@@ -384,7 +396,11 @@ func (r *Root) FolderNote() string {
 	case !lf.Read:
 		return lf.Name + " · reading…"
 	}
-	s := fmt.Sprintf("%s · %s · vocab %d · %d files, %s", lf.Name, lf.Info.Architecture, lf.Info.Vocab, len(lf.Files), size(lf.Bytes))
+	what := lf.Name
+	if lf.Hub != "" {
+		what += " (" + lf.Hub + ")"
+	}
+	s := fmt.Sprintf("%s · %s · vocab %d · %d files, %s", what, lf.Info.Architecture, lf.Info.Vocab, len(lf.Files), size(lf.Bytes))
 	var vs []string
 	for _, v := range lf.Info.Variants {
 		vs = append(vs, v.Name)

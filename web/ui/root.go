@@ -85,6 +85,9 @@ type Root struct {
 	// Folder is the model folder chosen from disk, the model when Spec's
 	// is snapshot.LocalPrefix + its name + "/".
 	Folder *localFolder
+	// Hub is the hub field: a model the page downloads from the Hugging
+	// Face Hub into a Folder (hub.go).
+	Hub hubState
 	// autorunWaits: the link said autorun but names a local file or
 	// folder, which no link can carry; the run starts once it is chosen.
 	autorunWaits bool
@@ -139,6 +142,7 @@ func (r *Root) boot(ee vugu.EventEnv) {
 	}
 	spec, err := snapshot.ParseQuery(q)
 	r.setSpec(spec)
+	r.hubBoot(q)
 
 	if br, berr := newBridge(); berr != nil {
 		r.BridgeErr = berr.Error()
@@ -410,6 +414,7 @@ func (r *Root) syncURLNow() {
 		u = "/r/" + r.SnapID
 	} else {
 		q = r.Spec.Query()
+		r.hubQuery(q)
 		if r.Ran {
 			q.Set("autorun", "1")
 		}

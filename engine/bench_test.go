@@ -218,7 +218,7 @@ func BenchmarkCPU(b *testing.B) {
 				weights := storedBytes(ck, v, g, "stored")
 				held := weights + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
 				copyBW := copyBandwidth()
-				ll := llamacpp.Harness(b).Bench(b, gg, ids, gen, runtime.GOMAXPROCS(0), b.N)
+				ll := llamacpp.Harness(b).Bench(b, gg, ids, llamacpp.BenchOptions{Gen: gen, Threads: runtime.GOMAXPROCS(0), Reps: b.N})
 				b.ReportMetric(bestPrefill, "prefill-tok/s")
 				b.ReportMetric(ll.PrefillTokS, "llama-prefill-tok/s")
 				b.ReportMetric(bestPrefill/ll.PrefillTokS, "prefill-x")

@@ -3,12 +3,11 @@
 //
 // A benchmark that measures a peer beside logitscope reports the peer's
 // measure of unit U as "peer-U"; such rows make the first table, "ours vs
-// peers", where each pair is followed by its ratio, ours / peer, in a
-// column "U x" (named by U up to its first '-': "decode x"), and ns/op is
-// left out. The other
-// rows make the second table. A unit "<op>-ms" (per-op profiles) becomes
-// a row of its own with the unit ms/op. Lines that report a failure go to
-// stderr.
+// peers", where the main measures lead and each pair is followed by its
+// ratio, ours / peer, in a column "U x" (named by U up to its first '-':
+// "decode x"); ns/op is left out. The other rows make the second table. A
+// unit "<op>-ms" (per-op profiles) becomes a row of its own with the unit
+// ms/op. Lines that report a failure go to stderr.
 package main
 
 import (
@@ -16,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -54,6 +54,26 @@ func (t *table) add(r row, units []string) {
 }
 
 const peerPrefix = "peer-"
+
+// lead are the peers table's first columns, in this order (go test prints
+// a benchmark's units sorted by name).
+var lead = []string{"prefill-tok/s", "decode-tok/s", "peakRSS-MB", "weight-GB/s", "copy-GB/s", "weight/copy", "dispatches/tok"}
+
+// leadFirst orders units as lead, then the others as they came.
+func leadFirst(units []string) []string {
+	var out []string
+	for _, u := range lead {
+		if slices.Contains(units, u) {
+			out = append(out, u)
+		}
+	}
+	for _, u := range units {
+		if !slices.Contains(lead, u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
 
 // ratioUnit names the column of ours / peer for unit u.
 func ratioUnit(u string) string {
@@ -103,7 +123,7 @@ func run(in io.Reader, out, errs io.Writer) error {
 		// ratio; the peer's other measures (its warm-up) keep their place.
 		// ns/op is left out: a pass there times both sides and setup.
 		var ordered []string
-		for _, u := range units {
+		for _, u := range leadFirst(units) {
 			if u == "ns/op" || strings.HasPrefix(u, peerPrefix) && r.vals[strings.TrimPrefix(u, peerPrefix)] != "" {
 				continue
 			}

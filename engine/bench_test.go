@@ -2,9 +2,7 @@ package engine_test
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -16,7 +14,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/engine"
-	"logitscope/ggufmodel"
+	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/llamacpp"
@@ -24,7 +22,6 @@ import (
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
-	"logitscope/tempfile"
 	"logitscope/variant"
 )
 
@@ -329,7 +326,7 @@ func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, 
 
 // peerBenchModel opens a cached preset, its variant vname (written once
 // into the cache; nil for f32) and the GGUF export of those weights
-// (written once beside them).
+// (ggufmodeltest.Cached: written once beside them).
 func peerBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpoint, *variant.Variant, string) {
 	dir, err := synth.CachedPreset(p, 0)
 	if err != nil {
@@ -349,23 +346,7 @@ func peerBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Che
 			b.Fatal(err)
 		}
 	}
-	path := filepath.Join(dir, "gguf", vname+".gguf")
-	if _, err := os.Stat(path); err != nil {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		tmp, err := tempfile.Write(path, func(w io.Writer) error {
-			_, err := ggufmodel.Export(w, ck, v)
-			return err
-		})
-		if err == nil {
-			err = tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	return ck, v, path
+	return ck, v, ggufmodeltest.Cached(b, dir, vname)
 }
 
 // resetPeakRSS returns freed memory to the system and restarts the

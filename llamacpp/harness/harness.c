@@ -329,8 +329,12 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 			batch.seq_id[i][0] = 0;
 			batch.logits[i] = i == n - 1;
 		}
+		// Each step reads its logits row, as a decode loop does: on a GPU
+		// llama_decode returns before the graph has run, and the read
+		// waits for it.
 		double t0 = now();
 		if (llama_decode(ctx, batch) != 0) die("llama_decode of the prompt failed");
+		if (!llama_get_logits_ith(ctx, -1)) die("no logits after the prompt");
 		double t1 = now();
 		for (long i = 0; i < gen; i++) {
 			batch.n_tokens = 1;
@@ -338,6 +342,7 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 			batch.pos[0] = (llama_pos)(n + i);
 			batch.logits[0] = 1;
 			if (llama_decode(ctx, batch) != 0) die("llama_decode at position %ld failed", n + i);
+			if (!llama_get_logits_ith(ctx, -1)) die("no logits at position %ld", n + i);
 		}
 		double t2 = now();
 		if (r == 0) { // the warm-up: on Vulkan it compiles the shaders it uses

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,11 @@ import (
 // (snapshot.Timing), averaged: page load, each side's open and run, and
 // the first token. Open includes fetching the model files and compiling
 // engine.wasm, since every iteration starts with an empty profile.
+//
+// With LOGITSCOPE_BENCH_GPU=real (bench/gpu.sh) the WebGPU rows must run
+// on a real GPU, not SwiftShader, or the benchmark fails.
 func BenchmarkPage(b *testing.B) {
+	realGPU := os.Getenv("LOGITSCOPE_BENCH_GPU") == "real"
 	RequireUI(b)
 	site := StartSite(b)
 	spec := snapshot.NewSpec()
@@ -23,8 +29,15 @@ func BenchmarkPage(b *testing.B) {
 	for _, device := range []string{"gpu", "cpu"} {
 		b.Run(device, func(b *testing.B) {
 			var opts []chromedp.ExecAllocatorOption
-			if device == "cpu" {
+			switch {
+			case device == "cpu":
 				opts = append(opts, chromedp.Flag("enable-unsafe-webgpu", false))
+			case realGPU:
+				// Chromium on Linux gives WebGPU a real GPU only through
+				// Vulkan, and headless only when asked; SwiftShader needs
+				// neither, which is why NewBrowser leaves them alone.
+				opts = append(opts, chromedp.Flag("enable-features", "Vulkan"), chromedp.Flag("use-angle", "vulkan"),
+					chromedp.Flag("ignore-gpu-blocklist", true))
 			}
 			s := spec
 			s.Device = map[string]string{"gpu": "gpu", "cpu": "auto"}[device]
@@ -37,6 +50,9 @@ func BenchmarkPage(b *testing.B) {
 					b.Fatalf("the run ended in %q: %s", state, Eval[string](br, `String(window.logitscope.error)`))
 				}
 				doc, _ := pageDoc(b, br)
+				if device == "gpu" && realGPU && (doc.Ref.Device != "webgpu" || strings.Contains(doc.Ref.Adapter, "SwiftShader")) {
+					b.Fatalf("LOGITSCOPE_BENCH_GPU=real, but the page ran on %s %q, not a GPU", doc.Ref.Device, doc.Ref.Adapter)
+				}
 				t := doc.Timing
 				sum.PageLoad += t.PageLoad
 				sum.OpenRef += t.OpenRef

@@ -46,8 +46,10 @@ $(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP
 
 # The peers make bench runs beside logitscope, kept out of deps so that
 # make test and CI do not grow: llama.cpp's prebuilt Vulkan libraries (the
-# same llama.cpp as deps' CPU ones, about 80 MB; scripts off) and wllama,
-# llama.cpp compiled to wasm, for the page in Chromium (about 20 MB).
+# same llama.cpp as deps' CPU ones, about 80 MB; scripts off), and for the
+# page in Chromium wllama (llama.cpp compiled to wasm) and onnxruntime-web
+# (about 160 MB together). The onnxruntime-web row also needs Debian's
+# PyTorch to export its model: apt-get install python3-torch python3-onnx.
 PEERS := web/e2e/testdata/peers
 LLAMAVK := llamacpp/testdata/npm-vulkan
 bench-deps: $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.json
@@ -71,7 +73,9 @@ $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.j
 #           shaders for about two minutes, then Mesa's shader cache keeps
 #           them; bench/gpu.sh runs it on a real GPU;
 #   page    the page in Chromium: on engine.wasm's CPU path beside wllama
-#           on the same weights (BenchmarkPagePeers), and the demo's load,
+#           on the same weights, and on WebGPU beside onnxruntime-web's
+#           WebGPU provider on an ONNX export of the same checkpoint
+#           (BenchmarkPagePeers), and the demo's load,
 #           open and first-token times on WebGPU and the CPU path
 #           (BenchmarkPage);
 #   decode  decode tok/s, weight GB/s and dispatches per token of every
@@ -80,7 +84,7 @@ $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.j
 #           their q4 variants are generated once into the cache).
 # PRESET is the peers' model, a regexp on peerPresets' names:
 # qwen2.5-0.5b-2layer (default: minutes per part), smollm2-135m, or
-# '^qwen2.5-0.5b$$' (tens of minutes per part on a CPU). BENCHTIME is
+# '^qwen2.5-0.5b$' (tens of minutes per part on a CPU). BENCHTIME is
 # the passes timed per row after a warm-up.
 BENCH     ?= all
 PRESET    ?= qwen2.5-0.5b-2layer

@@ -343,6 +343,9 @@ func onnxExport(b *testing.B, dir string) string {
 		b.Skipf("bench/onnx/export.py: %s", msg)
 	}
 	if err == nil {
+		err = os.Chmod(tmp, 0o755) // Mkdir made it private
+	}
+	if err == nil {
 		err = os.Rename(tmp, out)
 	}
 	if err != nil {

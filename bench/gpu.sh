@@ -13,7 +13,8 @@
 # protobuf's 2 GB and skip, which fails the script).
 # It installs what it needs (Debian/Ubuntu packages when run as root: the
 # Vulkan loader and Mesa's drivers, vulkaninfo, Node and npm, cc, git,
-# Chromium; then make deps bench-deps), checks that Vulkan sees a GPU,
+# Chromium, PyTorch and onnx for the ONNX export; then make deps
+# bench-deps), checks that Vulkan sees a GPU,
 # and runs make bench with LOGITSCOPE_BENCH_GPU=real: a row that ends up
 # on a CPU driver (lavapipe, SwiftShader) fails instead of printing a CPU
 # number as a GPU one. --lavapipe runs the same on Mesa's CPU driver (to
@@ -38,9 +39,9 @@ fail() { echo "bench/gpu.sh: $*" >&2; exit 1; }
 if [ $install = 1 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update -q
-		apt-get install -y -q libvulkan1 mesa-vulkan-drivers vulkan-tools nodejs npm gcc git chromium
+		apt-get install -y -q libvulkan1 mesa-vulkan-drivers vulkan-tools nodejs npm gcc git chromium python3-torch python3-onnx
 	else
-		echo "bench/gpu.sh: not root: skipping apt-get (needs libvulkan1 mesa-vulkan-drivers vulkan-tools nodejs npm gcc git chromium)" >&2
+		echo "bench/gpu.sh: not root: skipping apt-get (needs libvulkan1 mesa-vulkan-drivers vulkan-tools nodejs npm gcc git chromium python3-torch python3-onnx)" >&2
 	fi
 fi
 command -v go >/dev/null || fail "Go is not installed (https://go.dev/dl/; go.mod says which version)"

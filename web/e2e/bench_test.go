@@ -21,23 +21,15 @@ import (
 // With LOGITSCOPE_BENCH_GPU=real (bench/gpu.sh) the WebGPU rows must run
 // on a real GPU, not SwiftShader, or the benchmark fails.
 func BenchmarkPage(b *testing.B) {
-	realGPU := os.Getenv("LOGITSCOPE_BENCH_GPU") == "real"
 	RequireUI(b)
 	site := StartSite(b)
 	spec := snapshot.NewSpec()
 	spec.Prompt, spec.MaxNew = "What is the capital of France?", 8
 	for _, device := range []string{"gpu", "cpu"} {
 		b.Run(device, func(b *testing.B) {
-			var opts []chromedp.ExecAllocatorOption
-			switch {
-			case device == "cpu":
-				opts = append(opts, chromedp.Flag("enable-unsafe-webgpu", false))
-			case realGPU:
-				// Chromium on Linux gives WebGPU a real GPU only through
-				// Vulkan, and headless only when asked; SwiftShader needs
-				// neither, which is why NewBrowser leaves them alone.
-				opts = append(opts, chromedp.Flag("enable-features", "Vulkan"), chromedp.Flag("use-angle", "vulkan"),
-					chromedp.Flag("ignore-gpu-blocklist", true))
+			opts := webgpuOptions()
+			if device == "cpu" {
+				opts = []chromedp.ExecAllocatorOption{chromedp.Flag("enable-unsafe-webgpu", false)}
 			}
 			s := spec
 			s.Device = map[string]string{"gpu": "gpu", "cpu": "auto"}[device]
@@ -50,8 +42,8 @@ func BenchmarkPage(b *testing.B) {
 					b.Fatalf("the run ended in %q: %s", state, Eval[string](br, `String(window.logitscope.error)`))
 				}
 				doc, _ := pageDoc(b, br)
-				if device == "gpu" && realGPU && (doc.Ref.Device != "webgpu" || strings.Contains(doc.Ref.Adapter, "SwiftShader")) {
-					b.Fatalf("LOGITSCOPE_BENCH_GPU=real, but the page ran on %s %q, not a GPU", doc.Ref.Device, doc.Ref.Adapter)
+				if device == "gpu" {
+					checkWebGPU(b, doc.Ref.Device+" "+doc.Ref.Adapter)
 				}
 				t := doc.Timing
 				sum.PageLoad += t.PageLoad
@@ -70,5 +62,29 @@ func BenchmarkPage(b *testing.B) {
 			b.ReportMetric(sum.OpenTest/n, "open-q4-ms")
 			b.ReportMetric(sum.TestRun/n, "q4-run-ms")
 		})
+	}
+}
+
+// realGPU is bench/gpu.sh's LOGITSCOPE_BENCH_GPU=real: WebGPU must be a
+// real GPU's.
+var realGPU = os.Getenv("LOGITSCOPE_BENCH_GPU") == "real"
+
+// webgpuOptions are the Chromium options of a benchmark on WebGPU: none
+// (SwiftShader), or under realGPU what Chromium on Linux needs to give
+// WebGPU a real GPU, headless: Vulkan. SwiftShader needs none of them,
+// which is why NewBrowser leaves enable-features alone.
+func webgpuOptions() []chromedp.ExecAllocatorOption {
+	if !realGPU {
+		return nil
+	}
+	return []chromedp.ExecAllocatorOption{chromedp.Flag("enable-features", "Vulkan"),
+		chromedp.Flag("use-angle", "vulkan"), chromedp.Flag("ignore-gpu-blocklist", true)}
+}
+
+// checkWebGPU fails a realGPU benchmark whose WebGPU (adapter, as the page
+// or navigator.gpu describes it) is SwiftShader or missing.
+func checkWebGPU(b *testing.B, adapter string) {
+	if realGPU && (!strings.Contains(adapter, "webgpu") || strings.Contains(strings.ToLower(adapter), "swiftshader")) {
+		b.Fatalf("LOGITSCOPE_BENCH_GPU=real, but WebGPU ran on %q, not a GPU", adapter)
 	}
 }

@@ -99,9 +99,9 @@ func pageSpeed(b *testing.B, name, dir, vname, device string, gen int) (speed, [
 	spec.Prompt, spec.MaxNew, spec.Stops = "Benchmark the page against its peers, token by token.", gen+1, &[]int{}
 	q := spec.Query()
 	q.Set("autorun", "1")
-	var opts []chromedp.ExecAllocatorOption
+	opts := webgpuOptions()
 	if device == "cpu" {
-		opts = append(opts, chromedp.Flag("enable-unsafe-webgpu", false))
+		opts = []chromedp.ExecAllocatorOption{chromedp.Flag("enable-unsafe-webgpu", false)}
 	}
 	var best speed
 	var ids []int
@@ -114,6 +114,9 @@ func pageSpeed(b *testing.B, name, dir, vname, device string, gen int) (speed, [
 		doc, _ := pageDoc(b, br)
 		if doc.Ref.Device != device || doc.Ref.Rows != gen+1 {
 			b.Fatalf("the page ran %d rows on %q, want %d on %q", doc.Ref.Rows, doc.Ref.Device, gen+1, device)
+		}
+		if device == "webgpu" {
+			checkWebGPU(b, doc.Ref.Device+" "+doc.Ref.Adapter)
 		}
 		lg := Eval[pageLogits](br, `window.logitscope.logits`)
 		first = decodeRows(b, lg.Ref)[:lg.Vocab]
@@ -291,7 +294,7 @@ func ortSpeed(b *testing.B, onnx string, ids []int, gen, reps int, first []float
 	}
 	srv := servePeer(b, ortPage, map[string]string{"/ort/": ort,
 		"/prefill.onnx": filepath.Join(onnx, "prefill.onnx"), "/decode.onnx": filepath.Join(onnx, "decode.onnx")})
-	br := NewBrowser(b)
+	br := NewBrowser(b, webgpuOptions()...)
 	var got struct{ Prefill, Decode float64 }
 	q := peerQuery(gen, reps)
 	list := make([]string, len(ids))
@@ -300,6 +303,7 @@ func ortSpeed(b *testing.B, onnx string, ids []int, gen, reps int, first []float
 	}
 	q.Set("ids", strings.Join(list, ","))
 	peerRun(b, br, srv.URL+"/?"+q.Encode(), &got)
+	checkWebGPU(b, "webgpu "+Eval[string](br, `navigator.gpu.requestAdapter().then(a => [a.info.vendor, a.info.architecture, a.info.description].join(" "))`))
 	row := Eval[[]float32](br, `window.first`)
 	if len(row) != len(first) {
 		b.Fatalf("onnxruntime-web's row has %d logits, the page's %d", len(row), len(first))

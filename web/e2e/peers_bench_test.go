@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
 
@@ -175,7 +176,10 @@ func pagePeerModel(b *testing.B, p synth.Preset, vname string) (dir, gguf string
 // gen tokens each, greedy, past any end of text; window.peer holds the
 // best of llama.cpp's own timings. The prompt goes as text because
 // wllama 3.8.1's glue breaks on a prompt of token ids (RangeError:
-// Invalid typed array length).
+// Invalid typed array length), and so it does on a completion whose text
+// is not UTF-8, which a synthetic model's byte tokens make: /bias.json
+// bans the tokens that are not whole characters (a logit bias in the
+// sampler, after the forward pass that is timed).
 const wllamaPage = `<!doctype html>
 <title>wllama</title>
 <script type="module">
@@ -185,9 +189,10 @@ const text = q.get('text'), n = Number(q.get('n')), gen = Number(q.get('gen')), 
 try {
   const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: true });
   await w.loadModelFromUrl(location.origin + '/model.gguf', { n_ctx: n + gen + 16, n_gpu_layers: 0, useCache: false });
+  const logit_bias = await (await fetch('/bias.json')).json();
   const peer = { prefill: 0, decode: 0, threads: w.getNumThreads(), multithread: w.isMultithread() };
   for (let r = 0; r <= reps; r++) {
-    const res = await w.createCompletion({ prompt: text, max_tokens: gen, temp: 0, ignore_eos: true, cache_prompt: false });
+    const res = await w.createCompletion({ prompt: text, max_tokens: gen, temp: 0, ignore_eos: true, cache_prompt: false, logit_bias });
     const t = res.timings;
     if (t.prompt_n !== n || t.predicted_n !== gen) throw new Error('wllama ran ' + JSON.stringify(t));
     if (r === 0) continue; // the warm-up
@@ -213,7 +218,21 @@ func wllamaSpeed(b *testing.B, wllama, dir, gguf string, ids []int, gen, reps in
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := servePeer(b, wllamaPage, map[string]string{"/wllama/": wllama, "/model.gguf": gguf})
+	bias := map[string]float64{}
+	for id := range tk.VocabSize() {
+		if strings.ContainsRune(tk.Decode([]int{id}, false), utf8.RuneError) {
+			bias[strconv.Itoa(id)] = -1e4
+		}
+	}
+	biasFile := filepath.Join(b.TempDir(), "bias.json")
+	raw, err := json.Marshal(bias)
+	if err == nil {
+		err = os.WriteFile(biasFile, raw, 0o644)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := servePeer(b, wllamaPage, map[string]string{"/wllama/": wllama, "/model.gguf": gguf, "/bias.json": biasFile})
 	br := NewBrowser(b, chromedp.Flag("enable-unsafe-webgpu", false))
 	var got struct {
 		Prefill, Decode float64

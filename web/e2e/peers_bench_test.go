@@ -43,7 +43,8 @@ func pagePeerPresets() []synth.Preset {
 // without WebGPU) beside wllama (@wllama/wllama, llama.cpp compiled to
 // wasm, on its CPU backend) in Chromium on the same weights: the page's
 // variant against its GGUF export (q8 as Q8_0, q4 as Q4_0, bit for bit),
-// the same prompt tokens, 32 decoded tokens after the first. Both run
+// the same prompt (wllama gets the text of the page's prompt tokens and
+// must read it back as as many), 32 decoded tokens after the first. Both run
 // single-threaded here: engine.wasm is one Go thread, and wllama takes
 // its single-thread build without cross-origin isolation.
 //

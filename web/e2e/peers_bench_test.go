@@ -403,9 +403,11 @@ func peerQuery(gen, reps int) url.Values {
 	return url.Values{"gen": {strconv.Itoa(gen)}, "reps": {strconv.Itoa(reps)}}
 }
 
-// peerRun opens a peer page and decodes its window.peer into v.
+// peerRun opens a peer page and decodes its window.peer into v. The
+// timeout is long: onnxruntime-web's warm-up and timed passes of 32
+// steps each took over 10 minutes on SwiftShader under load.
 func peerRun(b *testing.B, br *Browser, url string, v any) {
-	if state := br.Open(url, 10*time.Minute); state != "done" {
+	if state := br.Open(url, 45*time.Minute); state != "done" {
 		b.Fatalf("%s: %s", url, Eval[string](br, `String(window.peerError)`))
 	}
 	if err := json.Unmarshal([]byte(Eval[string](br, `JSON.stringify(window.peer)`)), v); err != nil {

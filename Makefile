@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 # Where make run listens: make run ADDR=:9000 (every interface, port 9000).
 ADDR    ?= 127.0.0.1:8080
 
-.PHONY: run test deps vet bench fuzz wasm web conform clean
+.PHONY: run test deps bench-deps vet bench fuzz wasm web conform clean
 
 # The server with the built-in demo model (generated on first use into the
 # user cache directory) and the page, on ADDR; it prints the URL to open.
@@ -49,19 +49,60 @@ $(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP
 		echo "npm not found: the llama.cpp harness tests will skip (apt-get install nodejs npm gcc git)"; \
 	fi
 
-# Benchmarks print one table: the CPU engine's prefill and decode tokens/s
-# and peak RSS beside llama.cpp's on the same weights (BenchmarkCPU, which
-# needs the llama.cpp harness of deps), the CPU matmul per format, decode
-# tokens/s, weight bandwidth and the GPU's dispatches per token per
-# preset, variant and device, the GPU's time per op, and the page's load,
-# open and first-token times in Chromium. The real-geometry checkpoints of
-# every family (about 10 GB with their q4 variants, and their GGUF
-# exports) are generated once into the cache.
-bench: deps
-	{ $(GO) test -run '^$$' -bench '/tiny' -benchtime 2s ./engine/...; \
-	  $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./engine/internal/cpu; \
-	  $(GO) test -run '^$$' -bench '/(qwen|smollm|llama|gemma)' -benchtime 3x -timeout 120m ./engine/...; \
-	  $(GO) test -run '^$$' -bench 'Page' -benchtime 3x ./web/e2e/; } | $(GO) run ./cmd/benchtable
+# The peers make bench runs beside logitscope, kept out of deps so that
+# make test and CI do not grow: llama.cpp's prebuilt Vulkan libraries (the
+# same llama.cpp as deps' CPU ones, about 80 MB; scripts off), and for the
+# page in Chromium wllama (llama.cpp compiled to wasm) and onnxruntime-web
+# (about 160 MB together). The onnxruntime-web row also needs Debian's
+# PyTorch to export its model: apt-get install python3-torch python3-onnx.
+PEERS := web/e2e/testdata/peers
+LLAMAVK := llamacpp/testdata/npm-vulkan
+bench-deps: $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.json
+$(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.json: %/node_modules/.package-lock.json: %/package.json %/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $* --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: the benchmarks' peers will skip (apt-get install nodejs npm)"; \
+	fi
+
+# Benchmarks print one table of logitscope beside its peers, each row with
+# ours / peer ratios (cmd/benchtable), then the other benchmarks' table.
+# BENCH picks parts (default all):
+#   cpu     the CPU engine beside llama.cpp's CPU backend on the same
+#           weights (BenchmarkCPU: f32, q8, q4; prefill and decode tok/s,
+#           peak RSS, weight GB/s beside the copy bandwidth measured in the
+#           same run) and the CPU matmul per format;
+#   gpu     the GPU engine on the native WebGPU beside llama.cpp's Vulkan
+#           build, both on lavapipe here (BenchmarkVulkan: q8, q4, and
+#           dispatches per token); llama.cpp's first run compiles its
+#           shaders for about two minutes, then Mesa's shader cache keeps
+#           them; bench/gpu.sh runs it on a real GPU;
+#   page    the page in Chromium: on engine.wasm's CPU path beside wllama
+#           on the same weights, and on WebGPU beside onnxruntime-web's
+#           WebGPU provider on an ONNX export of the same checkpoint
+#           (BenchmarkPagePeers), and the demo's load,
+#           open and first-token times on WebGPU and the CPU path
+#           (BenchmarkPage);
+#   decode  decode tok/s, weight GB/s and dispatches per token of every
+#           family's real geometry on the CPU and the GPU, and the GPU's
+#           time per op (BenchmarkDecode; about 10 GB of checkpoints and
+#           their q4 variants are generated once into the cache).
+# PRESET is the peers' model, a regexp on peerPresets' names:
+# qwen2.5-0.5b-2layer (default: minutes per part), smollm2-135m, or
+# '^qwen2.5-0.5b$' (tens of minutes per part on a CPU). BENCHTIME is
+# the passes timed per row after a warm-up.
+BENCH     ?= all
+PRESET    ?= qwen2.5-0.5b-2layer
+BENCHTIME ?= 3x
+GOBENCH    = $(GO) test -run '^$$' -benchtime $(BENCHTIME) -timeout 120m
+bench_cpu    = $(GOBENCH) -bench 'CPU/$(PRESET)/' ./engine; \
+               $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./engine/internal/cpu;
+bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./engine;
+bench_page   = $(GOBENCH) -bench 'PagePeers/$(PRESET)/' ./web/e2e; \
+               $(GOBENCH) -bench '^BenchmarkPage$$' ./web/e2e;
+bench_decode = $(GOBENCH) -bench 'Decode/' ./engine/...;
+bench: deps bench-deps
+	{ $(foreach part,$(if $(filter all,$(BENCH)),cpu gpu page decode,$(BENCH)),$(bench_$(part))) } | $(GO) run ./cmd/benchtable
 
 # engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).
 wasm:
@@ -97,4 +138,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules
+	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules $(LLAMAVK)/node_modules $(PEERS)/node_modules

@@ -1,11 +1,11 @@
 package engine_test
 
 import (
-	"io"
+	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +14,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/engine"
-	"logitscope/ggufmodel"
+	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/llamacpp"
@@ -22,7 +22,6 @@ import (
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
-	"logitscope/tempfile"
 	"logitscope/variant"
 )
 
@@ -160,89 +159,175 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// cpuPresets are BenchmarkCPU's models: Qwen2.5-0.5B's geometry cut to
-// two layers (quick), and whole.
-func cpuPresets() []synth.Preset {
-	return []synth.Preset{synth.TwoLayer("qwen2.5-0.5b"), synth.Presets["qwen2.5-0.5b"]}
+// peerPresets are the models BenchmarkCPU and BenchmarkVulkan run beside
+// llama.cpp: Qwen2.5-0.5B's geometry cut to two layers (quick),
+// SmolLM2-135M's (mid) and Qwen2.5-0.5B's whole. Pick one with -bench
+// 'CPU/smollm2-135m/'.
+func peerPresets() []synth.Preset {
+	return []synth.Preset{synth.TwoLayer("qwen2.5-0.5b"), synth.Presets["smollm2-135m"], synth.Presets["qwen2.5-0.5b"]}
 }
 
 // BenchmarkCPU measures the CPU engine beside llama.cpp's CPU backend on
-// the same weights (the variant exported by ggufmodel.Export: f32 as F32,
-// q8 as Q8_0, q4 as Q4_0, bit for bit) and the same tokens, in one run:
-// a 79-token prompt (prefill tok/s), then 32 single-token steps (decode
-// tok/s), fastest of b.N passes each after a warm-up pass, on every core.
-// It reports the peak resident set of the engine (from before Open) and
-// of llama.cpp's process, the bytes the engine holds (the variant's
-// stored bytes, the checkpoint's for f32, plus the KV cache),
-// logitscope's speed as a multiple of llama.cpp's, and the weights' bytes
-// a decode step reads per second beside the machine's copy bandwidth
-// measured in the same run.
+// the same weights and tokens, in one run (see benchPeer), on every core:
+// f32, q8 and q4.
 func BenchmarkCPU(b *testing.B) {
-	for _, preset := range cpuPresets() {
+	threads := runtime.GOMAXPROCS(0)
+	for _, preset := range peerPresets() {
 		for _, vname := range []string{"f32", "q8", "q4"} {
 			b.Run(preset.Name+"/"+vname+"/cpu", func(b *testing.B) {
-				ck, v, gg := cpuBenchModel(b, preset, vname)
-				g, err := model.GeometryOf(ck.Config)
-				if err != nil {
-					b.Fatal(err)
-				}
-				const prompt, gen = 79, 32
-				ids := probeIDs(prompt)
-				resetPeakRSS()
-				s, err := engine.Open(ck, engine.Options{Variant: v, Capacity: prompt + gen})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				var bestPrefill, bestDecode float64
-				for i := 0; i <= b.N; i++ {
-					s.Reset()
-					t0 := time.Now()
-					if _, err := session.Forward(s, ids, false); err != nil {
-						b.Fatal(err)
-					}
-					t1 := time.Now()
-					for j := 0; j < gen; j++ {
-						if _, err := session.Forward(s, []int{ids[j%prompt]}, false); err != nil {
-							b.Fatal(err)
-						}
-					}
-					t2 := time.Now()
-					if i == 0 {
-						continue // the warm-up
-					}
-					bestPrefill = max(bestPrefill, prompt/t1.Sub(t0).Seconds())
-					bestDecode = max(bestDecode, gen/t2.Sub(t1).Seconds())
-				}
-				rss := peakRSS()
-				weights := storedBytes(ck, v, g, "stored")
-				held := weights + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
-				copyBW := copyBandwidth()
-				ll := llamacpp.Harness(b).Bench(b, gg, ids, gen, runtime.GOMAXPROCS(0), b.N)
-				b.ReportMetric(bestPrefill, "prefill-tok/s")
-				b.ReportMetric(ll.PrefillTokS, "llama-prefill-tok/s")
-				b.ReportMetric(bestPrefill/ll.PrefillTokS, "prefill-x")
-				b.ReportMetric(bestDecode, "decode-tok/s")
-				b.ReportMetric(ll.DecodeTokS, "llama-decode-tok/s")
-				b.ReportMetric(bestDecode/ll.DecodeTokS, "decode-x")
-				b.ReportMetric(float64(weights)*bestDecode/1e9, "weight-GB/s")
-				b.ReportMetric(copyBW/1e9, "copy-GB/s")
-				b.ReportMetric(float64(weights)*bestDecode/copyBW, "weight/copy")
-				b.ReportMetric(float64(held)/1e6, "held-MB")
-				if rss > 0 {
-					b.ReportMetric(float64(rss)/1e6, "peakRSS-MB")
-					b.ReportMetric(float64(rss)/float64(held), "RSS/held")
-				}
-				b.ReportMetric(float64(ll.PeakRSS)/1e6, "llama-peakRSS-MB")
+				benchPeer(b, preset, vname, nil, func(gg string, ids []int, gen int) llamacpp.Speed {
+					return llamacpp.Harness(b).Bench(b, gg, ids, llamacpp.BenchOptions{Gen: gen, Threads: threads, Reps: b.N})
+				})
 			})
 		}
 	}
 }
 
-// cpuBenchModel opens a cached preset, its variant vname (written once
+// BenchmarkVulkan measures the GPU engine on the native WebGPU (Vulkan)
+// beside llama.cpp's Vulkan build (make bench-deps) on the same weights
+// and tokens, q8 and q4 (see benchPeer). By default both run on lavapipe,
+// Mesa's CPU Vulkan driver, which llama.cpp uses only when told
+// (GGML_VK_VISIBLE_DEVICES=0); with LOGITSCOPE_BENCH_GPU=real both must
+// run on a real GPU, and a CPU driver on either side fails the benchmark
+// (bench/gpu.sh sets it). llama.cpp's first run on a device compiles its
+// shaders: minutes on lavapipe, kept by Mesa's shader cache
+// (~/.cache/mesa_shader_cache) for the next run; its warm-up pass takes
+// that time, reported as peer-warmup-s.
+func BenchmarkVulkan(b *testing.B) {
+	onGPU := os.Getenv("LOGITSCOPE_BENCH_GPU") == "real"
+	visible := "0"
+	if onGPU {
+		visible = ""
+	}
+	warned := false
+	for _, preset := range peerPresets() {
+		for _, vname := range []string{"q8", "q4"} {
+			b.Run(preset.Name+"/"+vname+"/vulkan", func(b *testing.B) {
+				dev := nativetest.Device(b)
+				if err := checkDevice("ours", dev.Info().Adapter, onGPU); err != nil {
+					b.Fatal(err)
+				}
+				benchPeer(b, preset, vname, dev, func(gg string, ids []int, gen int) llamacpp.Speed {
+					h := llamacpp.VulkanHarness(b)
+					if !warned {
+						warned = true
+						fmt.Fprintln(os.Stderr, "llama.cpp Vulkan: its first run on a device compiles its shaders (minutes on lavapipe; Mesa's shader cache keeps them)")
+					}
+					s := h.Bench(b, gg, ids, llamacpp.BenchOptions{Gen: gen, Reps: b.N, GPU: true, VisibleDevices: visible})
+					if err := checkDevice("llama.cpp", s.Device, onGPU); err != nil {
+						b.Fatal(err)
+					}
+					b.Logf("ours on %s, llama.cpp on %s", dev.Info().Adapter, s.Device)
+					return s
+				})
+			})
+		}
+	}
+}
+
+// cpuDrivers are what Vulkan devices that are CPUs call themselves.
+var cpuDrivers = []string{"llvmpipe", "lavapipe", "SwiftShader"}
+
+// checkDevice says what is wrong with a benchmark's device: on a real
+// GPU run (onGPU), any CPU driver; otherwise, anything but lavapipe, so
+// that a row never compares a GPU with a CPU driver.
+func checkDevice(who, device string, onGPU bool) error {
+	onCPU := slices.ContainsFunc(cpuDrivers, func(d string) bool { return strings.Contains(device, d) })
+	switch {
+	case onGPU && onCPU:
+		return fmt.Errorf("%s ran on %q, a CPU Vulkan driver, not a GPU (LOGITSCOPE_BENCH_GPU=real)", who, device)
+	case !onGPU && !strings.Contains(device, "llvmpipe"):
+		return fmt.Errorf("%s ran on %q, not lavapipe: on a machine with a GPU run bench/gpu.sh (LOGITSCOPE_BENCH_GPU=real)", who, device)
+	}
+	return nil
+}
+
+// benchPeer measures the engine on dev (nil: the CPU) beside a peer on
+// the same weights (the variant exported by ggufmodel.Export: f32 as F32,
+// q8 as Q8_0, q4 as Q4_0, bit for bit) and the same tokens: a 79-token
+// prompt (prefill tok/s), then 32 single-token steps (decode tok/s),
+// fastest of b.N passes each after a warm-up pass. It reports the peak
+// resident set of the engine (from before Open) and of the peer's
+// process, the bytes the engine holds (the variant's stored bytes, the
+// checkpoint's for f32, plus the KV cache), the weights' bytes a decode
+// step reads per second beside the copy bandwidth measured in the same
+// run (the CPU's memory, or the device's buffer to buffer), and on a GPU the dispatches per decoded token. Each
+// measure X of the peer is peer-X: cmd/benchtable turns the pairs into
+// ratios, ours / peer.
+func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, peer func(gguf string, ids []int, gen int) llamacpp.Speed) {
+	ck, v, gg := peerBenchModel(b, preset, vname)
+	g, err := model.GeometryOf(ck.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const prompt, gen = 79, 32
+	ids := probeIDs(prompt)
+	resetPeakRSS()
+	s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + gen})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	counter, _ := s.(interface{ Dispatches() int64 })
+	var bestPrefill, bestDecode float64
+	var dispatches int64
+	for i := 0; i <= b.N; i++ {
+		s.Reset()
+		t0 := time.Now()
+		if _, err := session.Forward(s, ids, false); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		var before int64
+		if counter != nil {
+			before = counter.Dispatches()
+		}
+		for j := 0; j < gen; j++ {
+			if _, err := session.Forward(s, []int{ids[j%prompt]}, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		if counter != nil {
+			dispatches = counter.Dispatches() - before
+		}
+		if i == 0 {
+			continue // the warm-up
+		}
+		bestPrefill = max(bestPrefill, prompt/t1.Sub(t0).Seconds())
+		bestDecode = max(bestDecode, gen/t2.Sub(t1).Seconds())
+	}
+	rss := peakRSS()
+	weights := storedBytes(ck, v, g, "stored")
+	held := weights + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
+	copyBW := copyBandwidth()
+	if dev != nil {
+		copyBW = deviceCopyBandwidth(b, dev)
+	}
+	ll := peer(gg, ids, gen)
+	b.ReportMetric(bestPrefill, "prefill-tok/s")
+	b.ReportMetric(ll.PrefillTokS, "peer-prefill-tok/s")
+	b.ReportMetric(bestDecode, "decode-tok/s")
+	b.ReportMetric(ll.DecodeTokS, "peer-decode-tok/s")
+	b.ReportMetric(float64(weights)*bestDecode/1e9, "weight-GB/s")
+	b.ReportMetric(copyBW/1e9, "copy-GB/s")
+	b.ReportMetric(float64(weights)*bestDecode/copyBW, "weight/copy")
+	if counter != nil {
+		b.ReportMetric(float64(dispatches)/gen, "dispatches/tok")
+	}
+	b.ReportMetric(float64(held)/1e6, "held-MB")
+	if rss > 0 {
+		b.ReportMetric(float64(rss)/1e6, "peakRSS-MB")
+		b.ReportMetric(float64(rss)/float64(held), "RSS/held")
+	}
+	b.ReportMetric(float64(ll.PeakRSS)/1e6, "peer-peakRSS-MB")
+	b.ReportMetric(ll.WarmupS, "peer-warmup-s")
+}
+
+// peerBenchModel opens a cached preset, its variant vname (written once
 // into the cache; nil for f32) and the GGUF export of those weights
-// (written once beside them).
-func cpuBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpoint, *variant.Variant, string) {
+// (ggufmodeltest.Cached: written once beside them).
+func peerBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpoint, *variant.Variant, string) {
 	dir, err := synth.CachedPreset(p, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -261,23 +346,7 @@ func cpuBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Chec
 			b.Fatal(err)
 		}
 	}
-	path := filepath.Join(dir, "gguf", vname+".gguf")
-	if _, err := os.Stat(path); err != nil {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		tmp, err := tempfile.Write(path, func(w io.Writer) error {
-			_, err := ggufmodel.Export(w, ck, v)
-			return err
-		})
-		if err == nil {
-			err = tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	return ck, v, path
+	return ck, v, ggufmodeltest.Cached(b, dir, vname)
 }
 
 // resetPeakRSS returns freed memory to the system and restarts the
@@ -325,6 +394,41 @@ func copyBandwidth() float64 {
 		}
 		wg.Wait()
 		best = max(best, size/time.Since(t0).Seconds())
+	}
+	return best
+}
+
+// deviceCopyBandwidth is the bytes per second that dev copies from one
+// 128 MiB buffer into another (eight copies per submission), the best of
+// four: what a GPU's memory can stream, to judge its decode step's
+// weight bandwidth by (on lavapipe, the CPU's memory through the driver).
+func deviceCopyBandwidth(b *testing.B, dev gpu.Device) float64 {
+	const size, copies = 128 << 20, 8
+	src, err := dev.CreateBuffer("copy-src", size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.DestroyBuffer(src)
+	dst, err := dev.CreateBuffer("copy-dst", size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.DestroyBuffer(dst)
+	best := 0.0
+	for range 4 {
+		t0 := time.Now()
+		for range copies {
+			if err := dev.CopyBuffer(src, 0, dst, 0, size); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := dev.Submit(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := dev.ReadBuffer(dst, 0, 4); err != nil { // waits for the copies
+			b.Fatal(err)
+		}
+		best = max(best, size*copies/time.Since(t0).Seconds())
 	}
 	return best
 }

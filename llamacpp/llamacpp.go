@@ -1,23 +1,27 @@
 // Package llamacpp puts llama.cpp's own libraries behind a Go API, as the
 // oracle that logitscope's tests and benchmarks compare against: ggml's
 // reference dequantization and quantization, llama.cpp's model quantizer
-// and its CPU forward pass.
+// and its forward pass, timed on the CPU or on a Vulkan device.
 //
-// The libraries are the prebuilt linux-x64 CPU ones that the npm package
-// @node-llama-cpp/linux-x64 ships, installed by `make deps` into
-// llamacpp/testdata/npm (pinned by its package-lock.json, scripts off).
-// node-llama-cpp's own package carries the git bundle of the llama.cpp
-// source they were built from, whose headers the harness compiles against,
-// so that the declarations always match the binaries. The harness
-// (harness/harness.c, in a directory of its own because the go command
-// refuses C files in a package without cgo) is compiled with cc on first use into the user cache and
-// reused while harness.c, the lock file and the install location stay the
-// same. Each call runs it once, exchanging raw little-endian data on its
-// stdin and stdout.
+// The libraries are the prebuilt linux-x64 ones that node-llama-cpp's npm
+// packages ship: the CPU build (@node-llama-cpp/linux-x64), installed by
+// `make deps` into llamacpp/testdata/npm, and, for benchmarks only, the
+// Vulkan build (@node-llama-cpp/linux-x64-vulkan), installed by
+// `make bench-deps` into llamacpp/testdata/npm-vulkan (each pinned by its
+// package-lock.json, scripts off). node-llama-cpp's own package carries
+// the git bundle of the llama.cpp source they were built from, whose
+// headers the harness compiles against, so that the declarations always
+// match the binaries. The harness (harness/harness.c, in a directory of
+// its own because the go command refuses C files in a package without
+// cgo) is compiled with cc on first use into the user cache, once per
+// build, and reused while harness.c, the lock files and the install
+// location stay the same. Each call runs it once, exchanging raw
+// little-endian data on its stdin and stdout.
 //
-// A test that needs the harness skips on a developer machine that lacks
-// npm's install, cc or git, and fails under CI (CI set), which installs
-// them: a skip there would hide a broken install.
+// A test that needs the CPU harness skips on a developer machine that
+// lacks npm's install, cc or git, and fails under CI (CI set), which
+// installs them: a skip there would hide a broken install. The Vulkan
+// harness skips wherever it is not installed.
 package llamacpp
 
 import (
@@ -26,6 +30,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -51,17 +56,55 @@ var dir = func() string {
 
 var (
 	npmDir = filepath.Join(dir, "testdata", "npm")
-	// binsDir holds libllama, libggml, libggml-base and the CPU variants.
-	binsDir = filepath.Join(npmDir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
 	// bundle is the llama.cpp source the libraries were built from.
 	bundle = filepath.Join(npmDir, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle")
 )
 
-const install = "apt-get install gcc git nodejs npm; make deps (npm ci --ignore-scripts --omit=optional --prefix llamacpp/testdata/npm)"
+// A build is one of node-llama-cpp's prebuilt builds of llama.cpp, all of
+// the same llama.cpp (the bundle's): the harness is compiled once per
+// build, against its libraries.
+type build struct {
+	name    string
+	npm     string   // the npm dir that installs it, with its lock file
+	bins    string   // libllama, libggml, libggml-base, the CPU variants and any GPU backend
+	libs    []string // what the harness links, in bins
+	install string   // how to install it
+	ci      bool     // whether CI installs it (a missing install fails there)
+
+	once sync.Once
+	h    *H
+	err  error
+	dir  string // where the harness was built (or found)
+}
+
+var cpuBuild = &build{
+	name:    "cpu",
+	npm:     npmDir,
+	bins:    filepath.Join(npmDir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64"),
+	libs:    []string{"libllama.v0.4.0.so", "libggml.v0.4.0.so", "libggml-base.so"},
+	install: "apt-get install gcc git nodejs npm; make deps (npm ci --ignore-scripts --omit=optional --prefix llamacpp/testdata/npm)",
+	ci:      true,
+}
+
+// vulkanBuild is llama.cpp's Vulkan build, for benchmarks only (make
+// bench-deps installs it; make deps does not, so tests stay lean): the
+// harness links its libllama, and ggml loads its Vulkan backend beside
+// the CPU ones.
+var vulkanBuild = func() *build {
+	npm := filepath.Join(dir, "testdata", "npm-vulkan")
+	return &build{
+		name:    "vulkan",
+		npm:     npm,
+		bins:    filepath.Join(npm, "node_modules", "@node-llama-cpp", "linux-x64-vulkan", "bins", "linux-x64-vulkan"),
+		libs:    []string{"libllama.vulkan.v0.4.0.so", "libggml.vulkan.v0.4.0.so", "libggml-base.so"},
+		install: "apt-get install gcc git nodejs npm libvulkan1 mesa-vulkan-drivers; make bench-deps (npm ci --ignore-scripts --prefix llamacpp/testdata/npm-vulkan, and make deps for the headers)",
+	}
+}()
 
 // H is a built harness.
 type H struct {
 	exe   string
+	bins  string // argv[1]: where ggml loads its backends from
 	types map[ggml.Type]typeInfo
 }
 
@@ -70,59 +113,76 @@ type typeInfo struct {
 	blockSize, blockBytes int
 }
 
-var (
-	once     sync.Once
-	built    *H
-	buildErr error
-	// BuildDir is where the harness was built (or found), for reports.
-	buildDir string
-)
-
-// Harness returns the harness, building it on the first call of the
-// process. It skips the test when what the build needs is missing (and
-// fails it under CI); a build that fails with everything present fails it.
+// Harness returns the harness of llama.cpp's CPU build, building it on
+// the first call of the process. It skips the test when what the build
+// needs is missing (and fails it under CI); a build that fails with
+// everything present fails it.
 func Harness(tb testing.TB) *H {
 	tb.Helper()
-	skip := func(why string) { tb.Helper(); prereq.Missing(tb, prereq.LlamaCpp, why) }
+	return cpuBuild.harness(tb)
+}
+
+// VulkanHarness returns the harness of llama.cpp's Vulkan build, as
+// Harness does; it skips (also under CI, which does not install it) when
+// the Vulkan build is not installed. Its Bench runs on the GPU.
+func VulkanHarness(tb testing.TB) *H {
+	tb.Helper()
+	return vulkanBuild.harness(tb)
+}
+
+func (b *build) harness(tb testing.TB) *H {
+	tb.Helper()
+	skip := func(why string) {
+		tb.Helper()
+		if b.ci {
+			prereq.Missing(tb, prereq.LlamaCpp, why)
+		}
+		tb.Skip(prereq.Message(prereq.LlamaCpp+" ("+b.name+" build, for benchmarks)", why))
+	}
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		// Not a missing install: no prebuilt library exists here to install.
-		tb.Skipf("llama.cpp's prebuilt libraries in @node-llama-cpp/linux-x64 are for linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+		tb.Skipf("llama.cpp's prebuilt libraries in @node-llama-cpp are for linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	for _, tool := range []string{"cc", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skip(tool + " not found; the llama.cpp harness needs cc, git and the npm install: " + install)
+			skip(tool + " not found; the llama.cpp harness needs cc, git and the npm install: " + b.install)
 		}
 	}
-	for _, f := range []string{filepath.Join(binsDir, "libllama.v0.4.0.so"), bundle} {
+	for _, f := range []string{filepath.Join(b.bins, b.libs[0]), bundle} {
 		if _, err := os.Stat(f); err != nil {
-			skip("llama.cpp's npm packages are not installed (" + f + " missing); " + install)
+			skip("llama.cpp's " + b.name + " build is not installed (" + f + " missing); " + b.install)
 		}
 	}
-	once.Do(func() { built, buildErr = build() })
-	if buildErr != nil {
-		tb.Fatalf("building the llama.cpp harness: %v", buildErr)
+	b.once.Do(func() { b.h, b.err = b.build() })
+	if b.err != nil {
+		tb.Fatalf("building the llama.cpp %s harness: %v", b.name, b.err)
 	}
-	return built
+	return b.h
 }
 
-// BuildDir is the cache directory the harness was built in or found in
-// (empty before the first Harness call).
-func BuildDir() string { return buildDir }
+// BuildDir is the cache directory the CPU harness was built in or found
+// in (empty before the first Harness call).
+func BuildDir() string { return cpuBuild.dir }
 
 // build finds the harness in the cache or builds it there. The key covers
-// what the binary depends on: harness.c, the lock file that pins the
-// libraries, and their location (the binary's rpath points into it).
-func build() (*H, error) {
+// what the binary depends on: harness.c, the lock files that pin the
+// libraries and the headers, and the libraries' location (the binary's
+// rpath points into it).
+func (b *build) build() (*H, error) {
 	src, err := os.ReadFile(filepath.Join(dir, "harness", "harness.c"))
 	if err != nil {
 		return nil, err
 	}
-	lock, err := os.ReadFile(filepath.Join(npmDir, "package-lock.json"))
-	if err != nil {
-		return nil, err
-	}
 	sum := sha256.New()
-	for _, part := range [][]byte{src, lock, []byte(binsDir)} {
+	parts := [][]byte{src, []byte(b.bins)}
+	for _, npm := range []string{npmDir, b.npm} {
+		lock, err := os.ReadFile(filepath.Join(npm, "package-lock.json"))
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, lock)
+	}
+	for _, part := range parts {
 		fmt.Fprintf(sum, "%d:", len(part))
 		sum.Write(part)
 	}
@@ -134,8 +194,8 @@ func build() (*H, error) {
 		}
 		root = filepath.Join(c, "logitscope")
 	}
-	buildDir = filepath.Join(root, "llamacpp-"+hex.EncodeToString(sum.Sum(nil))[:16])
-	exe := filepath.Join(buildDir, "harness")
+	b.dir = filepath.Join(root, "llamacpp-"+hex.EncodeToString(sum.Sum(nil))[:16])
+	exe := filepath.Join(b.dir, "harness")
 	if _, err := os.Stat(exe); err != nil {
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return nil, err
@@ -144,11 +204,11 @@ func build() (*H, error) {
 		// processes (go test runs packages in parallel) each build their
 		// own, and the first rename wins; an interrupted build leaves
 		// nothing half-made under the final name.
-		tmp, err := tempfile.Mkdir(buildDir)
+		tmp, err := tempfile.Mkdir(b.dir)
 		if err != nil {
 			return nil, err
 		}
-		if err := compile(tmp); err != nil {
+		if err := b.compile(tmp); err != nil {
 			tempfile.Remove(tmp)
 			return nil, err
 		}
@@ -156,12 +216,12 @@ func build() (*H, error) {
 			tempfile.Remove(tmp)
 			return nil, err
 		}
-		err = tempfile.Commit(func() error { return os.Rename(tmp, buildDir) }, tmp)
+		err = tempfile.Commit(func() error { return os.Rename(tmp, b.dir) }, tmp)
 		if _, statErr := os.Stat(exe); err != nil && statErr != nil {
 			return nil, err // a loser of the race finds the winner's harness instead
 		}
 	}
-	h := &H{exe: exe}
+	h := &H{exe: exe, bins: b.bins}
 	if err := h.loadTypes(); err != nil {
 		return nil, err
 	}
@@ -170,7 +230,7 @@ func build() (*H, error) {
 
 // compile extracts the headers from the bundle into tmp/include and
 // compiles the harness into tmp/harness.
-func compile(tmp string) error {
+func (b *build) compile(tmp string) error {
 	git := filepath.Join(tmp, "src.git")
 	if out, err := exec.Command("git", "clone", "--bare", "--quiet", bundle, git).CombinedOutput(); err != nil {
 		return fmt.Errorf("git clone %s: %v\n%s", bundle, err, out)
@@ -187,12 +247,13 @@ func compile(tmp string) error {
 	if err := untar(tarball, inc); err != nil {
 		return err
 	}
-	lib := func(name string) string { return filepath.Join(binsDir, name) }
-	cc := exec.Command("cc", "-std=gnu11", "-O2", "-Wall",
+	args := []string{"-std=gnu11", "-O2", "-Wall",
 		"-I", filepath.Join(inc, "include"), "-I", filepath.Join(inc, "ggml", "include"),
-		"-o", filepath.Join(tmp, "harness"), filepath.Join(dir, "harness", "harness.c"),
-		lib("libllama.v0.4.0.so"), lib("libggml.v0.4.0.so"), lib("libggml-base.so"),
-		"-lm", "-Wl,-rpath,"+binsDir)
+		"-o", filepath.Join(tmp, "harness"), filepath.Join(dir, "harness", "harness.c")}
+	for _, lib := range b.libs {
+		args = append(args, filepath.Join(b.bins, lib))
+	}
+	cc := exec.Command("cc", append(args, "-lm", "-Wl,-rpath,"+b.bins)...)
 	if out, err := cc.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %v\n%s", strings.Join(cc.Args, " "), err, out)
 	}
@@ -238,7 +299,7 @@ func untar(tarball []byte, root string) error {
 
 // loadTypes reads ggml's type table from the library.
 func (h *H) loadTypes() error {
-	out, err := h.exec(nil, "types")
+	out, err := h.exec(nil, nil, "types")
 	if err != nil {
 		return err
 	}
@@ -259,10 +320,11 @@ func (h *H) loadTypes() error {
 	return nil
 }
 
-// exec runs the harness with stdin and returns its stdout; the error
-// carries its stderr.
-func (h *H) exec(stdin []byte, args ...string) ([]byte, error) {
-	cmd := exec.Command(h.exe, append([]string{binsDir}, args...)...)
+// exec runs the harness with stdin and env added to the environment and
+// returns its stdout; the error carries its stderr.
+func (h *H) exec(env []string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.Command(h.exe, append([]string{h.bins}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -275,7 +337,7 @@ func (h *H) exec(stdin []byte, args ...string) ([]byte, error) {
 
 func (h *H) run(tb testing.TB, stdin []byte, args ...string) []byte {
 	tb.Helper()
-	out, err := h.exec(stdin, args...)
+	out, err := h.exec(nil, stdin, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -394,28 +456,78 @@ func (h *H) Logits(tb testing.TB, model string, ids []int, opt LogitsOptions) []
 	return rows
 }
 
-// Speed is llama.cpp's CPU speed on a model (Bench).
+// Speed is llama.cpp's speed on a model (Bench).
 type Speed struct {
 	PrefillTokS, DecodeTokS float64
-	PeakRSS                 int64 // bytes: the harness process's peak resident set
+	PeakRSS                 int64   // bytes: the harness process's peak resident set
+	WarmupS                 float64 // the warm-up pass; on Vulkan it compiles the shaders
+	// Device is the ggml device that ran the model, its name and
+	// description: "CPU ...", "Vulkan0 llvmpipe (LLVM 15.0.6, 256 bits)".
+	Device string
 }
 
-// Bench times model (a GGUF file) on the CPU with llama.cpp's default
-// context settings: prompt as one batch (its last row's logits), then gen
-// single-token steps, on threads threads (0: llama.cpp's default). After
-// a warm-up pass it keeps the fastest of reps passes of each.
-func (h *H) Bench(tb testing.TB, model string, prompt []int, gen, threads, reps int) Speed {
+// BenchOptions say how Bench runs.
+type BenchOptions struct {
+	Gen     int // single-token steps after the prompt
+	Threads int // 0: llama.cpp's default
+	Reps    int // timed passes after the warm-up
+	// GPU puts every layer on the first GPU device ggml has (with
+	// VulkanHarness: a Vulkan device) and fails when there is none,
+	// rather than let llama.cpp fall back to the CPU unasked.
+	GPU bool
+	// VisibleDevices, when set, is GGML_VK_VISIBLE_DEVICES: "0" makes
+	// llama.cpp's Vulkan take the first Vulkan device even when it is a
+	// CPU-type one (lavapipe), which it skips otherwise.
+	VisibleDevices string
+}
+
+// Bench times model (a GGUF file) with llama.cpp's default context
+// settings: prompt as one batch (its last row's logits), then opt.Gen
+// single-token steps. After a warm-up pass it keeps the fastest of
+// opt.Reps passes of each.
+func (h *H) Bench(tb testing.TB, model string, prompt []int, opt BenchOptions) Speed {
 	tb.Helper()
 	in := make([]byte, 4*len(prompt))
 	for i, id := range prompt {
 		binary.LittleEndian.PutUint32(in[4*i:], uint32(int32(id)))
 	}
-	out := h.run(tb, in, "bench", model, strconv.Itoa(len(prompt)), strconv.Itoa(gen), strconv.Itoa(threads), strconv.Itoa(reps))
-	var s Speed
-	if _, err := fmt.Sscan(string(out), &s.PrefillTokS, &s.DecodeTokS, &s.PeakRSS); err != nil {
-		tb.Fatalf("llamacpp.Bench: harness printed %q: %v", out, err)
+	var env []string
+	if opt.VisibleDevices != "" {
+		env = append(env, "GGML_VK_VISIBLE_DEVICES="+opt.VisibleDevices)
+	}
+	gpu := "0"
+	if opt.GPU {
+		gpu = "1"
+	}
+	out, err := h.exec(env, in, "bench", model, strconv.Itoa(len(prompt)), strconv.Itoa(opt.Gen),
+		strconv.Itoa(opt.Threads), strconv.Itoa(opt.Reps), gpu)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := parseSpeed(string(out))
+	if err != nil {
+		tb.Fatalf("llamacpp.Bench: %v", err)
 	}
 	return s
+}
+
+// parseSpeed reads the harness's bench line: prefill tok/s, decode tok/s,
+// peak RSS bytes, warm-up seconds, then the device's name and description.
+func parseSpeed(line string) (Speed, error) {
+	f := strings.Fields(line)
+	if len(f) < 5 {
+		return Speed{}, fmt.Errorf("harness printed %q, want prefill, decode, RSS, warm-up and device", line)
+	}
+	s := Speed{Device: strings.Join(f[4:], " ")}
+	var errs [4]error
+	s.PrefillTokS, errs[0] = strconv.ParseFloat(f[0], 64)
+	s.DecodeTokS, errs[1] = strconv.ParseFloat(f[1], 64)
+	s.PeakRSS, errs[2] = strconv.ParseInt(f[2], 10, 64)
+	s.WarmupS, errs[3] = strconv.ParseFloat(f[3], 64)
+	if err := errors.Join(errs[:]...); err != nil {
+		return Speed{}, fmt.Errorf("harness printed %q: %w", line, err)
+	}
+	return s, nil
 }
 
 // WriteTinyModel writes a small Llama-architecture GGUF with ggml's own

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"logitscope/ggml"
@@ -170,4 +171,58 @@ func maxDiff(a, b [][]float32) float64 {
 		}
 	}
 	return worst
+}
+
+func TestParseSpeed(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want Speed
+		err  bool
+	}{
+		{"812.500 41.250 123456789 0.512 CPU AMD EPYC 9B14\n", Speed{812.5, 41.25, 123456789, 0.512, "CPU AMD EPYC 9B14"}, false},
+		{"20.000 3.000 1000 281.250 Vulkan0 llvmpipe (LLVM 15.0.6, 256 bits)\n",
+			Speed{20, 3, 1000, 281.25, "Vulkan0 llvmpipe (LLVM 15.0.6, 256 bits)"}, false},
+		{"20.000 3.000 1000 0.5\n", Speed{}, true}, // no device
+		{"20.000 3.000 1.5e3 0.5 CPU\n", Speed{}, true},
+		{"", Speed{}, true},
+	} {
+		got, err := parseSpeed(c.line)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("parseSpeed(%q) = %+v, %v; want %+v, error %v", c.line, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestBench times the tiny model on the CPU and, where make bench-deps
+// installed llama.cpp's Vulkan build and a Vulkan driver exists, on the
+// first Vulkan device (lavapipe here: GGML_VK_VISIBLE_DEVICES=0; its
+// first run compiles shaders for minutes, Mesa's shader cache keeps them).
+func TestBench(t *testing.T) {
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = 3 * i
+	}
+	for _, c := range []struct {
+		name   string
+		h      func(testing.TB) *H
+		opt    BenchOptions
+		device string // the prefix of Speed.Device
+	}{
+		{"cpu", Harness, BenchOptions{Gen: 4, Threads: 1, Reps: 1}, "CPU"},
+		{"vulkan", VulkanHarness, BenchOptions{Gen: 4, Reps: 1, GPU: true, VisibleDevices: "0"}, "Vulkan"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := c.h(t)
+			model := filepath.Join(t.TempDir(), "tiny.gguf")
+			h.WriteTinyModel(t, model, 7)
+			s := h.Bench(t, model, prompt, c.opt)
+			t.Logf("%+v", s)
+			if s.PrefillTokS <= 0 || s.DecodeTokS <= 0 || s.PeakRSS <= 0 || s.WarmupS <= 0 {
+				t.Errorf("speeds, RSS and warm-up should be positive: %+v", s)
+			}
+			if !strings.HasPrefix(s.Device, c.device) {
+				t.Errorf("ran on %q, want a %s device", s.Device, c.device)
+			}
+		})
+	}
 }

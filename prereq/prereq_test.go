@@ -66,7 +66,8 @@ var notSetup = map[string]struct {
 	"engine/internal/cpu/kernel_test.go": {3, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
 	"gpu/native/misuse_test.go":          {1, "the no-driver test cannot hide a driver that the loader finds anyway"},
 	"gpu/native/bind_test.go":            {2, "a device's limits (offset alignment, buffer size) below what the test exercises"},
-	"llamacpp/llamacpp.go":               {1, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere"},
+	"llamacpp/llamacpp.go":               {2, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere; its Vulkan build is for benchmarks, which CI does not install"},
+	"web/e2e/peers_bench_test.go":        {4, "the browser peers (wllama, onnxruntime-web, PyTorch for the ONNX export) are for benchmarks, which CI does not install (make bench-deps)"},
 }
 
 var skipCall = regexp.MustCompile(`\.(Skip|Skipf|SkipNow)\(`)

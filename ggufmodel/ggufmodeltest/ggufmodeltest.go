@@ -5,6 +5,7 @@
 package ggufmodeltest
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"logitscope/ggufmodel"
 	"logitscope/llamacpp"
 	"logitscope/quant"
+	"logitscope/tempfile"
 	"logitscope/variant"
 )
 
@@ -38,26 +40,37 @@ func LlamaCpp(t testing.TB, dir, ftype, name string) string {
 	return out
 }
 
-func export(t testing.TB, dir, scheme, path string) string {
+// Cached is Export kept at dir/gguf/SCHEME.gguf, out of the way of the
+// files a server lists beside config.json: written once, whole or not at
+// all, and reused, as benchmarks of several packages share it.
+func Cached(t testing.TB, dir, scheme string) string {
 	t.Helper()
-	ck, err := checkpoint.Open(dir)
+	path := filepath.Join(dir, "gguf", scheme+".gguf")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ck, v := open(t, dir, scheme)
+	defer ck.Close()
+	tmp, err := tempfile.Write(path, func(w io.Writer) error {
+		_, err := ggufmodel.Export(w, ck, v)
+		return err
+	})
+	if err == nil {
+		err = tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+func export(t testing.TB, dir, scheme, path string) string {
+	t.Helper()
+	ck, v := open(t, dir, scheme)
 	defer ck.Close()
-	var v *variant.Variant
-	if scheme != "f32" {
-		s, err := quant.ParseScheme(scheme)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := variant.Ensure(ck, s, nil); err != nil {
-			t.Fatal(err)
-		}
-		if v, err = engine.OpenVariant(ck, scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -70,4 +83,30 @@ func export(t testing.TB, dir, scheme, path string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// open opens the checkpoint in dir and its variant of scheme (nil for
+// f32), quantized first when missing; the caller closes the checkpoint.
+func open(t testing.TB, dir, scheme string) (*checkpoint.Checkpoint, *variant.Variant) {
+	t.Helper()
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scheme == "f32" {
+		return ck, nil
+	}
+	s, err := quant.ParseScheme(scheme)
+	if err == nil {
+		_, err = variant.Ensure(ck, s, nil)
+	}
+	var v *variant.Variant
+	if err == nil {
+		v, err = engine.OpenVariant(ck, scheme)
+	}
+	if err != nil {
+		ck.Close()
+		t.Fatal(err)
+	}
+	return ck, v
 }

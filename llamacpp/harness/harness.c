@@ -14,8 +14,12 @@
 //   logits MODEL N F32KV THREADS   stdin: N int32 token ids; stdout: int32 n_vocab,
 //                                  then N rows of n_vocab float32 (teacher forced)
 //   tiny-model OUT SEED            a small random Llama GGUF (f32 weights, no vocabulary)
-//   bench MODEL N GEN THREADS REPS stdin: N int32 prompt ids; stdout: one line,
-//                                  prefill tok/s, decode tok/s, peak RSS bytes
+//   bench MODEL N GEN THREADS REPS GPU
+//                                  stdin: N int32 prompt ids; stdout: one line,
+//                                  prefill tok/s, decode tok/s, peak RSS bytes,
+//                                  warm-up seconds, then the device's name and
+//                                  description (GPU 1: every layer on the
+//                                  first GPU device ggml has; 0: the CPU)
 
 #include <errno.h>
 #include <math.h>
@@ -269,16 +273,18 @@ static long long peak_rss(void) {
 	return kb * 1024;
 }
 
-// cmd_bench times llama.cpp's CPU backend as llama-bench does, with its
-// default context settings (f16 KV cache, flash attention auto): the
+// cmd_bench times llama.cpp's CPU backend, or with GPU its first GPU
+// device (the Vulkan build's), as llama-bench does, with its default
+// context settings (f16 KV cache, flash attention auto): the
 // prompt's N tokens decoded as one batch with the last row's logits, then
 // GEN single-token steps (token i is prompt[i % N]). A first pass warms up;
 // each of REPS passes clears the KV cache, and the fastest prefill and the
 // fastest decode are reported, beside the process's peak resident set
-// (the mapped model's pages count once touched).
-static int cmd_bench(const char *path, const char *count, const char *gen_s, const char *threads_s, const char *reps_s) {
+// (the mapped model's pages count once touched; on lavapipe the device's
+// memory too), how long the warm-up took and the device that ran.
+static int cmd_bench(const char *path, const char *count, const char *gen_s, const char *threads_s, const char *reps_s, const char *gpu_s) {
 	long n = parse_int(count, "count"), gen = parse_int(gen_s, "gen"), threads = parse_int(threads_s, "threads"),
-	     reps = parse_int(reps_s, "reps");
+	     reps = parse_int(reps_s, "reps"), on_gpu = parse_int(gpu_s, "gpu");
 	if (n <= 0 || gen <= 0 || reps <= 0) die("bench needs a prompt, steps and repetitions");
 	size_t got;
 	int32_t *ids = (int32_t *)read_all(&got);
@@ -287,6 +293,20 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 
 	struct llama_model_params mp = llama_model_default_params();
 	mp.n_gpu_layers = 0;
+	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), devs[2] = {NULL, NULL};
+	if (on_gpu) {
+		// One device, named, and every layer on it: asked for "all GPUs",
+		// llama.cpp with no GPU device silently runs on the CPU, which would
+		// make a Vulkan row a second CPU row.
+		dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU);
+		if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_IGPU);
+		if (!dev)
+			die("no GPU device among ggml's backends in %s (llama.cpp's Vulkan skips CPU-type devices such as "
+			    "lavapipe unless GGML_VK_VISIBLE_DEVICES=0; is a Vulkan driver installed?)", bins_dir);
+		devs[0] = dev;
+		mp.devices = devs;
+		mp.n_gpu_layers = 999;
+	}
 	struct llama_model *model = llama_model_load_from_file(path, mp);
 	if (!model) die("cannot load %s", path);
 	struct llama_context_params cp = llama_context_default_params();
@@ -298,7 +318,7 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 	struct llama_context *ctx = llama_init_from_model(model, cp);
 	if (!ctx) die("cannot create a context of %ld tokens", n + gen);
 	struct llama_batch batch = llama_batch_init((int32_t)n, 0, 1);
-	double best_prefill = 0, best_decode = 0;
+	double best_prefill = 0, best_decode = 0, warmup = 0;
 	for (long r = 0; r <= reps; r++) {
 		llama_memory_clear(llama_get_memory(ctx), true);
 		batch.n_tokens = (int32_t)n;
@@ -309,8 +329,12 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 			batch.seq_id[i][0] = 0;
 			batch.logits[i] = i == n - 1;
 		}
+		// Each step reads its logits row, as a decode loop does: on a GPU
+		// llama_decode returns before the graph has run, and the read
+		// waits for it.
 		double t0 = now();
 		if (llama_decode(ctx, batch) != 0) die("llama_decode of the prompt failed");
+		if (!llama_get_logits_ith(ctx, -1)) die("no logits after the prompt");
 		double t1 = now();
 		for (long i = 0; i < gen; i++) {
 			batch.n_tokens = 1;
@@ -318,14 +342,19 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 			batch.pos[0] = (llama_pos)(n + i);
 			batch.logits[0] = 1;
 			if (llama_decode(ctx, batch) != 0) die("llama_decode at position %ld failed", n + i);
+			if (!llama_get_logits_ith(ctx, -1)) die("no logits at position %ld", n + i);
 		}
 		double t2 = now();
-		if (r == 0) continue; // the warm-up
+		if (r == 0) { // the warm-up: on Vulkan it compiles the shaders it uses
+			warmup = t2 - t0;
+			continue;
+		}
 		double prefill = (double)n / (t1 - t0), decode = (double)gen / (t2 - t1);
 		if (prefill > best_prefill) best_prefill = prefill;
 		if (decode > best_decode) best_decode = decode;
 	}
-	printf("%.3f %.3f %lld\n", best_prefill, best_decode, peak_rss());
+	printf("%.3f %.3f %lld %.3f %s %s\n", best_prefill, best_decode, peak_rss(), warmup, ggml_backend_dev_name(dev),
+	       ggml_backend_dev_description(dev));
 	llama_batch_free(batch);
 	llama_free(ctx);
 	llama_model_free(model);
@@ -421,7 +450,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "quantize") && n == 3) return cmd_quantize(a[0], a[1], a[2]);
 	if (!strcmp(cmd, "quantize-model") && n == 3) return cmd_quantize_model(a[0], a[1], a[2]);
 	if (!strcmp(cmd, "logits") && n == 4) return cmd_logits(a[0], a[1], a[2], a[3]);
-	if (!strcmp(cmd, "bench") && n == 5) return cmd_bench(a[0], a[1], a[2], a[3], a[4]);
+	if (!strcmp(cmd, "bench") && n == 6) return cmd_bench(a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (!strcmp(cmd, "tiny-model") && n == 2) return cmd_tiny_model(a[0], a[1]);
 	die("unknown command or wrong arguments: %s (%d arguments)", cmd, n);
 	return 2;

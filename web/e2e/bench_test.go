@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,9 @@ import (
 // (snapshot.Timing), averaged: page load, each side's open and run, and
 // the first token. Open includes fetching the model files and compiling
 // engine.wasm, since every iteration starts with an empty profile.
+//
+// With LOGITSCOPE_BENCH_GPU=real (bench/gpu.sh) the WebGPU rows must run
+// on a real GPU, not SwiftShader, or the benchmark fails.
 func BenchmarkPage(b *testing.B) {
 	RequireUI(b)
 	site := StartSite(b)
@@ -22,9 +27,9 @@ func BenchmarkPage(b *testing.B) {
 	spec.Prompt, spec.MaxNew = "What is the capital of France?", 8
 	for _, device := range []string{"gpu", "cpu"} {
 		b.Run(device, func(b *testing.B) {
-			var opts []chromedp.ExecAllocatorOption
+			opts := webgpuOptions()
 			if device == "cpu" {
-				opts = append(opts, chromedp.Flag("enable-unsafe-webgpu", false))
+				opts = []chromedp.ExecAllocatorOption{chromedp.Flag("enable-unsafe-webgpu", false)}
 			}
 			s := spec
 			s.Device = map[string]string{"gpu": "gpu", "cpu": "auto"}[device]
@@ -37,6 +42,9 @@ func BenchmarkPage(b *testing.B) {
 					b.Fatalf("the run ended in %q: %s", state, Eval[string](br, `String(window.logitscope.error)`))
 				}
 				doc, _ := pageDoc(b, br)
+				if device == "gpu" {
+					checkWebGPU(b, doc.Ref.Device+" "+doc.Ref.Adapter)
+				}
 				t := doc.Timing
 				sum.PageLoad += t.PageLoad
 				sum.OpenRef += t.OpenRef
@@ -54,5 +62,29 @@ func BenchmarkPage(b *testing.B) {
 			b.ReportMetric(sum.OpenTest/n, "open-q4-ms")
 			b.ReportMetric(sum.TestRun/n, "q4-run-ms")
 		})
+	}
+}
+
+// realGPU is bench/gpu.sh's LOGITSCOPE_BENCH_GPU=real: WebGPU must be a
+// real GPU's.
+var realGPU = os.Getenv("LOGITSCOPE_BENCH_GPU") == "real"
+
+// webgpuOptions are the Chromium options of a benchmark on WebGPU: none
+// (SwiftShader), or under realGPU what Chromium on Linux needs to give
+// WebGPU a real GPU, headless: Vulkan. SwiftShader needs none of them,
+// which is why NewBrowser leaves enable-features alone.
+func webgpuOptions() []chromedp.ExecAllocatorOption {
+	if !realGPU {
+		return nil
+	}
+	return []chromedp.ExecAllocatorOption{chromedp.Flag("enable-features", "Vulkan"),
+		chromedp.Flag("use-angle", "vulkan"), chromedp.Flag("ignore-gpu-blocklist", true)}
+}
+
+// checkWebGPU fails a realGPU benchmark whose WebGPU (adapter, as the page
+// or navigator.gpu describes it) is SwiftShader or missing.
+func checkWebGPU(b *testing.B, adapter string) {
+	if realGPU && (!strings.Contains(adapter, "webgpu") || strings.Contains(strings.ToLower(adapter), "swiftshader")) {
+		b.Fatalf("LOGITSCOPE_BENCH_GPU=real, but WebGPU ran on %q, not a GPU", adapter)
 	}
 }

@@ -42,7 +42,7 @@ type pageLogits struct {
 	Test  string `json:"test"`
 }
 
-func decodeRows(t *testing.T, b64 string) []float32 {
+func decodeRows(t testing.TB, b64 string) []float32 {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(raw)%4 != 0 {

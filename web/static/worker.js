@@ -379,8 +379,9 @@
   // holds no copy of the weights beside the engine's (GPU buffers, or
   // guest memory on the CPU path): a download lives whole only until it
   // is stored. On a page (no FileReaderSync), without Cache Storage or
-  // with useCache false (fetch, check, keep nothing), the bytes are held. onProgress gets {phase: "fetch", message, loaded,
-  // total} in bytes; cached bytes count as loaded.
+  // with useCache false (fetch, check, keep nothing), the bytes are held.
+  // onProgress gets {phase: "fetch", message, loaded, total} in bytes;
+  // cached bytes count as loaded.
   async function fetchFiles(name, files, { onProgress, log, useCache = true } = {}) {
     const note = log || ((l) => console.warn(l));
     const total = files.reduce((n, f) => n + f.size, 0);

@@ -48,8 +48,9 @@ func Open(path string) (*Checkpoint, error) {
 
 // OpenWithoutWeights opens config and generation config but no shard: the
 // checkpoint of a model whose weights come from elsewhere (a GGUF file
-// converted from it). The browser then neither downloads nor holds the
-// safetensors, which for a quantized GGUF are several times its size. It
+// converted from it, or a quantized variant of it). The browser then
+// neither downloads nor holds the safetensors, which for a quantized
+// model are several times its size. It
 // has no tensors, and Fingerprint, which hashes the weights, fails.
 func OpenWithoutWeights(path string) (*Checkpoint, error) {
 	c, err := openConfig(path)
@@ -58,6 +59,21 @@ func OpenWithoutWeights(path string) (*Checkpoint, error) {
 	}
 	c.tensors = map[string]*safetensors.File{}
 	return c, nil
+}
+
+// HasWeights says whether the checkpoint was opened with its weights:
+// safetensors shards (Open) or a GGUF file (OpenDerived).
+func (c *Checkpoint) HasWeights() bool { return len(c.shards) > 0 || c.GGUF != "" }
+
+// WeightsPresent says whether the directory at path holds safetensors
+// weights (an index or model.safetensors) for Open to read. A browser
+// that opens a quantized variant mounts the directory without them.
+func WeightsPresent(path string) bool {
+	dir, err := Resolve(path)
+	if err != nil {
+		return false
+	}
+	return exists(filepath.Join(dir, indexName)) || exists(filepath.Join(dir, singleWeights))
 }
 
 // openConfig resolves path and reads config.json and generation_config.json.

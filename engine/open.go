@@ -137,7 +137,9 @@ func VariantDir(modelDir, name string) string {
 }
 
 // OpenVariant opens the variant a name stands for (VariantDir) and checks
-// that it was quantized from this checkpoint; nil for f32. Hashing streams
+// that it was quantized from this checkpoint (when ck was opened with its
+// weights: without them the manifest's model_sha256 is taken as it
+// stands); nil for f32. Hashing streams
 // every shard through a small buffer: in wasm the bytes never stay in
 // guest memory. A model opened from a GGUF file has no variants but
 // itself (f32 names its own weights) and other GGUF files (OpenGGUF).
@@ -167,6 +169,13 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 	v, err := variant.Open(dir)
 	if err != nil {
 		return nil, err
+	}
+	if !ck.HasWeights() {
+		// Opened without its weights (OpenWithoutWeights: a browser that
+		// would download them only to hash them): the variant holds every
+		// tensor, and its sealed manifest's model_sha256 is the only word
+		// on which checkpoint it was quantized from.
+		return v, nil
 	}
 	fp, err := ck.Fingerprint()
 	if err != nil {

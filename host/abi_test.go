@@ -2,13 +2,16 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
+	"logitscope/wasm/abi"
 )
 
 // counting wraps a device, counts the calls per method and can corrupt
@@ -169,6 +172,41 @@ func TestABI(t *testing.T) {
 			}
 			_, err := e.callIn(ctx, "ls_feed", make([]byte, 12))
 			wantErr(t, err, "ls_feed: 12 bytes, the region holds 2048")
+		}},
+		{"ls_step returns 2 after each prefill chunk, ls_progress counts the prompt", func(t *testing.T) {
+			e := open(t, "f32")
+			prompt := make([]int, 70) // chunks of 32: two that keep no row, then the rest
+			for i := range prompt {
+				prompt[i] = 3 + i
+			}
+			req, _ := json.Marshal(map[string]any{"mode": "greedy", "prompt_ids": prompt, "max_new": 1, "stops": []int{}})
+			if _, err := e.callIn(ctx, "ls_request", req); err != nil {
+				t.Fatal(err)
+			}
+			var steps []int32
+			var done []abi.Progress
+			for {
+				p, err := e.Progress(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done = append(done, p)
+				r, err := e.call(ctx, "ls_step")
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, r)
+				if r != 2 {
+					break
+				}
+			}
+			want := []abi.Progress{{Done: 0, Total: 70}, {Done: 32, Total: 70}, {Done: 64, Total: 70}}
+			if !slices.Equal(steps, []int32{2, 2, 1}) || !slices.Equal(done, want) {
+				t.Fatalf("ls_step gave %v with progress %v before each; want [2 2 1] with %v", steps, done, want)
+			}
+			if p, err := e.Progress(ctx); err != nil || p != (abi.Progress{Done: 70, Total: 70}) {
+				t.Fatalf("ls_progress with the first row pending = %+v, %v; want 70 of 70", p, err)
+			}
 		}},
 		{"ls_feed without region", func(t *testing.T) {
 			_, err := open(t, "f32").callIn(ctx, "ls_feed", make([]byte, 4))

@@ -83,6 +83,9 @@ func (e *Instance) Run(ctx context.Context, req any) ([][]float32, Result, error
 		if r == 0 {
 			break
 		}
+		if r == 2 { // a prefill chunk: nothing to read (a browser shows ls_progress here)
+			continue
+		}
 		reg, err := e.region(ctx)
 		if err != nil {
 			return rows, Result{}, err
@@ -104,6 +107,24 @@ func (e *Instance) Run(ctx context.Context, req any) ([][]float32, Result, error
 	}
 	res, err := e.result(ctx)
 	return rows, res, err
+}
+
+// Progress is ls_progress: how many of the request's known input tokens
+// the guest has submitted.
+func (e *Instance) Progress(ctx context.Context) (abi.Progress, error) {
+	p, err := e.malloc(ctx, abi.ProgressSize)
+	if err != nil {
+		return abi.Progress{}, err
+	}
+	defer e.free(ctx, p)
+	if _, err := e.call(ctx, "ls_progress", uint64(p)); err != nil {
+		return abi.Progress{}, err
+	}
+	b, ok := e.mod.Memory().Read(p, abi.ProgressSize)
+	if !ok {
+		return abi.Progress{}, errors.New("host: ls_progress: block outside memory")
+	}
+	return abi.DecodeProgress(b), nil
 }
 
 func (e *Instance) region(ctx context.Context) (abi.Region, error) {

@@ -144,12 +144,18 @@ func lsRequest(p, n uint32) int32 {
 
 //go:wasmexport ls_step
 func lsStep() int32 {
+	return withModel(func(m *openModel) (int32, error) { return m.step() })
+}
+
+//go:wasmexport ls_progress
+func lsProgress(p uint32) int32 {
 	return withModel(func(m *openModel) (int32, error) {
-		ok, err := m.step()
-		if ok {
-			return 1, err
+		out, err := mem(p, abi.ProgressSize)
+		if err != nil {
+			return 0, err
 		}
-		return 0, err
+		m.progress().Encode(out)
+		return 0, nil
 	})
 }
 

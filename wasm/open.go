@@ -33,6 +33,9 @@ type openModel struct {
 	run  *session.Run // the request's policy, shared with the native CLI
 	rows int          // rows handed to the host so far
 	done bool
+	// fed and input are ls_progress's: tokens submitted so far and the
+	// tokens the request feeds that are known before it runs.
+	fed, input int
 
 	pending *engine.Region // submitted, awaiting ls_feed
 	// pin keeps a CPU region's rows at their address while the host reads
@@ -70,9 +73,16 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error)
 		}
 	}
 	// A GGUF brings its own weights: the checkpoint only contributes its
-	// config and tokenizer, so a browser need not fetch the safetensors.
+	// config and tokenizer, so a browser need not fetch the safetensors. So
+	// does a quantized variant, which the checkpoint's weights only verify
+	// (its manifest names their fingerprint): a host that mounts the model
+	// without them (the page, for a served model) opens it on its
+	// manifest's word; with them, the variant is checked against them.
 	openCk := checkpoint.Open
-	if engine.IsGGUF(a.Variant) {
+	switch {
+	case engine.IsGGUF(a.Variant):
+		openCk = checkpoint.OpenWithoutWeights
+	case a.Variant != "" && a.Variant != "f32" && !checkpoint.WeightsPresent(a.Model):
 		openCk = checkpoint.OpenWithoutWeights
 	}
 	ck, err := openCk(a.Model)
@@ -123,7 +133,7 @@ func (m *openModel) request(data []byte) error {
 		return fmt.Errorf("ls_request: %w", err)
 	}
 	m.pin.Unpin()
-	m.req, m.run, m.rows, m.done, m.pending = nil, nil, 0, false, nil
+	m.req, m.run, m.rows, m.done, m.pending, m.fed, m.input = nil, nil, 0, false, nil, 0, 0
 	m.eng.Reset()
 	if r.Text != nil {
 		if len(r.PromptIDs) > 0 {
@@ -145,7 +155,27 @@ func (m *openModel) request(data []byte) error {
 		return fmt.Errorf("ls_request: %w", err)
 	}
 	m.req, m.run = &r, run
+	m.input = len(r.PromptIDs)
+	switch r.Mode {
+	case session.Forced:
+		m.input += max(len(r.Outputs)-1, 0)
+	case session.Panel:
+		m.input = 0
+		for _, w := range r.Windows {
+			m.input += len(w)
+		}
+	}
 	return nil
+}
+
+// progress is ls_progress's: the request's known input tokens submitted so
+// far and in all (a greedy request's decoded tokens are not counted: the
+// rows say how far decoding came).
+func (m *openModel) progress() abi.Progress {
+	if m.req == nil {
+		return abi.Progress{}
+	}
+	return abi.Progress{Done: uint32(min(m.fed, m.input)), Total: uint32(m.input)}
 }
 
 // chatPrompt renders one user turn (after a system turn unless system is
@@ -168,44 +198,48 @@ func (m *openModel) chatPrompt(text, system string) ([]int, error) {
 	return tok.Encode(prompt), nil
 }
 
-// step submits chunks until one has rows to read (true) or the request is
-// done (false). Chunks that keep no row (early prefill chunks) are fed at
-// once: the host has nothing to read for them.
-func (m *openModel) step() (bool, error) {
+// What step did, as ls_step returns it.
+const (
+	stepDone    = 0 // the request is done
+	stepRows    = 1 // a region of rows is pending: ls_region, read, ls_feed
+	stepPrefill = 2 // a chunk that keeps no row was submitted: call ls_step again
+)
+
+// step submits one chunk. A chunk that keeps no row (an early prefill
+// chunk) is fed at once, since the host has nothing to read for it, and
+// step returns so that the host can wait for the device and show
+// ls_progress: a long prefill would otherwise be one silent call.
+func (m *openModel) step() (int32, error) {
 	switch {
 	case m.req == nil:
-		return false, errors.New("ls_step: no request (call ls_request first)")
+		return 0, errors.New("ls_step: no request (call ls_request first)")
 	case m.pending != nil:
-		return false, errors.New("ls_step: the last region was not fed back (call ls_feed first)")
+		return 0, errors.New("ls_step: the last region was not fed back (call ls_feed first)")
 	case m.done:
-		return false, nil
+		return stepDone, nil
 	}
-	for {
-		c, ok := m.run.Next()
-		if !ok {
-			m.done = true
-			return false, nil
-		}
-		if c.Reset {
-			m.eng.Reset()
-		}
-		r, err := m.eng.Submit(c.Tokens, c.Want)
-		if err != nil {
-			return false, err
-		}
-		if c.Keep[0] == c.Keep[1] {
-			if err := m.run.Feed(nil); err != nil {
-				return false, err
-			}
-			continue
-		}
-		r = r.Slice(c.Keep[0], c.Keep[1], engine.Width(m.eng))
-		if r.Host != nil {
-			m.pin.Pin(&r.Host[0])
-		}
-		m.pending = &r
-		return true, nil
+	c, ok := m.run.Next()
+	if !ok {
+		m.done = true
+		return stepDone, nil
 	}
+	if c.Reset {
+		m.eng.Reset()
+	}
+	r, err := m.eng.Submit(c.Tokens, c.Want)
+	if err != nil {
+		return 0, err
+	}
+	m.fed += len(c.Tokens)
+	if c.Keep[0] == c.Keep[1] {
+		return stepPrefill, m.run.Feed(nil)
+	}
+	r = r.Slice(c.Keep[0], c.Keep[1], engine.Width(m.eng))
+	if r.Host != nil {
+		m.pin.Pin(&r.Host[0])
+	}
+	m.pending = &r
+	return stepRows, nil
 }
 
 // region encodes the pending region for ls_region: a device buffer, or

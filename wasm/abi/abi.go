@@ -118,3 +118,22 @@ func DecodeRegion(b []byte) Region {
 		Rows:   binary.LittleEndian.Uint32(b[20:]),
 	}
 }
+
+// ProgressSize is the bytes ls_progress writes.
+const ProgressSize = 8
+
+// Progress is ls_progress's answer: of the tokens a request feeds that are
+// known before it runs (the prompt; a forced sequence's prompt and outputs
+// but the last; every panel window), Done have been submitted so far.
+type Progress struct{ Done, Total uint32 }
+
+// Encode writes p as ls_progress lays it out: done u32 @0, total u32 @4.
+func (p Progress) Encode(out []byte) {
+	binary.LittleEndian.PutUint32(out[0:], p.Done)
+	binary.LittleEndian.PutUint32(out[4:], p.Total)
+}
+
+// DecodeProgress reads what Encode wrote.
+func DecodeProgress(b []byte) Progress {
+	return Progress{Done: binary.LittleEndian.Uint32(b[0:]), Total: binary.LittleEndian.Uint32(b[4:])}
+}

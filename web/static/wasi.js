@@ -56,10 +56,14 @@
   // length and subarray. WASI calls are synchronous, so it reads with
   // FileReaderSync, which only workers have.
   class BlobFile {
-    constructor(blob, name) {
+    // source says where the blob lies, for a failed read's message: a
+    // file the user chose (default), or the browser's cached copy of a
+    // served file.
+    constructor(blob, name, source = "") {
       if (typeof FileReaderSync === "undefined") throw new Error(`${name}: reading a local file needs a Worker (FileReaderSync)`);
       this.blob = blob;
       this.name = name;
+      this.source = source;
       this.length = blob.size;
       this.reader = new FileReaderSync();
       this.ahead = null; // the window read ahead: {start, bytes}
@@ -90,6 +94,7 @@
         return new Uint8Array(this.reader.readAsArrayBuffer(this.blob.slice(start, end)));
       } catch (e) {
         // The browser refuses a file that changed or moved since it was chosen.
+        if (this.source) throw new Error(`reading ${this.name} (bytes ${start}–${end}) from ${this.source}: ${e.name}: ${e.message}; reload the page to fetch it again`);
         throw new Error(`reading ${this.name} (bytes ${start}–${end}) from disk: ${e.name}: ${e.message}; choose the file again if it changed`);
       }
     }

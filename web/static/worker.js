@@ -13,11 +13,11 @@
 
 (function (global) {
   const inWorker = typeof WorkerGlobalScope !== "undefined" && global instanceof WorkerGlobalScope;
-  if (inWorker) importScripts("wasi.js", "gpu.js");
+  if (inWorker) importScripts("wasi.js", "gpu.js", "modelcache.js");
   const { WASI, MemFS, BlobFile, ProcExit, checkImports } = global.LogitscopeWASI;
   const { GPUHost, requestDevice, probe } = global.LogitscopeGPU;
 
-  const CACHE_NAME = "logitscope-models-v1";
+  const { CACHE_NAME } = global.LogitscopeModelCache;
   const DEFAULT_BUDGET = 1 << 30; // bytes of model files a side may take, fetched or local
   const ENGINE_URL = "/static/engine.wasm";
   const enc = new TextEncoder();
@@ -214,7 +214,11 @@
     // ls_step; ls_region; read the region (GPU: copy to a MAP_READ buffer
     // and await mapAsync; CPU, buffer 0: guest memory at offset); keep the
     // bytes as rows; ls_feed them back through one reused guest block.
-    async run(request, { onRows } = {}) {
+    // A prefill chunk (ls_step 2) has nothing to read: with onPrefill, the
+    // host waits for the device to finish it and passes on ls_progress
+    // ({done, total} input tokens), before the first chunk too, so that a
+    // long prefill shows how far it came.
+    async run(request, { onRows, onPrefill } = {}) {
       const t0 = performance.now();
       this.callIn("ls_request", typeof request === "string" ? request : JSON.stringify(request));
       let rows = new Float32Array(0);
@@ -222,12 +226,26 @@
       let nrows = 0;
       let width = 0; // float32 per row: the logits, then a mixture of experts' routes
       let firstRowMs = null;
-      const regP = this.malloc(24);
+      const regP = this.malloc(24); // ls_region's 24 bytes; ls_progress uses the first 8
       let feedP = 0;
       let feedCap = 0;
+      const prefill = () => {
+        this.call("ls_progress", regP);
+        const dv = new DataView(this.memory.buffer, regP, 8);
+        onPrefill({ done: dv.getUint32(0, true), total: dv.getUint32(4, true) });
+      };
       try {
+        if (onPrefill) prefill();
         for (;;) {
-          if (this.call("ls_step") === 0) break;
+          const r = this.call("ls_step");
+          if (r === 0) break;
+          if (r === 2) {
+            if (onPrefill) {
+              if (this.gpu.device) await this.gpu.device.queue.onSubmittedWorkDone();
+              prefill();
+            }
+            continue;
+          }
           this.call("ls_region", regP);
           const dv = new DataView(this.memory.buffer, regP, 24);
           const buffer = dv.getUint32(0, true);
@@ -304,21 +322,34 @@
   // safetensors (and their index) or a GGUF file.
   const isWeights = (p) => /\.safetensors$/i.test(p) || p === "model.safetensors.index.json" || isGGUF(p);
 
-  // selectFiles is what an open of variant needs. f32 and a scheme: the
-  // checkpoint's top-level files but the GGUFs, and variants/<variant>/*
-  // (none for f32). A GGUF (a served file's name, or local:NAME): the
-  // top-level files but the weights (engine.wasm opens the checkpoint
-  // without them: config, generation config and tokenizer files), and the
-  // served GGUF itself. So a Q4_K_M side never downloads the safetensors,
-  // several times its size.
+  // selectFiles is what an open of variant needs: only the files
+  // engine.wasm reads. f32: the checkpoint's top-level files but the
+  // GGUFs. A GGUF (a served file's name, or local:NAME): the top-level
+  // files but the weights (engine.wasm opens the checkpoint without them:
+  // config, generation config and tokenizer files), and the served GGUF
+  // itself. A scheme: variants/<variant>/* and the top-level files but the
+  // weights too, since the variant holds every tensor and its manifest
+  // names the checkpoint's fingerprint (wasm/ABI.md, ls_open). So a q4 or
+  // Q4_K_M side never downloads the bf16 safetensors, several times its
+  // size. A model folder from this computer keeps its safetensors for a
+  // scheme: read in place, they cost no memory, and engine.wasm checks
+  // the variant against them (held says they are not held).
   function selectFiles(model, variant) {
     const top = (f) => !f.path.includes("/");
     if (isGGUF(variant)) {
       return model.files.filter((f) => top(f) && (!isWeights(f.path) || f.path === variant));
     }
+    if (variant === "f32") return model.files.filter((f) => top(f) && !isGGUF(f.path));
     const prefix = `variants/${variant}/`;
-    return model.files.filter((f) => (top(f) && !isGGUF(f.path)) || (variant !== "f32" && f.path.startsWith(prefix)));
+    const weights = (p) => model.local ? isGGUF(p) : isWeights(p);
+    return model.files.filter((f) => (top(f) && !weights(f.path)) || f.path.startsWith(prefix));
   }
+
+  // held says whether an open of variant holds file f in memory, as the
+  // budget counts it: every fetched file (the engine keeps the weights it
+  // opens, and the small files are read whole), and a local folder's too,
+  // but its safetensors beside a variant, which engine.wasm only hashes.
+  const held = (model, variant, f) => !(model.local && variant !== "f32" && !isGGUF(variant) && isWeights(f.path));
 
   // localModel is a model folder the user chose ("local:NAME/") in the
   // shape findModel gives a served one, each file with the File it is read
@@ -340,30 +371,19 @@
   // knows it: the folder's name where engine.wasm says its mount, /model.
   const inFolder = (name, msg) => msg.replace(/\/model(?=\/|\b)/g, () => name);
 
-  const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
-
-  async function openCache(note) {
-    if (typeof caches === "undefined") {
-      note("Cache Storage is not available here (not a secure context?): files are not kept");
-      return null;
-    }
-    try {
-      return await caches.open(CACHE_NAME);
-    } catch (e) {
-      note(`Cache Storage: ${e.message}: files are not kept`);
-      return null;
-    }
-  }
-
   // fetchFiles fetches files [{path, size, sha256}] of model name into a
-  // Map path -> Uint8Array, through Cache Storage (key
-  // /models/<name>/<path>?sha256=<hex>): a hit reads no network; a miss is
-  // fetched, checked against size and sha256, and stored. onProgress gets
-  // {phase: "fetch", message, loaded, total} in bytes; cached bytes count as
-  // loaded.
+  // Map path -> BlobFile (or Uint8Array), through Cache Storage
+  // (modelcache.js): a hit reads no network; a miss is fetched, checked
+  // against size and sha256, and stored. In a worker each file is mounted
+  // as a BlobFile over the Blob Cache Storage keeps on disk, so the worker
+  // holds no copy of the weights beside the engine's (GPU buffers, or
+  // guest memory on the CPU path): a download lives whole only until it
+  // is stored. On a page (no FileReaderSync), without Cache Storage or
+  // with useCache false (fetch, check, keep nothing), the bytes are held.
+  // onProgress gets {phase: "fetch", message, loaded, total} in bytes;
+  // cached bytes count as loaded.
   async function fetchFiles(name, files, { onProgress, log, useCache = true } = {}) {
     const note = log || ((l) => console.warn(l));
-    const cache = useCache ? await openCache(note) : null;
     const total = files.reduce((n, f) => n + f.size, 0);
     let loaded = 0;
     let cachedBytes = 0;
@@ -376,74 +396,19 @@
     };
     const out = new Map();
     for (const f of files) {
-      const url = `/models/${encodeURIComponent(name)}/${f.path.split("/").map(encodeURIComponent).join("/")}`;
-      const key = `${url}?sha256=${f.sha256}`;
-      let data = null;
-      if (cache) {
-        try {
-          const hit = await cache.match(key);
-          if (hit) {
-            data = new Uint8Array(await hit.arrayBuffer());
-            if (data.length !== f.size) data = null; // a damaged entry: fetch again
-          }
-        } catch (e) {
-          data = null;
-        }
-        if (data) {
-          loaded += data.length;
-          cachedBytes += data.length;
-          report(`${f.path} (cached)`, false);
-        }
+      const { data, cached } = await LogitscopeModelCache.get(name, f, {
+        note, useCache, progress: (n) => { loaded += n; report(f.path, false); },
+      });
+      if (cached) {
+        cachedBytes += f.size;
+        report(`${f.path} (cached)`, false);
       }
-      if (!data) {
-        data = await download(name, f, url, (n) => { loaded += n; report(f.path, false); });
-        const sum = hex(await crypto.subtle.digest("SHA-256", data));
-        if (sum !== f.sha256) throw new Error(`model ${name}: ${f.path}: sha256 ${sum}, the server listed ${f.sha256}`);
-        if (cache) {
-          try {
-            await cache.put(key, new Response(data, { headers: { "Content-Type": "application/octet-stream" } }));
-          } catch (e) {
-            note(`Cache Storage: not keeping ${f.path}: ${e.message}`);
-          }
-        }
-      }
-      out.set(f.path, data);
+      if (data instanceof Uint8Array) out.set(f.path, data);
+      else if (typeof FileReaderSync !== "undefined") out.set(f.path, new BlobFile(data, `${name}/${f.path}`, "the browser's cached copy"));
+      else out.set(f.path, new Uint8Array(await data.arrayBuffer()));
     }
     report("done", true);
     return { files: out, bytes: total, cachedBytes };
-  }
-
-  async function download(name, f, url, progress) {
-    let r;
-    try {
-      r = await fetch(url, { cache: "no-store" });
-    } catch (e) {
-      throw new Error(`model ${name}: ${f.path}: ${e.message}`);
-    }
-    if (!r.ok) throw new Error(`model ${name}: ${f.path}: HTTP ${r.status}`);
-    let buf = new Uint8Array(f.size);
-    let n = 0;
-    if (!r.body) {
-      buf = new Uint8Array(await r.arrayBuffer());
-      progress(buf.length);
-      n = buf.length;
-    } else {
-      const reader = r.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        if (n + value.length > buf.length) {
-          const grown = new Uint8Array(Math.max(2 * buf.length, n + value.length));
-          grown.set(buf.subarray(0, n));
-          buf = grown;
-        }
-        buf.set(value, n);
-        n += value.length;
-        progress(value.length);
-      }
-    }
-    if (n !== f.size) throw new Error(`model ${name}: ${f.path}: got ${n} bytes, the server listed ${f.size}`);
-    return buf.length === n ? buf : buf.slice(0, n);
   }
 
   async function compileEngine(url = ENGINE_URL) {
@@ -526,14 +491,14 @@
       }
       const model = name.startsWith(LOCAL) ? localModel(name, args.folder) : await findModel(name);
       const files = selectFiles(model, local ? local.name : variant).filter((f) => !local || f.path !== local.name);
-      // The budget bounds what a side takes in memory. Fetched files are
-      // held by the worker; local ones are read in place, but engine.wasm
-      // still holds the weights it opens (GPU buffers as stored, float32
-      // on the CPU path), so they count the same.
-      const bytes = files.reduce((n, f) => n + f.size, 0) + (local ? local.data.length : 0);
+      // The budget bounds what a side takes in memory: engine.wasm holds
+      // the weights it opens (GPU buffers, or guest memory on the CPU
+      // path, as stored both), whether they were fetched (the worker keeps
+      // no copy: fetchFiles) or lie on this computer (held).
+      const bytes = files.reduce((n, f) => n + (held(model, variant, f) ? f.size : 0), 0) + (local ? local.data.length : 0);
       if (bytes > budget) {
         const what = model.local ? `folder ${model.name}` : `model ${name}`;
-        const why = model.local || local ? " (files from this computer are read where they lie, but the engine holds the weights it opens: GPU buffers, or float32 on the CPU path)" : "";
+        const why = model.local || local ? " (files from this computer are read where they lie, but the engine holds the weights it opens: GPU buffers, or their bytes on the CPU path)" : "";
         throw new Error(`${what} (${variant}): its files take ${fmtBytes(bytes)}, more than this page's memory budget of ${fmtBytes(budget)}${why}`);
       }
       // The device first: "gpu" without WebGPU fails before any download.
@@ -585,7 +550,10 @@
         throw new Error(discarded || "run: no model open (call open first)");
       }
       try {
-        const out = await engine.run(request, { onRows: (n) => progress({ phase: "rows", message: "", loaded: n, total: 0 }) });
+        const out = await engine.run(request, {
+          onRows: (n) => progress({ phase: "rows", message: "", loaded: n, total: 0 }),
+          onPrefill: ({ done, total }) => progress({ phase: "prefill", message: "tokens", loaded: done, total }),
+        });
         return { value: out, transfer: [out.rows.buffer] };
       } catch (e) {
         // A trap leaves the Go runtime unusable and a WebGPU error leaves the

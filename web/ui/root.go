@@ -38,6 +38,14 @@ type modelInfo struct {
 	Architecture string        `json:"architecture"`
 	Vocab        int           `json:"vocab"`
 	Variants     []variantInfo `json:"variants"`
+	Files        []fileInfo    `json:"files"`
+}
+
+// fileInfo is one of the files GET /models/ lists for a model.
+type fileInfo struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // variantInfo is one of a model's variants or GGUF files.
@@ -246,7 +254,10 @@ func (r *Root) tokenizer(model string, lf *localFolder) (*tokenizer.Tokenizer, e
 	if t := r.toks[model]; t != nil {
 		return t, nil
 	}
-	data, err := fetchBytes("/models/" + url.PathEscape(model) + "/tokenizer.json")
+	data, err := r.modelFile(model, "tokenizer.json")
+	if err == nil && data == nil {
+		err = fmt.Errorf("model %s: the server has no tokenizer.json: the page needs it to tokenize the prompt", model)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +267,36 @@ func (r *Root) tokenizer(model string, lf *localFolder) (*tokenizer.Tokenizer, e
 	}
 	r.toks[model] = t
 	return t, nil
+}
+
+// modelFile reads a served model's file through the worker's Cache
+// Storage (modelcache.js), so that a file the engine reads too, such as
+// tokenizer.json, crosses the network once. A file the model list does
+// not list is nil, nil, as a model without tokenizer_config.json has.
+// Goroutines only.
+func (r *Root) modelFile(model, path string) ([]byte, error) {
+	r.ee.RLock()
+	var f *fileInfo
+	if m := r.model(model); m != nil {
+		for i := range m.Files {
+			if m.Files[i].Path == path {
+				f = &m.Files[i]
+			}
+		}
+	}
+	r.ee.RUnlock()
+	if f == nil {
+		return fetchOptional("/models/" + url.PathEscape(model) + "/" + path)
+	}
+	arg, err := toJS(f)
+	if err != nil {
+		return nil, err
+	}
+	v, err := call(global.Get("LogitscopeModelCache"), "bytes", model, arg)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %v", model, path, err)
+	}
+	return bytesOf(v), nil
 }
 
 // chatTemplate loads (once) and returns a model's chat template from its
@@ -276,7 +317,7 @@ func (r *Root) chatTemplate(model string, lf *localFolder) (chat.TemplateConfig,
 	if lf != nil {
 		data, err = lf.file("tokenizer_config.json")
 	} else {
-		data, err = fetchOptional("/models/" + url.PathEscape(model) + "/tokenizer_config.json")
+		data, err = r.modelFile(model, "tokenizer_config.json")
 	}
 	if err != nil {
 		return chat.TemplateConfig{}, err

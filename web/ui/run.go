@@ -320,6 +320,8 @@ func (r *Root) ProgressText() string {
 		s += " · " + r.StageStep
 	}
 	switch {
+	case p.Phase == "prefill": // input tokens through the model
+		s += fmt.Sprintf(" %.0f / %.0f", p.Loaded, p.Total)
 	case p.Phase == "rows" && p.Total > 0:
 		s += fmt.Sprintf(" %.0f / %.0f", p.Loaded, p.Total)
 	case p.Phase == "rows":

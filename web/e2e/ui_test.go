@@ -341,7 +341,7 @@ func TestUIOfflineCompare(t *testing.T) {
 		drops = append(drops, d)
 	}
 	want, err := snapshot.Offline(drops[0], drops[1], func(int) func(int) string {
-		return func(id int) string { return tok.Decode([]int{id}, false) }
+		return tok.Piece
 	})
 	if err != nil {
 		t.Fatal(err)

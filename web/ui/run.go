@@ -253,7 +253,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		}
 		spec.Fingerprint = fp
 	}
-	text := func(id int) string { return tok.Decode([]int{id}, false) }
+	text := tok.Piece
 	doc, err := snapshot.Build(&spec, ref, test, targets, text)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("analysis: %v", err)

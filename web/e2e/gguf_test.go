@@ -156,7 +156,7 @@ func TestUIGGUFFetchesItsFiles(t *testing.T) {
 	b := NewBrowser(t)
 	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
 	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#run-form"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/?autorun=0"), chromedp.WaitVisible(chromedp.CSS("#run-form"))); err != nil {
 		t.Fatal(err)
 	}
 	before := len(site.Requests())

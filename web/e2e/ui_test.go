@@ -350,7 +350,7 @@ func TestUIOfflineCompare(t *testing.T) {
 	b := NewBrowser(t)
 	ctx0, cancel0 := context.WithTimeout(b.Ctx, time.Minute)
 	defer cancel0()
-	if err := chromedp.Do(ctx0, chromedp.Navigate(site.URL+"/")); err != nil {
+	if err := chromedp.Do(ctx0, chromedp.Navigate(site.URL+"/?autorun=0")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.WaitState(time.Minute, "idle"); err != nil {

@@ -101,7 +101,7 @@ func TestTeachingLines(t *testing.T) {
 			t.Errorf("verdict %q lacks %q", v, want)
 		}
 	}
-	if n := natureLine(d); !strings.HasPrefix(n, "synthetic model, random weights") || !strings.HasSuffix(n, "· random weights") {
+	if n := natureLine(d.Model); !strings.HasPrefix(n, "synthetic model, random weights") || !strings.HasSuffix(n, "· random weights") {
 		t.Errorf("nature line %q", n)
 	}
 	secs := summaryView(d)
@@ -117,7 +117,7 @@ func TestTeachingLines(t *testing.T) {
 		{&snapshot.Model{Nature: sidecar.TrainedDemo, About: "2 layers trained on TinyStories"}, "trained demo model · 2 layers trained on TinyStories"},
 	} {
 		d.Model = tc.model
-		if got := natureLine(d); got != tc.want {
+		if got := natureLine(d.Model); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.model, got, tc.want)
 		}
 	}

@@ -152,10 +152,9 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// natureLine says what the model is, from the document's model note: its
-// nature in words and the note's one line; "" when the document has none.
-func natureLine(d *snapshot.Doc) string {
-	m := d.Model
+// natureLine says what the model is, from a document's model note: its
+// nature in words and the note's one line; "" for none.
+func natureLine(m *snapshot.Model) string {
 	if m == nil {
 		return ""
 	}
@@ -419,23 +418,17 @@ func inspectorView(d *snapshot.Doc, i int) inspector {
 	return v
 }
 
-// Filters of the token strip: every position, the flips, or the positions
-// routed to another set of experts. The strip dims the others; the
-// flagged-position buttons step between those it keeps (all: either).
-const (
-	filterAll    = "all"
-	filterFlips  = "flips"
-	filterRoutes = "routes"
-)
-
-// flagged says whether position i passes filter.
+// flagged says whether position i passes filter, the strip's tab
+// (snapshot.Tab*): every flip and routing change, the flips, or the
+// positions routed to another set of experts. The strip dims the others;
+// the flagged-position buttons step between those it keeps.
 func flagged(d *snapshot.Doc, i int, filter string) bool {
 	flip := d.Report.Positions[i].Flip
 	set := d.Report.Routing != nil && d.Report.Routing.Positions[i].Change == routing.Set
 	switch filter {
-	case filterFlips:
+	case snapshot.TabFlips:
 		return flip
-	case filterRoutes:
+	case snapshot.TabRoutes:
 		return set
 	}
 	return flip || set

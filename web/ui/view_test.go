@@ -136,8 +136,8 @@ func TestRoutingView(t *testing.T) {
 		want     int
 		nflagged int
 	}{
-		{filterFlips, 0, 1, 1, 2}, {filterFlips, 2, 1, -1, 2}, {filterRoutes, 0, 1, 2, 2},
-		{filterRoutes, 2, 1, 3, 2}, {filterRoutes, 2, -1, -1, 2}, {filterAll, 3, -1, 2, 3},
+		{snapshot.TabFlips, 0, 1, 1, 2}, {snapshot.TabFlips, 2, 1, -1, 2}, {snapshot.TabRoutes, 0, 1, 2, 2},
+		{snapshot.TabRoutes, 2, 1, 3, 2}, {snapshot.TabRoutes, 2, -1, -1, 2}, {snapshot.TabAll, 3, -1, 2, 3},
 	} {
 		if got := nextFlagged(d, c.from, c.dir, c.filter); got != c.want {
 			t.Errorf("nextFlagged(%d, %d, %s) = %d, want %d", c.from, c.dir, c.filter, got, c.want)
@@ -153,7 +153,7 @@ func TestRoutingView(t *testing.T) {
 		}
 	}
 	// A dense document flags its flips alone, whatever the filter.
-	if nextFlagged(testDoc(t), 0, 1, filterRoutes) != -1 || nextFlagged(testDoc(t), 0, 1, filterAll) != 1 {
+	if nextFlagged(testDoc(t), 0, 1, snapshot.TabRoutes) != -1 || nextFlagged(testDoc(t), 0, 1, snapshot.TabAll) != 1 {
 		t.Error("a dense document's flagged positions")
 	}
 }

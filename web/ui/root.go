@@ -74,8 +74,8 @@ type Root struct {
 
 	PageLoad float64 // ms from navigation start to the first render
 
-	ee      vugu.EventEnv
-	br      *bridge
+	ee       vugu.EventEnv
+	br       *bridge
 	ls       js.Value // window.logitscope
 	probed   chan struct{}
 	wantView *snapshot.View // a link's view (pos, tab, zoom), for the first document shown

@@ -182,8 +182,7 @@ func (r *Root) ModelLabel(m string) string { return modelName(m) }
 // local file when it has one).
 func (r *Root) Variants(side string) []string {
 	vs := []string{"f32"}
-	m := r.model(r.Spec.Model)
-	if m != nil {
+	if m := r.model(r.Spec.Model); m != nil {
 		for _, v := range m.Variants {
 			if !slices.Contains(vs, v.Name) {
 				vs = append(vs, v.Name)

@@ -86,7 +86,6 @@ type Root struct {
 
 	docSeq    int    // bumps with each document; raw DOM content is keyed by it
 	chartSeq  int    // bumps with each document and zoom; the charts are keyed by it
-	docJSON   []byte // Doc as JSON: the result object and what Share posts
 	strip     string // stripHTML(Doc)
 	summary   string // summaryHTML(Doc)
 	kldSVG    string
@@ -170,6 +169,9 @@ func (r *Root) boot(ee vugu.EventEnv) {
 func (r *Root) afterModels() {
 	q := r.bootQuery
 	r.bootQuery = nil
+	if r.State != "loading" {
+		return // something started meanwhile (Run, a dropped dump): leave it be
+	}
 	r.State = "idle"
 	m := r.model(r.Spec.Model)
 	r.setSpec(readySpec(r.Spec, q, m))
@@ -323,7 +325,7 @@ func (r *Root) begin(stage string) {
 }
 
 func (r *Root) clearDoc() {
-	r.Doc, r.docJSON, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, nil, "", "", "", ""
+	r.Doc, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, "", "", "", ""
 	r.Share = shareState{}
 }
 
@@ -353,7 +355,7 @@ func (r *Root) show(doc *snapshot.Doc, raw []byte, source string, lg *logitsOut)
 		raw = b
 	}
 	r.clearDoc()
-	r.Doc, r.docJSON, r.Source = doc, raw, source
+	r.Doc, r.Source = doc, source
 	r.docSeq++
 	r.strip = stripHTML(doc)
 	r.summary = summaryHTML(summaryView(doc))
@@ -397,11 +399,13 @@ func (r *Root) setView(doc *snapshot.Doc) {
 	if v.Pos < n {
 		r.Sel = v.Pos
 	}
-	if v.Tab != "" && (snapshot.View{Tab: v.Tab}).Check(n) == nil {
+	if v.Tab != "" { // ViewQuery and Parse admit only the tabs there are
 		r.Filter = v.Tab
 	}
-	if z := (span{v.From, v.To}); z.To > 0 && (snapshot.View{From: v.From, To: v.To}).Check(n) == nil {
-		r.Zoom = z
+	if z := (span{v.From, v.To}); z.To > 0 {
+		if from, to := z.of(n); from == z.From && to == z.To {
+			r.Zoom = z
+		}
 	}
 }
 

@@ -31,7 +31,7 @@ func (r *Root) Run() {
 			return
 		}
 	}
-	spec := cloneSpec(r.Spec)
+	spec := r.Spec.Linked() // its own copy: later edits of the form do not reach the document
 	if err := spec.Check(); err != nil {
 		r.fail(err)
 		return
@@ -43,8 +43,8 @@ func (r *Root) Run() {
 	// A variant the model does not have would fail only once its files
 	// are asked for; say so now, with the command that makes it.
 	m := r.model(spec.Model)
-	for side, v := range map[string]string{"ref": spec.Ref, "test": spec.Test} {
-		if msg := missingVariant(m, spec.Model, side, v); msg != "" {
+	for _, side := range [][2]string{{"ref", spec.Ref}, {"test", spec.Test}} {
+		if msg := missingVariant(m, spec.Model, side[0], side[1]); msg != "" {
 			r.fail(errors.New(msg))
 			return
 		}

@@ -81,8 +81,11 @@ type glyph struct{ Text, Class string }
 // glyphs splits a token's text into glyphs. In the strip (strip true) a
 // space stays a space, so that the text reads naturally, and a newline
 // is marked ↵ and then breaks the line; elsewhere a space is ␣ and a
-// newline ↵ alone. Control characters are their Unicode control pictures
-// (U+000F is ␏), U+007F ␡, C1 controls U+0080–U+009F their code point.
+// newline ↵ alone; a tab is ⇥. Other control characters are named by
+// their byte as byte tokens are (U+000F is <0x0F>, U+007F <0x7F>), C1
+// controls by their code point (U+0085): Unicode's control pictures
+// (␏) are missing from common fonts (DejaVu has none) and would draw as
+// empty boxes.
 func glyphs(s string, strip bool) []glyph {
 	if s == "" {
 		return []glyph{{"∅", "empty"}}
@@ -116,12 +119,8 @@ func glyphs(s string, strip bool) []glyph {
 			}
 		case r == '\t':
 			emit(glyph{"⇥", "ws"})
-		case r == '\r':
-			emit(glyph{"␍", "ws"})
-		case r < 0x20:
-			emit(glyph{string(rune(0x2400 + r)), "ctl"})
-		case r == 0x7f:
-			emit(glyph{"␡", "ctl"})
+		case r < 0x20 || r == 0x7f:
+			emit(glyph{fmt.Sprintf("<0x%02X>", r), "ctl"})
 		case r >= 0x80 && r < 0xa0:
 			emit(glyph{fmt.Sprintf("U+%04X", r), "ctl"})
 		default:

@@ -343,7 +343,7 @@ func TestFormat(t *testing.T) {
 		size(512):                 "512 B",
 		size(1.5e6):               "1.50 MB",
 		size(23.4e9):              "23.4 GB",
-		visible(" a\n\t\x0f"):     "␣a↵⇥␏",
+		visible(" a\n\t\x0f"):     "␣a↵⇥<0x0F>",
 		visible(""):               "∅",
 		short("0123456789abcdef"): "0123456789ab…",
 		ggufNote(&snapshot.GGUF{Name: "m.gguf", Types: map[string]int{"F32": 113, "Q4_K": 169, "Q6_K": 29}}):                               "GGUF · Q4_K 169, F32 113, Q6_K 29",

@@ -10,6 +10,7 @@ import (
 	"logitscope/engine"
 	"logitscope/ggufmodel"
 	"logitscope/quant"
+	"logitscope/sidecar"
 	"logitscope/variant"
 )
 
@@ -20,7 +21,15 @@ type Model struct {
 	Vocab        int           `json:"vocab"`
 	Variants     []VariantInfo `json:"variants"`
 	Files        []ModelFile   `json:"files"`
-	dir          string        // symlinks resolved: the prefix every file must keep
+	// What the page says of the model and offers to run, from the
+	// directory's sidecar (package sidecar): its nature (synthetic,
+	// trained-demo, or user when there is none), one line about it, and a
+	// ready prompt and panel text.
+	Nature string `json:"nature"`
+	About  string `json:"about,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+	Panel  string `json:"panel,omitempty"`
+	dir    string // symlinks resolved: the prefix every file must keep
 }
 
 // ModelFile is one file the page may fetch. The page keys its Cache Storage
@@ -77,6 +86,14 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 		return nil, err
 	}
 	m := &Model{Name: name, Architecture: cfg.Arch(), Vocab: cfg.VocabSize, Variants: []VariantInfo{}, dir: real}
+	note, err := sidecar.Read(real)
+	if err != nil {
+		// The weights are still worth serving; the page then calls the
+		// model the user's, which is the safe default.
+		warn("serve: model %s: %v (described as the user's model)", name, err)
+		note = sidecar.Note{Nature: sidecar.User}
+	}
+	m.Nature, m.About, m.Prompt, m.Panel = note.Nature, note.About, note.Prompt, note.Panel
 	schemes, _ := os.ReadDir(filepath.Join(real, "variants"))
 	for _, e := range schemes {
 		if !e.IsDir() || e.Name()[0] == '.' {

@@ -19,6 +19,7 @@ import (
 	"logitscope/gguf"
 	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/quant"
+	"logitscope/sidecar"
 	"logitscope/synth"
 	"logitscope/variant"
 )
@@ -382,5 +383,65 @@ func TestGzipKept(t *testing.T) {
 		if got := string(gunzip(t, first)); got != content {
 			t.Errorf("decompressed %d bytes, want the file's %d", len(got), len(content))
 		}
+	}
+}
+
+// The model list says what each model is from its sidecar: a synthetic
+// checkpoint (synth.Write writes one) with its ready prompt and panel, a
+// directory without one the user's, a broken one the user's with a
+// warning. The sidecar itself is neither listed nor served.
+func TestModelListSidecar(t *testing.T) {
+	f := newFixture(t)
+	root := filepath.Join(f.root, "models")
+	for name, note := range map[string]string{"plain": "", "bad": `{"nature":"real"}`} {
+		dir := filepath.Join(root, name)
+		if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, sidecar.File))
+		if note != "" {
+			write(t, filepath.Join(dir, sidecar.File), note)
+		}
+	}
+	var warned []string
+	models, err := ScanModels(root, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := synth.Note(synth.Presets["tiny"], 0)
+	got := map[string]*Model{}
+	for _, m := range models {
+		got[m.Name] = m
+		for _, fi := range m.Files {
+			if fi.Path == sidecar.File {
+				t.Errorf("%s lists its sidecar among the files to fetch", m.Name)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name                         string
+		nature, about, prompt, panel string
+	}{
+		{"tiny", sidecar.Synthetic, want.About, want.Prompt, want.Panel},
+		{"plain", sidecar.User, "", "", ""},
+		{"bad", sidecar.User, "", "", ""},
+	} {
+		m := got[tc.name]
+		if m == nil {
+			t.Fatalf("no model %s", tc.name)
+		}
+		if m.Nature != tc.nature || m.About != tc.about || m.Prompt != tc.prompt || m.Panel != tc.panel {
+			t.Errorf("%s: nature %q about %q prompt %q panel %.30q; want %q %q %q %.30q", tc.name,
+				m.Nature, m.About, m.Prompt, m.Panel, tc.nature, tc.about, tc.prompt, tc.panel)
+		}
+	}
+	if want.Prompt == "" || want.Panel == "" || !strings.Contains(want.About, "random weights") {
+		t.Errorf("synth's note has no ready prompt, panel or word on its weights: %+v", want)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], filepath.Join("bad", sidecar.File)) {
+		t.Errorf("warnings %q, want one naming bad's sidecar", warned)
+	}
+	if w := f.do(t, "/models/tiny/"+sidecar.File, nil); w.Code != 404 {
+		t.Errorf("the sidecar is served: %d", w.Code)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"logitscope/sidecar"
 )
 
 // Options configure a Server.
@@ -200,6 +202,10 @@ func modelFileKind(rel string) (kind, bool) {
 	segs := strings.Split(rel, "/")
 	ext := strings.ToLower(filepath.Ext(rel))
 	switch {
+	case rel == sidecar.File:
+		// Its content is in the model's /models/ entry, and no side opens
+		// it: served, it would be one more file for the page to fetch.
+		return kind{}, false
 	case len(segs) == 1 && ext == ".json":
 		return jsonDoc, true
 	case len(segs) == 1 && (ext == ".safetensors" || ext == ".gguf"):

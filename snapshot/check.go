@@ -79,7 +79,7 @@ func (d *Doc) check() error {
 			return fmt.Errorf("created %q: not an RFC 3339 time", d.Created)
 		}
 	}
-	return nil
+	return d.checkExtras()
 }
 
 func checkCriterion(c margins.Criterion) error {

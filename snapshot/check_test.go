@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,5 +187,54 @@ func TestNoDuplicateKeysLargeObject(t *testing.T) {
 		if err := noDuplicateKeys([]byte(b.String() + dup)); err == nil {
 			t.Errorf("%s after 100 keys: no error", dup)
 		}
+	}
+}
+
+// The model note, a panel's windows and the shared view are checked like
+// the rest: a nature the page knows, windows inside the rows and in
+// order, a view inside the positions.
+func TestParseRefusesBadExtras(t *testing.T) {
+	ref, test := pair()
+	d, err := Build(nil, Capture{Logits: ref, Windows: [][]int{{5, 1}, {6, 2, 3}}}, Capture{Logits: test}, []int{1, 2, 3}, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Window{{0, 5}, {1, 6}}; !slices.Equal(d.Windows, want) {
+		t.Fatalf("windows %v, want %v", d.Windows, want)
+	}
+	if d.Texts["6"] != "g" {
+		t.Errorf("the window's first token has no text: %q", d.Texts)
+	}
+	d.Model = &Model{Nature: "synthetic", About: "random weights"}
+	d.View = &View{Pos: 2, Tab: TabFlips, From: 1, To: 3}
+	data, _ := json.Marshal(d)
+	good := string(data)
+	if _, err := Parse(data); err != nil {
+		t.Fatalf("the good document: %v", err)
+	}
+	for _, c := range []struct{ name, from, to, want string }{
+		{"nature", `"nature":"synthetic"`, `"nature":"<b>"`, `model: nature "<b>"`},
+		{"window order", `{"pos":1,"token":6}`, `{"pos":0,"token":6}`, `windows[1].pos 0`},
+		{"window past the rows", `{"pos":1,"token":6}`, `{"pos":3,"token":6}`, `windows[1].pos 3`},
+		{"window token", `{"pos":1,"token":6}`, `{"pos":1,"token":16}`, `windows[1].token 16`},
+		{"view pos", `"view":{"pos":2`, `"view":{"pos":3`, `view: pos 3`},
+		{"view tab", `"tab":"flips"`, `"tab":"x\"y"`, `view: tab "x\"y"`},
+		{"view zoom", `"from":1,"to":3`, `"from":3,"to":3`, `view: zoom 3-3`},
+		{"view zoom end", `"from":1,"to":3`, `"from":1,"to":4`, `view: zoom 1-4`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := strings.Replace(good, c.from, c.to, 1)
+			if bad == good {
+				t.Fatalf("%q not in the document", c.from)
+			}
+			if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// Windows that do not account for the rows are left out, not trusted.
+	d, _ = Build(nil, Capture{Logits: ref, Windows: [][]int{{5, 1, 2}}}, Capture{Logits: test}, nil, text)
+	if d.Windows != nil {
+		t.Errorf("windows of 2 rows for 3: %v", d.Windows)
 	}
 }

@@ -44,6 +44,13 @@ type Doc struct {
 	Report  *margins.Report   `json:"report"`
 	Timing  Timing            `json:"timing"`
 	Created string            `json:"created,omitempty"` // RFC 3339, the browser's clock
+	// Model is what the page knew of the model; nil when nothing (a
+	// comparison of dropped dumps).
+	Model *Model `json:"model,omitempty"`
+	// Windows are a panel's windows, in order; nil otherwise.
+	Windows []Window `json:"windows,omitempty"`
+	// View is what the page showed when the document was shared.
+	View *View `json:"view,omitempty"`
 }
 
 // Side describes where one side's logits came from.
@@ -86,8 +93,9 @@ type Capture struct {
 	Side      Side
 	Logits    *dump.Logits
 	PromptIDs []int
-	Output    []int // greedy or forced: the tokens chosen after each row
-	Targets   []int // panel: the tokens the rows predict
+	Output    []int   // greedy or forced: the tokens chosen after each row
+	Targets   []int   // panel: the tokens the rows predict
+	Windows   [][]int // panel: the windows fed (the reference's marks the strip)
 }
 
 // Build compares ref with test. targets (the panel's, or nil) make the
@@ -101,6 +109,7 @@ func Build(spec *Spec, ref, test Capture, targets []int, text func(id int) strin
 	d := &Doc{Kind: Kind, Version: Version, Spec: spec, Ref: ref.Side, Test: test.Side,
 		PromptIDs: orEmpty(ref.PromptIDs), Report: rep, Texts: map[string]string{}}
 	d.Ref.Rows, d.Test.Rows = ref.Logits.Rows, test.Logits.Rows
+	d.Windows = windows(ref.Windows, rep.Rows)
 	d.Tokens = make([]int, rep.Rows)
 	for i, p := range rep.Positions {
 		switch {
@@ -124,6 +133,9 @@ func (d *Doc) addTexts(text func(int) string) {
 		if _, ok := d.Texts[k]; !ok {
 			d.Texts[k] = text(id)
 		}
+	}
+	for _, w := range d.Windows {
+		add(w.Token)
 	}
 	for _, ids := range [][]int{d.PromptIDs, d.Tokens} {
 		for _, id := range ids {

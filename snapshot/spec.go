@@ -199,6 +199,18 @@ func (s Spec) Query() url.Values {
 	return q
 }
 
+// Linked is s as its link carries it: the fields of the other mode, which
+// Query leaves out, at NewSpec's values. A run records this, so that a
+// document's spec says only what the run used (the form keeps both
+// modes' texts, ready to switch).
+func (s Spec) Linked() Spec {
+	l, err := ParseQuery(s.Query())
+	if err != nil { // Query writes only what ParseQuery reads
+		panic(fmt.Sprintf("snapshot: Query of %+v does not parse: %v", s, err))
+	}
+	return l
+}
+
 // ParseQuery reads a link's spec; absent parameters take NewSpec's values
 // and parameters it does not know (autorun, view state) are ignored.
 func ParseQuery(q url.Values) (Spec, error) {

@@ -78,3 +78,20 @@ func TestSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+// A run's spec is its link's: the other mode's text is not recorded.
+func TestLinked(t *testing.T) {
+	s := NewSpec()
+	s.Prompt, s.Panel, s.System, s.MaxNew = "Why?", "Some text.", "Be brief.", 5
+	stops := []int{1, 2}
+	s.Stops = &stops
+	g := s.Linked()
+	if g.Panel != "" || g.Prompt != "Why?" || g.System != "Be brief." || g.MaxNew != 5 || g.Stops == nil || len(*g.Stops) != 2 || g.Window != DefaultWindow {
+		t.Errorf("greedy: %+v", g)
+	}
+	s.Mode, s.Window = Panel, 32
+	p := s.Linked()
+	if p.Prompt != "" || p.System != "" || p.MaxNew != DefaultMaxNew || p.Stops != nil || p.Panel != "Some text." || p.Window != 32 {
+		t.Errorf("panel: %+v", p)
+	}
+}

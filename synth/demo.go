@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"logitscope/sidecar"
 )
 
 // generatorVersion names the generator's output: bump it whenever Write's
@@ -39,6 +41,15 @@ func CachedPreset(p Preset, seed uint64) (string, error) {
 	}
 	dir := filepath.Join(root, fmt.Sprintf("%s-seed%d-%s", preset, seed, generatorVersion))
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		// A checkpoint cached before Write added the sidecar, or with an
+		// older one, gets Note's now, rather than a new generatorVersion
+		// regenerating every cached preset (the large ones take minutes)
+		// for one small file that no fingerprint covers.
+		if n, err := sidecar.Read(dir); err != nil || n != Note(p, seed) {
+			if err := sidecar.Write(dir, Note(p, seed)); err != nil {
+				return "", err
+			}
+		}
 		return dir, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {

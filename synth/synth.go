@@ -18,6 +18,7 @@ import (
 
 	"logitscope/chat"
 	"logitscope/safetensors"
+	"logitscope/sidecar"
 	"logitscope/tokenizer"
 )
 
@@ -179,8 +180,9 @@ type Options struct {
 	Progress     func(done, total int) // called after each tensor; may be nil
 }
 
-// Write generates the preset's checkpoint into dir. The same preset, seed
-// and tokenizer give byte-identical files.
+// Write generates the preset's checkpoint into dir, with the sidecar that
+// tells the page it is synthetic (Note). The same preset, seed and
+// tokenizer give byte-identical files.
 func Write(p Preset, dir string, opt Options) error {
 	v, err := vocabularyFor(p, opt.Tokenizer)
 	if err != nil {
@@ -214,6 +216,9 @@ func Write(p Preset, dir string, opt Options) error {
 		}
 	}
 	if err := writeFile(filepath.Join(dir, "tokenizer.json"), v.json); err != nil {
+		return err
+	}
+	if err := sidecar.Write(dir, Note(p, opt.Seed)); err != nil {
 		return err
 	}
 	tensors := weights(p, vocab, opt)

@@ -88,3 +88,42 @@ func checkWebGPU(b *testing.B, adapter string) {
 		b.Fatalf("LOGITSCOPE_BENCH_GPU=real, but WebGPU ran on %q, not a GPU", adapter)
 	}
 }
+
+// BenchmarkFirstScreen opens what `make run` prints, the bare link (the
+// demo's ready panel, f32 against q4, run on open), in a fresh Chromium
+// per iteration, and reports the time from navigation to the finished
+// comparison and the page's own timings; as "auto" (WebGPU: SwiftShader
+// here) and with device=cpu (engine.wasm's CPU path), the two ways the
+// first screen could run.
+func BenchmarkFirstScreen(b *testing.B) {
+	RequireUI(b)
+	site := StartSite(b)
+	for _, link := range []string{"/", "/?autorun=1&device=cpu"} {
+		b.Run(map[string]string{"/": "auto", "/?autorun=1&device=cpu": "cpu"}[link], func(b *testing.B) {
+			var sum snapshot.Timing
+			var wall time.Duration
+			for range b.N {
+				br := NewBrowser(b)
+				start := time.Now()
+				if state := br.Open(site.URL+link, 5*time.Minute); state != "done" {
+					b.Fatalf("the first screen ended in %q: %s", state, Eval[string](br, `String(window.logitscope.error)`))
+				}
+				wall += time.Since(start)
+				doc, _ := pageDoc(b, br)
+				t := doc.Timing
+				sum.PageLoad += t.PageLoad
+				sum.OpenRef += t.OpenRef
+				sum.RefRun += t.RefRun
+				sum.OpenTest += t.OpenTest
+				sum.TestRun += t.TestRun
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(wall.Milliseconds())/n, "done-ms")
+			b.ReportMetric(sum.PageLoad/n, "page-load-ms")
+			b.ReportMetric(sum.OpenRef/n, "open-f32-ms")
+			b.ReportMetric(sum.RefRun/n, "f32-run-ms")
+			b.ReportMetric(sum.OpenTest/n, "open-q4-ms")
+			b.ReportMetric(sum.TestRun/n, "q4-run-ms")
+		})
+	}
+}

@@ -236,9 +236,8 @@ func TestUIRouting(t *testing.T) {
 		t.Errorf("the summary lacks %q:\n%s", want, summary)
 	}
 
-	// The routing filter keeps exactly the flagged positions.
-	Eval[bool](b, `(() => { const s = document.querySelector("#strip-filter"); s.value = "routes";
-  s.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`)
+	// The routing tab keeps exactly the flagged positions.
+	Eval[bool](b, `(() => { document.querySelector("#strip-tabs [name=tab-routes]").click(); return true; })()`)
 	if got := Eval[string](b, `(async () => { for (let i = 0; i < 500; i++) {
     if (document.querySelector("#strip").classList.contains("only-routes")) return document.querySelector("#flag-count").textContent;
     await new Promise((r) => setTimeout(r, 10)); } return "no filter"; })()`); got != fmt.Sprintf("%d flagged", s.SetChanged) {

@@ -26,7 +26,8 @@
 // run.go is the run sequence; share.go sharing and /r/<id>; offline.go
 // the dropped dumps; dom.go the token strip, charts and summary, whose
 // large content is set directly rather than diffed by vugu at every
-// render. view.go and format.go are the pure view helpers and package
+// render. view.go and format.go are the pure view helpers, models.go what
+// a link's spec takes from its model (ready texts, variants), and package
 // chart draws the SVG charts: they build natively and are tested with
 // `go test ./web/ui/...` (stub.go is the native main).
 //

@@ -19,8 +19,9 @@ import (
 	"logitscope/web/ui/chart"
 )
 
-// fill sets el's innerHTML to html unless el shows document seq already;
-// it reports whether it did. It is the page's only innerHTML write, and
+// fill sets el's innerHTML to html unless el shows seq already (the
+// document's, or for the charts the document's and zoom's); it reports
+// whether it did. It is the page's only innerHTML write, and
 // html is always built with package markup, which escapes every value.
 func fill(el js.Value, seq int, html string) bool {
 	if got := el.Get("__lsSeq"); got.Type() == js.TypeNumber && got.Int() == seq {
@@ -46,7 +47,9 @@ func (r *Root) PopulateStrip(v vjs.Value) {
 	if old := el.Call("querySelector", ".sel"); old.Truthy() {
 		old.Get("classList").Call("remove", "sel")
 	}
-	cur := el.Get("children").Index(len(r.Doc.PromptIDs) + r.Sel)
+	// By its number: the prompt's tokens and a panel's window starts come
+	// between the positions.
+	cur := el.Call("querySelector", `[data-i="`+strconv.Itoa(r.Sel)+`"]`)
 	if cur.Truthy() {
 		cur.Get("classList").Call("add", "sel")
 		top, h := cur.Get("offsetTop").Float(), cur.Get("offsetHeight").Float()
@@ -82,15 +85,20 @@ func (r *Root) populateChart(el js.Value, svg string) {
 	if r.Doc == nil {
 		return
 	}
-	fill(el, r.docSeq, svg)
+	fill(el, r.chartSeq, svg)
 	if el.Get("__lsSel").Int() == r.Sel {
 		return
 	}
 	if c := el.Call("querySelector", "rect.cursor"); c.Truthy() {
-		x, w := chart.Default.Cursor(r.Sel, len(r.Doc.Report.Positions))
-		c.Call("setAttribute", "x", strconv.FormatFloat(x, 'f', 2, 64))
-		c.Call("setAttribute", "width", strconv.FormatFloat(w, 'f', 2, 64))
-		c.Call("removeAttribute", "visibility")
+		from, to := r.Zoom.of(len(r.Doc.Report.Positions))
+		if r.Sel < from || r.Sel >= to {
+			c.Call("setAttribute", "visibility", "hidden")
+		} else {
+			x, w := chart.Default.Cursor(r.Sel-from, to-from)
+			c.Call("setAttribute", "x", strconv.FormatFloat(x, 'f', 2, 64))
+			c.Call("setAttribute", "width", strconv.FormatFloat(w, 'f', 2, 64))
+			c.Call("removeAttribute", "visibility")
+		}
 	}
 	el.Set("__lsSel", r.Sel)
 }
@@ -110,8 +118,9 @@ func (r *Root) ClickChart(e vugu.DOMEvent) {
 		return
 	}
 	fx := (e.PropFloat64("clientX") - box.Get("left").Float()) / w
-	if i := chart.Default.IndexAt(fx, len(r.Doc.Report.Positions)); i >= 0 {
-		r.Select(i)
+	from, to := r.Zoom.of(len(r.Doc.Report.Positions))
+	if i := chart.Default.IndexAt(fx, to-from); i >= 0 {
+		r.Select(from + i)
 	}
 }
 

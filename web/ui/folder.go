@@ -30,6 +30,7 @@ import (
 	"logitscope/engine"
 	"logitscope/model"
 	"logitscope/quant"
+	"logitscope/sidecar"
 	"logitscope/snapshot"
 	"logitscope/tokenizer"
 	"logitscope/variant"
@@ -172,6 +173,18 @@ func folderInfo(lf *localFolder) (modelInfo, []string, error) {
 	}
 	info.Architecture, info.Vocab = cfg.Arch(), cfg.VocabSize
 	var notes []string
+	// What the folder's sidecar says of it, as the server lists it.
+	if data, err := lf.file(sidecar.File); data != nil || err != nil {
+		var n sidecar.Note
+		if err == nil {
+			n, err = sidecar.Parse(data, lf.Name+"/"+sidecar.File)
+		}
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s left out: %v", sidecar.File, err))
+		} else {
+			info.Nature, info.About, info.Prompt, info.Panel = n.Nature, n.About, n.Prompt, n.Panel
+		}
+	}
 	for _, s := range quant.Schemes {
 		data, err := lf.file("variants/" + string(s) + "/manifest.json")
 		if data == nil && err == nil {

@@ -60,6 +60,7 @@ func (r *Root) SetField(field string, e vugu.DOMEvent) {
 		}
 		if v != s.Model {
 			s.Fingerprint = "" // another model's
+			r.takeReady(r.model(s.Model), r.model(v))
 		}
 		s.Model = v
 	case "ref", "test":
@@ -106,6 +107,27 @@ func (r *Root) SetField(field string, e vugu.DOMEvent) {
 		}
 	}
 	r.edited()
+}
+
+// takeReady moves the form from model old's ready texts and test side to
+// model m's: a prompt or panel still as old offered it (untouched) takes
+// m's, and a test side m does not have takes m's default.
+func (r *Root) takeReady(old, m *modelInfo) {
+	if m == nil {
+		return
+	}
+	was := readySpec(snapshot.Spec{}, nil, old)
+	now := readySpec(snapshot.Spec{}, nil, m)
+	s := &r.Spec
+	if s.Prompt == was.Prompt {
+		s.Prompt = now.Prompt
+	}
+	if s.Panel == was.Panel {
+		s.Panel = now.Panel
+	}
+	if !m.has(s.Test) {
+		s.Test = m.defaultTest()
+	}
 }
 
 // SetStopsDefault switches between the model's eos ids (nil) and the
@@ -166,8 +188,6 @@ func (r *Root) Variants(side string) []string {
 				vs = append(vs, v.Name)
 			}
 		}
-	} else {
-		vs = append(vs, "q8", "q6", "q4")
 	}
 	for _, v := range []string{r.Spec.Ref, r.Spec.Test} {
 		if _, local := snapshot.LocalName(v); !local && !slices.Contains(vs, v) {
@@ -191,6 +211,9 @@ func (r *Root) VariantNote(v string) string {
 		return name + " (from this computer)"
 	}
 	if m := r.model(r.Spec.Model); m != nil {
+		if !m.has(v) {
+			return v + " (not on the server: Run says how to make it)"
+		}
 		for _, x := range m.Variants {
 			if x.Name != v {
 				continue
@@ -207,6 +230,26 @@ func (r *Root) VariantNote(v string) string {
 		}
 	}
 	return v
+}
+
+// VariantHint says, under the sides, that the model has no quantized
+// variant and how to make one; "" when it has one or is not known yet.
+func (r *Root) VariantHint() string {
+	m := r.model(r.Spec.Model)
+	if m == nil || slices.ContainsFunc(m.Variants, func(v variantInfo) bool { return v.Kind == "variant" }) {
+		return ""
+	}
+	return modelName(r.Spec.Model) + " has no quantized variant. " + quantizeHint(r.Spec.Model, "q4")
+}
+
+// ModelNote says what the chosen model is: its nature and its sidecar's
+// line; "" until the model is known.
+func (r *Root) ModelNote() string {
+	m := r.model(r.Spec.Model)
+	if m == nil {
+		return ""
+	}
+	return natureLine(natureOf(m))
 }
 
 // IsLocal says whether side runs a file from this computer: the form then

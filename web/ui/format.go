@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"logitscope/ggufmodel"
 	"logitscope/margins"
@@ -70,51 +71,88 @@ func size(n float64) string {
 	return fmt.Sprintf("%.0f %s", n, units[i])
 }
 
-// visible shows a token's text in a table cell: whitespace made visible
-// (␣ ↵ ⇥), other control characters as \x.., the empty string as ∅.
-func visible(s string) string {
+// glyph is a run of a token's text as the page draws it: Class "" for
+// text as written, "ws" for whitespace made visible, "ctl" for a control
+// character, "byte" for a byte that is no character alone (tokenizer.Piece
+// writes it <0xNN>), "empty" for a token without text. The strip, the
+// top-k tables and the inspector draw the same glyphs, styled by class.
+type glyph struct{ Text, Class string }
+
+// glyphs splits a token's text into glyphs. In the strip (strip true) a
+// space stays a space, so that the text reads naturally, and a newline
+// is marked ↵ and then breaks the line; elsewhere a space is ␣ and a
+// newline ↵ alone; a tab is ⇥. Other control characters are named by
+// their byte as byte tokens are (U+000F is <0x0F>, U+007F <0x7F>), C1
+// controls by their code point (U+0085): Unicode's control pictures
+// (␏) are missing from common fonts (DejaVu has none) and would draw as
+// empty boxes.
+func glyphs(s string, strip bool) []glyph {
 	if s == "" {
-		return "∅"
+		return []glyph{{"∅", "empty"}}
 	}
-	var b strings.Builder
-	for _, r := range s {
+	var out []glyph
+	var text strings.Builder
+	emit := func(g glyph) {
+		if text.Len() > 0 {
+			out = append(out, glyph{text.String(), ""})
+			text.Reset()
+		}
+		out = append(out, g)
+	}
+	for i := 0; i < len(s); {
+		if b, ok := byteGlyph(s[i:]); ok {
+			emit(glyph{b, "byte"})
+			i += len(b)
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 		switch {
+		case r == ' ' && strip:
+			text.WriteRune(r)
 		case r == ' ':
-			b.WriteString("␣")
+			emit(glyph{"␣", "ws"})
 		case r == '\n':
-			b.WriteString("↵")
+			emit(glyph{"↵", "ws"})
+			if strip {
+				text.WriteByte('\n')
+			}
 		case r == '\t':
-			b.WriteString("⇥")
-		case r == '\r':
-			b.WriteString("␍")
+			emit(glyph{"⇥", "ws"})
 		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+			emit(glyph{fmt.Sprintf("<0x%02X>", r), "ctl"})
+		case r >= 0x80 && r < 0xa0:
+			emit(glyph{fmt.Sprintf("U+%04X", r), "ctl"})
 		default:
-			b.WriteRune(r)
+			text.WriteRune(r)
 		}
 	}
-	return b.String()
+	if text.Len() > 0 {
+		out = append(out, glyph{text.String(), ""})
+	}
+	return out
 }
 
-// stripText shows a token's text in the running token strip: as written,
-// so that the text reads naturally, but a newline is marked (↵) before it
-// breaks the line, other controls are escaped, and an empty token is ∅.
-func stripText(s string) string {
-	if s == "" {
-		return "∅"
+// byteGlyph is the <0xNN> at the start of s (two upper-case hex digits,
+// as tokenizer.Piece writes a byte), if there is one.
+func byteGlyph(s string) (string, bool) {
+	if len(s) < 6 || s[:3] != "<0x" || s[5] != '>' {
+		return "", false
 	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString("↵\n")
-		case r == '\t' || r == ' ':
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
+	for _, c := range s[3:5] {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'F') {
+			return "", false
 		}
+	}
+	return s[:6], true
+}
+
+// visible is a token's glyphs as plain text, for places without markup
+// of their own (a quoted token in a sentence, a title).
+func visible(s string) string {
+	var b strings.Builder
+	for _, g := range glyphs(s, false) {
+		b.WriteString(g.Text)
 	}
 	return b.String()
 }

@@ -41,8 +41,8 @@ func TestInnerHTMLOfHostileDoc(t *testing.T) {
 	for name, s := range map[string]string{
 		"strip":   stripHTML(d),
 		"summary": summaryHTML(summaryView(d)),
-		"kld":     kldChart(d, 1),
-		"margin":  marginChart(d, 1),
+		"kld":     kldChart(d, 1, span{}),
+		"margin":  marginChart(d, 1, span{}),
 	} {
 		dec := xml.NewDecoder(strings.NewReader("<div>" + s + "</div>"))
 		texts := 0

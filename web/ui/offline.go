@@ -214,7 +214,7 @@ func (r *Root) Compare() {
 			if err != nil {
 				return nil
 			}
-			return func(id int) string { return tok.Decode([]int{id}, false) }
+			return tok.Piece
 		})
 		if err == nil {
 			doc.Timing.Analysis = now() - t0

@@ -32,32 +32,6 @@ import (
 	"logitscope/tokenizer"
 )
 
-// modelInfo is one entry of GET /models/.
-type modelInfo struct {
-	Name         string        `json:"name"`
-	Architecture string        `json:"architecture"`
-	Vocab        int           `json:"vocab"`
-	Variants     []variantInfo `json:"variants"`
-	Files        []fileInfo    `json:"files"`
-}
-
-// fileInfo is one of the files GET /models/ lists for a model.
-type fileInfo struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
-// variantInfo is one of a model's variants or GGUF files.
-type variantInfo struct {
-	Kind   string         `json:"kind"` // variant or gguf
-	Name   string         `json:"name"` // what a spec's side names
-	Bytes  float64        `json:"bytes"`
-	Policy string         `json:"policy"`
-	SHA256 string         `json:"sha256"` // a served GGUF's
-	Types  map[string]int `json:"types"`  // a GGUF's tensors per ggml type
-}
-
 type Root struct {
 	// Spec is the form: what Run runs and what the URL says.
 	Spec snapshot.Spec
@@ -81,7 +55,8 @@ type Root struct {
 	Doc    *snapshot.Doc
 	Source string // run | snapshot | offline
 	Sel    int
-	Filter string // the token strip's: all, flips or routes (view.go)
+	Filter string // the token strip's tab: all, flips or routes (snapshot.Tab*)
+	Zoom   span   // the charts' positions
 	SnapID string // the /r/<id> this page shows, until the form is edited
 	Ran    bool   // the form's spec has been run: its URL reruns it
 
@@ -102,14 +77,18 @@ type Root struct {
 
 	PageLoad float64 // ms from navigation start to the first render
 
-	ee      vugu.EventEnv
-	br      *bridge
-	ls      js.Value // window.logitscope
-	probed  chan struct{}
-	wantPos int // a link's ?pos=, for the first document shown
+	ee       vugu.EventEnv
+	br       *bridge
+	ls       js.Value // window.logitscope
+	probed   chan struct{}
+	wantView *snapshot.View // a link's view (pos, tab, zoom), for the first document shown
+	// boot's query, kept until the model list arrives: the link's spec
+	// takes the model's ready prompt, panel and variants where it names
+	// none (afterModels), and runs when it says so.
+	bootQuery url.Values
 
 	docSeq    int    // bumps with each document; raw DOM content is keyed by it
-	docJSON   []byte // Doc as JSON: the result object and what Share posts
+	chartSeq  int    // bumps with each document and zoom; the charts are keyed by it
 	strip     string // stripHTML(Doc)
 	summary   string // summaryHTML(Doc)
 	kldSVG    string
@@ -129,13 +108,12 @@ type Root struct {
 func (r *Root) boot(ee vugu.EventEnv) {
 	r.ee = ee
 	r.State = "idle"
-	r.Filter = filterAll
+	r.Filter = snapshot.TabAll
 	r.FieldErr = map[string]string{}
 	r.Local = map[string]*localFile{}
 	r.toks = map[string]*tokenizer.Tokenizer{}
 	r.chats = map[string]chat.TemplateConfig{}
 	r.probed = make(chan struct{})
-	r.wantPos = -1
 	r.ls = global.Get("logitscope")
 	if r.ls.Type() != js.TypeObject {
 		r.ls = global.Get("Object").New()
@@ -145,8 +123,8 @@ func (r *Root) boot(ee vugu.EventEnv) {
 
 	loc := global.Get("location")
 	q, _ := url.ParseQuery(trimQ(loc.Get("search").String()))
-	if p, err := strconv.Atoi(q.Get("pos")); err == nil && p >= 0 {
-		r.wantPos = p
+	if v, ok := snapshot.ViewQuery(q); ok {
+		r.wantView = &v
 	}
 	spec, err := snapshot.ParseQuery(q)
 	r.setSpec(spec)
@@ -172,11 +150,41 @@ func (r *Root) boot(ee vugu.EventEnv) {
 	case q.Get("autorun") == "1" && r.localMissing() != "":
 		r.autorunWaits = true
 		r.syncURLNow()
-	case q.Get("autorun") == "1":
-		r.Run()
+	case r.IsLocalModel():
+		if q.Get("autorun") == "1" {
+			r.Run()
+		} else {
+			r.syncURLNow()
+		}
 	default:
-		r.syncURLNow()
+		// A served model: its ready prompt and panel come with the model
+		// list, and whether the link runs on open depends on them.
+		r.bootQuery = q
+		r.State = "loading"
 	}
+}
+
+// afterModels completes boot once the model list is in (or failed): the
+// spec takes the model's ready prompt and panel, a panel mode and the
+// variants the model has where the link names none (readySpec), and the
+// page runs it on open when the link says autorun=1, or when it names no
+// spec at all and the model has a ready text (the demo: the first screen
+// is a finished comparison). autorun=0 only fills the form. Lock held.
+func (r *Root) afterModels() {
+	q := r.bootQuery
+	r.bootQuery = nil
+	if r.State != "loading" {
+		return // something started meanwhile (Run, a dropped dump): leave it be
+	}
+	r.State = "idle"
+	m := r.model(r.Spec.Model)
+	r.setSpec(readySpec(r.Spec, q, m))
+	auto := q.Get("autorun")
+	if auto == "1" || auto == "" && !specNamed(q) && m != nil && (m.Prompt != "" || m.Panel != "") {
+		r.Run()
+		return
+	}
+	r.syncURLNow()
 }
 
 func trimQ(s string) string {
@@ -213,9 +221,12 @@ func (r *Root) loadModels() {
 	r.update(func() {
 		if err != nil {
 			r.ModelsErr = "model list: " + err.Error()
-			return
+		} else {
+			r.Models = ms
 		}
-		r.Models = ms
+		if r.bootQuery != nil {
+			r.afterModels()
+		}
 	})
 }
 
@@ -351,7 +362,7 @@ func (r *Root) begin(stage string) {
 }
 
 func (r *Root) clearDoc() {
-	r.Doc, r.docJSON, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, nil, "", "", "", ""
+	r.Doc, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, "", "", "", ""
 	r.Share = shareState{}
 }
 
@@ -381,22 +392,12 @@ func (r *Root) show(doc *snapshot.Doc, raw []byte, source string, lg *logitsOut)
 		raw = b
 	}
 	r.clearDoc()
-	r.Doc, r.docJSON, r.Source = doc, raw, source
+	r.Doc, r.Source = doc, source
 	r.docSeq++
 	r.strip = stripHTML(doc)
 	r.summary = summaryHTML(summaryView(doc))
-	r.kldSVG = kldChart(doc, -1)
-	r.marginSVG = marginChart(doc, -1)
-	n := len(doc.Report.Positions)
-	switch {
-	case r.wantPos >= 0 && r.wantPos < n:
-		r.Sel = r.wantPos
-	case doc.Report.Summary.FirstDisagreement >= 0:
-		r.Sel = doc.Report.Summary.FirstDisagreement
-	default:
-		r.Sel = 0
-	}
-	r.wantPos = -1
+	r.setView(doc)
+	r.drawCharts()
 	r.Err = ""
 	r.ls.Set("result", jsonObj.Call("parse", string(raw)))
 	if lg != nil {
@@ -412,6 +413,87 @@ func (r *Root) show(doc *snapshot.Doc, raw []byte, source string, lg *logitsOut)
 	r.ls.Delete("error")
 	r.State = "done"
 	r.syncURLNow()
+}
+
+// setView takes the view a new document opens on: the link's (pos, tab,
+// zoom), else the one the document was shared with, else the first
+// disagreement, all positions and no zoom. A part that does not fit the
+// document is left at its default.
+func (r *Root) setView(doc *snapshot.Doc) {
+	n := len(doc.Report.Positions)
+	r.Sel, r.Filter, r.Zoom = 0, snapshot.TabAll, span{}
+	if f := doc.Report.Summary.FirstDisagreement; f >= 0 && f < n {
+		r.Sel = f
+	}
+	v := r.wantView
+	r.wantView = nil
+	if v == nil {
+		v = doc.View
+	}
+	if v == nil {
+		return
+	}
+	if v.Pos < n {
+		r.Sel = v.Pos
+	}
+	if v.Tab != "" { // ViewQuery and Parse admit only the tabs there are
+		r.Filter = v.Tab
+	}
+	if z := (span{v.From, v.To}); z.To > 0 {
+		if from, to := z.of(n); from == z.From && to == z.To {
+			r.Zoom = z
+		}
+	}
+}
+
+// view is what the page shows of its document now.
+func (r *Root) view() snapshot.View {
+	return snapshot.View{Pos: r.Sel, Tab: r.StripFilter(), From: r.Zoom.From, To: r.Zoom.To}
+}
+
+// drawCharts draws both charts for the zoom in effect.
+func (r *Root) drawCharts() {
+	r.chartSeq++
+	r.kldSVG = kldChart(r.Doc, -1, r.Zoom)
+	r.marginSVG = marginChart(r.Doc, -1, r.Zoom)
+}
+
+// ZoomBy zooms the charts in (factor 0.5) or out (2) around the selected
+// position; 0 shows every position.
+func (r *Root) ZoomBy(factor float64) {
+	if r.Doc == nil {
+		return
+	}
+	z := span{}
+	if factor > 0 {
+		z = r.Zoom.zoomed(factor, r.Sel, len(r.Doc.Report.Positions))
+	}
+	if z != r.Zoom {
+		r.Zoom = z
+		r.drawCharts()
+		r.syncURL()
+	}
+}
+
+// ZoomText says which positions the charts show.
+func (r *Root) ZoomText() string {
+	n := len(r.Doc.Report.Positions)
+	from, to := r.Zoom.of(n)
+	if from == 0 && to == n {
+		return "all " + strconv.Itoa(n) + " positions"
+	}
+	return "positions " + strconv.Itoa(from) + "–" + strconv.Itoa(to-1) + " of " + strconv.Itoa(n)
+}
+
+// CanZoom says whether ZoomBy(factor) would change the charts.
+func (r *Root) CanZoom(factor float64) bool {
+	if r.Doc == nil {
+		return false
+	}
+	if factor == 0 {
+		return r.Zoom != span{}
+	}
+	return r.Zoom.zoomed(factor, r.Sel, len(r.Doc.Report.Positions)) != r.Zoom
 }
 
 // flushBody writes State to body.dataset.state; the render loop calls it
@@ -445,8 +527,9 @@ func (r *Root) syncURL() {
 	global.Call("setTimeout", r.urlFlush, 150)
 }
 
-// syncURLNow puts the spec (or the shared snapshot's path) and the
-// selected position into the address bar, without a new history entry.
+// syncURLNow puts the spec (or the shared snapshot's path) and the view
+// (selected position, tab, zoom) into the address bar, without a new
+// history entry.
 func (r *Root) syncURLNow() {
 	r.urlPending = false
 	var u string
@@ -461,8 +544,8 @@ func (r *Root) syncURLNow() {
 		}
 		u = "/"
 	}
-	if r.Doc != nil && r.Sel > 0 {
-		q.Set("pos", strconv.Itoa(r.Sel))
+	if r.Doc != nil {
+		r.view().SetQuery(q)
 	}
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -502,9 +585,9 @@ func (r *Root) Inspect() inspector { return inspectorView(r.Doc, r.Sel) }
 // Filters lists the strip's filters that apply to the document: routing
 // changes only for a mixture of experts.
 func (r *Root) Filters() [][2]string {
-	f := [][2]string{{filterAll, "all positions"}, {filterFlips, "argmax flips"}}
+	f := [][2]string{{snapshot.TabAll, "all positions"}, {snapshot.TabFlips, "argmax flips"}}
 	if r.Doc != nil && r.Doc.Report.Routing != nil {
-		f = append(f, [2]string{filterRoutes, "routing changes"})
+		f = append(f, [2]string{snapshot.TabRoutes, "routing changes"})
 	}
 	return f
 }
@@ -512,17 +595,20 @@ func (r *Root) Filters() [][2]string {
 // StripFilter is the filter in effect: routes falls back to all for a
 // document without routing.
 func (r *Root) StripFilter() string {
-	if r.Filter == filterRoutes && (r.Doc == nil || r.Doc.Report.Routing == nil) {
-		return filterAll
+	if r.Filter == snapshot.TabRoutes && (r.Doc == nil || r.Doc.Report.Routing == nil) {
+		return snapshot.TabAll
 	}
 	return r.Filter
 }
 
-// SetFilter changes the strip's filter.
-func (r *Root) SetFilter(e vugu.DOMEvent) {
-	switch f := e.PropString("target", "value"); f {
-	case filterAll, filterFlips, filterRoutes:
-		r.Filter = f
+// SetTab changes the strip's tab.
+func (r *Root) SetTab(tab string) {
+	switch tab {
+	case snapshot.TabAll, snapshot.TabFlips, snapshot.TabRoutes:
+		if tab != r.Filter {
+			r.Filter = tab
+			r.syncURL()
+		}
 	}
 }
 

@@ -31,7 +31,7 @@ func (r *Root) Run() {
 			return
 		}
 	}
-	spec := cloneSpec(r.Spec)
+	spec := r.Spec.Linked() // its own copy: later edits of the form do not reach the document
 	if err := spec.Check(); err != nil {
 		r.fail(err)
 		return
@@ -40,6 +40,16 @@ func (r *Root) Run() {
 		r.fail(r.missing(what))
 		return
 	}
+	// A variant the model does not have would fail only once its files
+	// are asked for; say so now, with the command that makes it.
+	m := r.model(spec.Model)
+	for _, side := range [][2]string{{"ref", spec.Ref}, {"test", spec.Test}} {
+		if msg := missingVariant(m, spec.Model, side[0], side[1]); msg != "" {
+			r.fail(errors.New(msg))
+			return
+		}
+	}
+	nature := natureOf(m)
 	local := map[string]*localFile{}
 	for _, side := range []string{"ref", "test"} {
 		if r.IsLocal(side) {
@@ -51,7 +61,7 @@ func (r *Root) Run() {
 	r.begin("starting")
 	r.syncURLNow()
 	go func() {
-		doc, raw, lg, err := r.run(spec, local, folder)
+		doc, raw, lg, err := r.run(spec, local, folder, nature)
 		r.update(func() {
 			var other otherCheckpoint
 			if errors.As(err, &other) && r.Spec.Model == spec.Model {
@@ -119,7 +129,7 @@ func (r *Root) stage(side, step string) {
 // run is the sequence; it runs in its own goroutine. local holds the
 // files of the sides that run one from this computer, folder the model
 // folder from this computer (nil for a served model).
-func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *localFolder) (*snapshot.Doc, []byte, *logitsOut, error) {
+func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *localFolder, nature *snapshot.Model) (*snapshot.Doc, []byte, *logitsOut, error) {
 	if r.br == nil {
 		return nil, nil, nil, errors.New(r.BridgeErr)
 	}
@@ -220,6 +230,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		Side:      snapshot.Side{Label: sideLabel(spec.Ref), Device: ro.Device, Adapter: ro.Adapter},
 		Logits:    refLogits,
 		PromptIDs: rr.Result.PromptIDs, Output: rr.Result.Output, Targets: rr.Result.Targets,
+		Windows: refReq.Windows,
 	}
 	test := snapshot.Capture{
 		Side:      snapshot.Side{Label: sideLabel(spec.Test), Device: to.Device, Adapter: to.Adapter},
@@ -253,12 +264,13 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		}
 		spec.Fingerprint = fp
 	}
-	text := func(id int) string { return tok.Decode([]int{id}, false) }
+	text := tok.Piece
 	doc, err := snapshot.Build(&spec, ref, test, targets, text)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("analysis: %v", err)
 	}
 	t.Analysis = now() - t0
+	doc.Model = nature
 	r.ee.RLock()
 	t.PageLoad = r.PageLoad
 	r.ee.RUnlock()

@@ -7,24 +7,35 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 
 	"logitscope/snapshot"
 )
 
 type shareState struct {
 	Busy   bool
-	URL    string // the absolute /r/<id> link
+	URL    string // the absolute /r/<id> link (ShareLink adds the view)
 	Err    string
 	Copied bool
 }
 
-// ShareNow posts the document (the share button).
+// ShareNow posts the document with the view it is shown in (the share
+// button), so that the snapshot reopens on the same position, tab and
+// zoom even from its bare /r/<id>.
 func (r *Root) ShareNow() {
 	if r.Doc == nil || r.Share.Busy {
 		return
 	}
+	d := *r.Doc
+	v := r.view()
+	d.View = &v
+	body, err := json.Marshal(&d)
+	if err != nil {
+		r.Share = shareState{Err: "share: " + err.Error()}
+		return
+	}
 	r.Share = shareState{Busy: true}
-	body, seq := r.docJSON, r.docSeq
+	seq := r.docSeq
 	go func() {
 		link, err := share(body)
 		r.update(func() {
@@ -54,6 +65,17 @@ func share(body []byte) (string, error) {
 	return global.Get("location").Get("origin").String() + v.URL, nil
 }
 
+// ShareLink is the shared snapshot's link with the view shown now, which
+// the link's query carries past what the snapshot recorded when shared.
+func (r *Root) ShareLink() string {
+	q := url.Values{}
+	r.view().SetQuery(q)
+	if len(q) == 0 {
+		return r.Share.URL
+	}
+	return r.Share.URL + "?" + q.Encode()
+}
+
 // CopyShare copies the link: the input's text is selected and copied
 // (inside the click, where the browser allows it), with the async
 // clipboard API as a second try.
@@ -70,7 +92,7 @@ func (r *Root) CopyShare() {
 	}
 	if !ok {
 		if cb := global.Get("navigator").Get("clipboard"); cb.Truthy() {
-			cb.Call("writeText", r.Share.URL).Call("catch", noop)
+			cb.Call("writeText", r.ShareLink()).Call("catch", noop)
 			ok = true
 		}
 	}

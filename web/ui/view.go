@@ -12,6 +12,7 @@ import (
 
 	"logitscope/margins"
 	"logitscope/routing"
+	"logitscope/sidecar"
 	"logitscope/snapshot"
 	"logitscope/web/ui/chart"
 	"logitscope/web/ui/markup"
@@ -41,14 +42,19 @@ func summaryView(d *snapshot.Doc) []section {
 		if p.Cor != nil {
 			cor = pct(*p.Cor, 2)
 		}
-		out = append(out, section{"Perplexity", []kv{
+		var rows []kv
+		if synthetic(d) {
+			rows = append(rows, kv{Label: "Note", Value: "synthetic random weights: perplexity is meaningless here", Class: "note", Pos: -1,
+				Note: "a random model predicts text no better than chance over its vocabulary; compare the KLD and flips instead"})
+		}
+		out = append(out, section{"Perplexity", append(rows,
 			row("Mean PPL(Q)", est(p.Test, 1, 6, "")),
 			row("Mean PPL(base)", est(p.Ref, 1, 6, "")),
 			row("Cor(ln(PPL(Q)), ln(PPL(base)))", cor),
 			row("Mean ln(PPL(Q)/PPL(base))", est(p.LnRatio, 1, 6, "")),
 			row("Mean PPL(Q)/PPL(base)", est(p.Ratio, 1, 6, "")),
 			row("Mean PPL(Q)-PPL(base)", est(p.Diff, 1, 6, "")),
-		}})
+		)})
 	}
 	k := section{Title: "KL divergence", Rows: []kv{row("Mean KLD", est(&s.KLD, 1, 6, ""))}}
 	for _, q := range quantileRows(s.KLDQuant, false) {
@@ -73,8 +79,8 @@ func summaryView(d *snapshot.Doc) []section {
 	}
 	fl := section{Title: "Argmax flips", Rows: []kv{
 		row("Flips", strconv.Itoa(s.Flips)+" of "+strconv.Itoa(s.Positions)+" positions"),
-		{Label: "Close calls", Value: strconv.Itoa(s.CloseFlips), Class: "close", Pos: -1},
-		{Label: "Clear calls", Value: strconv.Itoa(s.ClearFlips), Class: "clear", Pos: -1},
+		{Label: "Close calls", Value: strconv.Itoa(s.CloseFlips), Class: "close", Pos: -1, Note: closeNote},
+		{Label: "Clear calls", Value: strconv.Itoa(s.ClearFlips), Class: "clear", Pos: -1, Note: clearNote},
 	}}
 	if f := s.FirstDisagreement; f >= 0 && f < len(d.Report.Positions) {
 		p := &d.Report.Positions[f]
@@ -111,6 +117,56 @@ func summaryView(d *snapshot.Doc) []section {
 	}
 	out = append(out, section{"Sides", []kv{sideRow("Reference", d.Ref), sideRow("Test", d.Test)}})
 	return out
+}
+
+// What a close and a clear call mean, in the words the page uses next to
+// their counts.
+const (
+	closeNote = "the reference was nearly tied, within the noise quantization adds: a flip is expected there, not a defect"
+	clearNote = "the reference clearly preferred its token and the test picked another: a defect worth a look"
+)
+
+// synthetic says whether d's model has random weights.
+func synthetic(d *snapshot.Doc) bool { return d.Model != nil && d.Model.Nature == sidecar.Synthetic }
+
+// verdict is the one line above a document that says what the page
+// shows: how many predictions differ, and what close and clear calls are.
+func verdict(d *snapshot.Doc) string {
+	s := &d.Report.Summary
+	n := strconv.Itoa(s.Positions)
+	switch {
+	case s.Positions == 0:
+		return "No positions to compare."
+	case s.Flips == 0:
+		return "All " + n + " predictions agree: at every position the test picked the reference's top token."
+	}
+	return strconv.Itoa(s.Flips) + " of " + n + " predictions differ: " +
+		plural(s.CloseFlips, "close call", "close calls") + " (" + closeNote + ") and " +
+		plural(s.ClearFlips, "clear call", "clear calls") + " (" + clearNote + ")."
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// natureLine says what the model is, from a document's model note: its
+// nature in words and the note's one line; "" for none.
+func natureLine(m *snapshot.Model) string {
+	if m == nil {
+		return ""
+	}
+	what := map[string]string{
+		sidecar.Synthetic:   "synthetic model, random weights: its text is noise and its numbers say nothing of a quantizer",
+		sidecar.TrainedDemo: "trained demo model",
+		sidecar.User:        "your model",
+	}[m.Nature]
+	if m.About != "" {
+		what += " · " + m.About
+	}
+	return what
 }
 
 // routingSection counts a mixture of experts' routing changes: positions
@@ -224,8 +280,8 @@ func quoted(d *snapshot.Doc, id int) string {
 // topRow is one line of a side's top-k table.
 type topRow struct {
 	Rank        int
-	Text, Logit string
-	Prob        string
+	Text        []glyph
+	Logit, Prob string
 	ID          int
 	Mark        string // "a" (the reference's choice), "b" (the test's), "ab" both
 }
@@ -233,7 +289,7 @@ type topRow struct {
 // inspector is the view of one position.
 type inspector struct {
 	Index, Count int
-	Token        string // the text of the token the position predicts
+	Token        []glyph // the text of the token the position predicts
 	TokenID      int
 	Class        string
 	Ref, Test    []topRow
@@ -304,7 +360,7 @@ func topRows(d *snapshot.Doc, toks []margins.Token, a, b int) []topRow {
 		if t.ID == b {
 			m += "b"
 		}
-		out[i] = topRow{Rank: i + 1, Text: visible(d.Text(t.ID)), ID: t.ID,
+		out[i] = topRow{Rank: i + 1, Text: glyphs(d.Text(t.ID), false), ID: t.ID,
 			Logit: fixed(t.Logit, 4), Prob: pct(t.Prob, 2), Mark: m}
 	}
 	return out
@@ -314,7 +370,7 @@ func topRows(d *snapshot.Doc, toks []margins.Token, a, b int) []topRow {
 func inspectorView(d *snapshot.Doc, i int) inspector {
 	p := &d.Report.Positions[i]
 	a, b := p.RefChoice, p.TestChoice
-	v := inspector{Index: i, Count: len(d.Report.Positions), Token: visible(d.Text(d.Tokens[i])),
+	v := inspector{Index: i, Count: len(d.Report.Positions), Token: glyphs(d.Text(d.Tokens[i]), false),
 		TokenID: d.Tokens[i], Class: string(p.Class),
 		Ref: topRows(d, p.RefTop, a, b), Test: topRows(d, p.TestTop, a, b)}
 
@@ -362,23 +418,17 @@ func inspectorView(d *snapshot.Doc, i int) inspector {
 	return v
 }
 
-// Filters of the token strip: every position, the flips, or the positions
-// routed to another set of experts. The strip dims the others; the
-// flagged-position buttons step between those it keeps (all: either).
-const (
-	filterAll    = "all"
-	filterFlips  = "flips"
-	filterRoutes = "routes"
-)
-
-// flagged says whether position i passes filter.
+// flagged says whether position i passes filter, the strip's tab
+// (snapshot.Tab*): every flip and routing change, the flips, or the
+// positions routed to another set of experts. The strip dims the others;
+// the flagged-position buttons step between those it keeps.
 func flagged(d *snapshot.Doc, i int, filter string) bool {
 	flip := d.Report.Positions[i].Flip
 	set := d.Report.Routing != nil && d.Report.Routing.Positions[i].Change == routing.Set
 	switch filter {
-	case filterFlips:
+	case snapshot.TabFlips:
 		return flip
-	case filterRoutes:
+	case snapshot.TabRoutes:
 		return set
 	}
 	return flip || set
@@ -422,18 +472,32 @@ func kldScale(d *snapshot.Doc) float64 {
 
 // stripHTML is the token strip's content: the prompt's tokens (greyed),
 // then one span per position with its class and KLD intensity (--k, 0–1).
-// Built once per document; the page sets it as the strip's innerHTML.
-// The class is escaped like any value: Parse admits only margins' three,
-// but the page does not rely on it.
+// A panel's window starts with a token that no row predicts (it is the
+// context of the first row): it is drawn before the window's first
+// position, marked as a window start, so that the strip shows the whole
+// text and where each window begins. Built once per document; the page
+// sets it as the strip's innerHTML. The class is escaped like any value:
+// Parse admits only margins' three, but the page does not rely on it.
 func stripHTML(d *snapshot.Doc) string {
 	var m markup.Builder
 	m.Grow(64 * (len(d.PromptIDs) + len(d.Tokens)))
 	for _, id := range d.PromptIDs {
-		m.Elem("span", stripText(d.Text(id)), "class", "p", "title", "prompt · "+strconv.Itoa(id))
+		m.Open("span", "class", "p", "title", "prompt · "+strconv.Itoa(id))
+		stripGlyphs(&m, d.Text(id))
+		m.Close("span")
 	}
 	scale := kldScale(d)
 	rt := d.Report.Routing
+	w := 0
 	for i, p := range d.Report.Positions {
+		for ; w < len(d.Windows) && d.Windows[w].Pos <= i; w++ {
+			win := d.Windows[w]
+			m.Open("span", "class", "w0", "data-w", strconv.Itoa(w),
+				"title", "window "+strconv.Itoa(w+1)+" of "+strconv.Itoa(len(d.Windows))+" starts · "+
+					visible(d.Text(win.Token))+" ("+strconv.Itoa(win.Token)+") is context: no row predicts it")
+			stripGlyphs(&m, d.Text(win.Token))
+			m.Close("span")
+		}
 		k := 0.0
 		if scale > 0 {
 			k = math.Sqrt(math.Min(1, math.Max(0, p.KLD/scale)))
@@ -451,29 +515,76 @@ func stripHTML(d *snapshot.Doc) string {
 				title += " · experts reordered at layers " + routing.FormatLayers(r.OrderLayers)
 			}
 		}
-		m.Elem("span", stripText(d.Text(d.Tokens[i])),
+		m.Open("span",
 			"class", class,
 			"data-i", strconv.Itoa(i),
 			"style", "--k:"+strconv.FormatFloat(k, 'f', 2, 64),
 			"title", title)
+		stripGlyphs(&m, d.Text(d.Tokens[i]))
+		m.Close("span")
 	}
 	return m.String()
 }
 
-// kldChart is the KLD-per-position bar chart.
-func kldChart(d *snapshot.Doc, sel int) string {
-	v := make([]float64, len(d.Report.Positions))
-	for i, p := range d.Report.Positions {
+// stripGlyphs writes a token's text as the strip draws it: plain text
+// as it is, other glyphs in a span of their class (g-ws, g-ctl, g-byte,
+// g-empty).
+func stripGlyphs(m *markup.Builder, s string) {
+	for _, g := range glyphs(s, true) {
+		if g.Class == "" {
+			m.Text(g.Text)
+		} else {
+			m.Elem("span", g.Text, "class", "g-"+g.Class)
+		}
+	}
+}
+
+// span is the charts' zoom: positions [From, To) of a document; To 0
+// means all of them.
+type span struct{ From, To int }
+
+// of is s within n positions: all of them when s is empty or does not fit.
+func (s span) of(n int) (from, to int) {
+	if s.To <= 0 || s.From < 0 || s.From >= s.To || s.To > n {
+		return 0, n
+	}
+	return s.From, s.To
+}
+
+// zoomed is the zoom after zooming by factor (0.5: in, 2: out) around
+// position sel of n: a window of at least minZoom positions, kept inside
+// the document, the whole document when it would cover it.
+func (s span) zoomed(factor float64, sel, n int) span {
+	from, to := s.of(n)
+	w := int(math.Round(float64(to-from) * factor))
+	w = max(w, min(minZoom, n))
+	if w >= n {
+		return span{}
+	}
+	from = min(max(sel-w/2, 0), n-w)
+	return span{from, from + w}
+}
+
+// minZoom is the fewest positions a zoomed chart shows.
+const minZoom = 16
+
+// kldChart is the KLD-per-position bar chart of the positions z shows.
+func kldChart(d *snapshot.Doc, sel int, z span) string {
+	from, to := z.of(len(d.Report.Positions))
+	v := make([]float64, to-from)
+	for i, p := range d.Report.Positions[from:to] {
 		v[i] = p.KLD
 	}
-	return chart.Bars(chart.Default, v, kinds(d), sel, "position", "KLD (nats)")
+	return chart.Bars(chart.Default, from, v, kinds(d)[from:to], sel, "position", "KLD (nats)")
 }
 
 // marginChart plots each position's margin m (against the test's choice
 // on a flip, the runner-up elsewhere) with the close-call limit: k·σ per
-// position, k·σ of the capture, or the fixed threshold.
-func marginChart(d *snapshot.Doc, sel int) string {
-	pos := d.Report.Positions
+// position, k·σ of the capture, or the fixed threshold; the positions z
+// shows.
+func marginChart(d *snapshot.Doc, sel int, z span) string {
+	from, to := z.of(len(d.Report.Positions))
+	pos := d.Report.Positions[from:to]
 	y := make([]float64, len(pos))
 	var boundary []float64
 	hline := -1.0
@@ -492,5 +603,5 @@ func marginChart(d *snapshot.Doc, sel int) string {
 			boundary[i] = c.K * p.Sigma
 		}
 	}
-	return chart.Scatter(chart.Default, y, kinds(d), boundary, hline, sel, "position", "margin m (logits)")
+	return chart.Scatter(chart.Default, from, y, kinds(d)[from:to], boundary, hline, sel, "position", "margin m (logits)")
 }

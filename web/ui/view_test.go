@@ -136,8 +136,8 @@ func TestRoutingView(t *testing.T) {
 		want     int
 		nflagged int
 	}{
-		{filterFlips, 0, 1, 1, 2}, {filterFlips, 2, 1, -1, 2}, {filterRoutes, 0, 1, 2, 2},
-		{filterRoutes, 2, 1, 3, 2}, {filterRoutes, 2, -1, -1, 2}, {filterAll, 3, -1, 2, 3},
+		{snapshot.TabFlips, 0, 1, 1, 2}, {snapshot.TabFlips, 2, 1, -1, 2}, {snapshot.TabRoutes, 0, 1, 2, 2},
+		{snapshot.TabRoutes, 2, 1, 3, 2}, {snapshot.TabRoutes, 2, -1, -1, 2}, {snapshot.TabAll, 3, -1, 2, 3},
 	} {
 		if got := nextFlagged(d, c.from, c.dir, c.filter); got != c.want {
 			t.Errorf("nextFlagged(%d, %d, %s) = %d, want %d", c.from, c.dir, c.filter, got, c.want)
@@ -153,7 +153,7 @@ func TestRoutingView(t *testing.T) {
 		}
 	}
 	// A dense document flags its flips alone, whatever the filter.
-	if nextFlagged(testDoc(t), 0, 1, filterRoutes) != -1 || nextFlagged(testDoc(t), 0, 1, filterAll) != 1 {
+	if nextFlagged(testDoc(t), 0, 1, snapshot.TabRoutes) != -1 || nextFlagged(testDoc(t), 0, 1, snapshot.TabAll) != 1 {
 		t.Error("a dense document's flagged positions")
 	}
 }
@@ -255,8 +255,8 @@ func TestInspectorView(t *testing.T) {
 	if v.Ref[0].ID != 0 || v.Ref[0].Mark != "a" || v.Test[0].ID != 1 || v.Test[0].Mark != "b" {
 		t.Errorf("marks: ref %+v test %+v", v.Ref[0], v.Test[0])
 	}
-	if v.Test[0].Text != "␣b" {
-		t.Errorf("text %q, want visible space", v.Test[0].Text)
+	if want := []glyph{{"␣", "ws"}, {"b", ""}}; !reflect.DeepEqual(v.Test[0].Text, want) {
+		t.Errorf("text %q, want %q: a visible space", v.Test[0].Text, want)
 	}
 	facts := map[string]kv{}
 	for _, f := range v.Facts {
@@ -316,16 +316,16 @@ func TestStripHTML(t *testing.T) {
 
 func TestCharts(t *testing.T) {
 	d := testDoc(t)
-	for name, s := range map[string]string{"kld": kldChart(d, 1), "margin": marginChart(d, -1)} {
+	for name, s := range map[string]string{"kld": kldChart(d, 1, span{}), "margin": marginChart(d, -1, span{})} {
 		if !strings.HasPrefix(s, "<svg") || !strings.HasSuffix(s, "</svg>") {
 			t.Errorf("%s: %.80s…", name, s)
 		}
 	}
-	if !strings.Contains(marginChart(d, 0), `class="boundary"`) {
+	if !strings.Contains(marginChart(d, 0, span{}), `class="boundary"`) {
 		t.Error("no k·σ boundary in the margin chart")
 	}
 	d.Report.Criterion = margins.Criterion{Mode: "abs", AbsMargin: 1}
-	if !strings.Contains(marginChart(d, 0), `<line class="boundary"`) {
+	if !strings.Contains(marginChart(d, 0, span{}), `<line class="boundary"`) {
 		t.Error("no fixed threshold line")
 	}
 }
@@ -343,9 +343,8 @@ func TestFormat(t *testing.T) {
 		size(512):                 "512 B",
 		size(1.5e6):               "1.50 MB",
 		size(23.4e9):              "23.4 GB",
-		visible(" a\n\t\x01"):     "␣a↵⇥\\x01",
+		visible(" a\n\t\x0f"):     "␣a↵⇥<0x0F>",
 		visible(""):               "∅",
-		stripText("a\nb"):         "a↵\nb",
 		short("0123456789abcdef"): "0123456789ab…",
 		ggufNote(&snapshot.GGUF{Name: "m.gguf", Types: map[string]int{"F32": 113, "Q4_K": 169, "Q6_K": 29}}):                               "GGUF · Q4_K 169, F32 113, Q6_K 29",
 		ggufNote(&snapshot.GGUF{Name: "m.gguf", SHA256: "0123456789abcdef", Bytes: 4.92e9, Types: map[string]int{"Q4_0": 7}, Local: true}): "GGUF · Q4_0 7 · 4.92 GB · sha256 0123456789ab… · local file, not uploaded",

@@ -125,15 +125,16 @@ func Label(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// posTicks are the position axis labels: about n round indexes below count.
-func posTicks(count, n int) []int {
+// posTicks are the position axis labels: about n round positions from
+// first to first+count−1.
+func posTicks(first, count, n int) []int {
 	if count <= 0 {
 		return nil
 	}
 	step := max(1, int(niceStep(float64(count)/float64(n))))
 	out := []int{}
-	for i := 0; i < count; i += step {
-		out = append(out, i)
+	for p := (first + step - 1) / step * step; p < first+count; p += step {
+		out = append(out, p)
 	}
 	return out
 }
@@ -151,7 +152,7 @@ func (s *svg) open(f Frame, class, title string) {
 
 // axes draws the y grid with labels, the x axis with position labels and
 // the two axis titles.
-func (s *svg) axes(f Frame, ticks []float64, top float64, count int, xTitle, yTitle string) {
+func (s *svg) axes(f Frame, ticks []float64, top float64, first, count int, xTitle, yTitle string) {
 	x0, x1, yb := f.Left, f.W-f.Right, f.H-f.Bottom
 	for _, t := range ticks {
 		y := f.Y(t, top)
@@ -160,10 +161,10 @@ func (s *svg) axes(f Frame, ticks []float64, top float64, count int, xTitle, yTi
 	}
 	s.line("axis", x0, yb, x1, yb)
 	s.line("axis", x0, f.Top, x0, yb)
-	for _, i := range posTicks(count, 10) {
-		x := f.X(i, count)
+	for _, p := range posTicks(first, count, 10) {
+		x := f.X(p-first, count)
 		s.line("axis", x, yb, x, yb+4)
-		s.Elem("text", strconv.Itoa(i), "class", "tick", "x", n(x), "y", n(yb+16), "text-anchor", "middle")
+		s.Elem("text", strconv.Itoa(p), "class", "tick", "x", n(x), "y", n(yb+16), "text-anchor", "middle")
 	}
 	s.Elem("text", xTitle, "class", "title", "x", n(f.Left+f.PlotW()/2), "y", n(f.H-4), "text-anchor", "middle")
 	s.Elem("text", yTitle, "class", "title", "transform", "translate(12 "+n(f.Top+f.PlotH()/2)+") rotate(-90)", "text-anchor", "middle")
@@ -215,15 +216,16 @@ func finiteMax(vs ...[]float64) float64 {
 
 // Bars draws values[i] (≥ 0) as one bar per position, coloured by kinds[i]
 // (same length as values, or nil for all Agree), with sel highlighted (-1
-// for none). Bars of a kind are one path, so thousands of positions stay
-// cheap to draw.
-func Bars(f Frame, values []float64, kinds []Kind, sel int, xTitle, yTitle string) string {
+// for none). values[i] is position first+i (a zoomed chart shows a slice;
+// sel and the axis labels count from first). Bars of a kind are one path,
+// so thousands of positions stay cheap to draw.
+func Bars(f Frame, first int, values []float64, kinds []Kind, sel int, xTitle, yTitle string) string {
 	var s svg
 	count := len(values)
 	s.open(f, "bars", yTitle+" per position")
 	ticks, top := Ticks(finiteMax(values), 4)
-	s.axes(f, ticks, top, count, xTitle, yTitle)
-	s.cursor(f, sel, count)
+	s.axes(f, ticks, top, first, count, xTitle, yTitle)
+	s.cursor(f, sel-first, count)
 	band := f.PlotW() / math.Max(float64(count), 1)
 	w := band * 0.8
 	if band < 3 {
@@ -264,13 +266,14 @@ func DotSizes(count int) (flip, agree float64) {
 // flips larger than agreeing positions; boundary, when given (same length),
 // is drawn as a dashed step line (the k·σ limit of each position), and
 // hline ≥ 0 as a dashed horizontal line (a fixed limit; < 0 for none).
-func Scatter(f Frame, y []float64, kinds []Kind, boundary []float64, hline float64, sel int, xTitle, yTitle string) string {
+// y[i] is position first+i, as in Bars.
+func Scatter(f Frame, first int, y []float64, kinds []Kind, boundary []float64, hline float64, sel int, xTitle, yTitle string) string {
 	var s svg
 	count := len(y)
 	s.open(f, "scatter", yTitle+" per position")
 	ticks, top := Ticks(finiteMax(y, boundary, []float64{hline}), 4)
-	s.axes(f, ticks, top, count, xTitle, yTitle)
-	s.cursor(f, sel, count)
+	s.axes(f, ticks, top, first, count, xTitle, yTitle)
+	s.cursor(f, sel-first, count)
 	if len(boundary) == count && count > 0 {
 		var d strings.Builder
 		band := f.PlotW() / float64(count)

@@ -89,13 +89,13 @@ func TestGeometry(t *testing.T) {
 }
 
 func TestPosTicks(t *testing.T) {
-	if got := posTicks(8, 10); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+	if got := posTicks(0, 8, 10); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
 		t.Errorf("posTicks(8) = %v", got)
 	}
-	if got := posTicks(2000, 10); !slices.Equal(got, []int{0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800}) {
+	if got := posTicks(0, 2000, 10); !slices.Equal(got, []int{0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800}) {
 		t.Errorf("posTicks(2000) = %v", got)
 	}
-	if got := posTicks(0, 10); got != nil {
+	if got := posTicks(0, 0, 10); got != nil {
 		t.Errorf("posTicks(0) = %v", got)
 	}
 }
@@ -126,7 +126,7 @@ func wellFormed(t *testing.T, s string) map[string]int {
 }
 
 func TestBars(t *testing.T) {
-	s := Bars(Default, []float64{0.1, 0, 0.3, math.NaN(), 0.2}, []Kind{Agree, Agree, Clear, Agree, Close}, 2, "position", "KLD <nats>")
+	s := Bars(Default, 0, []float64{0.1, 0, 0.3, math.NaN(), 0.2}, []Kind{Agree, Agree, Clear, Agree, Close}, 2, "position", "KLD <nats>")
 	c := wellFormed(t, s)
 	if c["svg"] != 1 || c["path.bar agree"] != 1 || c["path.bar clear"] != 1 || c["path.bar close"] != 1 || c["rect.cursor"] != 1 {
 		t.Errorf("elements %v", c)
@@ -138,19 +138,19 @@ func TestBars(t *testing.T) {
 	if got := strings.Count(s, "M"); got != 3 {
 		t.Errorf("%d bars drawn, want 3", got)
 	}
-	if c := wellFormed(t, Bars(Default, nil, nil, -1, "x", "y")); c["path.bar agree"] != 0 || c["rect.cursor"] != 0 {
+	if c := wellFormed(t, Bars(Default, 0, nil, nil, -1, "x", "y")); c["path.bar agree"] != 0 || c["rect.cursor"] != 0 {
 		t.Errorf("empty chart draws %v", c)
 	}
 }
 
 func TestScatter(t *testing.T) {
 	y := []float64{1, 2, 0.5}
-	s := Scatter(Default, y, []Kind{Agree, Close, Clear}, []float64{3, 3, 1}, -1, 0, "position", "margin")
+	s := Scatter(Default, 0, y, []Kind{Agree, Close, Clear}, []float64{3, 3, 1}, -1, 0, "position", "margin")
 	c := wellFormed(t, s)
 	if c["path.boundary"] != 1 || c["line.boundary"] != 0 || c["path.dot agree"] != 1 || c["path.dot close"] != 1 || c["path.dot clear"] != 1 {
 		t.Errorf("elements %v", c)
 	}
-	c = wellFormed(t, Scatter(Default, y, nil, nil, 1.5, -1, "position", "margin"))
+	c = wellFormed(t, Scatter(Default, 0, y, nil, nil, 1.5, -1, "position", "margin"))
 	if c["path.boundary"] != 0 || c["line.boundary"] != 1 || c["path.dot agree"] != 1 {
 		t.Errorf("elements %v", c)
 	}
@@ -164,7 +164,7 @@ func BenchmarkBars2000(b *testing.B) {
 		k[i] = Kind(i % 3)
 	}
 	for b.Loop() {
-		Bars(Default, v, k, 5, "position", "KLD")
+		Bars(Default, 0, v, k, 5, "position", "KLD")
 	}
 }
 
@@ -177,12 +177,36 @@ func TestDotSizes(t *testing.T) {
 }
 
 func TestCursorHidden(t *testing.T) {
-	s := Bars(Default, []float64{1, 2}, nil, -1, "x", "y")
+	s := Bars(Default, 0, []float64{1, 2}, nil, -1, "x", "y")
 	if !strings.Contains(s, `class="cursor"`) || !strings.Contains(s, `visibility="hidden"`) {
 		t.Errorf("no hidden cursor for sel -1: %s", s)
 	}
 	x, w := Default.Cursor(1, 2)
 	if got := Default.IndexAt((x+w/2)/Default.W, 2); got != 1 {
 		t.Errorf("the cursor's centre maps to %d, want 1", got)
+	}
+}
+
+// A zoomed chart draws a slice of the positions: its axis counts from the
+// slice's first position, and the cursor shows only for a selection
+// inside it.
+func TestZoomed(t *testing.T) {
+	if got := posTicks(100, 50, 10); !slices.Equal(got, []int{100, 105, 110, 115, 120, 125, 130, 135, 140, 145}) {
+		t.Errorf("posTicks(100, 50) = %v", got)
+	}
+	if got := posTicks(3, 8, 10); !slices.Equal(got, []int{3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Errorf("posTicks(3, 8) = %v", got)
+	}
+	v := []float64{1, 2, 3, 4}
+	in := Bars(Default, 100, v, nil, 102, "position", "KLD")
+	if !strings.Contains(in, ">100</text>") || strings.Contains(in, ">0</text><text") || strings.Contains(in, `visibility="hidden"`) {
+		t.Errorf("zoomed bars: axis or cursor wrong: %s", in)
+	}
+	x, _ := Default.Cursor(2, 4)
+	if !strings.Contains(in, `class="cursor" x="`+n(x)+`"`) {
+		t.Errorf("the cursor of position 102 is not at slice index 2 (x %s): %s", n(x), in)
+	}
+	if out := Scatter(Default, 100, v, nil, nil, -1, 20, "position", "m"); !strings.Contains(out, `visibility="hidden"`) {
+		t.Errorf("a selection outside the slice shows a cursor: %s", out)
 	}
 }

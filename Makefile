@@ -7,8 +7,9 @@ FUZZTIME ?= 10s
 
 .PHONY: run test deps vet bench fuzz wasm web conform clean
 
-# The server with the built-in demo model (generated on first use into the
-# user cache directory) and the page; it prints the URL to open.
+# The server with the built-in demo model (embedded; written and quantized
+# on first use into the user cache directory) and the page; it prints the
+# URL to open.
 run: web
 	$(GO) run ./cmd/serve -static $(OUT)/web
 

@@ -467,7 +467,8 @@ def loss_svg(log_path, svg_path):
     for v in range(ymin, ymax + 1):
         out.append(f'<line x1="{L}" x2="{W - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}" stroke="#ddd"/>'
                    f'<text x="{L - 8}" y="{Y(v) + 4:.1f}" text-anchor="end">{v}</text>')
-    for s in range(0, xmax + 1, max(1, xmax // 5 // 100 * 100)):
+    tick = max(1, int(round(xmax / 5, 1 - len(str(xmax // 5)))))  # about five ticks, one significant digit
+    for s in range(0, xmax + 1, tick):
         out.append(f'<text x="{X(s):.1f}" y="{H - Bm + 16}" text-anchor="middle">{s}</text>')
     out += [line(train_pts, "#1f77b4"), line(val_pts, "#d62728"),
             f'<text x="{W // 2}" y="{H - 6}" text-anchor="middle">step</text>',

@@ -24,7 +24,7 @@ m="$work/model"
 		"$cli" quantize --model "$m" --scheme $s >/dev/null
 		"$cli" capture --model "$m" --device cpu --variant $s --panel "$held" --window 129 --dump-logits "$work/$s.dump" >/dev/null
 		echo "## $s against f32"
-		"$cli" report --ref "$work/f32.dump" --test "$work/$s.dump" --tokenizer "$m/tokenizer.json" --flips 0
+		"$cli" report --ref "$work/f32.dump" --test "$work/$s.dump" --tokenizer "$m/tokenizer.json"
 		echo
 	done
 } >"$out/measure.txt"

@@ -9,7 +9,7 @@ Go engine feeds it. The model follows transformers' LlamaForCausalLM
 exactly (RMSNorm in float32, NeoX rotate_half RoPE, GQA, SiLU-gated MLP,
 tied embeddings) so that the engine computes the same logits; the script
 saves a reference (logits of the bf16 weights as the engine loads them) that
-demo/reference_test.go compares against.
+demo/demo_test.go compares against.
 
     apt-get install -y python3-torch bible-kjv libopenblas0-openmp
     /usr/bin/python3 demo/train/train.py            # from the repository root
@@ -538,7 +538,7 @@ def main():
     loss_svg(os.path.join(args.logs, "log.tsv"), os.path.join(args.logs, "loss.svg"))
 
     # Export, then reload the weights as bf16 -> f32, as the engine reads them.
-    sd = {k: v for k, v in model.state_dict().items()}
+    sd = dict(model.state_dict())
     write_safetensors(os.path.join(args.out, "model.safetensors"), sd)
     write_json(os.path.join(args.out, "config.json"), config_json())
     write_json(os.path.join(args.out, "generation_config.json"),
@@ -556,7 +556,7 @@ def main():
         "panel": panel,
     })
 
-    # The reference demo/reference_test.go checks the Go engine against:
+    # The reference demo/demo_test.go checks the Go engine against:
     # the logits of the bf16 weights at every position of the prompt.
     ref_ids = [bos] + go_tokenize(tok_path, [prompt])[0]
     with torch.no_grad():

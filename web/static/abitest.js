@@ -1,11 +1,11 @@
 // abitest.js: the cases of host/abi_test.go (and host/cpu_test.go's CPU
 // cases) against the browser host, with the same names, on the server's
 // model ?model=NAME (default "demo"; the Go test serves it the synthetic
-// tiny preset that host/abi_test.go's fixture is). Results: window.abiResults = [{name, ok, message, ms}],
-// window.abiInfo (the gpu info import's JSON and more), window.identical
-// (runs through the bridge, for the Go test to compare with wazero),
-// and document.body.dataset.state = "done" ("error" if the page could not
-// run the cases at all).
+// tiny preset that host/abi_test.go's fixture is). Results:
+// window.abiResults = [{name, ok, message, ms}], window.abiInfo (the gpu
+// info import's JSON and more), window.identical (runs through the bridge,
+// for the Go test to compare with wazero), and document.body.dataset.state
+// = "done" ("error" if the page could not run the cases at all).
 "use strict";
 
 (async function () {

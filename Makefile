@@ -9,8 +9,9 @@ ADDR    ?= 127.0.0.1:8080
 
 .PHONY: run test deps bench-deps vet bench fuzz wasm web conform clean
 
-# The server with the built-in demo model (generated on first use into the
-# user cache directory) and the page, on ADDR; it prints the URL to open.
+# The server with the built-in demo model (embedded; written and quantized
+# on first use into the user cache directory) and the page, on ADDR; it
+# prints the URL to open.
 run: web
 	$(GO) run ./cmd/serve -static $(OUT)/web -addr $(ADDR)
 

@@ -7,19 +7,19 @@ import (
 	"path/filepath"
 
 	"logitscope/checkpoint"
+	"logitscope/demo"
 	"logitscope/quant"
-	"logitscope/synth"
 	"logitscope/variant"
 )
 
-// PrepareDemo returns the built-in demo model's directory: the tiny preset
-// from synth.Demo with its q8, q6 and q4 variants, generating whatever is
-// missing and reporting progress to out. Later starts find it all cached
-// and print nothing, so the server's URL is the first line a user sees.
-// (Generating the tiny checkpoint itself takes well under a second; only
+// PrepareDemo returns the built-in demo model's directory: the trained
+// model of package demo with its q8, q6 and q4 variants, writing whatever
+// is missing and reporting progress to out. Later starts find it all
+// cached and print nothing, so the server's URL is the first line a user
+// sees. (Writing the model's files takes well under a second; only
 // quantizing is worth a progress line.)
 func PrepareDemo(out io.Writer) (string, error) {
-	dir, err := synth.Demo()
+	dir, err := demo.Dir()
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,9 @@
 //
 //	go run ./cmd/serve [-addr 127.0.0.1:8080] [-models DIR] [-data DIR] [-static DIR]
 //
-// Without -models it serves the built-in demo model (the tiny preset with
-// q8, q6 and q4 variants, generated once) as "demo". Without -static it
+// Without -models it serves the built-in demo model (package demo's small
+// Llama trained on the King James Bible, with q8, q6 and q4 variants
+// quantized once) as "demo". Without -static it
 // serves the page from ./.out/web when `make web` has built it there, and
 // otherwise serves models only and says so. Shared runs (POST /api/runs,
 // /r/<id>) are kept under -data, by default
@@ -117,7 +118,7 @@ func banner(addr string, page bool, models []*serve.Model) string {
 }
 
 // defaultData is where shared runs live unless -data says otherwise: next
-// to the demo model's cache (synth.Cached honours LOGITSCOPE_CACHE too), so
+// to the demo model's cache (demo.Dir honours LOGITSCOPE_CACHE too), so
 // that `make run` can share links without flags. "" when there is no cache
 // directory: sharing is then off and POST /api/runs says so.
 func defaultData() string {

@@ -53,7 +53,7 @@ func TestPageDir(t *testing.T) {
 func TestDefaultData(t *testing.T) {
 	tests := []struct{ xdg, cache, want string }{
 		{"/xdg", "", "/xdg/logitscope/runs-data"},
-		{"/xdg", "/lc", "/lc/runs-data"}, // beside the demo model, as synth.Cached puts it
+		{"/xdg", "/lc", "/lc/runs-data"}, // beside the demo model, as demo.Dir puts it
 	}
 	for _, tc := range tests {
 		t.Setenv("XDG_CACHE_HOME", tc.xdg)

@@ -84,12 +84,15 @@ const relTol = 1e-5
 // TestABIInBrowser runs web/static/abitest.html: host/abi_test.go's cases
 // against the JS host (wasi.js, gpu.js, worker.js) on WebGPU, the CPU
 // cases, and greedy runs through LogitscopeBridge, whose logits must match
-// wazero's.
+// wazero's. The cases assert the fixture's specifics (its vocabulary's
+// region size, ChatML's prompt length), so the page runs on the same
+// synthetic tiny preset with its q4 variant, not on the trained demo.
 func TestABIInBrowser(t *testing.T) {
-	site := StartSite(t)
+	tiny := familyModel(t, "tiny")
+	site := StartSite(t, SiteModel{"tiny", tiny})
 	b := NewBrowser(t)
 	start := time.Now()
-	state := b.Open(site.URL+"/static/abitest.html", 8*time.Minute)
+	state := b.Open(site.URL+"/static/abitest.html?model=tiny", 8*time.Minute)
 	t.Logf("abitest.html finished in %.1f s (state %q)", time.Since(start).Seconds(), state)
 	b.Screenshot("abitest")
 	if state != "done" {
@@ -169,7 +172,7 @@ func TestABIInBrowser(t *testing.T) {
 					if err := json.Unmarshal(run.Request, &req); err != nil {
 						t.Fatalf("request %s: %v", run.Request, err)
 					}
-					e, err := mod.Open(ctx, ref, site.DemoDir, "f32", 64)
+					e, err := mod.Open(ctx, ref, tiny, "f32", 64)
 					if err != nil {
 						t.Fatal(err)
 					}

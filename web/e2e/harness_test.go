@@ -175,9 +175,9 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// DemoDir is the demo model's directory (serve.PrepareDemo: the tiny
-// preset with its q8, q6 and q4 variants, generated on first use into the
-// user's cache or $LOGITSCOPE_CACHE).
+// DemoDir is the demo model's directory (serve.PrepareDemo: the trained
+// model of package demo with its q8, q6 and q4 variants, written on first
+// use into the user's cache or $LOGITSCOPE_CACHE).
 func DemoDir(t testing.TB) string {
 	t.Helper()
 	build.demoOnce.Do(func() { build.demo, build.demoErr = serve.PrepareDemo(io.Discard) })

@@ -1,10 +1,11 @@
 // abitest.js: the cases of host/abi_test.go (and host/cpu_test.go's CPU
 // cases) against the browser host, with the same names, on the server's
-// demo model. Results: window.abiResults = [{name, ok, message, ms}],
-// window.abiInfo (the gpu info import's JSON and more), window.identical
-// (runs through the bridge, for the Go test to compare with wazero),
-// and document.body.dataset.state = "done" ("error" if the page could not
-// run the cases at all).
+// model ?model=NAME (default "demo"; the Go test serves it the synthetic
+// tiny preset that host/abi_test.go's fixture is). Results:
+// window.abiResults = [{name, ok, message, ms}], window.abiInfo (the gpu
+// info import's JSON and more), window.identical (runs through the bridge,
+// for the Go test to compare with wazero), and document.body.dataset.state
+// = "done" ("error" if the page could not run the cases at all).
 "use strict";
 
 (async function () {
@@ -108,7 +109,7 @@
       return;
     }
     const model = await findModel(MODEL);
-    // Every file of the demo; the ABI cases mount what host/abi_test.go's
+    // Every file of the model; the ABI cases mount what host/abi_test.go's
     // fixture has: the checkpoint and its q4 variant only (no q8).
     const all = await fetchFiles(MODEL, model.files, { useCache: false });
     const q4Files = new Map([...all.files].filter(([p]) => !p.includes("/") || p.startsWith("variants/q4/")));

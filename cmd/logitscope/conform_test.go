@@ -19,26 +19,29 @@ import (
 
 var (
 	engineOnce sync.Once
+	engineDir  string
 	enginePath string
 	engineErr  error
 )
 
-// engineWasm builds engine.wasm once per test binary. It lives at a fixed
-// place in the temporary directory, replaced by rename, because no test
-// outlives the others to clean up after it.
+// engineWasm builds engine.wasm once per test binary, into a directory of
+// its own that TestMain removes: at a fixed name in the temporary
+// directory, another checkout's tests (or another branch's) replaced it
+// mid-run, and the wasm runs compared an older engine with this one.
 func engineWasm(t *testing.T) string {
 	t.Helper()
 	engineOnce.Do(func() {
-		final := filepath.Join(os.TempDir(), "logitscope-conform-test-engine.wasm")
-		tmp := fmt.Sprintf("%s.%d", final, os.Getpid())
-		build := exec.Command("go", "build", "-buildmode=c-shared", "-o", tmp, "../../wasm")
+		if engineDir, engineErr = os.MkdirTemp("", "logitscope-engine-"); engineErr != nil {
+			return
+		}
+		path := filepath.Join(engineDir, "engine.wasm")
+		build := exec.Command("go", "build", "-buildmode=c-shared", "-o", path, "../../wasm")
 		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if out, err := build.CombinedOutput(); err != nil {
 			engineErr = fmt.Errorf("building engine.wasm: %v\n%s", err, out)
 			return
 		}
-		engineErr = os.Rename(tmp, final)
-		enginePath = final
+		enginePath = path
 	})
 	if engineErr != nil {
 		t.Fatal(engineErr)

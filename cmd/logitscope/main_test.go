@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	if tinyDir != "" {
 		os.RemoveAll(tinyDir)
 	}
+	if engineDir != "" {
+		os.RemoveAll(engineDir)
+	}
 	os.Exit(code)
 }
 

@@ -29,12 +29,13 @@ package cpu
 // give the native engine's bits, and WebAssembly has no fused
 // multiply-add: emulating one exactly in Go (through float64, with a
 // round-to-odd rare path) made a dot product in wasm 18 times slower
-// than a multiply and an add, while AVX-512 runs a multiply and an add
-// at nearly the speed of one fused instruction on the machines measured
-// (its prefill is bound by the loads as much as by arithmetic). Go may
-// fuse x*y + z into one instruction where the CPU has it (arm64, amd64
-// v3), unless a conversion rounds the product: every product below is
-// written float32(x*y).
+// than a multiply and an add. AMD's AVX-512 cores (Zen 4, 5) multiply and
+// add on separate pipes: the tiles ran as fast as with fused
+// instructions there; Intel's run all three on the same two ports, where
+// an arithmetic-bound tile can take up to twice as long. Go may fuse
+// x*y + z into one instruction where the CPU has it (arm64, amd64 v3),
+// unless a conversion rounds the product: every product below is written
+// float32(x*y).
 
 // lanes is the number of partial sums of a dot product (see the order
 // above).

@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"logitscope/checkpoint"
 	"logitscope/gpu/native/nativetest"
+	"logitscope/quant"
 	"logitscope/session"
+	"logitscope/synth"
+	"logitscope/variant"
 )
 
 // Per decoded token on tiny: the wasm engine under wazero against the Go
@@ -41,6 +45,75 @@ func BenchmarkGreedy(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*maxNew), "µs/token")
 	})
+}
+
+// BenchmarkGreedyCPU: engine.wasm's CPU path (the page without WebGPU),
+// q4, under wazero, on tiny and on smollm2-135m's geometry (generated
+// once under $LOGITSCOPE_CACHE). A request greedily decodes 1 token, then
+// one decodes 1+n: ms/token is the difference over n (decode steps
+// alone), prefill-ms the first (short prompts and few tokens on the
+// larger model: wasm is single-threaded).
+func BenchmarkGreedyCPU(b *testing.B) {
+	setup(b)
+	ctx := context.Background()
+	for _, preset := range []string{"tiny", "smollm2-135m"} {
+		b.Run(preset, func(b *testing.B) {
+			dir := fixtures.modelDir
+			if preset != "tiny" {
+				dir = cachedQ4(b, preset)
+			}
+			e, err := fixtures.mod.Open(ctx, nil, dir, "q4", 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(ctx)
+			prompt, n := testPrompt()[:8], 32
+			if preset != "tiny" {
+				prompt, n = prompt[:4], 2
+			}
+			var prefill, decode, prefillCPU, decodeCPU time.Duration
+			for b.Loop() {
+				t0, c0 := time.Now(), cpuTime()
+				if _, _, _, err := e.Greedy(ctx, prompt, 1, []int{}); err != nil {
+					b.Fatal(err)
+				}
+				t1, c1 := time.Now(), cpuTime()
+				if _, _, _, err := e.Greedy(ctx, prompt, 1+n, []int{}); err != nil {
+					b.Fatal(err)
+				}
+				t2, c2 := time.Now(), cpuTime()
+				prefill += t1.Sub(t0)
+				decode += t2.Sub(t1) - t1.Sub(t0)
+				prefillCPU += time.Duration(c1 - c0)
+				decodeCPU += time.Duration(c2 - c1 - (c1 - c0))
+			}
+			ms := func(d time.Duration, per int) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N*per) }
+			b.ReportMetric(ms(prefill, 1), "prefill-ms")
+			b.ReportMetric(ms(decode, n), "ms/token")
+			// The process's CPU time: on a machine others share, it varies
+			// less than the wall time.
+			b.ReportMetric(ms(prefillCPU, 1), "prefill-cpu-ms")
+			b.ReportMetric(ms(decodeCPU, n), "cpu-ms/token")
+		})
+	}
+}
+
+// cachedQ4 is the directory of a synthetic preset with its q4 variant,
+// each written once into the cache.
+func cachedQ4(b *testing.B, preset string) string {
+	dir, err := synth.CachedPreset(synth.Presets[preset], 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ck.Close()
+	if _, err := variant.Ensure(ck, quant.Q4, os.Stderr); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // TestCompileTimes logs engine.wasm's compile time cold and from the cache

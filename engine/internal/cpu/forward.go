@@ -300,7 +300,7 @@ func (s *State) rope(v []float32, pos int, invFreq []float32) {
 // when the layer has a sliding window W. Query head h reads KV head
 // h / (Heads/KVHeads) (grouped-query attention). q·k is a dot product in
 // the order of the weights' (kernel.go), four keys at a time, and each
-// output value is a chain of fused multiply-adds over the keys in order
+// output value is a chain of multiply-adds over the keys in order
 // (axpy): per query and head, whatever T, so decode equals teacher
 // forcing.
 func (s *State) attention(out, q []float32, l, T int) {

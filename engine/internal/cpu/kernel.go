@@ -1,7 +1,5 @@
 package cpu
 
-import "math"
-
 // The order of a weight product. Every matrix product of the forward pass
 // computes each output element y = w · x + b, for a weight row w and an
 // activation row x of k values, in exactly this order, whatever the
@@ -15,10 +13,11 @@ import "math"
 //     rows): these decoders round nothing or round in one defined way, so
 //     any implementation of them gives the same bits.
 //  2. Sixteen float32 lanes start at +0. For j = 0, 1, …, k−1 in order,
-//     lane j mod 16 becomes fma(w[j], x[j], lane): one fused multiply-add,
-//     rounded once (IEEE 754 fusedMultiplyAdd in binary32). A last partial
-//     chunk of 16 is padded with w = x = 0 (so lanes past k add a zero
-//     product, which turns a −0 lane into +0 and changes nothing else).
+//     lane j mod 16 becomes lane + w[j]·x[j]: the product rounded to
+//     float32, then the sum rounded to float32 (a multiply and an add, not
+//     a fused multiply-add). A last partial chunk of 16 is padded with
+//     w = x = 0 (so lanes past k add a zero product, which turns a −0
+//     lane into +0 and changes nothing else).
 //  3. The lanes are summed as a tree: lane i += lane i+8 (i < 8), then
 //     lane i += lane i+4, lane i += lane i+2, lane 0 += lane 1.
 //  4. The bias, if any, is added to lane 0's sum.
@@ -26,57 +25,21 @@ import "math"
 // One output element never depends on another, so KV-cache decode (one
 // token at a time) and teacher forcing (many) give the same bits, and the
 // assembly and the pure-Go path agree bit for bit (the tests check both).
-// Sixteen lanes are one AVX-512 register; the fused multiply-add is twice
-// the throughput of a multiply and an add, which is what prefill, bound by
-// arithmetic, needs. Pure Go computes the fused multiply-add exactly with
-// float64 arithmetic (fma32), slower but the same bits.
+// Sixteen lanes are one AVX-512 register. Why not fused: engine.wasm must
+// give the native engine's bits, and WebAssembly has no fused
+// multiply-add: emulating one exactly in Go (through float64, with a
+// round-to-odd rare path) made a dot product in wasm 18 times slower
+// than a multiply and an add. AMD's AVX-512 cores (Zen 4, 5) multiply and
+// add on separate pipes: the tiles ran as fast as with fused
+// instructions there; Intel's run all three on the same two ports, where
+// an arithmetic-bound tile can take up to twice as long. Go may fuse
+// x*y + z into one instruction where the CPU has it (arm64, amd64 v3),
+// unless a conversion rounds the product: every product below is written
+// float32(x*y).
 
 // lanes is the number of partial sums of a dot product (see the order
 // above).
 const lanes = 16
-
-// fma32 is a·b + c rounded once to float32. The product is exact in
-// float64 (48 significant bits) and so, mostly, is what float64's sum
-// rounds away: rounding that sum again to float32 is wrong only when it
-// lands exactly on a float32 tie that the exact sum is not on, or below
-// float32's normal range, where ties sit at other bits. Then the sum is
-// rounded to odd first, which makes the second rounding right (with
-// 53 ≥ 24 + 2 bits: Boldo and Melquiond, "When double rounding is odd",
-// 2005). Elsewhere one test of its bits, a branch almost never taken,
-// suffices: a dot product of 896 values takes 4.8 µs in pure Go this
-// way, 8.9 µs rounding every sum to odd, 0.6 µs as plain float32
-// multiplies and adds (which would not equal the assembly's FMA).
-func fma32(a, b, c float32) float32 {
-	p := float64(a) * float64(b)
-	s := p + float64(c)
-	const tie = 1 << 28 // a float32 midpoint's last 29 bits of float64 mantissa
-	if math.Float64bits(s)&(tie<<1-1) == tie || (s < 0x1p-126 && s > -0x1p-126) {
-		return toOdd(p, float64(c), s)
-	}
-	return float32(s)
-}
-
-// toOdd is fma32's rare path: s = p + c rounded to nearest, rounded to
-// odd instead, then to float32; out of line, so that fma32's common path
-// stays short.
-//
-//go:noinline
-func toOdd(p, c, s float64) float32 {
-	// TwoSum: e is the rounding error of s, so s + e = p + c exactly.
-	z := s - p
-	e := (p - (s - z)) + (c - z)
-	if bits := math.Float64bits(s); bits&1 == 0 && (e > 0 || e < 0) {
-		// Inexact with an even last bit: step to the odd neighbour on the
-		// side of the exact sum (up in magnitude when e has s's sign).
-		if (e > 0) == (s > 0) {
-			bits++
-		} else {
-			bits--
-		}
-		s = math.Float64frombits(bits)
-	}
-	return float32(s)
-}
 
 // dotGo is w · x over len(w) values in the order above.
 func dotGo(w, x []float32) float32 {
@@ -87,21 +50,39 @@ func dotGo(w, x []float32) float32 {
 
 // accumulate carries the lanes of w · x over len(w) more columns, a
 // partial last chunk padded as the order says: a row split into panels
-// at multiples of 16 columns gets the lanes of the whole row.
+// at multiples of 16 columns gets the lanes of the whole row. The lanes
+// live in sixteen variables and a chunk is one straight run of code:
+// in wasm, where Go has no SIMD, a loop over an array of lanes and its
+// branches took three times as long.
 func accumulate(acc *[lanes]float32, w, x []float32) {
-	k := len(w)
-	x = x[:k]
-	j := 0
-	for ; j+lanes <= k; j += lanes {
-		wj, xj := w[j:j+lanes:j+lanes], x[j:j+lanes:j+lanes]
-		for i := range acc {
-			acc[i] = fma32(wj[i], xj[i], acc[i])
-		}
+	x = x[:len(w)]
+	a0, a1, a2, a3, a4, a5, a6, a7 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
+	a8, a9, a10, a11, a12, a13, a14, a15 := acc[8], acc[9], acc[10], acc[11], acc[12], acc[13], acc[14], acc[15]
+	for len(w) >= lanes {
+		wj, xj := w[:lanes:lanes], x[:lanes:lanes]
+		a0 += float32(wj[0] * xj[0])
+		a1 += float32(wj[1] * xj[1])
+		a2 += float32(wj[2] * xj[2])
+		a3 += float32(wj[3] * xj[3])
+		a4 += float32(wj[4] * xj[4])
+		a5 += float32(wj[5] * xj[5])
+		a6 += float32(wj[6] * xj[6])
+		a7 += float32(wj[7] * xj[7])
+		a8 += float32(wj[8] * xj[8])
+		a9 += float32(wj[9] * xj[9])
+		a10 += float32(wj[10] * xj[10])
+		a11 += float32(wj[11] * xj[11])
+		a12 += float32(wj[12] * xj[12])
+		a13 += float32(wj[13] * xj[13])
+		a14 += float32(wj[14] * xj[14])
+		a15 += float32(wj[15] * xj[15])
+		w, x = w[lanes:], x[lanes:]
 	}
-	if j < k {
+	*acc = [lanes]float32{a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15}
+	if len(w) > 0 {
 		for i := range acc {
-			if j+i < k {
-				acc[i] = fma32(w[j+i], x[j+i], acc[i])
+			if i < len(w) {
+				acc[i] += float32(w[i] * x[i])
 			} else {
 				acc[i] += 0 // the padding's zero product
 			}
@@ -152,13 +133,14 @@ func tile4x1Go(w []float32, ldw int, x []float32, k int, out *[4]float32) {
 	}
 }
 
-// axpyGo: out[i] = fma(p_j, v_j[i], out[i]) for j = 0, 1, … in order, v_j
-// the rows of v (stride ldv): attention's weighted sum of the values.
+// axpyGo: out[i] += p_j·v_j[i] (product and sum each rounded, as the
+// order says) for j = 0, 1, … in order, v_j the rows of v (stride ldv):
+// attention's weighted sum of the values.
 func axpyGo(out, p, v []float32, ldv int) {
 	for j, pj := range p {
 		vj := v[j*ldv : j*ldv+len(out)]
 		for i := range out {
-			out[i] = fma32(pj, vj[i], out[i])
+			out[i] += float32(pj * vj[i])
 		}
 	}
 }

@@ -4,12 +4,18 @@
 // kernel_amd64.go how they are called. A 16-lane accumulator is one Z
 // register, lane i of the chunk at column j0 holding column j0+i.
 
-// FMA4(x, a, b, c, d): the four rows Z16..Z19 times token x into a..d.
-#define FMA4(x, a, b, c, d) \
-	VFMADD231PS x, Z16, a \
-	VFMADD231PS x, Z17, b \
-	VFMADD231PS x, Z18, c \
-	VFMADD231PS x, Z19, d
+// MULADD4(x, a, b, c, d): the four rows Z16..Z19 times token x added
+// into a..d, each product rounded before its sum (kernel.go's order: a
+// multiply and an add, not fused); Z24..Z27 hold the products.
+#define MULADD4(x, a, b, c, d) \
+	VMULPS x, Z16, Z24 \
+	VMULPS x, Z17, Z25 \
+	VMULPS x, Z18, Z26 \
+	VMULPS x, Z19, Z27 \
+	VADDPS Z24, a, a \
+	VADDPS Z25, b, b \
+	VADDPS Z26, c, c \
+	VADDPS Z27, d, d
 
 // REDUCE(z, y, x, off): the tree sum of z's lanes (i += i+8, i += i+4,
 // i += i+2, 0 += 1) stored as a float32 at off(DI).
@@ -154,10 +160,10 @@ loop4x4:
 	VMOVUPS (R11)(AX*1), Z21
 	VMOVUPS (R12)(AX*1), Z22
 	VMOVUPS (R13)(AX*1), Z23
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-	FMA4(Z22, Z8, Z9, Z10, Z11)
-	FMA4(Z23, Z12, Z13, Z14, Z15)
+	MULADD4(Z20, Z0, Z1, Z2, Z3)
+	MULADD4(Z21, Z4, Z5, Z6, Z7)
+	MULADD4(Z22, Z8, Z9, Z10, Z11)
+	MULADD4(Z23, Z12, Z13, Z14, Z15)
 	ADDQ $64, AX
 	DECQ BX
 	JNZ loop4x4
@@ -178,10 +184,10 @@ tail4x4:
 	VMOVUPS.Z (R11)(AX*1), K1, Z21
 	VMOVUPS.Z (R12)(AX*1), K1, Z22
 	VMOVUPS.Z (R13)(AX*1), K1, Z23
-	FMA4(Z20, Z0, Z1, Z2, Z3)
-	FMA4(Z21, Z4, Z5, Z6, Z7)
-	FMA4(Z22, Z8, Z9, Z10, Z11)
-	FMA4(Z23, Z12, Z13, Z14, Z15)
+	MULADD4(Z20, Z0, Z1, Z2, Z3)
+	MULADD4(Z21, Z4, Z5, Z6, Z7)
+	MULADD4(Z22, Z8, Z9, Z10, Z11)
+	MULADD4(Z23, Z12, Z13, Z14, Z15)
 
 end4x4:
 	TESTQ $2, flags+56(FP)
@@ -243,7 +249,7 @@ loop4x1:
 	VMOVUPS (R9)(AX*1), Z18
 	VMOVUPS (R10)(AX*1), Z19
 	VMOVUPS (DI)(AX*1), Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
+	MULADD4(Z20, Z0, Z1, Z2, Z3)
 	ADDQ $64, AX
 	DECQ BX
 	JNZ loop4x1
@@ -260,7 +266,7 @@ tail4x1:
 	VMOVUPS.Z (R9)(AX*1), K1, Z18
 	VMOVUPS.Z (R10)(AX*1), K1, Z19
 	VMOVUPS.Z (DI)(AX*1), K1, Z20
-	FMA4(Z20, Z0, Z1, Z2, Z3)
+	MULADD4(Z20, Z0, Z1, Z2, Z3)
 
 sum4x1:
 	MOVQ out+32(FP), DI
@@ -547,8 +553,10 @@ doneF16:
 	VPSRLVD Z28, Z6, Z6 \
 	VPERMPS Z9, Z5, Z5 \
 	VPERMPS Z9, Z6, Z6 \
-	VFMADD231PS Z20, Z5, acc \
-	VFMADD231PS Z21, Z6, acc
+	VMULPS Z20, Z5, Z5 \
+	VMULPS Z21, Z6, Z6 \
+	VADDPS Z5, acc, acc \
+	VADDPS Z6, acc, acc
 
 // func dot4Q4AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
 //
@@ -620,8 +628,10 @@ GLOBL shifts<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS Z6, Z6 \
 	VMULPS.BCST scale, Z5, Z5 \
 	VMULPS.BCST scale, Z6, Z6 \
-	VFMADD231PS Z20, Z5, acc \
-	VFMADD231PS Z21, Z6, acc
+	VMULPS Z20, Z5, Z5 \
+	VMULPS Z21, Z6, Z6 \
+	VADDPS Z5, acc, acc \
+	VADDPS Z6, acc, acc
 
 // func dot4Q8AVX512(w *byte, ldw int, s *float32, lds int, n int, x *float32, out *[4]float32)
 //
@@ -659,8 +669,10 @@ loopDotQ8:
 	SCALE(scale) \
 	VMULPS Z4, Z5, Z5 \
 	VMULPS Z4, Z6, Z6 \
-	VFMADD231PS Z20, Z5, acc \
-	VFMADD231PS Z21, Z6, acc
+	VMULPS Z20, Z5, Z5 \
+	VMULPS Z21, Z6, Z6 \
+	VADDPS Z5, acc, acc \
+	VADDPS Z6, acc, acc
 
 // Q4_0BLOCK(p, q, acc): the Q4_0 block with its f16 d at p and its 16
 // bytes at q (column j in the low nibble of byte j, j+16 in its high
@@ -673,8 +685,10 @@ loopDotQ8:
 	VMULPS Z4, Z31, Z9 \
 	VPERMPS Z9, Z5, Z5 \
 	VPERMPS Z9, Z6, Z6 \
-	VFMADD231PS Z20, Z5, acc \
-	VFMADD231PS Z21, Z6, acc
+	VMULPS Z20, Z5, Z5 \
+	VMULPS Z21, Z6, Z6 \
+	VADDPS Z5, acc, acc \
+	VADDPS Z6, acc, acc
 
 // func dot4Q4_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
 //
@@ -728,7 +742,8 @@ loopDotQ8_0:
 #define BF16CHUNK(p, acc) \
 	VPMOVZXWD p, Z5 \
 	VPSLLD $16, Z5, Z5 \
-	VFMADD231PS Z20, Z5, acc
+	VMULPS Z20, Z5, Z5 \
+	VADDPS Z5, acc, acc
 
 // func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
 //
@@ -753,7 +768,8 @@ loopDotBF16:
 
 // func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 //
-// out[i] = fma(p[j], v[j·ldv + i], out[i]) for j < m in order, i < n, 16
+// out[i] += p[j]·v[j·ldv + i] (rounded product, rounded sum) for j < m
+// in order, i < n, 16
 // values of out at a time (the last masked).
 TEXT ·axpyAVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
@@ -780,7 +796,8 @@ fullAxpy:
 loopAxpy:
 	VBROADCASTSS (SI), Z1
 	VMOVUPS.Z (R9), K1, Z2
-	VFMADD231PS Z2, Z1, Z0
+	VMULPS Z2, Z1, Z2
+	VADDPS Z2, Z0, Z0
 	ADDQ $4, SI
 	ADDQ BX, R9
 	DECQ R8

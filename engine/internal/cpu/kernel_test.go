@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -21,9 +20,18 @@ func withGoKernels(fn func()) {
 	t44, t41, ax := tile4x4, tile4x1, axpy
 	qr, gr, rd := quantRows, ggmlRows, rowDots
 	tile4x4, tile4x1, axpy = tile4x4Go, tile4x1Go, axpyGo
-	quantRows, ggmlRows = map[quant.Scheme]func([]byte, []byte, int, []float32){}, map[ggml.Type]func([]byte, []float32){}
+	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
 	defer func() { tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots = t44, t41, ax, qr, gr, rd }()
+	fn()
+}
+
+// withReferenceDecoders runs fn with no row decoders installed, so that
+// decodeRows calls the formats' reference decoders (quant, ggml).
+func withReferenceDecoders(fn func()) {
+	qr, gr := quantRows, ggmlRows
+	quantRows, ggmlRows = map[quant.Scheme]func([]byte, []byte, int, []float32){}, map[ggml.Type]func([]byte, []float32){}
+	defer func() { quantRows, ggmlRows = qr, gr }()
 	fn()
 }
 
@@ -44,72 +52,45 @@ func onPath(path string, fn func()) {
 	fn()
 }
 
-// fma32 is the correctly rounded a·b + c on triples that defeat rounding
-// twice (float32(math.FMA(a, b, c)) gets them wrong), on overflow and
-// signed zeros, and on random ones, against math/big's exact sum.
-func TestFMA32(t *testing.T) {
+// Every product is rounded before its sum on every path: the Go
+// compiler may fuse x*y + z into one instruction (it does on arm64), and
+// a fused lane would give other bits than engine.wasm, which has no fused
+// multiply-add. Each case's fused and unfused results differ.
+func TestProductsNotFused(t *testing.T) {
 	u := float32(1.0 / (1 << 23))
-	cases := [][3]float32{
-		// (1+u)(1-u) = 1 - u²: with c = 1+u the exact sum lies just
-		// below a float32 tie that float64 rounds onto.
-		{(1 + u) / 4096, (1 - u) / 4096, 1 + u},
-		{-(1 + u) / 4096, (1 - u) / 4096, -(1 + u)},
-		// The same below float32's normal range, where a tie of the
-		// subnormal spacing ends float64's mantissa in other bits.
-		{(1 + u) * 0x1p-75, (1 - u) * 0x1p-75, math.Float32frombits(0x7ffff)},
-		{(1 + u) / 4096, (1 - u) / 4096, 1 + 2*u},
-		{math.MaxFloat32, 2, 0},
-		{math.MaxFloat32, 2, -math.MaxFloat32},
-		{1e-30, -1e-30, 0}, // underflows to −0
-		{0, -1, 0},
-		{float32(math.Copysign(0, -1)), 1, float32(math.Copysign(0, -1))},
-		{3, float32(math.Inf(1)), 1},
-		{1e-20, 1e-20, 1e-45},
-	}
-	if a, b, c := cases[0][0], cases[0][1], cases[0][2]; float32(math.FMA(float64(a), float64(b), float64(c))) == exactFMA(a, b, c) {
-		t.Fatal("the first case does not defeat rounding twice")
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200000 {
-		f := func() float32 {
-			return math.Float32frombits(rng.Uint32()&0x3fffffff ^ uint32(rng.IntN(2))<<31 | 0x20000000)
-		}
-		cases = append(cases, [3]float32{f(), f(), f()})
-		// Sums below float32's normal range, and ties: c a float32 and
-		// a·b about half its last bit, give or take a few bits.
-		tiny := func() float32 { return f() * 0x1p-66 }
-		cases = append(cases, [3]float32{tiny(), tiny(), tiny()})
-		c := f()
-		half := float32(math.Ldexp(1, math.Ilogb(float64(c))-24))
-		cases = append(cases, [3]float32{half * (1 + float32(rng.IntN(8))*u), 1 - float32(rng.IntN(8))*u, c})
-	}
-	for _, c := range cases {
+	for _, c := range [][3]float32{
+		{1 + u, 1 - u, -1},             // fused: −u², unfused: 0
+		{3, 1.0 / 3, -1},               // fused: the rounding error of 1/3·3
+		{1 + 0x1p-12, 1 + 0x1p-12, -1}, // fused: 2⁻¹¹ + 2⁻²⁴, unfused: the product's tie rounded to even
+	} {
 		a, b, z := c[0], c[1], c[2]
-		got, want := fma32(a, b, z), exactFMA(a, b, z)
-		if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
-			t.Fatalf("fma32(%g, %g, %g) = %g (%#x), want %g (%#x)", a, b, z, got, math.Float32bits(got), want, math.Float32bits(want))
+		want := float32(a*b) + z
+		if fused := float32(math.FMA(float64(a), float64(b), float64(z))); fused == want {
+			t.Fatalf("case %v: fused and unfused agree (%g): it tests nothing", c, want)
+		}
+		for _, path := range kernelPaths() {
+			onPath(path, func() {
+				// z in lane 0 of row 0 and of the value row: the
+				// product of column 16 lands on it.
+				w, x := make([]float32, 4*17), make([]float32, 17)
+				w[0], x[0], w[16], x[16] = z, 1, a, b
+				var got [4]float32
+				tile4x1(w, 17, x, 17, &got)
+				var acc [16][lanes]float32
+				var tile [16]float32
+				x4 := make([]float32, 4*17)
+				copy(x4, x)
+				tile4x4(w, 17, x4, 17, 17, &acc, &tile, first|last)
+				out := []float32{0}
+				axpy(out, []float32{1, a}, []float32{z, b}, 1)
+				for what, v := range map[string]float32{"tile4x1": got[0], "tile4x4": tile[0], "axpy": out[0]} {
+					if math.Float32bits(v) != math.Float32bits(want) {
+						t.Errorf("%s %s: %v → %g, want %g (fused: %g)", path, what, c, v, want, float32(math.FMA(float64(a), float64(b), float64(z))))
+					}
+				}
+			})
 		}
 	}
-}
-
-// exactFMA rounds the exact a·b + c once, with IEEE's signs of zero and
-// infinities.
-func exactFMA(a, b, c float32) float32 {
-	p, s := float64(a)*float64(b), float64(a)*float64(b)+float64(c)
-	if math.IsInf(p, 0) || math.IsInf(float64(c), 0) || math.IsNaN(s) {
-		return float32(s)
-	}
-	x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
-	x.Mul(x, new(big.Float).SetFloat64(float64(b)))
-	x.Add(x, new(big.Float).SetFloat64(float64(c)))
-	if x.Sign() == 0 {
-		if p == 0 && c == 0 && math.Signbit(p) && math.Signbit(float64(c)) {
-			return float32(math.Copysign(0, -1))
-		}
-		return 0
-	}
-	f, _ := x.Float32()
-	return f
 }
 
 // The assembly tiles compute the pure-Go order's bits, on shapes with and
@@ -387,31 +368,32 @@ func TestRowDecodes(t *testing.T) {
 	}
 }
 
-// The assembly decoders widen every f16 scale or value as the reference
-// does, infinities, NaNs and subnormals included (a NaN's payload may
-// differ: both are NaN), on random bytes.
+// The row decoders, pure Go and assembly, widen every f16 scale or value
+// as the reference decoders do, infinities, NaNs and subnormals included
+// (a NaN's payload may differ: both are NaN), on random bytes.
 func TestDecodersOnRandomBytes(t *testing.T) {
-	if !asmKernels() {
-		t.Skip("no assembly kernels on this CPU")
-	}
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, fc := range formats() {
-		f := fc.f
-		if quantRows[f.Scheme] == nil && ggmlRows[f.Type] == nil {
-			continue
-		}
-		size, _ := modelBytes(f, 5, fc.cols)
-		p := &model.Piece{Rows: 5, Format: f, Data: make([]byte, size)}
-		for trial := range 50 {
-			for i := range p.Data {
-				p.Data[i] = byte(rng.Uint32())
+	for _, path := range kernelPaths() {
+		onPath(path, func() {
+			for _, fc := range formats() {
+				f := fc.f
+				if quantRows[f.Scheme] == nil && ggmlRows[f.Type] == nil {
+					continue
+				}
+				size, _ := modelBytes(f, 5, fc.cols)
+				p := &model.Piece{Rows: 5, Format: f, Data: make([]byte, size)}
+				for trial := range 50 {
+					for i := range p.Data {
+						p.Data[i] = byte(rng.Uint32())
+					}
+					got := make([]float32, 5*fc.cols+2*quant.GroupSize)
+					want := make([]float32, 5*fc.cols+2*quant.GroupSize)
+					decodeRows(p, fc.cols, 0, 5, got)
+					withReferenceDecoders(func() { decodeRows(p, fc.cols, 0, 5, want) })
+					sameBits(t, fmt.Sprintf("%s %v trial %d", path, f, trial), got[:5*fc.cols], want[:5*fc.cols])
+				}
 			}
-			got := make([]float32, 5*fc.cols+2*quant.GroupSize)
-			want := make([]float32, 5*fc.cols+2*quant.GroupSize)
-			decodeRows(p, fc.cols, 0, 5, got)
-			withGoKernels(func() { decodeRows(p, fc.cols, 0, 5, want) })
-			sameBits(t, fmt.Sprintf("%v trial %d", f, trial), got[:5*fc.cols], want[:5*fc.cols])
-		}
+		})
 	}
 }
 
@@ -428,7 +410,8 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 // format, for one token (decode: bound by reading the weights, reported
 // as stored GB/s) and a chunk of 32 (prefill: bound by arithmetic,
 // reported as GFLOP/s), and the CPU time it took per weight (all threads:
-// on a machine others share, it varies less than the wall time).
+// on a machine others share, it varies less than the wall time), on each
+// kernel path: "go" is what engine.wasm runs, natively compiled.
 func BenchmarkMatmul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, f := range []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}} {
@@ -437,17 +420,21 @@ func BenchmarkMatmul(b *testing.B) {
 			W := benchMatrix(b, rng, f, rows, cols)
 			size, _ := modelBytes(f, rows, cols)
 			for _, T := range []int{1, 32} {
-				b.Run(fmt.Sprintf("%v/%dx%d/T=%d", f, rows, cols, T), func(b *testing.B) {
-					x, out := randomValues(rng, T*cols, 0), make([]float32, T*rows)
-					cpu0 := cpuTime()
-					for b.Loop() {
-						matmul(out, x, W, nil, T)
-					}
-					sec := b.Elapsed().Seconds() / float64(b.N)
-					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/float64(rows*cols*T), "cpu-ns/weight")
-					b.ReportMetric(float64(size)/sec/1e9, "GB/s")
-					b.ReportMetric(2*float64(rows*cols*T)/sec/1e9, "GFLOP/s")
-				})
+				for _, path := range kernelPaths() {
+					b.Run(fmt.Sprintf("%v/%dx%d/T=%d/%s", f, rows, cols, T, path), func(b *testing.B) {
+						x, out := randomValues(rng, T*cols, 0), make([]float32, T*rows)
+						onPath(path, func() {
+							cpu0 := cpuTime()
+							for b.Loop() {
+								matmul(out, x, W, nil, T)
+							}
+							sec := b.Elapsed().Seconds() / float64(b.N)
+							b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/float64(rows*cols*T), "cpu-ns/weight")
+							b.ReportMetric(float64(size)/sec/1e9, "GB/s")
+							b.ReportMetric(2*float64(rows*cols*T)/sec/1e9, "GFLOP/s")
+						})
+					})
+				}
 			}
 		}
 	}

@@ -226,15 +226,16 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 	}
 }
 
-// The assembly kernels by format (kernel_amd64.go). A format without a
-// row decoder is decoded by its reference decoder (quant, ggml), which
-// gives the same bits; a quant decoder writes groups·32 values of dst.
+// The row decoders by format, pure Go (decode.go) or assembly
+// (kernel_amd64.go). A format without one is decoded by its reference
+// decoder (quant, ggml), which gives the same bits; a quant decoder
+// writes groups·32 values of dst.
 // rowDots are the fused one-token kernels: out[i] = w_{a+i} · x for rows
 // [a, z) of a piece of k columns, z−a and k multiples of 4 and 32, with
 // scratch of (z−a)·k floats.
 var (
-	quantRows = map[quant.Scheme]func(codes, scales []byte, groups int, dst []float32){}
-	ggmlRows  = map[ggml.Type]func(src []byte, dst []float32){}
+	quantRows = goQuantRows()
+	ggmlRows  = goGGMLRows()
 	rowDots   = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
 )
 

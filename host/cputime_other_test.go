@@ -1,0 +1,6 @@
+//go:build !unix
+
+package host
+
+// cpuTime is 0 where the process's CPU time is not known.
+func cpuTime() int64 { return 0 }

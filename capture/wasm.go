@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"logitscope/cachedir"
 	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
@@ -89,8 +90,8 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 
 	ctx := context.Background()
 	cache := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(dir, "logitscope", "wazero")
+	if root, err := cachedir.Root("compiled wasm"); err == nil {
+		cache = filepath.Join(root, "wazero")
 	}
 	mod, err := host.Load(ctx, wasm, cache)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"logitscope/cachedir"
 	"logitscope/tempfile"
 )
 
@@ -40,13 +41,9 @@ func Files() fs.FS {
 // named by the files' sha256, so a retrained model never meets the
 // variants quantized from its predecessor.
 func Dir() (string, error) {
-	root := os.Getenv("LOGITSCOPE_CACHE")
-	if root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory for the demo model (set LOGITSCOPE_CACHE): %w", err)
-		}
-		root = filepath.Join(c, "logitscope")
+	root, err := cachedir.Root("the demo model")
+	if err != nil {
+		return "", err
 	}
 	sum, err := digest(Files())
 	if err != nil {

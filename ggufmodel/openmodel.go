@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"logitscope/cachedir"
 	"logitscope/checkpoint"
 	"logitscope/gguf"
 	"logitscope/model"
@@ -89,13 +90,9 @@ func cacheDir(files []derived) (string, error) {
 		fmt.Fprintf(h, "%s %d\n", f.name, len(f.data))
 		h.Write(f.data)
 	}
-	root := os.Getenv("LOGITSCOPE_CACHE")
-	if root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory for the files derived from its metadata (set LOGITSCOPE_CACHE): %w", err)
-		}
-		root = filepath.Join(c, "logitscope")
+	root, err := cachedir.Root("the files derived from its metadata")
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(root, "gguf", hex.EncodeToString(h.Sum(nil))[:32]), nil
 }

@@ -43,6 +43,7 @@ import (
 	"sync"
 	"testing"
 
+	"logitscope/cachedir"
 	"logitscope/ggml"
 	"logitscope/prereq"
 	"logitscope/tempfile"
@@ -186,13 +187,9 @@ func (b *build) build() (*H, error) {
 		fmt.Fprintf(sum, "%d:", len(part))
 		sum.Write(part)
 	}
-	root := os.Getenv("LOGITSCOPE_CACHE")
-	if root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return nil, fmt.Errorf("no cache directory for the harness (set LOGITSCOPE_CACHE): %w", err)
-		}
-		root = filepath.Join(c, "logitscope")
+	root, err := cachedir.Root("the harness")
+	if err != nil {
+		return nil, err
 	}
 	b.dir = filepath.Join(root, "llamacpp-"+hex.EncodeToString(sum.Sum(nil))[:16])
 	exe := filepath.Join(b.dir, "harness")

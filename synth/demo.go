@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"logitscope/cachedir"
 	"logitscope/sidecar"
 )
 
@@ -31,13 +32,9 @@ func Cached(preset string, seed uint64) (string, error) {
 // TwoLayer cut), cached under its Name.
 func CachedPreset(p Preset, seed uint64) (string, error) {
 	preset := p.Name
-	root := os.Getenv("LOGITSCOPE_CACHE")
-	if root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory for the demo model (set LOGITSCOPE_CACHE): %w", err)
-		}
-		root = filepath.Join(c, "logitscope")
+	root, err := cachedir.Root("the demo model")
+	if err != nil {
+		return "", err
 	}
 	dir := filepath.Join(root, fmt.Sprintf("%s-seed%d-%s", preset, seed, generatorVersion))
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {

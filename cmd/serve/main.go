@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"logitscope/cachedir"
 	"logitscope/serve"
 )
 
@@ -122,14 +123,11 @@ func banner(addr string, page bool, models []*serve.Model) string {
 // that `make run` can share links without flags. "" when there is no cache
 // directory: sharing is then off and POST /api/runs says so.
 func defaultData() string {
-	if root := os.Getenv("LOGITSCOPE_CACHE"); root != "" {
-		return filepath.Join(root, "runs-data")
-	}
-	dir, err := os.UserCacheDir()
+	root, err := cachedir.Root("shared runs")
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(dir, "logitscope", "runs-data")
+	return filepath.Join(root, "runs-data")
 }
 
 func dataNote(data string) string {

@@ -59,13 +59,8 @@ func conformCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := sum.WriteTable(stdout); err != nil {
+	if err := writeResults(sum, stdout, *junitPath); err != nil {
 		return err
-	}
-	if *junitPath != "" {
-		if err := sum.WriteJUnit(*junitPath); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(stdout, "%d passed, %d failed, %d errors; details in %s\n", sum.Passed, sum.Failed, sum.Errors, *outDir)
 	return sum.Err()
@@ -98,14 +93,21 @@ func conformMerge(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if err := sum.WriteTable(stdout); err != nil {
+	if err := writeResults(sum, stdout, *junitPath); err != nil {
 		return err
-	}
-	if *junitPath != "" {
-		if err := sum.WriteJUnit(*junitPath); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(stdout, "%d passed, %d failed, %d errors in %d shards of suite %s\n", sum.Passed, sum.Failed, sum.Errors, len(dirs), sum.Suite)
 	return sum.Err()
+}
+
+// writeResults prints a run's (or a merge's) table and writes its JUnit
+// file when one is asked for.
+func writeResults(sum *conform.Summary, stdout io.Writer, junitPath string) error {
+	if err := sum.WriteTable(stdout); err != nil {
+		return err
+	}
+	if junitPath == "" {
+		return nil
+	}
+	return sum.WriteJUnit(junitPath)
 }

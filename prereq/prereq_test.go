@@ -63,7 +63,7 @@ var notSetup = map[string]struct {
 	n   int
 	why string
 }{
-	"engine/internal/cpu/kernel_test.go": {3, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
+	"engine/internal/cpu/kernel_test.go": {2, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
 	"gpu/native/misuse_test.go":          {1, "the no-driver test cannot hide a driver that the loader finds anyway"},
 	"gpu/native/bind_test.go":            {2, "a device's limits (offset alignment, buffer size) below what the test exercises"},
 	"llamacpp/llamacpp.go":               {2, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere; its Vulkan build is for benchmarks, which CI does not install"},

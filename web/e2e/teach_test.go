@@ -23,13 +23,16 @@ import (
 // The page teaches itself: a bare link (what `make run` prints) and
 // `/?autorun=1` alone both show a finished f32-vs-q4 comparison of the
 // demo's ready panel, with readable text in the token strip, each panel
-// window's context token marked, the model called synthetic, a word on its
-// perplexity and a line on close and clear calls; `/?autorun=0` opens on
-// the same ready form without running.
+// window's context token marked, the model called the trained demo that
+// its sidecar says it is and a line on close and clear calls; `/?autorun=0`
+// opens on the same ready form without running.
 func TestUIFirstScreen(t *testing.T) {
 	RequireUI(t)
 	site := StartSite(t)
-	note := synth.Note(synth.Presets["tiny"], 0)
+	note, err := sidecar.Read(DemoDir(t))
+	if err != nil || note.Nature != sidecar.TrainedDemo || note.Panel == "" || note.Prompt == "" {
+		t.Fatalf("the demo's sidecar: %+v, %v; want a trained demo with a ready prompt and panel", note, err)
+	}
 	b := NewBrowser(t)
 	for _, link := range []string{"/", "/?autorun=1"} {
 		t.Run(link, func(t *testing.T) {
@@ -48,13 +51,13 @@ func TestUIFirstScreen(t *testing.T) {
 			if s := doc.Spec; s == nil || s.Model != "demo" || s.Ref != "f32" || s.Test != "q4" || s.Mode != snapshot.Panel || s.Panel != note.Panel {
 				t.Fatalf("the first run's spec %+v, want the demo's ready panel, f32 against q4", doc.Spec)
 			}
-			if doc.Model == nil || doc.Model.Nature != sidecar.Synthetic {
-				t.Errorf("the document's model %+v, want synthetic", doc.Model)
+			if doc.Model == nil || doc.Model.Nature != sidecar.TrainedDemo {
+				t.Errorf("the document's model %+v, want the trained demo", doc.Model)
 			}
 			strip := Eval[string](b, `document.querySelector("#strip").innerText`)
 			// The whole text reads in the strip, window starts included:
-			// the first sentence of the panel, its line break marked.
-			first := strings.ReplaceAll(strings.SplitN(note.Panel, ". ", 2)[0]+".", "\n", "↵\n")
+			// the panel's first line, its line break marked.
+			first := strings.SplitN(note.Panel, "\n", 2)[0] + "↵\n"
 			if !strings.Contains(strip, first) {
 				t.Errorf("the strip does not read %q:\n%.400s", first, strip)
 			}
@@ -69,11 +72,13 @@ func TestUIFirstScreen(t *testing.T) {
   return !!w && !!p && !!(w.compareDocumentPosition(p) & Node.DOCUMENT_POSITION_FOLLOWING); })()`) {
 				t.Error("the first window's start is not drawn before position 0")
 			}
+			if got := Eval[string](b, `document.querySelector("#summary").innerText`); strings.Contains(got, "meaningless") {
+				t.Errorf("the summary calls a trained model's perplexity meaningless: %.300q", got)
+			}
 			for sel, want := range map[string][]string{
 				"#verdict":      {"predictions", "close call", "clear call", "not a defect", "worth a look"},
-				"#model-nature": {"synthetic model, random weights", note.About},
-				"#summary":      {"synthetic random weights: perplexity is meaningless here"},
-				"#model-note":   {"synthetic"},
+				"#model-nature": {"trained demo model", note.About},
+				"#model-note":   {"trained demo model"},
 			} {
 				got := Eval[string](b, `(document.querySelector(`+jsString(sel)+`) || {innerText: "(missing)"}).innerText`)
 				for _, w := range want {

@@ -294,6 +294,8 @@ func (r *Root) DeviceNote() string {
 		return ""
 	case r.Spec.Device == "cpu":
 		return "the engine's CPU path (small models)"
+	case r.Probe.WebGPU && r.Spec.Device == "auto" && softwareAdapter(r.Probe.Adapter):
+		return "WebGPU: " + r.Probe.Adapter + ", a software renderer: auto runs on the CPU path, which is faster there (choose gpu to use it anyway)"
 	case r.Probe.WebGPU:
 		return "WebGPU: " + r.Probe.Adapter
 	case r.Spec.Device == "auto":

@@ -161,7 +161,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	}
 	device := spec.Device
 	r.ee.RLock()
-	if device == "auto" && !r.Probe.WebGPU {
+	if device == "auto" && (!r.Probe.WebGPU || softwareAdapter(r.Probe.Adapter)) {
 		device = "cpu"
 	}
 	r.ee.RUnlock()

@@ -605,3 +605,18 @@ func marginChart(d *snapshot.Doc, sel int, z span) string {
 	}
 	return chart.Scatter(chart.Default, from, y, kinds(d)[from:to], boundary, hline, sel, "position", "margin m (logits)")
 }
+
+// softwareAdapter says whether a WebGPU adapter (as the probe names it:
+// vendor and architecture) renders in software on the CPU: Chromium's
+// SwiftShader, Mesa's llvmpipe or lavapipe. There the engine's CPU path
+// is faster than WebGPU (the tiny model: 24.5 ms against 984 ms a token),
+// so "auto" takes the CPU.
+func softwareAdapter(name string) bool {
+	name = strings.ToLower(name)
+	for _, s := range []string{"swiftshader", "llvmpipe", "lavapipe"} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
+}

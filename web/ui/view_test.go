@@ -387,3 +387,18 @@ func TestSnapID(t *testing.T) {
 		}
 	}
 }
+
+func TestSoftwareAdapter(t *testing.T) {
+	for name, want := range map[string]bool{
+		"google swiftshader":   true,
+		"mesa llvmpipe":        true,
+		"Mesa lavapipe (LLVM)": true,
+		"nvidia ada-lovelace":  false,
+		"apple metal-3":        false,
+		"":                     false,
+	} {
+		if got := softwareAdapter(name); got != want {
+			t.Errorf("softwareAdapter(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

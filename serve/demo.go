@@ -8,6 +8,7 @@ import (
 
 	"logitscope/checkpoint"
 	"logitscope/demo"
+	"logitscope/progress"
 	"logitscope/quant"
 	"logitscope/variant"
 )
@@ -40,12 +41,8 @@ func PrepareDemo(out io.Writer) (string, error) {
 			}
 		}
 		fmt.Fprintf(out, "logitscope serve: quantizing the demo to %s…\n", scheme)
-		progress := func(done, total int, name string) {
-			if done == total || done%10 == 0 {
-				fmt.Fprintf(out, "  %s: %d/%d tensors\n", scheme, done, total)
-			}
-		}
-		if err := variant.Write(ck, scheme, vdir, variant.Options{Progress: progress}); err != nil {
+		track := progress.Track(progress.New(out), "  "+string(scheme), "tensors")
+		if err := variant.Write(ck, scheme, vdir, variant.Options{Progress: func(done, total int, _ string) { track(int64(done), int64(total)) }}); err != nil {
 			return "", fmt.Errorf("demo variant %s: %w", scheme, err)
 		}
 	}

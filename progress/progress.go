@@ -137,17 +137,3 @@ func (w Writer) Write(p []byte) (int, error) {
 	w.M.Add(int64(n))
 	return n, err
 }
-
-// Reader counts what is read through it on M, for a step whose input is
-// its progress (a download: Start with its Content-Length, or 0 when the
-// server gives none).
-type Reader struct {
-	R io.Reader
-	M Meter
-}
-
-func (r Reader) Read(p []byte) (int, error) {
-	n, err := r.R.Read(p)
-	r.M.Add(int64(n))
-	return n, err
-}

@@ -25,9 +25,9 @@ import (
 	"logitscope/variant"
 )
 
-// benchModel opens a cached synthetic preset and its q4 variant (written
-// once into the cache).
-func benchModel(b *testing.B, p synth.Preset) (*checkpoint.Checkpoint, *variant.Variant) {
+// benchModel opens a cached synthetic preset and its variant vname (each
+// written once into the cache; no variant for f32).
+func benchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpoint, *variant.Variant) {
 	dir, err := synth.CachedPreset(p, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -37,10 +37,13 @@ func benchModel(b *testing.B, p synth.Preset) (*checkpoint.Checkpoint, *variant.
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ck.Close() })
-	if _, err := variant.Ensure(ck, quant.Q4, os.Stderr); err != nil {
+	if vname == "f32" {
+		return ck, nil
+	}
+	if _, err := variant.Ensure(ck, quant.Scheme(vname), os.Stderr); err != nil {
 		b.Fatal(err)
 	}
-	v, err := engine.OpenVariant(ck, "q4")
+	v, err := engine.OpenVariant(ck, vname)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +101,7 @@ func BenchmarkDecode(b *testing.B) {
 		for _, vname := range []string{"f32", "q4"} {
 			for _, dname := range []string{"cpu", "gpu"} {
 				b.Run(preset.Name+"/"+vname+"/"+dname, func(b *testing.B) {
-					ck, v := benchModel(b, preset)
+					ck, v := benchModel(b, preset, "q4")
 					if vname == "f32" {
 						v = nil
 					}
@@ -328,25 +331,8 @@ func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, 
 // into the cache; nil for f32) and the GGUF export of those weights
 // (ggufmodeltest.Cached: written once beside them).
 func peerBenchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpoint, *variant.Variant, string) {
-	dir, err := synth.CachedPreset(p, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ck.Close() })
-	var v *variant.Variant
-	if vname != "f32" {
-		if _, err := variant.Ensure(ck, quant.Scheme(vname), os.Stderr); err != nil {
-			b.Fatal(err)
-		}
-		if v, err = engine.OpenVariant(ck, vname); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return ck, v, ggufmodeltest.Cached(b, dir, vname)
+	ck, v := benchModel(b, p, vname)
+	return ck, v, ggufmodeltest.Cached(b, ck.Dir, vname)
 }
 
 // resetPeakRSS returns freed memory to the system and restarts the

@@ -250,18 +250,8 @@ func TestUILocalFolder(t *testing.T) {
 
 	// Share the last run: the snapshot holds the logits, so it reopens
 	// without the folder; rerunning it needs the folder, and the form asks.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#share")), chromedp.WaitVisible(chromedp.CSS("#share-link"))); err != nil {
-		t.Fatalf("share: %v", err)
-	}
-	link := Eval[string](b, `document.querySelector("#share-link").value`)
-	b2 := NewBrowser(t)
-	if state := b2.Open(link, 2*time.Minute); state != "done" {
-		t.Fatalf("the snapshot ended in %q", state)
-	}
-	_, reopened := pageDoc(t, b2)
-	if !jsonEqual(t, withoutView(t, reopened), shared) { // the snapshot adds the view it was shared with
-		t.Error("the reopened document differs from the run's")
-	}
+	link := shareLink(t, b)
+	b2 := reopenShared(t, link, shared)
 	if h := Eval[string](b2, `document.querySelector("#model-local").innerText`); !strings.Contains(h, "local files, not uploaded") {
 		t.Errorf("the reopened header says %q", h)
 	}

@@ -273,18 +273,8 @@ func TestUILocalGGUF(t *testing.T) {
 	}
 
 	// Share: the snapshot holds the logits, so it reopens without the file.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#share")), chromedp.WaitVisible(chromedp.CSS("#share-link"))); err != nil {
-		t.Fatalf("share: %v", err)
-	}
-	shared := Eval[string](b, `document.querySelector("#share-link").value`)
-	b2 := NewBrowser(t)
-	if state := b2.Open(shared, 2*time.Minute); state != "done" {
-		t.Fatalf("the snapshot ended in %q", state)
-	}
-	_, reopened := pageDoc(t, b2)
-	if !jsonEqual(t, withoutView(t, reopened), raw) { // the snapshot adds the view it was shared with
-		t.Error("the reopened document differs from the run's")
-	}
+	shared := shareLink(t, b)
+	b2 := reopenShared(t, shared, raw)
 	if h := Eval[string](b2, `document.querySelector("#test-gguf").innerText`); !strings.Contains(h, "local file, not uploaded") {
 		t.Errorf("the reopened header says %q", h)
 	}

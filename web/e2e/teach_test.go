@@ -205,13 +205,8 @@ func TestUIShareKeepsView(t *testing.T) {
 	if !strings.HasPrefix(zoom, "positions ") {
 		t.Fatalf("after zooming in: %q", zoom)
 	}
-	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#share")), chromedp.WaitVisible(chromedp.CSS("#share-link"))); err != nil {
-		t.Fatalf("share: %v", err)
-	}
+	link := shareLink(t, b)
 	b.Screenshot("shared-view")
-	link := Eval[string](b, `document.querySelector("#share-link").value`)
 	u, err := url.Parse(link)
 	if err != nil || !strings.HasPrefix(u.Path, "/r/") {
 		t.Fatalf("share link %q", link)

@@ -125,13 +125,7 @@ func TestUIRunShareReopen(t *testing.T) {
 
 	// Share, then reopen in a fresh browser (a new profile: nothing cached).
 	run := viewTexts(b)
-	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#share")),
-		chromedp.WaitVisible(chromedp.CSS("#share-link"))); err != nil {
-		t.Fatalf("share: %v", err)
-	}
-	shared := Eval[string](b, `document.querySelector("#share-link").value`)
+	shared := shareLink(t, b)
 	u, err := url.Parse(shared)
 	if err != nil || !strings.HasPrefix(u.Path, "/r/") {
 		t.Fatalf("share link %q", shared)
@@ -225,6 +219,31 @@ func wazeroRun(t *testing.T, mod *host.Module, dev gpu.Device, dir, variant stri
 		t.Fatal(err)
 	}
 	return rows, res
+}
+
+// shareLink clicks the page's Share and returns the link it shows.
+func shareLink(t *testing.T, b *Browser) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#share")), chromedp.WaitVisible(chromedp.CSS("#share-link"))); err != nil {
+		t.Fatalf("share: %v", err)
+	}
+	return Eval[string](b, `document.querySelector("#share-link").value`)
+}
+
+// reopenShared opens a share link in a fresh browser and checks that it
+// shows the run's document (want), apart from the view the snapshot adds.
+func reopenShared(t *testing.T, link string, want []byte) *Browser {
+	t.Helper()
+	b := NewBrowser(t)
+	if state := b.Open(link, 2*time.Minute); state != "done" {
+		t.Fatalf("the snapshot ended in %q", state)
+	}
+	if _, reopened := pageDoc(t, b); !jsonEqual(t, withoutView(t, reopened), want) {
+		t.Error("the reopened document differs from the run's")
+	}
+	return b
 }
 
 // withoutView is a document's JSON without its shared view.

@@ -22,6 +22,29 @@ type State struct {
 	tap     func(layer int, h []float32) // tests: sees each layer's MLP input (T, d)
 
 	gate, up []float32 // mlp's scratch, grown to the largest (T, ff) seen
+
+	acts8 bool // weight products round the activations to 8 bits (a8.go)
+}
+
+// Acts8 makes the products with quantized weights round their
+// activations to 8-bit blocks first, as llama.cpp's CPU backend does
+// (a8.go); float32 and 16-bit weights keep float32 activations.
+func (s *State) Acts8() { s.acts8 = true }
+
+// matmul is the package's matmul, or matmulA8 where the state rounds
+// activations and every piece of W takes them.
+func (s *State) matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
+	if s.acts8 && W.Data == nil && len(W.Pieces) > 0 {
+		ok := true
+		for _, p := range W.Pieces {
+			ok = ok && a8Format(p.Format, W.Cols)
+		}
+		if ok {
+			matmulA8(out, x, W, b, T)
+			return
+		}
+	}
+	matmul(out, x, W, b, T)
 }
 
 // New makes an empty KV cache for up to capacity tokens.
@@ -103,9 +126,9 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 		// Keys and values go straight into the cache at positions pos..pos+T.
 		kNew := s.k[l][s.pos*kvDim : (s.pos+T)*kvDim]
 		vNew := s.v[l][s.pos*kvDim : (s.pos+T)*kvDim]
-		matmul(q, h, L.Wq, L.Bq, T)
-		matmul(kNew, h, L.Wk, L.Bk, T)
-		matmul(vNew, h, L.Wv, L.Bv, T)
+		s.matmul(q, h, L.Wq, L.Bq, T)
+		s.matmul(kNew, h, L.Wk, L.Bk, T)
+		s.matmul(vNew, h, L.Wv, L.Bv, T)
 		if m.QKNorm {
 			// Qwen3, Gemma 3: every head of q (T*Heads rows of hd) and of
 			// the new keys (T*KVHeads rows) is RMS-normalized before RoPE.
@@ -117,7 +140,7 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 			s.rope(kNew[t*kvDim:(t+1)*kvDim], s.pos+t, s.invFreq[l])
 		}
 		s.attention(att, q, l, T)
-		matmul(o, att, L.Wo, L.Bo, T)
+		s.matmul(o, att, L.Wo, L.Bo, T)
 		if L.PostAttnNorm != nil {
 			rmsnorm(o, o, L.PostAttnNorm, d, eps, unit)
 		}
@@ -149,7 +172,7 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 	R := m.Routes()
 	w := m.Vocab + R
 	logits := make([]float32, n*m.Vocab)
-	matmul(logits, h[:n*d], m.Head, nil, n)
+	s.matmul(logits, h[:n*d], m.Head, nil, n)
 	rows := make([][]float32, n)
 	for i := range rows {
 		if R == 0 {
@@ -171,8 +194,8 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 		s.gate, s.up = make([]float32, n), make([]float32, n)
 	}
 	gate, up := s.gate[:n], s.up[:n]
-	matmul(gate, x, e.Wgate, bg, T)
-	matmul(up, x, e.Wup, bu, T)
+	s.matmul(gate, x, e.Wgate, bg, T)
+	s.matmul(up, x, e.Wup, bu, T)
 	act := silu
 	if s.m.GeluTanh {
 		act = geluTanh
@@ -184,7 +207,7 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 			gate[i] = act(gate[i]) * up[i]
 		}
 	})
-	matmul(out, gate, e.Wdown, bd, T)
+	s.matmul(out, gate, e.Wdown, bd, T)
 }
 
 // moe is a sparse layer's MLP, as transformers' Qwen2MoeTopKRouter,
@@ -200,7 +223,7 @@ func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, s
 	m := s.m
 	d, E, K := m.Dim, m.Experts, m.TopK
 	probs := make([]float32, T*E)
-	matmul(probs, h, L.Router, nil, T)
+	s.matmul(probs, h, L.Router, nil, T)
 	type pick struct {
 		t int
 		p float32
@@ -249,7 +272,7 @@ func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, s
 	shared := make([]float32, T*d)
 	s.mlp(shared, h, *L.Shared, nil, nil, nil, T)
 	gate := make([]float32, T)
-	matmul(gate, h, L.SharedGate, nil, T)
+	s.matmul(gate, h, L.SharedGate, nil, T)
 	for t := 0; t < T; t++ {
 		g := sigmoid(gate[t])
 		ot, st := out[t*d:(t+1)*d], shared[t*d:(t+1)*d]

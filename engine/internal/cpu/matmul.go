@@ -258,10 +258,20 @@ func row(W *model.Matrix, r int, dst []float32) {
 	}
 }
 
-// scratch is a worker's: float32 rows (w) and tiles' lanes (acc).
+// scratch is a worker's: float32 rows (w), tiles' lanes (acc) and
+// 8-bit activations' block sums (sums).
 type scratch struct {
-	w   []float32
-	acc [][16][lanes]float32
+	w    []float32
+	acc  [][16][lanes]float32
+	sums []int32
+}
+
+// ints is n int32s of the worker's scratch.
+func (sc *scratch) ints(n int) []int32 {
+	if len(sc.sums) < n {
+		sc.sums = make([]int32, n)
+	}
+	return sc.sums[:n]
 }
 
 // scratchPool holds scratch between matmuls.

@@ -1,0 +1,224 @@
+package cpu
+
+import (
+	"math"
+	"runtime"
+
+	"github.com/x448/float16"
+
+	"logitscope/ggml"
+	"logitscope/model"
+	"logitscope/quant"
+)
+
+// The order of a product with 8-bit activations (engine option
+// Activations "q8", llama.cpp's CPU arithmetic). llama.cpp's CPU backend
+// multiplies a Q4_0 or Q8_0 matrix by activations it first rounds to
+// Q8_0 blocks, in integer arithmetic; the float order of kernel.go keeps
+// the activations in float32. With a8 each output y = w · x + b, for a
+// weight row w of k columns (k a multiple of 32) stored in blocks of 32
+// with integer codes c_j and a scale s_b (quant's q8/q6/q4, ggml's
+// Q8_0/Q4_0), is computed in exactly this order on every path:
+//
+//  1. x is rounded per block b of 32 columns: amax = max_j |x_j|,
+//     dx_b = float32(amax / 127), and q_j = x_j · float32(127 / amax)
+//     rounded to float32 and then to the nearest integer, ties to even
+//     (all zeros when amax is 0; all zeros and dx_b NaN when amax is
+//     infinite or NaN, so that the output is NaN). llama.cpp's Q8_0 stores dx_b as f16;
+//     here it stays float32.
+//  2. S_b = Σ_j c_j · q_j over the block's 32 columns, in integers: exact,
+//     so any order of the products gives the same S_b.
+//  3. Sixteen float32 lanes start at +0. For b = 0, 1, … in order, lane
+//     b mod 16 becomes lane + float32(float32(S_b) · float32(s_b · dx_b)),
+//     each product rounded to float32 (a multiply and an add, not fused).
+//  4. The lanes are summed as kernel.go's step 3 says, and the bias, if
+//     any, is added.
+//
+// As with the float order, one output never depends on another: decode
+// and teacher forcing agree bit for bit, and so do the assembly and the
+// pure Go here.
+
+// a8Block is the columns of one activation block (ggml's QK8_0).
+const a8Block = quant.GroupSize
+
+// quantizeActs rounds x (k,) to q (k,) and dx (k/32,) per block, as the
+// order's step 1 says.
+func quantizeActs(x []float32, q []int8, dx []float32) {
+	for b := range dx {
+		xb, qb := x[b*a8Block:(b+1)*a8Block], q[b*a8Block:(b+1)*a8Block]
+		var amax float32
+		for _, v := range xb {
+			amax = max(amax, abs32(v))
+		}
+		if amax == 0 || amax > math.MaxFloat32 || amax != amax {
+			// Zeros give zero; an infinite or NaN activation gives a
+			// NaN output, whatever the weights (Go leaves converting
+			// NaN to an integer to the platform).
+			dx[b] = 0
+			if amax != 0 {
+				dx[b] = float32(math.NaN())
+			}
+			clear(qb)
+			continue
+		}
+		dx[b] = amax / 127
+		id := 127 / amax
+		for j, v := range xb {
+			qb[j] = int8(math.RoundToEven(float64(v * id)))
+		}
+	}
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// dotA8 sums the blocks of one row as the order's steps 3 and 4 say
+// (without the bias): sums[b] is S_b, ws[b] the row's scale s_b.
+func dotA8(sums []int32, ws, dx []float32) float32 {
+	var acc [lanes]float32
+	for b, s := range sums {
+		acc[b%lanes] += float32(float32(s) * float32(ws[b]*dx[b]))
+	}
+	return reduce(&acc)
+}
+
+// blockSums writes S_b of row r of piece p (k columns) against the
+// rounded activations q into sums (k/32,) and the row's block scales into
+// ws (k/32,): the order's step 2 for each stored format.
+func blockSums(p *model.Piece, k, r int, q []int8, sums []int32, ws []float32) {
+	if s := p.Format.Scheme; s != "" {
+		l, _ := quant.NewLayout(s, p.Rows, k)
+		if s != quant.Q4 && s != quant.Q8 { // q6: the reference unpacker
+			l.Codes(p.Data, r, func(b int, scale uint16, w *[quant.GroupSize]int8) {
+				ws[b] = float16.Frombits(scale).Float32()
+				var sum int32
+				for j, c := range w {
+					sum += int32(c) * int32(q[b*a8Block+j])
+				}
+				sums[b] = sum
+			})
+			return
+		}
+		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		codes := p.Data[r*qw : (r+1)*qw]
+		scales := p.Data[l.QuantBytes()+r*sw : l.QuantBytes()+(r+1)*sw]
+		bits := s.Bits() * 4 // code bytes per group
+		for b := range sums {
+			ws[b] = half(scales[2*b:])
+			c, x := codes[b*bits:(b+1)*bits], q[b*a8Block:(b+1)*a8Block:(b+1)*a8Block]
+			var sum int32
+			switch s {
+			case quant.Q4:
+				for i := range 16 {
+					sum += (int32(c[i]&15)-8)*int32(x[2*i]) + (int32(c[i]>>4)-8)*int32(x[2*i+1])
+				}
+			case quant.Q8:
+				for j := range a8Block {
+					sum += int32(int8(c[j])) * int32(x[j])
+				}
+			}
+			sums[b] = sum
+		}
+		return
+	}
+	t := p.Format.Type
+	rb, _ := t.RowBytes(k)
+	src := p.Data[int64(r)*rb : int64(r+1)*rb]
+	bb := t.BlockBytes()
+	for b := range sums {
+		blk, x := src[b*bb:(b+1)*bb], q[b*a8Block:(b+1)*a8Block:(b+1)*a8Block]
+		ws[b] = half(blk)
+		var sum int32
+		switch t {
+		case ggml.Q4_0:
+			for j := range 16 {
+				sum += (int32(blk[2+j]&15)-8)*int32(x[j]) + (int32(blk[2+j]>>4)-8)*int32(x[j+16])
+			}
+		case ggml.Q8_0:
+			for j := range a8Block {
+				sum += int32(int8(blk[2+j])) * int32(x[j])
+			}
+		}
+		sums[b] = sum
+	}
+}
+
+// a8Format is whether a piece of k columns can take 8-bit activations:
+// whole blocks of a format with integer codes.
+func a8Format(f model.Format, k int) bool {
+	if k%a8Block != 0 {
+		return false
+	}
+	switch {
+	case f.Scheme != "":
+		return true
+	case f.Type == ggml.Q4_0, f.Type == ggml.Q8_0:
+		return true
+	}
+	return false
+}
+
+// rowsA8Go: out[i] = w_{a+i} · x for rows [a, z) of piece p (k columns),
+// x rounded to q and dx, in the order above; scratch holds k/32 int32
+// sums and k/32 float32 scales.
+func rowsA8Go(p *model.Piece, k, a, z int, q []int8, dx, out []float32, sums []int32, ws []float32) {
+	for r := a; r < z; r++ {
+		blockSums(p, k, r, q, sums, ws)
+		out[r-a] = dotA8(sums, ws, dx)
+	}
+}
+
+// matmulA8 is matmul with 8-bit activations (the order above) for a
+// matrix whose every piece takes them; matmul's other cases stay float.
+// W's rows go in blocks to the cores; each block's rows are multiplied
+// with every token in turn, so a prefill reads a block's weights from the
+// cache once per token.
+func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
+	n, k := W.Rows, W.Cols
+	nbk := k / a8Block
+	q := make([]int8, T*k)
+	dx := make([]float32, T*nbk)
+	for t := range T {
+		quantizeActs(x[t*k:(t+1)*k], q[t*k:(t+1)*k], dx[t*nbk:(t+1)*nbk])
+	}
+	rb := a8Rows
+	nb := 0
+	for _, p := range W.Pieces {
+		nb += (p.Rows + rb - 1) / rb
+	}
+	workers := 1
+	if n*k*T >= serialWork {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	parallelBlocks(nb, workers, rb+2*nbk, 0, func(blk int, sc *scratch) {
+		y, ws := sc.w[:rb], sc.w[rb:rb+nbk]
+		sums := sc.ints(nbk)
+		for i := range W.Pieces {
+			p := &W.Pieces[i]
+			pb := (p.Rows + rb - 1) / rb
+			if blk >= pb {
+				blk -= pb
+				continue
+			}
+			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
+			for t := range T {
+				rowsA8(p, k, a, z, q[t*k:(t+1)*k], dx[t*nbk:(t+1)*nbk], y[:z-a], sums, ws)
+				row0 := t*n + p.Row0 + a
+				for i, v := range y[:z-a] {
+					if b != nil {
+						v += b[p.Row0+a+i]
+					}
+					out[row0+i] = v
+				}
+			}
+			return
+		}
+	})
+}
+
+// a8Rows is a block of matmulA8 in rows: 64 rows of 896 q4 columns are
+// 28 KiB, which a prefill's tokens read from L1 and L2.
+const a8Rows = 64
+
+// rowsA8 is the kernel in use: rowsA8Go, or assembly where the CPU has
+// it (kernel_amd64.go).
+var rowsA8 = rowsA8Go

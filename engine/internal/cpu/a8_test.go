@@ -1,0 +1,203 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"logitscope/ggml"
+	"logitscope/model"
+	"logitscope/quant"
+	"logitscope/synth"
+)
+
+// a8Formats are the formats that take 8-bit activations, at whole blocks.
+func a8Formats() []formatCase {
+	var out []formatCase
+	for _, cols := range []int{32, 96, 1120} {
+		for _, s := range quant.Schemes {
+			out = append(out, formatCase{model.Format{Scheme: s}, cols})
+		}
+		for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q8_0} {
+			out = append(out, formatCase{model.Format{Type: typ}, cols})
+		}
+	}
+	return out
+}
+
+// naiveA8 is one output of the order in a8.go written from its text, on
+// the reference-decoded values w (the codes are w / s exactly) and the
+// block scales s.
+func naiveA8(w, s, x []float32) float32 {
+	var lanes [16]float32
+	for b := range len(w) / 32 {
+		xb, wb := x[32*b:32*b+32], w[32*b:32*b+32]
+		amax := 0.0
+		for _, v := range xb {
+			amax = math.Max(amax, math.Abs(float64(v)))
+		}
+		var dx float32
+		var sum int64
+		if math.IsInf(amax, 0) || math.IsNaN(amax) {
+			dx = float32(math.NaN())
+		} else if amax > 0 {
+			dx = float32(amax) / 127
+			id := 127 / float32(amax)
+			for j, v := range xb {
+				q := math.RoundToEven(float64(v * id))
+				sum += int64(q) * int64(wb[j]/s[b])
+			}
+		}
+		lanes[b%16] += float32(float32(sum) * float32(s[b]*dx))
+	}
+	for h := 8; h >= 1; h /= 2 {
+		for i := range h {
+			lanes[i] += lanes[i+h]
+		}
+	}
+	return lanes[0]
+}
+
+// blockScales are the scales of W's blocks (rows, cols/32) as the
+// reference formats store them.
+func blockScales(t *testing.T, W *model.Matrix) []float32 {
+	var out []float32
+	for _, p := range W.Pieces {
+		if p.Format.Scheme != "" {
+			l, _ := quant.NewLayout(p.Format.Scheme, p.Rows, W.Cols)
+			for r := range p.Rows {
+				if err := l.Codes(p.Data, r, func(_ int, scale uint16, _ *[quant.GroupSize]int8) {
+					out = append(out, half([]byte{byte(scale), byte(scale >> 8)}))
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		bb := p.Format.Type.BlockBytes()
+		for i := 0; i < len(p.Data); i += bb {
+			out = append(out, half(p.Data[i:]))
+		}
+	}
+	return out
+}
+
+// With 8-bit activations every format computes the order of a8.go on
+// both kernel paths, for one token and several, with a bias, across
+// pieces; and the result is within the rounding of the activations of
+// the float64 product: |x_j − q_j·dx| ≤ dx/2 per column.
+func TestMatmulA8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, fc := range a8Formats() {
+		for _, rows := range []int{1, 6, 67} {
+			W, ref := stored(t, rng, fc.f, rows, fc.cols)
+			scales := blockScales(t, W)
+			nb := fc.cols / 32
+			for _, T := range []int{1, 5} {
+				for trial := range 3 {
+					x := randomValues(rng, T*fc.cols, trial)
+					b := randomValues(rng, rows, 0)
+					name := fmt.Sprintf("%v/%dx%d/T=%d/trial %d", fc.f, rows, fc.cols, T, trial)
+					want := make([]float32, T*rows)
+					for tk := range T {
+						xt := x[tk*fc.cols : (tk+1)*fc.cols]
+						for r := range rows {
+							want[tk*rows+r] = naiveA8(ref[r*fc.cols:(r+1)*fc.cols], scales[r*nb:(r+1)*nb], xt) + b[r]
+						}
+					}
+					for _, path := range kernelPaths() {
+						onPath(path, func() {
+							got := make([]float32, T*rows)
+							matmulA8(got, x, W, b, T)
+							sameBits(t, name+"/"+path, got, want)
+						})
+					}
+					if trial != 0 {
+						continue
+					}
+					for tk := range T {
+						xt := x[tk*fc.cols : (tk+1)*fc.cols]
+						for r := range rows {
+							var exact, bound float64
+							for j, v := range xt {
+								w := float64(ref[r*fc.cols+j])
+								exact += w * float64(v)
+								amax := 0.0
+								for _, u := range xt[j/32*32 : j/32*32+32] {
+									amax = math.Max(amax, math.Abs(float64(u)))
+								}
+								bound += math.Abs(w) * (amax/127/2 + 1e-6*math.Abs(float64(v)))
+							}
+							got := float64(want[tk*rows+r] - b[r])
+							if d := math.Abs(got - exact); d > bound*1.001+1e-6 {
+								t.Fatalf("%s: [%d,%d] = %g, float64 %g: off by %g, bound %g", name, tk, r, got, exact, d, bound)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// With 8-bit activations a stored model's KV-cache decode equals its
+// teacher forcing on both kernel paths, and its logits stay near those
+// of float32 activations (the rounding of a8's activations is small
+// beside a logit's spread).
+func TestForwardA8(t *testing.T) {
+	for _, s := range []quant.Scheme{quant.Q8, quant.Q4} {
+		p := synth.Tiny()[0]
+		t.Run(p.Name+"/"+string(s), func(t *testing.T) {
+			stored, _ := quantized(t, load(t, p), s)
+			ids := sequence(20, stored.Vocab)
+			run := func(acts8, decode bool) [][]float32 {
+				st, err := New(stored, len(ids))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if acts8 {
+					st.Acts8()
+				}
+				split := len(ids)
+				if decode {
+					split = 7
+				}
+				rows, err := st.Forward(ids[:split], true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range ids[split:] {
+					r, err := st.Forward([]int{id}, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rows = append(rows, r...)
+				}
+				return rows
+			}
+			want, float := run(true, false), run(false, false)
+			for _, path := range kernelPaths() {
+				onPath(path, func() {
+					got := run(true, true)
+					for i := range want {
+						sameBits(t, "a8 KV-cache decode ("+path+")", got[i], want[i])
+					}
+				})
+			}
+			var worst, spread float64
+			for i := range want {
+				lo, hi := math.Inf(1), math.Inf(-1)
+				for j, v := range float[i] {
+					worst = math.Max(worst, math.Abs(float64(want[i][j]-v)))
+					lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+				}
+				spread = math.Max(spread, hi-lo)
+			}
+			if worst == 0 || worst > 0.05*spread {
+				t.Fatalf("a8 logits differ from float32 activations' by up to %g (logit spread %g): want a small nonzero change", worst, spread)
+			}
+			t.Logf("a8 vs float32 activations: max |Δlogit| %.3g, logit spread %.3g", worst, spread)
+		})
+	}
+}

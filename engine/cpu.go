@@ -28,11 +28,14 @@ type cpuEngine struct {
 // submissions on both devices.
 const cpuChunk = gpuengine.MaxChunk
 
-func newCPU(m *model.Model, capacity int, release func()) (*cpuEngine, error) {
+func newCPU(m *model.Model, capacity int, acts8 bool, release func()) (*cpuEngine, error) {
 	st, err := cpu.New(m, capacity)
 	if err != nil {
 		release()
 		return nil, err
+	}
+	if acts8 {
+		st.Acts8()
 	}
 	return &cpuEngine{st: st, vocab: m.Vocab, routes: m.Routes(), rows: make([]float32, cpuChunk*(m.Vocab+m.Routes())), release: release}, nil
 }

@@ -391,3 +391,22 @@ func TestMixedExperts(t *testing.T) {
 		t.Fatalf("GPU logits differ from the CPU engine's by %g (relative %g)", worst, rel)
 	}
 }
+
+// Activations take f32 anywhere and q8 on the CPU only; anything else is
+// refused by name.
+func TestCheckActivations(t *testing.T) {
+	for _, c := range []struct {
+		acts string
+		gpu  bool
+		err  string
+	}{
+		{"", false, ""}, {"", true, ""}, {"f32", true, ""}, {"q8", false, ""},
+		{"q8", true, "run on the CPU engine only"},
+		{"q4", false, `activations "q4": want f32`},
+	} {
+		err := engine.CheckActivations(c.acts, c.gpu)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("CheckActivations(%q, gpu %v) = %v, want %q", c.acts, c.gpu, err, c.err)
+		}
+	}
+}

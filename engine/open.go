@@ -35,6 +35,30 @@ type Options struct {
 	// MaxPieceBytes, if set, uploads matrices in smaller pieces than the
 	// device's binding limit asks (tests exercise the split path with it).
 	MaxPieceBytes int64
+	// Activations is how products with quantized weights take their
+	// activations: "" or ActsF32, as float32 (what the GPU does too), or
+	// ActsQ8, rounded to 8-bit blocks first as llama.cpp's CPU backend
+	// does for its quantized types (CPU only).
+	Activations string
+}
+
+// The activations a product with quantized weights takes (Options).
+const (
+	ActsF32 = "f32"
+	ActsQ8  = "q8"
+)
+
+// CheckActivations refuses an Activations value that is not one of the
+// above, and 8-bit activations anywhere but the CPU (gpu: whether the
+// engine runs on a device).
+func CheckActivations(acts string, gpu bool) error {
+	switch {
+	case acts != "" && acts != ActsF32 && acts != ActsQ8:
+		return fmt.Errorf("activations %q: want %s (float32) or %s (8-bit blocks, llama.cpp's CPU arithmetic)", acts, ActsF32, ActsQ8)
+	case acts == ActsQ8 && gpu:
+		return fmt.Errorf("activations %s run on the CPU engine only: the GPU multiplies float32 activations", ActsQ8)
+	}
+	return nil
 }
 
 // Open checks the weights (the variant's, else the checkpoint's: a model
@@ -63,6 +87,9 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		return nil, err
 	}
+	if err := CheckActivations(opt.Activations, opt.Device != nil); err != nil {
+		return nil, err
+	}
 	progress := func(unit string) func(done, total int64) {
 		if opt.Progress == nil {
 			return nil
@@ -74,7 +101,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newCPU(m, opt.Capacity, release)
+		return newCPU(m, opt.Capacity, opt.Activations == ActsQ8, release)
 	}
 	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
 		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors")})

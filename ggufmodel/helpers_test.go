@@ -164,7 +164,14 @@ func panelIDs(t testing.TB, ck *checkpoint.Checkpoint, n int) []int {
 // float weights when path is "", else the GGUF's. Row i predicts ids[i+1].
 func rowsOf(t testing.TB, ck *checkpoint.Checkpoint, path string, ids []int) [][]float32 {
 	t.Helper()
-	opt := engine.Options{Capacity: len(ids)}
+	return rowsWith(t, ck, path, ids, engine.ActsF32)
+}
+
+// rowsWith is rowsOf with the engine's products taking activations as
+// acts says (engine.Options.Activations).
+func rowsWith(t testing.TB, ck *checkpoint.Checkpoint, path string, ids []int, acts string) [][]float32 {
+	t.Helper()
+	opt := engine.Options{Capacity: len(ids), Activations: acts}
 	if path != "" {
 		w, err := engine.OpenGGUF(ck, path)
 		if err != nil {

@@ -85,6 +85,33 @@ func TestLlamaCppQuants(t *testing.T) {
 	}
 }
 
+// With 8-bit activations (engine.ActsQ8) logitscope's CPU engine does
+// the arithmetic of llama.cpp's CPU backend on Q8_0 and Q4_0 weights
+// (activations rounded to 8-bit blocks, integer block sums), so its
+// logits are llama.cpp's on the quantized file within float32 rounding,
+// where with float32 activations they differ by the activations'
+// rounding. Only at first: the two sum attention and norms in different
+// orders, and once a last bit differs ahead of a rounding to 8 bits the
+// rounding can go the other way, which a random model amplifies; the
+// first position is compared.
+func TestActivationsQ8NextToLlamaCpp(t *testing.T) {
+	h := llamacpp.Harness(t)
+	ck := checkpointOf(t, "small-llama3")
+	ids := panelIDs(t, ck, 48)
+	for _, name := range []string{"q8", "q4"} {
+		t.Run(name, func(t *testing.T) {
+			path := exportFile(t, ck, name)
+			theirs := h.Logits(t, path, ids, llamacpp.LogitsOptions{F32KV: true})
+			float, _ := agreement(rowsWith(t, ck, path, ids, engine.ActsF32)[:1], theirs[:1])
+			acts8, _ := agreement(rowsWith(t, ck, path, ids, engine.ActsQ8)[:1], theirs[:1])
+			t.Logf("%s (%s), first position: max |Δlogit| / max |logit| against llama.cpp %.2g with float32 activations, %.2g with 8-bit ones", name, typeMix(t, ck, path), float, acts8)
+			if acts8 > 1e-5 || float < 1e-3 {
+				t.Fatalf("against llama.cpp: %.3g of the largest logit with 8-bit activations (want float32 rounding), %.3g with float32 ones (want the activations' rounding)", acts8, float)
+			}
+		})
+	}
+}
+
 var kldPreset = flag.String("kld.preset", "small-llama3", "the synthetic preset TestKLDNextToLlamaCpp quantizes (qwen2.5-0.5b for the real geometry: minutes)")
 
 // kldRow is one line of TestKLDNextToLlamaCpp's table.

@@ -20,12 +20,13 @@ import (
 // with integer codes c_j and a scale s_b (quant's q8/q6/q4, ggml's
 // Q8_0/Q4_0), is computed in exactly this order on every path:
 //
-//  1. x is rounded per block b of 32 columns: amax = max_j |x_j|,
-//     dx_b = float32(amax / 127), and q_j = x_j · float32(127 / amax)
-//     rounded to float32 and then to the nearest integer, ties to even
-//     (all zeros when amax is 0; all zeros and dx_b NaN when amax is
-//     infinite or NaN, so that the output is NaN). llama.cpp's Q8_0 stores dx_b as f16;
-//     here it stays float32.
+//  1. x is rounded per block b of 32 columns as llama.cpp's
+//     quantize_row_q8_0 rounds it: amax = max_j |x_j|, q_j = x_j ·
+//     float32(127 / amax) rounded to float32 and then to the nearest
+//     integer, ties to even, and dx_b = float32(amax / 127) rounded to
+//     f16, as a Q8_0 block stores it (all zeros when amax is 0; all zeros
+//     and dx_b NaN when amax is infinite or NaN, so that the output is
+//     NaN).
 //  2. S_b = Σ_j c_j · q_j over the block's 32 columns, in integers: exact,
 //     so any order of the products gives the same S_b.
 //  3. Sixteen float32 lanes start at +0. For b = 0, 1, … in order, lane
@@ -61,7 +62,7 @@ func quantizeActs(x []float32, q []int8, dx []float32) {
 			clear(qb)
 			continue
 		}
-		dx[b] = amax / 127
+		dx[b] = float16.Fromfloat32(amax / 127).Float32()
 		id := 127 / amax
 		for j, v := range xb {
 			qb[j] = int8(math.RoundToEven(float64(v * id)))

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"logitscope/ggml"
 	"logitscope/model"
 	"logitscope/quant"
@@ -42,7 +44,7 @@ func naiveA8(w, s, x []float32) float32 {
 		if math.IsInf(amax, 0) || math.IsNaN(amax) {
 			dx = float32(math.NaN())
 		} else if amax > 0 {
-			dx = float32(amax) / 127
+			dx = float16.Fromfloat32(float32(amax) / 127).Float32()
 			id := 127 / float32(amax)
 			for j, v := range xb {
 				q := math.RoundToEven(float64(v * id))

@@ -34,6 +34,9 @@ type Options struct {
 	Runtime string    // native, wasm, or auto (AutoRuntime)
 	Engine  string    // engine.wasm for the wasm runtime (EnginePath)
 	Log     io.Writer // which device and runtime run, and why
+	// Activations is engine.Options.Activations: f32 (or ""), or q8,
+	// which runs natively on the CPU (auto picks them).
+	Activations string
 	// Progress shows loading the weights and running the request's
 	// tokens (nil: nothing shown).
 	Progress progress.Meter
@@ -73,7 +76,10 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	// Opened natively on either runtime: verified against the checkpoint
 	// before anything runs, and its seal (a GGUF's sha256) goes into the
 	// receipt.
-	eo := engine.Options{Capacity: req.Capacity(), Progress: loading(opt.Progress)}
+	if err := engine.CheckActivations(opt.Activations, false); err != nil {
+		return nil, err
+	}
+	eo := engine.Options{Capacity: req.Capacity(), Progress: loading(opt.Progress), Activations: opt.Activations}
 	switch {
 	case engine.IsGGUF(variantName):
 		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
@@ -140,6 +146,9 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 		eo.Device = dev
 	}
 	c.Device = name
+	if opt.Activations == engine.ActsQ8 {
+		c.Device += acts8Device
+	}
 	e, err := engine.Open(ck, eo)
 	if err != nil {
 		return err
@@ -153,11 +162,19 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 	return err
 }
 
+// acts8Device is what a receipt adds to the CPU's name when the products
+// took 8-bit activations.
+const acts8Device = ", activations q8"
+
 // runtimeFor is the runtime opt asks for, made concrete: auto picks one
 // (AutoRuntime), and a model opened from a GGUF file runs natively. note
 // says why the run is native when it was not asked for.
 func runtimeFor(ck *checkpoint.Checkpoint, variantName string, opt Options) (rt, note string, err error) {
 	switch rt = opt.Runtime; {
+	case opt.Activations == engine.ActsQ8 && rt == "wasm":
+		return "", "", fmt.Errorf("--activations %s runs in the native engine only: engine.wasm takes float32 activations", engine.ActsQ8)
+	case opt.Activations == engine.ActsQ8:
+		return "native", "8-bit activations run in the native engine", nil
 	case ck.GGUF != "" && rt == "wasm":
 		// engine.wasm opens a GGUF as a variant of the model directory it
 		// sees, not as a model by itself.
@@ -200,6 +217,9 @@ func Where(ck *checkpoint.Checkpoint, variantName string, opt Options) (Target, 
 	if rt == "wasm" {
 		t.Device = "wasm+" + t.Device
 	}
+	if opt.Activations == engine.ActsQ8 {
+		t.Device += acts8Device
+	}
 	return t, nil
 }
 
@@ -221,6 +241,12 @@ func openDevice(opt Options, name func(gpu.Device) string) (gpu.Device, string, 
 // probeDevice opens the native WebGPU for gpu or auto, none (nil: the
 // CPU) for cpu or for auto without an adapter, saying why then.
 func probeDevice(opt Options) (dev gpu.Device, why string, err error) {
+	switch {
+	case opt.Activations == engine.ActsQ8 && opt.Device == "gpu":
+		return nil, "", fmt.Errorf("--activations %s runs on the CPU only: the GPU multiplies float32 activations", engine.ActsQ8)
+	case opt.Activations == engine.ActsQ8 && opt.Device == "auto":
+		return nil, "8-bit activations run on the CPU", nil
+	}
 	switch opt.Device {
 	case "gpu", "auto":
 		d, err := native.Open()

@@ -185,3 +185,46 @@ func checkWasmReceipt(t *testing.T, dumpPath, variant, device string) {
 		t.Fatalf("%s: receipt variant %q, GGUF %+v; want %s and its sha256", dumpPath, rc.Variant, rc.GGUF, filepath.Base(variant))
 	}
 }
+
+// --activations q8 runs the CPU engine with llama.cpp's 8-bit
+// activations: its receipt says so, its logits move by the activations'
+// rounding, and the GPU and engine.wasm refuse it by name.
+func TestCaptureActivationsQ8(t *testing.T) {
+	dir := quantized(t)
+	out := t.TempDir()
+	var dumps [2]*dump.Logits
+	// q8 on --device auto: the CPU, wherever a GPU is.
+	for i, c := range [][2]string{{"f32", "cpu"}, {"q8", "auto"}} {
+		acts, path := c[0], filepath.Join(out, c[0]+".dump")
+		if _, err := run(t, captureCmd, "--model", dir, "--variant", "q4", "--activations", acts, "--device", c[1], "--max-new", "4", "--dump-logits", path, "Hello"); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if dumps[i], err = dump.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
+		r, err := receipt.Read(receipt.Path(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]string{"f32": "cpu", "q8": "cpu, activations q8"}[acts]; r.Device != want {
+			t.Errorf("--activations %s: receipt device %q, want %q", acts, r.Device, want)
+		}
+	}
+	var worst float64
+	for i := range dumps[0].Data[:dumps[0].Vocab] {
+		worst = max(worst, math.Abs(float64(dumps[0].Data[i]-dumps[1].Data[i])))
+	}
+	if worst == 0 || worst > 0.5 {
+		t.Errorf("first row: 8-bit activations move the logits by %g, want a small nonzero change", worst)
+	}
+	for _, c := range []struct{ flag, value, want string }{
+		{"--device", "gpu", "runs on the CPU only"},
+		{"--runtime", "wasm", "runs in the native engine only"},
+	} {
+		_, err := run(t, captureCmd, "--model", dir, "--variant", "q4", "--activations", "q8", c.flag, c.value, "--dump-logits", filepath.Join(out, "x.dump"), "Hi")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--activations q8 %s %s: err = %v, want %q", c.flag, c.value, err, c.want)
+		}
+	}
+}

@@ -172,11 +172,12 @@ func peerPresets() []synth.Preset {
 
 // BenchmarkCPU measures the CPU engine beside llama.cpp's CPU backend on
 // the same weights and tokens, in one run (see benchPeer), on every core:
-// f32, q8 and q4.
+// f32, q8 and q4 with float32 activations, and q8 and q4 with 8-bit ones
+// (q8+a8, q4+a8: llama.cpp's own arithmetic).
 func BenchmarkCPU(b *testing.B) {
 	threads := runtime.GOMAXPROCS(0)
 	for _, preset := range peerPresets() {
-		for _, vname := range []string{"f32", "q8", "q4"} {
+		for _, vname := range []string{"f32", "q8", "q4", "q8+a8", "q4+a8"} {
 			b.Run(preset.Name+"/"+vname+"/cpu", func(b *testing.B) {
 				benchPeer(b, preset, vname, nil, func(gg string, ids []int, gen int) llamacpp.Speed {
 					return llamacpp.Harness(b).Bench(b, gg, ids, llamacpp.BenchOptions{Gen: gen, Threads: threads, Reps: b.N})
@@ -256,8 +257,14 @@ func checkDevice(who, device string, onGPU bool) error {
 // step reads per second beside the copy bandwidth measured in the same
 // run (the CPU's memory, or the device's buffer to buffer), and on a GPU the dispatches per decoded token. Each
 // measure X of the peer is peer-X: cmd/benchtable turns the pairs into
-// ratios, ours / peer.
+// ratios, ours / peer. A vname ending in +a8 runs the variant with 8-bit
+// activations (engine.ActsQ8) beside the same file.
 func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, peer func(gguf string, ids []int, gen int) llamacpp.Speed) {
+	vname, a8 := strings.CutSuffix(vname, "+a8")
+	acts := engine.ActsF32
+	if a8 {
+		acts = engine.ActsQ8
+	}
 	ck, v, gg := peerBenchModel(b, preset, vname)
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
@@ -266,7 +273,7 @@ func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, 
 	const prompt, gen = 79, 32
 	ids := probeIDs(prompt)
 	resetPeakRSS()
-	s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + gen})
+	s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + gen, Activations: acts})
 	if err != nil {
 		b.Fatal(err)
 	}

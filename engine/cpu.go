@@ -15,12 +15,12 @@ import (
 )
 
 // cpuEngine is the reference forward pass (package cpu) behind the seam. A
-// submission's rows are copied into one reused slice, so that a wasm host
-// reads them at a fixed guest address and memory stays flat.
+// submission's rows are copied into one reused slice, so that memory
+// stays flat: a wasm host reads them where each Region says.
 type cpuEngine struct {
 	st            *cpu.State
 	vocab, routes int
-	rows          []float32 // (Chunk, Vocab+Routes): the last submission's rows
+	rows          []float32 // (≤ Chunk, Vocab+Routes): the last submission's rows
 	release       func()    // unmaps the weights' files
 }
 
@@ -37,7 +37,7 @@ func newCPU(m *model.Model, capacity int, acts8 bool, release func()) (*cpuEngin
 	if acts8 {
 		st.Acts8()
 	}
-	return &cpuEngine{st: st, vocab: m.Vocab, routes: m.Routes(), rows: make([]float32, cpuChunk*(m.Vocab+m.Routes())), release: release}, nil
+	return &cpuEngine{st: st, vocab: m.Vocab, routes: m.Routes(), release: release}, nil
 }
 
 func (c *cpuEngine) Name() string { return DeviceName(nil) }
@@ -67,11 +67,15 @@ func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	if err != nil {
 		return Region{}, err
 	}
-	w := c.vocab + c.routes
+	w, n := c.vocab+c.routes, len(rows)
+	if len(c.rows) < n*w {
+		// Grown to the most rows a submission has kept: a decode step's
+		// one row, not a chunk's worth (19 MB of a 151,936-token vocab).
+		c.rows = make([]float32, n*w)
+	}
 	for i, r := range rows {
 		copy(c.rows[i*w:(i+1)*w], r)
 	}
-	n := len(rows)
 	return Region{Rows: n, Size: int64(n * w * 4), Host: c.rows[:n*w]}, nil
 }
 

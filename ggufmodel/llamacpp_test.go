@@ -117,10 +117,10 @@ var kldPreset = flag.String("kld.preset", "small-llama3", "the synthetic preset 
 
 // kldRow is one line of TestKLDNextToLlamaCpp's table.
 type kldRow struct {
-	file                      string
+	file                       string
 	ours, acts8, theirs, cross margins.Summary // acts8: logitscope with engine.ActsQ8
-	resid               float64 // max |Δlogit| / max |logit|, logitscope against llama.cpp on the GGUF
-	flips               int     // argmax flips between the two on the GGUF
+	resid                      float64         // max |Δlogit| / max |logit|, logitscope against llama.cpp on the GGUF
+	flips                      int             // argmax flips between the two on the GGUF
 }
 
 // The KLD of each GGUF against the float reference, as logitscope

@@ -157,13 +157,45 @@ func a8Format(f model.Format, k int) bool {
 	return false
 }
 
+// a8Acts is one token's activations rounded as the order's step 1 says:
+// q (k,) and dx (k/32,). Where the assembly is installed, packA8 also
+// lays them out as its kernels read them (kernel_amd64.go): q and dx
+// then have zeros past their ends up to a multiple of 16 blocks (the
+// kernels read whole chunks of 16), nib is q in q4's nibble order and
+// sum holds Σ_j q_j per block.
+type a8Acts struct {
+	q   []int8
+	dx  []float32
+	nib []int8
+	sum []int32
+}
+
+// newA8Acts rounds x (k,) as the order's step 1 says.
+func newA8Acts(x []float32) *a8Acts {
+	nb := len(x) / a8Block
+	padded := nb
+	if packA8 != nil {
+		padded = (nb + lanes - 1) / lanes * lanes
+	}
+	a := &a8Acts{q: make([]int8, padded*a8Block)[:len(x)], dx: make([]float32, padded)[:nb]}
+	quantizeActs(x, a.q, a.dx)
+	if packA8 != nil {
+		packA8(a)
+	}
+	return a
+}
+
+// packA8 lays out a token's activations for the assembly kernels, where
+// they are installed.
+var packA8 func(*a8Acts)
+
 // rowsA8Go: out[i] = w_{a+i} · x for rows [a, z) of piece p (k columns),
-// x rounded to q and dx, in the order above; scratch holds k/32 int32
-// sums and k/32 float32 scales.
-func rowsA8Go(p *model.Piece, k, a, z int, q []int8, dx, out []float32, sums []int32, ws []float32) {
+// x rounded, in the order above; scratch holds k/32 int32 sums and k/32
+// float32 scales.
+func rowsA8Go(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int32, ws []float32) {
 	for r := a; r < z; r++ {
-		blockSums(p, k, r, q, sums, ws)
-		out[r-a] = dotA8(sums, ws, dx)
+		blockSums(p, k, r, x.q, sums, ws)
+		out[r-a] = dotA8(sums, ws, x.dx)
 	}
 }
 
@@ -175,10 +207,9 @@ func rowsA8Go(p *model.Piece, k, a, z int, q []int8, dx, out []float32, sums []i
 func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
 	nbk := k / a8Block
-	q := make([]int8, T*k)
-	dx := make([]float32, T*nbk)
-	for t := range T {
-		quantizeActs(x[t*k:(t+1)*k], q[t*k:(t+1)*k], dx[t*nbk:(t+1)*nbk])
+	acts := make([]*a8Acts, T)
+	for t := range acts {
+		acts[t] = newA8Acts(x[t*k : (t+1)*k])
 	}
 	rb := a8Rows
 	nb := 0
@@ -201,7 +232,7 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 			}
 			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
 			for t := range T {
-				rowsA8(p, k, a, z, q[t*k:(t+1)*k], dx[t*nbk:(t+1)*nbk], y[:z-a], sums, ws)
+				rowsA8(p, k, a, z, acts[t], y[:z-a], sums, ws)
 				row0 := t*n + p.Row0 + a
 				for i, v := range y[:z-a] {
 					if b != nil {

@@ -51,6 +51,12 @@ func dot4Q8_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *
 func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
 
 //go:noescape
+func a8Q4AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+
+//go:noescape
+func a8Q8AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+
+//go:noescape
 func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
@@ -94,6 +100,89 @@ func useAVX512() {
 	rowDots[model.Format{Type: ggml.Q4_0}] = ggmlDot(ggml.Q4_0, 32, dot4Q4_0AVX512)
 	rowDots[model.Format{Type: ggml.Q8_0}] = ggmlDot(ggml.Q8_0, 32, dot4Q8_0AVX512)
 	rowDots[model.Format{Type: ggml.BF16}] = ggmlDot(ggml.BF16, 16, dot4BF16AVX512)
+	if cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
+		packA8 = packA8Acts
+		rowsA8 = rowsA8Asm
+	}
+}
+
+// rowsA8Asm is rowsA8 with the assembly for quant's q4 and q8, four rows
+// at a time; the other formats and the last (z−a) mod 4 rows take
+// rowsA8Go.
+func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int32, ws []float32) {
+	s := p.Format.Scheme
+	kern := a8Q4AVX512
+	acts := x.nib
+	switch s {
+	case quant.Q4:
+	case quant.Q8:
+		kern, acts = a8Q8AVX512, x.q[:cap(x.q)]
+	default:
+		rowsA8Go(p, k, a, z, x, out, sums, ws)
+		return
+	}
+	n := (z - a) &^ 3
+	if n > 0 {
+		l, _ := quant.NewLayout(s, p.Rows, k)
+		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		codes := p.Data[a*qw : (a+n)*qw]
+		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(a+n)*sw]
+		nb := k / a8Block
+		chunks := (nb + lanes - 1) / lanes
+		// The kernel reads whole chunks of the activations, the codes and
+		// scales of each row's nb blocks only (masked).
+		_, _, _ = acts[chunks*lanes*a8Block-1], x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
+		_, _ = codes[n*qw-1], scales[(n-1)*sw+2*nb-1]
+		masks := a8Masks(nb, s.Bits()*4)
+		var t4 [4]float32
+		for i := 0; i < n; i += 4 {
+			kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &acts[0], &x.sum[0], &x.dx[0], &masks, &t4)
+			copy(out[i:i+4], t4[:])
+		}
+	}
+	if n < z-a {
+		rowsA8Go(p, k, a+n, z, x, out[n:], sums, ws)
+	}
+}
+
+// a8Masks are the masks of the a8 kernels for rows of nb blocks of
+// bytes code bytes: [0] those of a whole chunk, [1] those of the last
+// one; in each, the dword masks of the code loads (64 bytes each), then
+// at 8 the chunk's blocks.
+func a8Masks(nb, bytes int) [2][16]uint16 {
+	var m [2][16]uint16
+	last := nb - (nb-1)/lanes*lanes // blocks of the last chunk, 1..16
+	for set, blocks := range []int{lanes, last} {
+		for b := range blocks {
+			d := b * bytes / 4 // the block's first dword in the chunk
+			for j := range bytes / 4 {
+				m[set][(d+j)/16] |= 1 << ((d + j) % 16)
+			}
+		}
+		m[set][8] = uint16(1<<blocks - 1)
+	}
+	return m
+}
+
+// packA8Acts lays out x for the a8 kernels (a8Acts): per 4 blocks, the
+// 64 even columns then the 64 odd ones (q4's low and high nibbles of a
+// 64-byte load), and Σ q per block; q and dx are already padded.
+func packA8Acts(x *a8Acts) {
+	nb := cap(x.dx)
+	q := x.q[:cap(x.q)]
+	x.nib = make([]int8, len(q))
+	x.sum = make([]int32, nb)
+	for b := range nb {
+		qb := q[b*a8Block : (b+1)*a8Block]
+		lo := x.nib[b/4*128+b%4*16:]
+		hi := lo[64:]
+		var sum int32
+		for i := range 16 {
+			lo[i], hi[i] = qb[2*i], qb[2*i+1]
+			sum += int32(qb[2*i]) + int32(qb[2*i+1])
+		}
+		x.sum[b] = sum
+	}
 }
 
 // quantDot wraps a fused kernel of a quant scheme (n: code bytes per

@@ -63,6 +63,38 @@
 	REDUCE(Z3, Y3, X3, 12) \
 	VZEROUPPER
 
+// A8ROWS4 and A8SUM begin and end the a8 kernels (a8Q4AVX512): the
+// pointers loaded and the lanes zeroed; the rows' tree sums stored.
+#define A8ROWS4 \
+	MOVQ codes+0(FP), SI \
+	MOVQ ldc+8(FP), BX \
+	LEAQ (SI)(BX*1), R8 \
+	LEAQ (R8)(BX*1), R9 \
+	LEAQ (R9)(BX*1), R10 \
+	MOVQ scales+16(FP), DX \
+	MOVQ lds+24(FP), BX \
+	LEAQ (DX)(BX*1), R11 \
+	LEAQ (R11)(BX*1), R12 \
+	LEAQ (R12)(BX*1), R13 \
+	MOVQ chunks+32(FP), CX \
+	MOVQ acts+40(FP), DI \
+	MOVQ sums+48(FP), R14 \
+	MOVQ dx+56(FP), AX \
+	MOVQ masks+64(FP), BX \
+	VMOVDQU32 transposed<>(SB), Z29 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3
+
+#define A8SUM \
+	MOVQ out+72(FP), DI \
+	REDUCE(Z0, Y0, X0, 0) \
+	REDUCE(Z1, Y1, X1, 4) \
+	REDUCE(Z2, Y2, X2, 8) \
+	REDUCE(Z3, Y3, X3, 12) \
+	VZEROUPPER
+
 // LOAD16 and STORE16 move Z(4t+r) from and to row r, token t's lanes at
 // (DX): acc[4r+t].
 #define LOAD16 \
@@ -809,3 +841,190 @@ loopAxpy:
 	JG chunkAxpy
 	VZEROUPPER
 	RET
+
+// The kernels of 8-bit activations (a8.go's order): four rows of quant's
+// q4 or q8 times one token's rounded activations. The integer block sums
+// S_b come from VPDPBUSD (unsigned bytes times signed bytes, four
+// products summed into each dword, exact), on unsigned weights u: q4's
+// nibbles (code + 8) or q8's codes + 128 (the sign bit flipped), so that
+// S_b = Σ u_j·q_j − c·Σ q_j with c = 8 or 128 and Σ q_j precomputed per
+// block (a8Acts.sum). Blocks go in chunks of 16, the order's lanes: a
+// chunk's S_b end in one Z register, block b in dword b, converted,
+// multiplied by t_b = float32(s_b·dx_b) and added to the row's lanes
+// (a multiply and an add, not fused). The activations (a8Acts) have
+// zeros up to a whole chunk; the weights and scales past a row's last
+// block are masked off its loads, and its lanes past the last block
+// masked off the add, so that a −0 lane stays −0 as in the order.
+//
+// Registers: SI, R8, R9, R10 the four rows' codes, DX, R11, R12, R13
+// their f16 scales (stride lds), DI the activations, R14 Σq, AX dx, BX
+// the masks (a8Masks: per chunk the dword masks of the code loads, then
+// the chunk's blocks at 16(BX)), CX the chunks left; Z0..Z3 the rows'
+// lanes, Z4..Z19 four partial sums per row (Z4+4r+i: blocks 4i..4i+3 of
+// the chunk, one per 128-bit lane, four dwords each), Z28 the weights'
+// constant, Z29 transposed<>, Z30 c·Σq of the chunk.
+
+// A8LAST switches BX to the last chunk's masks before it.
+#define A8LAST \
+	CMPQ CX, $1 \
+	JNE 2(PC) \
+	ADDQ $32, BX
+
+// A8BLOCKS(b0, b1, b2, b3, scales, acc): the chunk's partial sums b0..b3
+// of one row summed to S_b (a 4×4 transpose of dwords within each
+// 128-bit lane leaves block 4j+l in dword 4l+j; transposed<> puts it back
+// in dword 4j+l), the order's step 3 for its blocks into acc.
+#define A8BLOCKS(b0, b1, b2, b3, scales, acc) \
+	VPUNPCKLDQ b1, b0, Z20 \
+	VPUNPCKHDQ b1, b0, Z21 \
+	VPADDD Z21, Z20, Z20 \
+	VPUNPCKLDQ b3, b2, Z21 \
+	VPUNPCKHDQ b3, b2, Z22 \
+	VPADDD Z22, Z21, Z21 \
+	VPUNPCKLQDQ Z21, Z20, Z22 \
+	VPUNPCKHQDQ Z21, Z20, Z23 \
+	VPADDD Z23, Z22, Z22 \
+	VPERMD Z22, Z29, Z22 \
+	VPSUBD Z30, Z22, Z22 \
+	VCVTDQ2PS Z22, Z22 \
+	VMOVDQU16.Z (scales), K2, Y23 \
+	VCVTPH2PS Y23, Z23 \
+	VMULPS (AX), Z23, Z23 \
+	VMULPS Z23, Z22, Z22 \
+	VADDPS Z22, acc, K2, acc
+
+// A8NEXT moves the pointers to the next chunk (n: code bytes per row) and
+// loops; A8SUM then stores the rows' tree sums.
+#define A8NEXT(n, loop) \
+	ADDQ $n, SI \
+	ADDQ $n, R8 \
+	ADDQ $n, R9 \
+	ADDQ $n, R10 \
+	ADDQ $32, DX \
+	ADDQ $32, R11 \
+	ADDQ $32, R12 \
+	ADDQ $32, R13 \
+	ADDQ $512, DI \
+	ADDQ $64, R14 \
+	ADDQ $64, AX \
+	DECQ CX \
+	JNZ loop
+
+// A8Q4(off, row, b): the row's 64 code bytes at off (blocks 4i..4i+3 of
+// the chunk, masked by K1) split into low and high nibbles (Z28 = 0x0f
+// bytes) times the activations' even and odd columns at 2·off(DI) and
+// 2·off+64(DI) (a8Acts.nib) into b.
+#define A8Q4(off, aoff, hoff, row, b) \
+	VMOVDQU32.Z off(row), K1, Z24 \
+	VPSRLD $4, Z24, Z25 \
+	VPANDD Z28, Z24, Z24 \
+	VPANDD Z28, Z25, Z25 \
+	VPXORD b, b, b \
+	VPDPBUSD aoff(DI), Z24, b \
+	VPDPBUSD hoff(DI), Z25, b
+
+#define A8Q4LOAD(m, off, aoff, hoff, b0, b1, b2, b3) \
+	KMOVW m(BX), K1 \
+	A8Q4(off, aoff, hoff, SI, b0) \
+	A8Q4(off, aoff, hoff, R8, b1) \
+	A8Q4(off, aoff, hoff, R9, b2) \
+	A8Q4(off, aoff, hoff, R10, b3)
+
+// A8CHUNK ends a chunk: the four rows' blocks into their lanes.
+#define A8CHUNK \
+	KMOVW 16(BX), K2 \
+	A8BLOCKS(Z4, Z5, Z6, Z7, DX, Z0) \
+	A8BLOCKS(Z8, Z9, Z10, Z11, R11, Z1) \
+	A8BLOCKS(Z12, Z13, Z14, Z15, R12, Z2) \
+	A8BLOCKS(Z16, Z17, Z18, Z19, R13, Z3)
+
+// func a8Q4AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+//
+// quant's q4: per block 16 code bytes (column 2i in byte i's low nibble,
+// 2i+1 in its high one, value nibble − 8), rows ldc bytes apart; c = 8.
+// The activations (a8Acts.nib) hold per 4 blocks the even columns, 16
+// per block, then the odd ones.
+TEXT ·a8Q4AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB nibbleMask<>(SB), Z28
+
+loopA8Q4:
+	A8LAST
+	VPSLLD $3, (R14), Z30
+	A8Q4LOAD(0, 0, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q4LOAD(2, 64, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q4LOAD(4, 128, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q4LOAD(6, 192, 384, 448, Z7, Z11, Z15, Z19)
+	A8CHUNK
+	A8NEXT(256, loopA8Q4)
+	A8SUM
+	RET
+
+// A8Q8(off, row, b): the row's 128 code bytes at off and off+64 (blocks
+// 4i..4i+3 of the chunk, masked by K1 and K3) with the sign bit flipped
+// (Z28 = 0x80 bytes) times the activations at the same offsets into b:
+// blocks 4i, 4i+1 come in dwords 0..7 and 8..15 of the first product,
+// the next two in the second's; VSHUFI32X4 gathers the first halves and
+// the second halves of the four blocks, one per 128-bit lane.
+#define A8Q8(off, off2, row, b) \
+	VPXORD.Z off(row), Z28, K1, Z24 \
+	VPXORD.Z off2(row), Z28, K3, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27 \
+	VPDPBUSD off(DI), Z24, Z26 \
+	VPDPBUSD off2(DI), Z25, Z27 \
+	VSHUFI32X4 $0x88, Z27, Z26, Z24 \
+	VSHUFI32X4 $0xdd, Z27, Z26, Z25 \
+	VPADDD Z25, Z24, b
+
+#define A8Q8LOAD(m, m2, off, off2, b0, b1, b2, b3) \
+	KMOVW m(BX), K1 \
+	KMOVW m2(BX), K3 \
+	A8Q8(off, off2, SI, b0) \
+	A8Q8(off, off2, R8, b1) \
+	A8Q8(off, off2, R9, b2) \
+	A8Q8(off, off2, R10, b3)
+
+// func a8Q8AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+//
+// quant's q8: per block 32 code bytes (two's complement), rows ldc bytes
+// apart; c = 128. The activations are a8Acts.q.
+TEXT ·a8Q8AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB signBit<>(SB), Z28
+
+loopA8Q8:
+	A8LAST
+	VPSLLD $7, (R14), Z30
+	A8Q8LOAD(0, 2, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q8LOAD(4, 6, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q8LOAD(8, 10, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q8LOAD(12, 14, 384, 448, Z7, Z11, Z15, Z19)
+	A8CHUNK
+	A8NEXT(512, loopA8Q8)
+	A8SUM
+	RET
+
+DATA nibbleMask<>+0(SB)/1, $0x0f
+GLOBL nibbleMask<>(SB), RODATA|NOPTR, $1
+DATA signBit<>+0(SB)/1, $0x80
+GLOBL signBit<>(SB), RODATA|NOPTR, $1
+
+// transposed<>: VPERMD's indices that take block 4j+l from dword 4l+j.
+DATA transposed<>+0(SB)/4, $0
+DATA transposed<>+4(SB)/4, $4
+DATA transposed<>+8(SB)/4, $8
+DATA transposed<>+12(SB)/4, $12
+DATA transposed<>+16(SB)/4, $1
+DATA transposed<>+20(SB)/4, $5
+DATA transposed<>+24(SB)/4, $9
+DATA transposed<>+28(SB)/4, $13
+DATA transposed<>+32(SB)/4, $2
+DATA transposed<>+36(SB)/4, $6
+DATA transposed<>+40(SB)/4, $10
+DATA transposed<>+44(SB)/4, $14
+DATA transposed<>+48(SB)/4, $3
+DATA transposed<>+52(SB)/4, $7
+DATA transposed<>+56(SB)/4, $11
+DATA transposed<>+60(SB)/4, $15
+GLOBL transposed<>(SB), RODATA|NOPTR, $64

@@ -201,3 +201,68 @@ func TestForwardA8(t *testing.T) {
 		})
 	}
 }
+
+// The a8 kernels give rowsA8Go's bits for every block count from 1 to
+// 40 (whole chunks of 16 blocks and a partial last one), for quads of
+// rows and the leftovers at either end of a piece, on weight blocks that
+// are zero or at the codes' extremes and activation blocks that are
+// zero, negative zero, at ±127, tiny or infinite.
+func TestRowsA8MatchGo(t *testing.T) {
+	if !asmKernels() || packA8 == nil {
+		t.Skip("no a8 assembly on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	const rows = 11
+	for _, s := range quant.Schemes {
+		for nb := 1; nb <= 40; nb++ {
+			k := nb * a8Block
+			w := make([]float32, rows*k)
+			for i := range w {
+				switch blk := i / a8Block; blk % 7 {
+				case 3: // zero
+				case 5: // the codes' extremes
+					w[i] = float32(1 - 2*rng.IntN(2))
+				default:
+					w[i] = float32(rng.NormFloat64())
+				}
+			}
+			data, err := quant.Quantize(s, w, rows, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &model.Piece{Rows: rows, Format: model.Format{Scheme: s}, Data: data}
+			for trial := range 3 {
+				x := make([]float32, k)
+				for b := range nb {
+					xb := x[b*a8Block : (b+1)*a8Block]
+					for j := range xb {
+						switch (b + trial) % 6 {
+						case 0:
+							xb[j] = float32(math.Copysign(0, -1))
+						case 1:
+							xb[j] = 3 // q = 127 throughout
+						case 2:
+							xb[j] = float32(rng.NormFloat64())
+						case 3:
+							xb[j] = -float32(rng.Float64()) * 1e-30
+						case 4:
+							xb[j] = float32(rng.NormFloat64())
+							if trial == 2 && j == 5 {
+								xb[j] = float32(math.Inf(-1))
+							}
+						}
+					}
+				}
+				acts := newA8Acts(x)
+				sums, ws := make([]int32, nb), make([]float32, nb)
+				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 4, rows}, {3, 8}, {0, 4}, {2, 4}} {
+					a, z := span[0], span[1]
+					got, want := make([]float32, z-a), make([]float32, z-a)
+					rowsA8(p, k, a, z, acts, got, sums, ws)
+					rowsA8Go(p, k, a, z, acts, want, sums, ws)
+					sameBits(t, fmt.Sprintf("%s/%d blocks/trial %d/rows %d..%d", s, nb, trial, a, z), got, want)
+				}
+			}
+		}
+	}
+}

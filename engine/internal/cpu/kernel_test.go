@@ -413,8 +413,18 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 // on a machine others share, it varies less than the wall time), on each
 // kernel path: "go" is what engine.wasm runs, natively compiled.
 func BenchmarkMatmul(b *testing.B) {
+	benchMatmul(b, []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}}, matmul)
+}
+
+// BenchmarkMatmulA8 is BenchmarkMatmul with 8-bit activations (a8.go),
+// for the formats that take them (GFLOP/s counts their integer products).
+func BenchmarkMatmulA8(b *testing.B) {
+	benchMatmul(b, []model.Format{{Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}}, matmulA8)
+}
+
+func benchMatmul(b *testing.B, formats []model.Format, mul func(out, x []float32, W *model.Matrix, b []float32, T int)) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, f := range []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}} {
+	for _, f := range formats {
 		for _, shape := range [][2]int{{4864, 896}, {896, 4864}} {
 			rows, cols := shape[0], shape[1]
 			W := benchMatrix(b, rng, f, rows, cols)
@@ -426,7 +436,7 @@ func BenchmarkMatmul(b *testing.B) {
 						onPath(path, func() {
 							cpu0 := cpuTime()
 							for b.Loop() {
-								matmul(out, x, W, nil, T)
+								mul(out, x, W, nil, T)
 							}
 							sec := b.Elapsed().Seconds() / float64(b.N)
 							b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/float64(rows*cols*T), "cpu-ns/weight")

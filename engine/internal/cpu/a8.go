@@ -161,13 +161,15 @@ func a8Format(f model.Format, k int) bool {
 // q (k,) and dx (k/32,). Where the assembly is installed, packA8 also
 // lays them out as its kernels read them (kernel_amd64.go): q and dx
 // then have zeros past their ends up to a multiple of 16 blocks (the
-// kernels read whole chunks of 16), nib is q in q4's nibble order and
-// sum holds Σ_j q_j per block.
+// kernels read whole chunks of 16), nib and halves are q in the orders
+// of 4-bit codes' nibbles (quant's q4, ggml's Q4_0) and sum holds Σ_j
+// q_j per block.
 type a8Acts struct {
-	q   []int8
-	dx  []float32
-	nib []int8
-	sum []int32
+	q      []int8
+	dx     []float32
+	nib    []int8
+	halves []int8
+	sum    []int32
 }
 
 // newA8Acts rounds x (k,) as the order's step 1 says.

@@ -213,24 +213,15 @@ func TestRowsA8MatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
 	const rows = 11
+	var formats []model.Format
 	for _, s := range quant.Schemes {
+		formats = append(formats, model.Format{Scheme: s})
+	}
+	formats = append(formats, model.Format{Type: ggml.Q4_0}, model.Format{Type: ggml.Q8_0})
+	for _, f := range formats {
 		for nb := 1; nb <= 40; nb++ {
 			k := nb * a8Block
-			w := make([]float32, rows*k)
-			for i := range w {
-				switch blk := i / a8Block; blk % 7 {
-				case 3: // zero
-				case 5: // the codes' extremes
-					w[i] = float32(1 - 2*rng.IntN(2))
-				default:
-					w[i] = float32(rng.NormFloat64())
-				}
-			}
-			data, err := quant.Quantize(s, w, rows, k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := &model.Piece{Rows: rows, Format: model.Format{Scheme: s}, Data: data}
+			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}
 			for trial := range 3 {
 				x := make([]float32, k)
 				for b := range nb {
@@ -260,9 +251,49 @@ func TestRowsA8MatchGo(t *testing.T) {
 					got, want := make([]float32, z-a), make([]float32, z-a)
 					rowsA8(p, k, a, z, acts, got, sums, ws)
 					rowsA8Go(p, k, a, z, acts, want, sums, ws)
-					sameBits(t, fmt.Sprintf("%s/%d blocks/trial %d/rows %d..%d", s, nb, trial, a, z), got, want)
+					sameBits(t, fmt.Sprintf("%v/%d blocks/trial %d/rows %d..%d", f, nb, trial, a, z), got, want)
 				}
 			}
 		}
 	}
+}
+
+// a8Weights are rows of format f (k columns) whose every seventh block
+// is zero (with a scale of −0 for ggml's blocks) and every seventh from
+// the fifth on at the codes' extremes.
+func a8Weights(t *testing.T, rng *rand.Rand, f model.Format, rows, k int) []byte {
+	if f.Scheme == "" {
+		data := randomBlocks(t, rng, f.Type, rows, k, make([]float32, rows*k))
+		bb := f.Type.BlockBytes()
+		for b := range rows * k / a8Block {
+			blk := data[b*bb : (b+1)*bb]
+			switch b % 7 {
+			case 3:
+				blk[0], blk[1] = 0, 0x80
+				for j := range blk[2:] {
+					blk[2+j] = 0
+				}
+			case 5:
+				for j := range blk[2:] {
+					blk[2+j] = byte(0x80 + 0x7f*(j%2)) // −128 and 127, or nibbles 0 and 15
+				}
+			}
+		}
+		return data
+	}
+	w := make([]float32, rows*k)
+	for i := range w {
+		switch blk := i / a8Block; blk % 7 {
+		case 3: // zero
+		case 5: // the codes' extremes
+			w[i] = float32(1 - 2*rng.IntN(2))
+		default:
+			w[i] = float32(rng.NormFloat64())
+		}
+	}
+	data, err := quant.Quantize(f.Scheme, w, rows, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

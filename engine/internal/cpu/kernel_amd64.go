@@ -57,6 +57,12 @@ func a8Q4AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *i
 func a8Q8AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
 
 //go:noescape
+func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+
+//go:noescape
+func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+
+//go:noescape
 func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
@@ -106,53 +112,61 @@ func useAVX512() {
 	}
 }
 
-// rowsA8Asm is rowsA8 with the assembly for quant's q4 and q8, four rows
-// at a time; the other formats and the last (z−a) mod 4 rows take
-// rowsA8Go.
+// rowsA8Asm is rowsA8 with the assembly for quant's q4 and q8 and ggml's
+// Q4_0 and Q8_0, four rows at a time; q6 and the last (z−a) mod 4 rows
+// take rowsA8Go.
 func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int32, ws []float32) {
-	s := p.Format.Scheme
-	kern := a8Q4AVX512
-	acts := x.nib
-	switch s {
-	case quant.Q4:
-	case quant.Q8:
-		kern, acts = a8Q8AVX512, x.q[:cap(x.q)]
-	default:
-		rowsA8Go(p, k, a, z, x, out, sums, ws)
-		return
-	}
 	n := (z - a) &^ 3
-	if n > 0 {
+	nb := k / a8Block
+	chunks := (nb + lanes - 1) / lanes
+	// The kernels read whole chunks of the activations, and the codes
+	// and scales of each row's nb blocks only (masked).
+	_, _, _, _ = x.q[:chunks*lanes*a8Block][chunks*lanes*a8Block-1], x.nib[chunks*lanes*a8Block-1], x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
+	var t4 [4]float32
+	switch s, t := p.Format.Scheme, p.Format.Type; {
+	case n > 0 && (s == quant.Q4 || s == quant.Q8):
 		l, _ := quant.NewLayout(s, p.Rows, k)
 		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
 		codes := p.Data[a*qw : (a+n)*qw]
 		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(a+n)*sw]
-		nb := k / a8Block
-		chunks := (nb + lanes - 1) / lanes
-		// The kernel reads whole chunks of the activations, the codes and
-		// scales of each row's nb blocks only (masked).
-		_, _, _ = acts[chunks*lanes*a8Block-1], x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
-		_, _ = codes[n*qw-1], scales[(n-1)*sw+2*nb-1]
+		_ = scales[(n-1)*sw+2*nb-1]
+		kern, acts := a8Q4AVX512, x.nib
+		if s == quant.Q8 {
+			kern, acts = a8Q8AVX512, x.q[:cap(x.q)]
+		}
 		masks := a8Masks(nb, s.Bits()*4)
-		var t4 [4]float32
 		for i := 0; i < n; i += 4 {
 			kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &acts[0], &x.sum[0], &x.dx[0], &masks, &t4)
 			copy(out[i:i+4], t4[:])
 		}
+	case n > 0 && (t == ggml.Q4_0 || t == ggml.Q8_0) && cpu.X86.HasAVX512VBMI:
+		rb64, _ := t.RowBytes(k)
+		rb := int(rb64)
+		rows := p.Data[a*rb : (a+n)*rb]
+		kern, acts, group := a8Q4_0AVX512, x.halves, 4
+		if t == ggml.Q8_0 {
+			kern, acts, group = a8Q8_0AVX512, x.q[:cap(x.q)], 2
+		}
+		masks := a8BlockMasks(nb, t.BlockBytes(), group)
+		for i := 0; i < n; i += 4 {
+			kern(&rows[i*rb], rb, &rows[i*rb], rb, chunks, &acts[0], &x.sum[0], &x.dx[0], &masks, &t4)
+			copy(out[i:i+4], t4[:])
+		}
+	default:
+		n = 0
 	}
 	if n < z-a {
 		rowsA8Go(p, k, a+n, z, x, out[n:], sums, ws)
 	}
 }
 
-// a8Masks are the masks of the a8 kernels for rows of nb blocks of
+// a8Masks are the masks of the quant kernels for rows of nb blocks of
 // bytes code bytes: [0] those of a whole chunk, [1] those of the last
 // one; in each, the dword masks of the code loads (64 bytes each), then
 // at 8 the chunk's blocks.
 func a8Masks(nb, bytes int) [2][16]uint16 {
 	var m [2][16]uint16
-	last := nb - (nb-1)/lanes*lanes // blocks of the last chunk, 1..16
-	for set, blocks := range []int{lanes, last} {
+	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
 		for b := range blocks {
 			d := b * bytes / 4 // the block's first dword in the chunk
 			for j := range bytes / 4 {
@@ -164,23 +178,49 @@ func a8Masks(nb, bytes int) [2][16]uint16 {
 	return m
 }
 
+// a8BlockMasks are those of the ggml kernels for rows of nb blocks of
+// size bytes, loaded group blocks at a time: per group the byte masks
+// of its first 64 bytes and of the rest, then at 16 the chunk's blocks.
+func a8BlockMasks(nb, size, group int) [2][32]uint64 {
+	var m [2][32]uint64
+	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
+		for g := range lanes / group {
+			n := uint(size * min(group, max(0, blocks-g*group))) // the group's bytes in the row
+			m[set][2*g] = 1<<min(n, 64) - 1
+			if n == 64 {
+				m[set][2*g] = ^uint64(0)
+			}
+			m[set][2*g+1] = 1<<(max(n, 64)-64) - 1
+		}
+		m[set][16] = 1<<blocks - 1
+	}
+	return m
+}
+
+// a8LastChunk is the blocks of a row's last chunk of 16, 1..16.
+func a8LastChunk(nb int) int { return nb - (nb-1)/lanes*lanes }
+
 // packA8Acts lays out x for the a8 kernels (a8Acts): per 4 blocks, the
-// 64 even columns then the 64 odd ones (q4's low and high nibbles of a
-// 64-byte load), and Σ q per block; q and dx are already padded.
+// columns that meet the low nibbles of a 64-byte load of 4-bit codes,
+// then those that meet the high ones (quant's q4: a block's even columns,
+// then its odd ones; ggml's Q4_0: its first 16 columns, then its last
+// 16), and Σ q per block; q and dx are already padded.
 func packA8Acts(x *a8Acts) {
 	nb := cap(x.dx)
 	q := x.q[:cap(x.q)]
-	x.nib = make([]int8, len(q))
+	x.nib, x.halves = make([]int8, len(q)), make([]int8, len(q))
 	x.sum = make([]int32, nb)
 	for b := range nb {
 		qb := q[b*a8Block : (b+1)*a8Block]
-		lo := x.nib[b/4*128+b%4*16:]
-		hi := lo[64:]
+		at := b/4*128 + b%4*16
+		lo, hi := x.nib[at:at+16], x.nib[at+64:at+80]
 		var sum int32
 		for i := range 16 {
 			lo[i], hi[i] = qb[2*i], qb[2*i+1]
 			sum += int32(qb[2*i]) + int32(qb[2*i+1])
 		}
+		copy(x.halves[at:at+16], qb[:16])
+		copy(x.halves[at+64:at+80], qb[16:])
 		x.sum[b] = sum
 	}
 }

@@ -843,38 +843,40 @@ loopAxpy:
 	RET
 
 // The kernels of 8-bit activations (a8.go's order): four rows of quant's
-// q4 or q8 times one token's rounded activations. The integer block sums
-// S_b come from VPDPBUSD (unsigned bytes times signed bytes, four
-// products summed into each dword, exact), on unsigned weights u: q4's
-// nibbles (code + 8) or q8's codes + 128 (the sign bit flipped), so that
-// S_b = Σ u_j·q_j − c·Σ q_j with c = 8 or 128 and Σ q_j precomputed per
-// block (a8Acts.sum). Blocks go in chunks of 16, the order's lanes: a
-// chunk's S_b end in one Z register, block b in dword b, converted,
-// multiplied by t_b = float32(s_b·dx_b) and added to the row's lanes
-// (a multiply and an add, not fused). The activations (a8Acts) have
-// zeros up to a whole chunk; the weights and scales past a row's last
-// block are masked off its loads, and its lanes past the last block
-// masked off the add, so that a −0 lane stays −0 as in the order.
+// q4 or q8 or ggml's Q4_0 or Q8_0 times one token's rounded activations.
+// The integer block sums S_b come from VPDPBUSD (unsigned bytes times
+// signed bytes, four products summed into each dword, exact), on unsigned
+// weights u: 4-bit codes' nibbles (code + 8) or 8-bit codes + 128 (the
+// sign bit flipped), so that S_b = Σ u_j·q_j − c·Σ q_j with c = 8 or 128
+// and Σ q_j precomputed per block (a8Acts.sum). Blocks go in chunks of
+// 16, the order's lanes: a chunk's S_b end in one Z register, block b in
+// dword b, converted, multiplied by t_b = float32(s_b·dx_b) and added to
+// the row's lanes (a multiply and an add, not fused). The activations
+// (a8Acts) have zeros up to a whole chunk; the codes and scales past a
+// row's last block are masked off their loads (they may lie past the
+// piece), and the lanes past it off the add.
 //
 // Registers: SI, R8, R9, R10 the four rows' codes, DX, R11, R12, R13
-// their f16 scales (stride lds), DI the activations, R14 Σq, AX dx, BX
-// the masks (a8Masks: per chunk the dword masks of the code loads, then
-// the chunk's blocks at 16(BX)), CX the chunks left; Z0..Z3 the rows'
+// their scales (the same pointers for ggml's blocks), DI the
+// activations, R14 Σq, AX dx, BX the masks (a8Masks, a8BlockMasks: a
+// whole chunk's, then the last one's, the code loads' then at 16(BX) or
+// 128(BX) the chunk's blocks, K2), CX the chunks left; Z0..Z3 the rows'
 // lanes, Z4..Z19 four partial sums per row (Z4+4r+i: blocks 4i..4i+3 of
 // the chunk, one per 128-bit lane, four dwords each), Z28 the weights'
-// constant, Z29 transposed<>, Z30 c·Σq of the chunk.
+// constant, Z29 transposed<>, Z30 c·Σq of the chunk, Z31 ggml's
+// VPERMT2B indices, Z27 the row's t_b.
 
-// A8LAST switches BX to the last chunk's masks before it.
-#define A8LAST \
+// A8LAST(size) switches BX to the last chunk's masks before it.
+#define A8LAST(size) \
 	CMPQ CX, $1 \
 	JNE 2(PC) \
-	ADDQ $32, BX
+	ADDQ $size, BX
 
-// A8BLOCKS(b0, b1, b2, b3, scales, acc): the chunk's partial sums b0..b3
-// of one row summed to S_b (a 4×4 transpose of dwords within each
-// 128-bit lane leaves block 4j+l in dword 4l+j; transposed<> puts it back
-// in dword 4j+l), the order's step 3 for its blocks into acc.
-#define A8BLOCKS(b0, b1, b2, b3, scales, acc) \
+// A8BLOCKS(b0, b1, b2, b3, acc): the chunk's partial sums b0..b3 of one
+// row summed to S_b (a 4×4 transpose of dwords within each 128-bit lane
+// leaves block 4j+l in dword 4l+j; transposed<> puts it back in dword
+// 4j+l), times t_b in Z27 into acc: the order's step 3.
+#define A8BLOCKS(b0, b1, b2, b3, acc) \
 	VPUNPCKLDQ b1, b0, Z20 \
 	VPUNPCKHDQ b1, b0, Z21 \
 	VPADDD Z21, Z20, Z20 \
@@ -887,35 +889,70 @@ loopAxpy:
 	VPERMD Z22, Z29, Z22 \
 	VPSUBD Z30, Z22, Z22 \
 	VCVTDQ2PS Z22, Z22 \
-	VMOVDQU16.Z (scales), K2, Y23 \
-	VCVTPH2PS Y23, Z23 \
-	VMULPS (AX), Z23, Z23 \
-	VMULPS Z23, Z22, Z22 \
+	VMULPS Z27, Z22, Z22 \
 	VADDPS Z22, acc, K2, acc
 
-// A8NEXT moves the pointers to the next chunk (n: code bytes per row) and
-// loops; A8SUM then stores the rows' tree sums.
-#define A8NEXT(n, loop) \
+// A8SCALES(p): Z27 = t_b = float32(s_b·dx_b) of a quant row's 16 f16
+// scales at p; A8GATHER(p) of a ggml row's, each in the first two bytes
+// of a block (Z26: the blocks' offsets).
+#define A8SCALES(p) \
+	VMOVDQU16.Z (p), K2, Y27 \
+	VCVTPH2PS Y27, Z27 \
+	VMULPS (AX), Z27, Z27
+
+#define A8GATHER(p) \
+	KMOVW K2, K3 \
+	VPGATHERDD (p)(Z26*1), K3, Z27 \
+	VPMOVDW Z27, Y27 \
+	VCVTPH2PS Y27, Z27 \
+	VMULPS (AX), Z27, Z27
+
+// A8CHUNK(m) ends a chunk: the four rows' blocks into their lanes, K2
+// the blocks' mask at m(BX).
+#define A8CHUNK(m) \
+	KMOVW m(BX), K2 \
+	A8SCALES(DX) \
+	A8BLOCKS(Z4, Z5, Z6, Z7, Z0) \
+	A8SCALES(R11) \
+	A8BLOCKS(Z8, Z9, Z10, Z11, Z1) \
+	A8SCALES(R12) \
+	A8BLOCKS(Z12, Z13, Z14, Z15, Z2) \
+	A8SCALES(R13) \
+	A8BLOCKS(Z16, Z17, Z18, Z19, Z3)
+
+#define A8CHUNKGGML(offsets) \
+	KMOVW 128(BX), K2 \
+	VMOVDQU32 offsets, Z26 \
+	A8GATHER(SI) \
+	A8BLOCKS(Z4, Z5, Z6, Z7, Z0) \
+	A8GATHER(R8) \
+	A8BLOCKS(Z8, Z9, Z10, Z11, Z1) \
+	A8GATHER(R9) \
+	A8BLOCKS(Z12, Z13, Z14, Z15, Z2) \
+	A8GATHER(R10) \
+	A8BLOCKS(Z16, Z17, Z18, Z19, Z3)
+
+// A8NEXT moves the pointers to the next chunk (n: code bytes per row, s:
+// scale bytes) and loops.
+#define A8NEXT(n, s, loop) \
 	ADDQ $n, SI \
 	ADDQ $n, R8 \
 	ADDQ $n, R9 \
 	ADDQ $n, R10 \
-	ADDQ $32, DX \
-	ADDQ $32, R11 \
-	ADDQ $32, R12 \
-	ADDQ $32, R13 \
+	ADDQ $s, DX \
+	ADDQ $s, R11 \
+	ADDQ $s, R12 \
+	ADDQ $s, R13 \
 	ADDQ $512, DI \
 	ADDQ $64, R14 \
 	ADDQ $64, AX \
 	DECQ CX \
 	JNZ loop
 
-// A8Q4(off, row, b): the row's 64 code bytes at off (blocks 4i..4i+3 of
-// the chunk, masked by K1) split into low and high nibbles (Z28 = 0x0f
-// bytes) times the activations' even and odd columns at 2·off(DI) and
-// 2·off+64(DI) (a8Acts.nib) into b.
-#define A8Q4(off, aoff, hoff, row, b) \
-	VMOVDQU32.Z off(row), K1, Z24 \
+// A8NIBBLES(aoff, hoff, b): the 64 code bytes in Z24 (four blocks of 16)
+// split into low and high nibbles (Z28 = 0x0f bytes) times the
+// activations at aoff(DI) and hoff(DI) into b.
+#define A8NIBBLES(aoff, hoff, b) \
 	VPSRLD $4, Z24, Z25 \
 	VPANDD Z28, Z24, Z24 \
 	VPANDD Z28, Z25, Z25 \
@@ -923,20 +960,18 @@ loopAxpy:
 	VPDPBUSD aoff(DI), Z24, b \
 	VPDPBUSD hoff(DI), Z25, b
 
+// A8Q4(off, aoff, hoff, row, b): quant q4's 64 code bytes at off(row)
+// (blocks 4i..4i+3 of the chunk, masked by K1).
+#define A8Q4(off, aoff, hoff, row, b) \
+	VMOVDQU32.Z off(row), K1, Z24 \
+	A8NIBBLES(aoff, hoff, b)
+
 #define A8Q4LOAD(m, off, aoff, hoff, b0, b1, b2, b3) \
 	KMOVW m(BX), K1 \
 	A8Q4(off, aoff, hoff, SI, b0) \
 	A8Q4(off, aoff, hoff, R8, b1) \
 	A8Q4(off, aoff, hoff, R9, b2) \
 	A8Q4(off, aoff, hoff, R10, b3)
-
-// A8CHUNK ends a chunk: the four rows' blocks into their lanes.
-#define A8CHUNK \
-	KMOVW 16(BX), K2 \
-	A8BLOCKS(Z4, Z5, Z6, Z7, DX, Z0) \
-	A8BLOCKS(Z8, Z9, Z10, Z11, R11, Z1) \
-	A8BLOCKS(Z12, Z13, Z14, Z15, R12, Z2) \
-	A8BLOCKS(Z16, Z17, Z18, Z19, R13, Z3)
 
 // func a8Q4AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
 //
@@ -949,33 +984,38 @@ TEXT ·a8Q4AVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTB nibbleMask<>(SB), Z28
 
 loopA8Q4:
-	A8LAST
+	A8LAST(32)
 	VPSLLD $3, (R14), Z30
 	A8Q4LOAD(0, 0, 0, 64, Z4, Z8, Z12, Z16)
 	A8Q4LOAD(2, 64, 128, 192, Z5, Z9, Z13, Z17)
 	A8Q4LOAD(4, 128, 256, 320, Z6, Z10, Z14, Z18)
 	A8Q4LOAD(6, 192, 384, 448, Z7, Z11, Z15, Z19)
-	A8CHUNK
-	A8NEXT(256, loopA8Q4)
+	A8CHUNK(16)
+	A8NEXT(256, 32, loopA8Q4)
 	A8SUM
 	RET
 
-// A8Q8(off, row, b): the row's 128 code bytes at off and off+64 (blocks
-// 4i..4i+3 of the chunk, masked by K1 and K3) with the sign bit flipped
-// (Z28 = 0x80 bytes) times the activations at the same offsets into b:
-// blocks 4i, 4i+1 come in dwords 0..7 and 8..15 of the first product,
-// the next two in the second's; VSHUFI32X4 gathers the first halves and
-// the second halves of the four blocks, one per 128-bit lane.
-#define A8Q8(off, off2, row, b) \
-	VPXORD.Z off(row), Z28, K1, Z24 \
-	VPXORD.Z off2(row), Z28, K3, Z25 \
+// A8BYTES(aoff, aoff2, b): the unsigned codes of blocks 4i, 4i+1 in Z24
+// and 4i+2, 4i+3 in Z25 times the activations at aoff(DI) and aoff2(DI)
+// into b: a product's blocks come in dwords 0..7 and 8..15, and
+// VSHUFI32X4 gathers the first halves and the second halves of the four
+// blocks, one per 128-bit lane.
+#define A8BYTES(aoff, aoff2, b) \
 	VPXORD Z26, Z26, Z26 \
 	VPXORD Z27, Z27, Z27 \
-	VPDPBUSD off(DI), Z24, Z26 \
-	VPDPBUSD off2(DI), Z25, Z27 \
+	VPDPBUSD aoff(DI), Z24, Z26 \
+	VPDPBUSD aoff2(DI), Z25, Z27 \
 	VSHUFI32X4 $0x88, Z27, Z26, Z24 \
 	VSHUFI32X4 $0xdd, Z27, Z26, Z25 \
 	VPADDD Z25, Z24, b
+
+// A8Q8(off, off2, row, b): quant q8's 128 code bytes at off(row) and
+// off2(row) (masked by K1 and K3), the sign bit flipped (Z28 = 0x80
+// bytes).
+#define A8Q8(off, off2, row, b) \
+	VPXORD.Z off(row), Z28, K1, Z24 \
+	VPXORD.Z off2(row), Z28, K3, Z25 \
+	A8BYTES(off, off2, b)
 
 #define A8Q8LOAD(m, m2, off, off2, b0, b1, b2, b3) \
 	KMOVW m(BX), K1 \
@@ -994,14 +1034,105 @@ TEXT ·a8Q8AVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTB signBit<>(SB), Z28
 
 loopA8Q8:
-	A8LAST
+	A8LAST(32)
 	VPSLLD $7, (R14), Z30
 	A8Q8LOAD(0, 2, 0, 64, Z4, Z8, Z12, Z16)
 	A8Q8LOAD(4, 6, 128, 192, Z5, Z9, Z13, Z17)
 	A8Q8LOAD(8, 10, 256, 320, Z6, Z10, Z14, Z18)
 	A8Q8LOAD(12, 14, 384, 448, Z7, Z11, Z15, Z19)
-	A8CHUNK
-	A8NEXT(512, loopA8Q8)
+	A8CHUNK(16)
+	A8NEXT(512, 32, loopA8Q8)
+	A8SUM
+	RET
+
+// A8PACK(off, row, w, t): ggml blocks at off(row), 64 bytes masked by K1
+// and the next 8 by K3, their codes packed into w by VPERMT2B (Z31; t
+// the second table).
+#define A8PACK(off, off2, row, w, t, k, k2) \
+	VMOVDQU8.Z off(row), k, w \
+	VMOVDQU8.Z off2(row), k2, t \
+	VPERMT2B t, Z31, w
+
+// A8Q4_0(off, aoff, hoff, row, b): Q4_0's four blocks of 18 bytes at
+// off(row).
+#define A8Q4_0(off, off2, aoff, hoff, row, b) \
+	A8PACK(off, off2, row, Z24, Z25, K1, K3) \
+	A8NIBBLES(aoff, hoff, b)
+
+#define A8Q4_0LOAD(m, m2, off, off2, aoff, hoff, b0, b1, b2, b3) \
+	KMOVQ m(BX), K1 \
+	KMOVQ m2(BX), K3 \
+	A8Q4_0(off, off2, aoff, hoff, SI, b0) \
+	A8Q4_0(off, off2, aoff, hoff, R8, b1) \
+	A8Q4_0(off, off2, aoff, hoff, R9, b2) \
+	A8Q4_0(off, off2, aoff, hoff, R10, b3)
+
+// func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+//
+// ggml's Q4_0: blocks of 18 bytes, an f16 d then 16 bytes holding column
+// j in byte j's low nibble and column j+16 in its high one, rows ldc
+// bytes apart (scales = codes, lds = ldc); c = 8. VPERMT2B packs four
+// blocks' codes from 72 bytes (unpack18<>); the activations
+// (a8Acts.halves) hold per 4 blocks their first 16 columns, then their
+// last 16. masks (a8BlockMasks): per 4 blocks the byte masks of the
+// first 64 bytes and the next 8.
+TEXT ·a8Q4_0AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB nibbleMask<>(SB), Z28
+	VMOVDQU64 unpack18<>(SB), Z31
+
+loopA8Q4_0:
+	A8LAST(256)
+	VPSLLD $3, (R14), Z30
+	A8Q4_0LOAD(0, 8, 0, 64, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q4_0LOAD(16, 24, 72, 136, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q4_0LOAD(32, 40, 144, 208, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q4_0LOAD(48, 56, 216, 280, 384, 448, Z7, Z11, Z15, Z19)
+	A8CHUNKGGML(offsets18<>(SB))
+	A8NEXT(288, 288, loopA8Q4_0)
+	A8SUM
+	RET
+
+// A8Q8_0(off, off2, row, b): Q8_0's four blocks of 34 bytes, two at
+// off(row) and two at off2(row), their codes' sign bits flipped.
+#define A8Q8_0(off, off2, aoff, aoff2, row, b) \
+	A8PACK(off, off+64, row, Z24, Z25, K1, K3) \
+	A8PACK(off2, off2+64, row, Z25, Z26, K4, K5) \
+	VPXORD Z28, Z24, Z24 \
+	VPXORD Z28, Z25, Z25 \
+	A8BYTES(aoff, aoff2, b)
+
+#define A8Q8_0LOAD(m, off, off2, aoff, aoff2, b0, b1, b2, b3) \
+	KMOVQ m(BX), K1 \
+	KMOVQ m+8(BX), K3 \
+	KMOVQ m+16(BX), K4 \
+	KMOVQ m+24(BX), K5 \
+	A8Q8_0(off, off2, aoff, aoff2, SI, b0) \
+	A8Q8_0(off, off2, aoff, aoff2, R8, b1) \
+	A8Q8_0(off, off2, aoff, aoff2, R9, b2) \
+	A8Q8_0(off, off2, aoff, aoff2, R10, b3)
+
+// func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+//
+// ggml's Q8_0: blocks of 34 bytes, an f16 d then 32 int8 codes, rows ldc
+// bytes apart (scales = codes, lds = ldc); c = 128. VPERMT2B packs two
+// blocks' codes from 68 bytes (unpack34<>); the activations are
+// a8Acts.q. masks (a8BlockMasks): per 2 blocks the byte masks of the
+// first 64 bytes and the next 4.
+TEXT ·a8Q8_0AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB signBit<>(SB), Z28
+	VMOVDQU64 unpack34<>(SB), Z31
+
+loopA8Q8_0:
+	A8LAST(256)
+	VPSLLD $7, (R14), Z30
+	A8Q8_0LOAD(0, 0, 68, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q8_0LOAD(32, 136, 204, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q8_0LOAD(64, 272, 340, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q8_0LOAD(96, 408, 476, 384, 448, Z7, Z11, Z15, Z19)
+	A8CHUNKGGML(offsets34<>(SB))
+	A8NEXT(544, 544, loopA8Q8_0)
 	A8SUM
 	RET
 
@@ -1028,3 +1159,62 @@ DATA transposed<>+52(SB)/4, $7
 DATA transposed<>+56(SB)/4, $11
 DATA transposed<>+60(SB)/4, $15
 GLOBL transposed<>(SB), RODATA|NOPTR, $64
+
+// unpack18<> and unpack34<>: VPERMT2B's indices that take byte i of
+// the packed codes from a ggml block of 18 (34) bytes: block i/16 (i/32)
+// at 2 + its offset.
+DATA unpack18<>+0(SB)/8, $0x0908070605040302
+DATA unpack18<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA unpack18<>+16(SB)/8, $0x1b1a191817161514
+DATA unpack18<>+24(SB)/8, $0x232221201f1e1d1c
+DATA unpack18<>+32(SB)/8, $0x2d2c2b2a29282726
+DATA unpack18<>+40(SB)/8, $0x3534333231302f2e
+DATA unpack18<>+48(SB)/8, $0x3f3e3d3c3b3a3938
+DATA unpack18<>+56(SB)/8, $0x4746454443424140
+GLOBL unpack18<>(SB), RODATA|NOPTR, $64
+DATA unpack34<>+0(SB)/8, $0x0908070605040302
+DATA unpack34<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA unpack34<>+16(SB)/8, $0x1918171615141312
+DATA unpack34<>+24(SB)/8, $0x21201f1e1d1c1b1a
+DATA unpack34<>+32(SB)/8, $0x2b2a292827262524
+DATA unpack34<>+40(SB)/8, $0x333231302f2e2d2c
+DATA unpack34<>+48(SB)/8, $0x3b3a393837363534
+DATA unpack34<>+56(SB)/8, $0x434241403f3e3d3c
+GLOBL unpack34<>(SB), RODATA|NOPTR, $64
+
+// offsets18<> and offsets34<>: the offsets of 16 ggml blocks of 18 (34)
+// bytes, where VPGATHERDD reads their f16 scales.
+DATA offsets18<>+0(SB)/4, $0
+DATA offsets18<>+4(SB)/4, $18
+DATA offsets18<>+8(SB)/4, $36
+DATA offsets18<>+12(SB)/4, $54
+DATA offsets18<>+16(SB)/4, $72
+DATA offsets18<>+20(SB)/4, $90
+DATA offsets18<>+24(SB)/4, $108
+DATA offsets18<>+28(SB)/4, $126
+DATA offsets18<>+32(SB)/4, $144
+DATA offsets18<>+36(SB)/4, $162
+DATA offsets18<>+40(SB)/4, $180
+DATA offsets18<>+44(SB)/4, $198
+DATA offsets18<>+48(SB)/4, $216
+DATA offsets18<>+52(SB)/4, $234
+DATA offsets18<>+56(SB)/4, $252
+DATA offsets18<>+60(SB)/4, $270
+GLOBL offsets18<>(SB), RODATA|NOPTR, $64
+DATA offsets34<>+0(SB)/4, $0
+DATA offsets34<>+4(SB)/4, $34
+DATA offsets34<>+8(SB)/4, $68
+DATA offsets34<>+12(SB)/4, $102
+DATA offsets34<>+16(SB)/4, $136
+DATA offsets34<>+20(SB)/4, $170
+DATA offsets34<>+24(SB)/4, $204
+DATA offsets34<>+28(SB)/4, $238
+DATA offsets34<>+32(SB)/4, $272
+DATA offsets34<>+36(SB)/4, $306
+DATA offsets34<>+40(SB)/4, $340
+DATA offsets34<>+44(SB)/4, $374
+DATA offsets34<>+48(SB)/4, $408
+DATA offsets34<>+52(SB)/4, $442
+DATA offsets34<>+56(SB)/4, $476
+DATA offsets34<>+60(SB)/4, $510
+GLOBL offsets34<>(SB), RODATA|NOPTR, $64

@@ -162,14 +162,17 @@ func a8Format(f model.Format, k int) bool {
 // lays them out as its kernels read them (kernel_amd64.go): q and dx
 // then have zeros past their ends up to a multiple of 16 blocks (the
 // kernels read whole chunks of 16), nib and halves are q in the orders
-// of 4-bit codes' nibbles (quant's q4, ggml's Q4_0) and sum holds Σ_j
-// q_j per block.
+// of 4-bit codes' nibbles (quant's q4, ggml's Q4_0), sum holds Σ_j
+// q_j per block, masks and blockMasks the kernels' masks for this row
+// length (q4 and q8, Q4_0 and Q8_0).
 type a8Acts struct {
-	q      []int8
-	dx     []float32
-	nib    []int8
-	halves []int8
-	sum    []int32
+	q          []int8
+	dx         []float32
+	nib        []int8
+	halves     []int8
+	sum        []int32
+	masks      [2][2][16]uint16
+	blockMasks [2][2][32]uint64
 }
 
 // newA8Acts rounds x (k,) as the order's step 1 says.

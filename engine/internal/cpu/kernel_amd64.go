@@ -120,8 +120,13 @@ func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int
 	nb := k / a8Block
 	chunks := (nb + lanes - 1) / lanes
 	// The kernels read whole chunks of the activations, and the codes
-	// and scales of each row's nb blocks only (masked).
-	_, _, _, _ = x.q[:chunks*lanes*a8Block][chunks*lanes*a8Block-1], x.nib[chunks*lanes*a8Block-1], x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
+	// and scales of each row's nb blocks only (x's masks).
+	if len(x.dx) != nb {
+		panic("cpu: a8 activations of another length than the rows")
+	}
+	all := chunks * lanes * a8Block
+	_, _, _ = x.q[:all][all-1], x.nib[all-1], x.halves[all-1]
+	_, _ = x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
 	var t4 [4]float32
 	switch s, t := p.Format.Scheme, p.Format.Type; {
 	case n > 0 && (s == quant.Q4 || s == quant.Q8):
@@ -130,26 +135,24 @@ func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int
 		codes := p.Data[a*qw : (a+n)*qw]
 		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(a+n)*sw]
 		_ = scales[(n-1)*sw+2*nb-1]
-		kern, acts := a8Q4AVX512, x.nib
+		kern, acts, masks := a8Q4AVX512, x.nib, &x.masks[0]
 		if s == quant.Q8 {
-			kern, acts = a8Q8AVX512, x.q[:cap(x.q)]
+			kern, acts, masks = a8Q8AVX512, x.q[:cap(x.q)], &x.masks[1]
 		}
-		masks := a8Masks(nb, s.Bits()*4)
 		for i := 0; i < n; i += 4 {
-			kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &acts[0], &x.sum[0], &x.dx[0], &masks, &t4)
+			kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
 			copy(out[i:i+4], t4[:])
 		}
 	case n > 0 && (t == ggml.Q4_0 || t == ggml.Q8_0) && cpu.X86.HasAVX512VBMI:
 		rb64, _ := t.RowBytes(k)
 		rb := int(rb64)
 		rows := p.Data[a*rb : (a+n)*rb]
-		kern, acts, group := a8Q4_0AVX512, x.halves, 4
+		kern, acts, masks := a8Q4_0AVX512, x.halves, &x.blockMasks[0]
 		if t == ggml.Q8_0 {
-			kern, acts, group = a8Q8_0AVX512, x.q[:cap(x.q)], 2
+			kern, acts, masks = a8Q8_0AVX512, x.q[:cap(x.q)], &x.blockMasks[1]
 		}
-		masks := a8BlockMasks(nb, t.BlockBytes(), group)
 		for i := 0; i < n; i += 4 {
-			kern(&rows[i*rb], rb, &rows[i*rb], rb, chunks, &acts[0], &x.sum[0], &x.dx[0], &masks, &t4)
+			kern(&rows[i*rb], rb, &rows[i*rb], rb, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
 			copy(out[i:i+4], t4[:])
 		}
 	default:
@@ -204,8 +207,11 @@ func a8LastChunk(nb int) int { return nb - (nb-1)/lanes*lanes }
 // columns that meet the low nibbles of a 64-byte load of 4-bit codes,
 // then those that meet the high ones (quant's q4: a block's even columns,
 // then its odd ones; ggml's Q4_0: its first 16 columns, then its last
-// 16), and Σ q per block; q and dx are already padded.
+// 16), Σ q per block and the kernels' masks for rows of len(x.dx)
+// blocks; q and dx are already padded.
 func packA8Acts(x *a8Acts) {
+	x.masks = [2][2][16]uint16{a8Masks(len(x.dx), 16), a8Masks(len(x.dx), 32)}
+	x.blockMasks = [2][2][32]uint64{a8BlockMasks(len(x.dx), 18, 4), a8BlockMasks(len(x.dx), 34, 2)}
 	nb := cap(x.dx)
 	q := x.q[:cap(x.q)]
 	x.nib, x.halves = make([]int8, len(q)), make([]int8, len(q))

@@ -183,7 +183,8 @@ func a8Masks(nb, bytes int) [2][16]uint16 {
 
 // a8BlockMasks are those of the ggml kernels for rows of nb blocks of
 // size bytes, loaded group blocks at a time: per group the byte masks
-// of its first 64 bytes and of the rest, then at 16 the chunk's blocks.
+// of its first 64 bytes and of the rest, then at 16 the chunk's blocks,
+// then from 17 per group the bytes of its scales in 16 f16s.
 func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 	var m [2][32]uint64
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
@@ -196,6 +197,11 @@ func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 			m[set][2*g+1] = 1<<(max(n, 64)-64) - 1
 		}
 		m[set][16] = 1<<blocks - 1
+		for g := range lanes / group {
+			// The bytes of the group's scales in the register that
+			// gathers the chunk's (VPERMB), for any set.
+			m[set][17+g] = (1<<(2*group) - 1) << (2 * group * g)
+		}
 	}
 	return m
 }

@@ -873,38 +873,36 @@ loopAxpy:
 	ADDQ $size, BX
 
 // A8BLOCKS(b0, b1, b2, b3, acc): the chunk's partial sums b0..b3 of one
-// row summed to S_b (a 4×4 transpose of dwords within each 128-bit lane
-// leaves block 4j+l in dword 4l+j; transposed<> puts it back in dword
-// 4j+l), times t_b in Z27 into acc: the order's step 3.
+// row summed to S_b in b0 (a 4×4 transpose of dwords within each 128-bit
+// lane leaves block 4j+l in dword 4l+j; transposed<> puts it back in
+// dword 4j+l), times t_b in Z27 into acc: the order's step 3. Z24: a
+// temporary.
 #define A8BLOCKS(b0, b1, b2, b3, acc) \
-	VPUNPCKLDQ b1, b0, Z20 \
-	VPUNPCKHDQ b1, b0, Z21 \
-	VPADDD Z21, Z20, Z20 \
-	VPUNPCKLDQ b3, b2, Z21 \
-	VPUNPCKHDQ b3, b2, Z22 \
-	VPADDD Z22, Z21, Z21 \
-	VPUNPCKLQDQ Z21, Z20, Z22 \
-	VPUNPCKHQDQ Z21, Z20, Z23 \
-	VPADDD Z23, Z22, Z22 \
-	VPERMD Z22, Z29, Z22 \
-	VPSUBD Z30, Z22, Z22 \
-	VCVTDQ2PS Z22, Z22 \
-	VMULPS Z27, Z22, Z22 \
-	VADDPS Z22, acc, K2, acc
+	VPUNPCKLDQ b1, b0, Z24 \
+	VPUNPCKHDQ b1, b0, b1 \
+	VPADDD b1, Z24, b0 \
+	VPUNPCKLDQ b3, b2, Z24 \
+	VPUNPCKHDQ b3, b2, b3 \
+	VPADDD b3, Z24, b2 \
+	VPUNPCKLQDQ b2, b0, Z24 \
+	VPUNPCKHQDQ b2, b0, b2 \
+	VPADDD b2, Z24, b0 \
+	VPERMD b0, Z29, b0 \
+	VPSUBD Z30, b0, b0 \
+	VCVTDQ2PS b0, b0 \
+	VMULPS Z27, b0, b0 \
+	VADDPS b0, acc, K2, acc
 
 // A8SCALES(p): Z27 = t_b = float32(s_b·dx_b) of a quant row's 16 f16
-// scales at p; A8GATHER(p) of a ggml row's, each in the first two bytes
-// of a block (Z26: the blocks' offsets).
+// scales at p; A8HALVES(y) of a ggml row's, which the loads gathered in
+// y.
 #define A8SCALES(p) \
 	VMOVDQU16.Z (p), K2, Y27 \
 	VCVTPH2PS Y27, Z27 \
 	VMULPS (AX), Z27, Z27
 
-#define A8GATHER(p) \
-	KMOVW K2, K3 \
-	VPGATHERDD (p)(Z26*1), K3, Z27 \
-	VPMOVDW Z27, Y27 \
-	VCVTPH2PS Y27, Z27 \
+#define A8HALVES(y) \
+	VCVTPH2PS y, Z27 \
 	VMULPS (AX), Z27, Z27
 
 // A8CHUNK(m) ends a chunk: the four rows' blocks into their lanes, K2
@@ -920,16 +918,15 @@ loopAxpy:
 	A8SCALES(R13) \
 	A8BLOCKS(Z16, Z17, Z18, Z19, Z3)
 
-#define A8CHUNKGGML(offsets) \
+#define A8CHUNKGGML \
 	KMOVW 128(BX), K2 \
-	VMOVDQU32 offsets, Z26 \
-	A8GATHER(SI) \
+	A8HALVES(Y20) \
 	A8BLOCKS(Z4, Z5, Z6, Z7, Z0) \
-	A8GATHER(R8) \
+	A8HALVES(Y21) \
 	A8BLOCKS(Z8, Z9, Z10, Z11, Z1) \
-	A8GATHER(R9) \
+	A8HALVES(Y22) \
 	A8BLOCKS(Z12, Z13, Z14, Z15, Z2) \
-	A8GATHER(R10) \
+	A8HALVES(Y23) \
 	A8BLOCKS(Z16, Z17, Z18, Z19, Z3)
 
 // A8NEXT moves the pointers to the next chunk (n: code bytes per row, s:
@@ -1045,37 +1042,41 @@ loopA8Q8:
 	A8SUM
 	RET
 
-// A8PACK(off, row, w, t): ggml blocks at off(row), 64 bytes masked by K1
-// and the next 8 by K3, their codes packed into w by VPERMT2B (Z31; t
-// the second table).
-#define A8PACK(off, off2, row, w, t, k, k2) \
+// A8PACK(off, off2, row, w, t, k, k2, m, s): ggml blocks at off(row),
+// 64 bytes masked by k and the next ones at off2(row) by k2; VPERMB (Z30)
+// takes their f16 scales into the bytes of s that m selects, VPERMT2B
+// (Z31) their codes into w (t: the second table).
+#define A8PACK(off, off2, row, w, t, k, k2, m, s) \
 	VMOVDQU8.Z off(row), k, w \
 	VMOVDQU8.Z off2(row), k2, t \
+	VPERMB w, Z30, m, s \
 	VPERMT2B t, Z31, w
 
-// A8Q4_0(off, aoff, hoff, row, b): Q4_0's four blocks of 18 bytes at
-// off(row).
-#define A8Q4_0(off, off2, aoff, hoff, row, b) \
-	A8PACK(off, off2, row, Z24, Z25, K1, K3) \
+// A8Q4_0(off, off2, aoff, hoff, row, b, s): Q4_0's four blocks of 18
+// bytes at off(row).
+#define A8Q4_0(off, off2, aoff, hoff, row, b, s) \
+	A8PACK(off, off2, row, Z24, Z25, K1, K3, K6, s) \
 	A8NIBBLES(aoff, hoff, b)
 
-#define A8Q4_0LOAD(m, m2, off, off2, aoff, hoff, b0, b1, b2, b3) \
+#define A8Q4_0LOAD(m, m2, ms, off, off2, aoff, hoff, b0, b1, b2, b3) \
 	KMOVQ m(BX), K1 \
 	KMOVQ m2(BX), K3 \
-	A8Q4_0(off, off2, aoff, hoff, SI, b0) \
-	A8Q4_0(off, off2, aoff, hoff, R8, b1) \
-	A8Q4_0(off, off2, aoff, hoff, R9, b2) \
-	A8Q4_0(off, off2, aoff, hoff, R10, b3)
+	KMOVQ ms(BX), K6 \
+	A8Q4_0(off, off2, aoff, hoff, SI, b0, Z20) \
+	A8Q4_0(off, off2, aoff, hoff, R8, b1, Z21) \
+	A8Q4_0(off, off2, aoff, hoff, R9, b2, Z22) \
+	A8Q4_0(off, off2, aoff, hoff, R10, b3, Z23)
 
 // func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 //
 // ggml's Q4_0: blocks of 18 bytes, an f16 d then 16 bytes holding column
 // j in byte j's low nibble and column j+16 in its high one, rows ldc
-// bytes apart (scales = codes, lds = ldc); c = 8. VPERMT2B packs four
-// blocks' codes from 72 bytes (unpack18<>); the activations
-// (a8Acts.halves) hold per 4 blocks their first 16 columns, then their
-// last 16. masks (a8BlockMasks): per 4 blocks the byte masks of the
-// first 64 bytes and the next 8.
+// bytes apart (scales = codes, lds = ldc); c = 8. Four blocks come from
+// 72 bytes: VPERMT2B packs their codes (unpack18<>), VPERMB their scales
+// (scales18<>) into the row's Z20..Z23. The activations (a8Acts.halves)
+// hold per 4 blocks their first 16 columns, then their last 16. masks
+// (a8BlockMasks): per 4 blocks the byte masks of the first 64 bytes and
+// the next 8, and at 136 the scales' bytes in Z20..Z23.
 TEXT ·a8Q4_0AVX512(SB), NOSPLIT, $0-80
 	A8ROWS4
 	VPBROADCASTB nibbleMask<>(SB), Z28
@@ -1083,42 +1084,47 @@ TEXT ·a8Q4_0AVX512(SB), NOSPLIT, $0-80
 
 loopA8Q4_0:
 	A8LAST(256)
+	VMOVDQU64 scales18<>(SB), Z30
+	A8Q4_0LOAD(0, 8, 136, 0, 64, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q4_0LOAD(16, 24, 144, 72, 136, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q4_0LOAD(32, 40, 152, 144, 208, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q4_0LOAD(48, 56, 160, 216, 280, 384, 448, Z7, Z11, Z15, Z19)
 	VPSLLD $3, (R14), Z30
-	A8Q4_0LOAD(0, 8, 0, 64, 0, 64, Z4, Z8, Z12, Z16)
-	A8Q4_0LOAD(16, 24, 72, 136, 128, 192, Z5, Z9, Z13, Z17)
-	A8Q4_0LOAD(32, 40, 144, 208, 256, 320, Z6, Z10, Z14, Z18)
-	A8Q4_0LOAD(48, 56, 216, 280, 384, 448, Z7, Z11, Z15, Z19)
-	A8CHUNKGGML(offsets18<>(SB))
+	A8CHUNKGGML
 	A8NEXT(288, 288, loopA8Q4_0)
 	A8SUM
 	RET
 
-// A8Q8_0(off, off2, row, b): Q8_0's four blocks of 34 bytes, two at
-// off(row) and two at off2(row), their codes' sign bits flipped.
-#define A8Q8_0(off, off2, aoff, aoff2, row, b) \
-	A8PACK(off, off+64, row, Z24, Z25, K1, K3) \
-	A8PACK(off2, off2+64, row, Z25, Z26, K4, K5) \
+// A8Q8_0(off, off2, aoff, aoff2, row, b, s): Q8_0's four blocks of 34
+// bytes, two at off(row) and two at off2(row), their codes' sign bits
+// flipped.
+#define A8Q8_0(off, off2, aoff, aoff2, row, b, s) \
+	A8PACK(off, off+64, row, Z24, Z25, K1, K3, K6, s) \
+	A8PACK(off2, off2+64, row, Z25, Z26, K4, K5, K7, s) \
 	VPXORD Z28, Z24, Z24 \
 	VPXORD Z28, Z25, Z25 \
 	A8BYTES(aoff, aoff2, b)
 
-#define A8Q8_0LOAD(m, off, off2, aoff, aoff2, b0, b1, b2, b3) \
+#define A8Q8_0LOAD(m, ms, off, off2, aoff, aoff2, b0, b1, b2, b3) \
 	KMOVQ m(BX), K1 \
 	KMOVQ m+8(BX), K3 \
 	KMOVQ m+16(BX), K4 \
 	KMOVQ m+24(BX), K5 \
-	A8Q8_0(off, off2, aoff, aoff2, SI, b0) \
-	A8Q8_0(off, off2, aoff, aoff2, R8, b1) \
-	A8Q8_0(off, off2, aoff, aoff2, R9, b2) \
-	A8Q8_0(off, off2, aoff, aoff2, R10, b3)
+	KMOVQ ms(BX), K6 \
+	KMOVQ ms+8(BX), K7 \
+	A8Q8_0(off, off2, aoff, aoff2, SI, b0, Z20) \
+	A8Q8_0(off, off2, aoff, aoff2, R8, b1, Z21) \
+	A8Q8_0(off, off2, aoff, aoff2, R9, b2, Z22) \
+	A8Q8_0(off, off2, aoff, aoff2, R10, b3, Z23)
 
 // func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 //
 // ggml's Q8_0: blocks of 34 bytes, an f16 d then 32 int8 codes, rows ldc
-// bytes apart (scales = codes, lds = ldc); c = 128. VPERMT2B packs two
-// blocks' codes from 68 bytes (unpack34<>); the activations are
-// a8Acts.q. masks (a8BlockMasks): per 2 blocks the byte masks of the
-// first 64 bytes and the next 4.
+// bytes apart (scales = codes, lds = ldc); c = 128. Two blocks come from
+// 68 bytes: VPERMT2B packs their codes (unpack34<>), VPERMB their scales
+// (scales34<>). The activations are a8Acts.q. masks (a8BlockMasks): per
+// 2 blocks the byte masks of the first 64 bytes and the next 4, and at
+// 136 the scales' bytes in Z20..Z23.
 TEXT ·a8Q8_0AVX512(SB), NOSPLIT, $0-80
 	A8ROWS4
 	VPBROADCASTB signBit<>(SB), Z28
@@ -1126,12 +1132,13 @@ TEXT ·a8Q8_0AVX512(SB), NOSPLIT, $0-80
 
 loopA8Q8_0:
 	A8LAST(256)
+	VMOVDQU64 scales34<>(SB), Z30
+	A8Q8_0LOAD(0, 136, 0, 68, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q8_0LOAD(32, 152, 136, 204, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q8_0LOAD(64, 168, 272, 340, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q8_0LOAD(96, 184, 408, 476, 384, 448, Z7, Z11, Z15, Z19)
 	VPSLLD $7, (R14), Z30
-	A8Q8_0LOAD(0, 0, 68, 0, 64, Z4, Z8, Z12, Z16)
-	A8Q8_0LOAD(32, 136, 204, 128, 192, Z5, Z9, Z13, Z17)
-	A8Q8_0LOAD(64, 272, 340, 256, 320, Z6, Z10, Z14, Z18)
-	A8Q8_0LOAD(96, 408, 476, 384, 448, Z7, Z11, Z15, Z19)
-	A8CHUNKGGML(offsets34<>(SB))
+	A8CHUNKGGML
 	A8NEXT(544, 544, loopA8Q8_0)
 	A8SUM
 	RET
@@ -1182,39 +1189,23 @@ DATA unpack34<>+48(SB)/8, $0x3b3a393837363534
 DATA unpack34<>+56(SB)/8, $0x434241403f3e3d3c
 GLOBL unpack34<>(SB), RODATA|NOPTR, $64
 
-// offsets18<> and offsets34<>: the offsets of 16 ggml blocks of 18 (34)
-// bytes, where VPGATHERDD reads their f16 scales.
-DATA offsets18<>+0(SB)/4, $0
-DATA offsets18<>+4(SB)/4, $18
-DATA offsets18<>+8(SB)/4, $36
-DATA offsets18<>+12(SB)/4, $54
-DATA offsets18<>+16(SB)/4, $72
-DATA offsets18<>+20(SB)/4, $90
-DATA offsets18<>+24(SB)/4, $108
-DATA offsets18<>+28(SB)/4, $126
-DATA offsets18<>+32(SB)/4, $144
-DATA offsets18<>+36(SB)/4, $162
-DATA offsets18<>+40(SB)/4, $180
-DATA offsets18<>+44(SB)/4, $198
-DATA offsets18<>+48(SB)/4, $216
-DATA offsets18<>+52(SB)/4, $234
-DATA offsets18<>+56(SB)/4, $252
-DATA offsets18<>+60(SB)/4, $270
-GLOBL offsets18<>(SB), RODATA|NOPTR, $64
-DATA offsets34<>+0(SB)/4, $0
-DATA offsets34<>+4(SB)/4, $34
-DATA offsets34<>+8(SB)/4, $68
-DATA offsets34<>+12(SB)/4, $102
-DATA offsets34<>+16(SB)/4, $136
-DATA offsets34<>+20(SB)/4, $170
-DATA offsets34<>+24(SB)/4, $204
-DATA offsets34<>+28(SB)/4, $238
-DATA offsets34<>+32(SB)/4, $272
-DATA offsets34<>+36(SB)/4, $306
-DATA offsets34<>+40(SB)/4, $340
-DATA offsets34<>+44(SB)/4, $374
-DATA offsets34<>+48(SB)/4, $408
-DATA offsets34<>+52(SB)/4, $442
-DATA offsets34<>+56(SB)/4, $476
-DATA offsets34<>+60(SB)/4, $510
-GLOBL offsets34<>(SB), RODATA|NOPTR, $64
+// scales18<> and scales34<>: VPERMB's indices that take the f16 scales
+// of 4 blocks of 18 bytes (2 of 34) into 8 (4) bytes, repeated.
+DATA scales18<>+0(SB)/8, $0x3736252413120100
+DATA scales18<>+8(SB)/8, $0x3736252413120100
+DATA scales18<>+16(SB)/8, $0x3736252413120100
+DATA scales18<>+24(SB)/8, $0x3736252413120100
+DATA scales18<>+32(SB)/8, $0x3736252413120100
+DATA scales18<>+40(SB)/8, $0x3736252413120100
+DATA scales18<>+48(SB)/8, $0x3736252413120100
+DATA scales18<>+56(SB)/8, $0x3736252413120100
+GLOBL scales18<>(SB), RODATA|NOPTR, $64
+DATA scales34<>+0(SB)/8, $0x2322010023220100
+DATA scales34<>+8(SB)/8, $0x2322010023220100
+DATA scales34<>+16(SB)/8, $0x2322010023220100
+DATA scales34<>+24(SB)/8, $0x2322010023220100
+DATA scales34<>+32(SB)/8, $0x2322010023220100
+DATA scales34<>+40(SB)/8, $0x2322010023220100
+DATA scales34<>+48(SB)/8, $0x2322010023220100
+DATA scales34<>+56(SB)/8, $0x2322010023220100
+GLOBL scales34<>(SB), RODATA|NOPTR, $64

@@ -25,7 +25,11 @@ import (
 //     rounded to float32 and then to the nearest integer, ties to even
 //     (all zeros when amax is 0; all zeros and dx_b NaN when amax is
 //     infinite or NaN, so that the output is NaN). llama.cpp's Q8_0 stores dx_b as f16;
-//     here it stays float32.
+//     here it stays float32. A block whose 127/amax overflows float32
+//     (amax below about 3.7e-37) is all zeros with dx_b = 0 too: its
+//     x_j·127/amax would be infinite or NaN, which Go converts to an
+//     integer differently on each platform (llama.cpp's C leaves it
+//     undefined).
 //  2. S_b = Σ_j c_j · q_j over the block's 32 columns, in integers: exact,
 //     so any order of the products gives the same S_b.
 //  3. Sixteen float32 lanes start at +0. For b = 0, 1, … in order, lane
@@ -41,9 +45,9 @@ import (
 // a8Block is the columns of one activation block (ggml's QK8_0).
 const a8Block = quant.GroupSize
 
-// quantizeActs rounds x (k,) to q (k,) and dx (k/32,) per block, as the
+// quantizeActsGo rounds x (k,) to q (k,) and dx (k/32,) per block, as the
 // order's step 1 says.
-func quantizeActs(x []float32, q []int8, dx []float32) {
+func quantizeActsGo(x []float32, q []int8, dx []float32) {
 	for b := range dx {
 		xb, qb := x[b*a8Block:(b+1)*a8Block], q[b*a8Block:(b+1)*a8Block]
 		var amax float32
@@ -61,8 +65,13 @@ func quantizeActs(x []float32, q []int8, dx []float32) {
 			clear(qb)
 			continue
 		}
-		dx[b] = amax / 127
 		id := 127 / amax
+		if id > math.MaxFloat32 { // see the order's step 1
+			dx[b] = 0
+			clear(qb)
+			continue
+		}
+		dx[b] = amax / 127
 		for j, v := range xb {
 			qb[j] = int8(math.RoundToEven(float64(v * id)))
 		}
@@ -256,6 +265,10 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 // a8Rows is a block of matmulA8 in rows: 64 rows of 896 q4 columns are
 // 28 KiB, which a prefill's tokens read from L1 and L2.
 const a8Rows = 64
+
+// quantizeActs is the rounding in use: quantizeActsGo, or assembly where
+// the CPU has it (kernel_amd64.go).
+var quantizeActs = quantizeActsGo
 
 // rowsA8 is the kernel in use: rowsA8Go, or assembly where the CPU has
 // it (kernel_amd64.go).

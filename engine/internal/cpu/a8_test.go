@@ -41,9 +41,8 @@ func naiveA8(w, s, x []float32) float32 {
 		var sum int64
 		if math.IsInf(amax, 0) || math.IsNaN(amax) {
 			dx = float32(math.NaN())
-		} else if amax > 0 {
+		} else if id := 127 / float32(amax); amax > 0 && !math.IsInf(float64(id), 1) {
 			dx = float32(amax) / 127
-			id := 127 / float32(amax)
 			for j, v := range xb {
 				q := math.RoundToEven(float64(v * id))
 				sum += int64(q) * int64(wb[j]/s[b])
@@ -296,4 +295,38 @@ func a8Weights(t *testing.T, rng *rand.Rand, f model.Format, rows, k int) []byte
 		t.Fatal(err)
 	}
 	return data
+}
+
+// The rounding of the activations in use gives quantizeActsGo's bits on
+// blocks that are zero, negative zero, subnormal, so small that 127/amax
+// overflows or just not, infinite or NaN, hold
+// ties (amax 127: x·127/amax is x, and 2.5 rounds to 2, 3.5 to 4) or
+// random values.
+func TestQuantizeActsMatchGo(t *testing.T) {
+	if !asmKernels() {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	blocks := [][]float32{{0}, {float32(math.Copysign(0, -1))}, {1e-42, -3e-43}, {3.7e-37, -1e-37}, {3.8e-37, 1e-38}, {float32(math.Inf(1)), 1}, {float32(math.NaN())}, {127, 2.5, 3.5, -2.5, -3.5, 0.5, -0.5, 126.5}, {-1e38, 3e38}}
+	for range 20 {
+		b := make([]float32, a8Block)
+		for j := range b {
+			b[j] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(20)-10)))
+		}
+		blocks = append(blocks, b)
+	}
+	x := make([]float32, len(blocks)*a8Block)
+	for i, b := range blocks {
+		copy(x[i*a8Block:], b)
+	}
+	q, dx := make([]int8, len(x)), make([]float32, len(blocks))
+	wq, wdx := make([]int8, len(x)), make([]float32, len(blocks))
+	quantizeActs(x, q, dx)
+	quantizeActsGo(x, wq, wdx)
+	sameBits(t, "dx", dx, wdx)
+	for i := range q {
+		if q[i] != wq[i] {
+			t.Fatalf("block %d: q[%d] = %d, want %d (x %g)", i/a8Block, i%a8Block, q[i], wq[i], x[i])
+		}
+	}
 }

@@ -63,6 +63,9 @@ func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 
 //go:noescape
+func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
+
+//go:noescape
 func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
@@ -109,6 +112,13 @@ func useAVX512() {
 	if cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
 		packA8 = packA8Acts
 		rowsA8 = rowsA8Asm
+	}
+	quantizeActs = func(x []float32, q []int8, dx []float32) {
+		if len(dx) == 0 {
+			return
+		}
+		_, _ = x[32*len(dx)-1], q[32*len(dx)-1]
+		quantizeActsAVX512(&x[0], len(dx), &q[0], &dx[0])
 	}
 }
 

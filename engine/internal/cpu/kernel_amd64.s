@@ -1209,3 +1209,85 @@ DATA scales34<>+40(SB)/8, $0x2322010023220100
 DATA scales34<>+48(SB)/8, $0x2322010023220100
 DATA scales34<>+56(SB)/8, $0x2322010023220100
 GLOBL scales34<>(SB), RODATA|NOPTR, $64
+
+// func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
+//
+// a8.go's step 1 per block of 32 values of x: amax = max |x_j| (a max is
+// exact, so the order of the reduction does not matter); a block with an
+// infinite or NaN value (VCMPPS not-less-equal MaxFloat32, unordered)
+// gets dx = NaN and q = 0, a zero one or one whose 127/amax overflows
+// dx = 0 and q = 0; otherwise dx =
+// amax/127, and q_j = x_j·(127/amax) rounded to float32, then to the
+// nearest integer, ties to even (VCVTPS2DQ in MXCSR's default rounding),
+// at most 127 in magnitude.
+TEXT ·quantizeActsAVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ dx+24(FP), DX
+	VPBROADCASTD absMask<>(SB), Z30
+	VBROADCASTSS maxFloat32<>(SB), Z31
+	MOVL $0x42fe0000, AX // 127
+	VMOVD AX, X29
+	TESTQ CX, CX
+	JZ doneQuantize
+
+loopQuantize:
+	VANDPS (SI), Z30, Z0
+	VANDPS 64(SI), Z30, Z1
+	VCMPPS $6, Z31, Z0, K1
+	VCMPPS $6, Z31, Z1, K2
+	KORTESTW K1, K2
+	JNZ nanQuantize
+	VMAXPS Z1, Z0, Z2
+	VEXTRACTF64X4 $1, Z2, Y3
+	VMAXPS Y3, Y2, Y2
+	VEXTRACTF32X4 $1, Y2, X3
+	VMAXPS X3, X2, X2
+	VPERMILPS $0x0E, X2, X3
+	VMAXPS X3, X2, X2
+	VMOVSHDUP X2, X3
+	VMAXSS X3, X2, X2 // amax
+	VXORPS X4, X4, X4
+	VUCOMISS X4, X2
+	JEQ zeroQuantize
+	VDIVSS X2, X29, X5 // 127/amax
+	VUCOMISS X31, X5
+	JHI zeroQuantize // infinite: the block counts as zeros
+	VBROADCASTSS X5, Z5
+	VDIVSS X29, X2, X6 // amax/127
+	VMOVSS X6, (DX)
+	VMULPS (SI), Z5, Z0
+	VMULPS 64(SI), Z5, Z1
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VPMOVSDB Z0, (DI)
+	VPMOVSDB Z1, 16(DI)
+	JMP nextQuantize
+
+nanQuantize:
+	MOVL $0x7fc00000, (DX)
+	JMP clearQuantize
+
+zeroQuantize:
+	MOVL $0, (DX)
+
+clearQuantize:
+	VPXORD Y0, Y0, Y0
+	VMOVDQU Y0, (DI)
+
+nextQuantize:
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ loopQuantize
+
+doneQuantize:
+	VZEROUPPER
+	RET
+
+DATA absMask<>+0(SB)/4, $0x7fffffff
+GLOBL absMask<>(SB), RODATA|NOPTR, $4
+DATA maxFloat32<>+0(SB)/4, $0x7f7fffff
+GLOBL maxFloat32<>(SB), RODATA|NOPTR, $4

@@ -18,11 +18,13 @@ import (
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
 	t44, t41, ax := tile4x4, tile4x1, axpy
-	qr, gr, rd, ra8 := quantRows, ggmlRows, rowDots, rowsA8
-	tile4x4, tile4x1, axpy, rowsA8 = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go
+	qr, gr, rd, ra8, qa := quantRows, ggmlRows, rowDots, rowsA8, quantizeActs
+	tile4x4, tile4x1, axpy, rowsA8, quantizeActs = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go, quantizeActsGo
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
-	defer func() { tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8 = t44, t41, ax, qr, gr, rd, ra8 }()
+	defer func() {
+		tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs = t44, t41, ax, qr, gr, rd, ra8, qa
+	}()
 	fn()
 }
 

@@ -66,6 +66,9 @@ func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
 
 //go:noescape
+func packA8AVX512(q *int8, groups int, nib, halves *int8, sum *int32)
+
+//go:noescape
 func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
@@ -224,27 +227,20 @@ func a8LastChunk(nb int) int { return nb - (nb-1)/lanes*lanes }
 // then those that meet the high ones (quant's q4: a block's even columns,
 // then its odd ones; ggml's Q4_0: its first 16 columns, then its last
 // 16), Σ q per block and the kernels' masks for rows of len(x.dx)
-// blocks; q and dx are already padded.
+// blocks; q and dx are already padded to whole chunks.
 func packA8Acts(x *a8Acts) {
 	x.masks = [2][2][16]uint16{a8Masks(len(x.dx), 16), a8Masks(len(x.dx), 32)}
 	x.blockMasks = [2][2][32]uint64{a8BlockMasks(len(x.dx), 18, 4), a8BlockMasks(len(x.dx), 34, 2)}
 	nb := cap(x.dx)
 	q := x.q[:cap(x.q)]
-	x.nib, x.halves = make([]int8, len(q)), make([]int8, len(q))
+	buf := make([]int8, 2*len(q))
+	x.nib, x.halves = buf[:len(q)], buf[len(q):]
 	x.sum = make([]int32, nb)
-	for b := range nb {
-		qb := q[b*a8Block : (b+1)*a8Block]
-		at := b/4*128 + b%4*16
-		lo, hi := x.nib[at:at+16], x.nib[at+64:at+80]
-		var sum int32
-		for i := range 16 {
-			lo[i], hi[i] = qb[2*i], qb[2*i+1]
-			sum += int32(qb[2*i]) + int32(qb[2*i+1])
-		}
-		copy(x.halves[at:at+16], qb[:16])
-		copy(x.halves[at+64:at+80], qb[16:])
-		x.sum[b] = sum
+	if nb == 0 {
+		return
 	}
+	_, _, _, _ = q[nb*a8Block-1], x.nib[nb*a8Block-1], x.halves[nb*a8Block-1], x.sum[nb/4*4-1]
+	packA8AVX512(&q[0], nb/4, &x.nib[0], &x.halves[0], &x.sum[0])
 }
 
 // quantDot wraps a fused kernel of a quant scheme (n: code bytes per

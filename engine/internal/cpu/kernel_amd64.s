@@ -1291,3 +1291,68 @@ DATA absMask<>+0(SB)/4, $0x7fffffff
 GLOBL absMask<>(SB), RODATA|NOPTR, $4
 DATA maxFloat32<>+0(SB)/4, $0x7f7fffff
 GLOBL maxFloat32<>(SB), RODATA|NOPTR, $4
+
+// A8PACK1(q, o): one block's 32 rounded activations at q(SI) laid out
+// for the kernels at o(DI) (nib: even columns, then 64 bytes on the odd
+// ones; VPERMB, evenOdd<> in Z31) and o(R8) (halves: columns 0..15,
+// then 64 bytes on 16..31), and Σq_j at 4·(q/32)(DX): VPSADBW sums the
+// bytes with the sign bit flipped (q + 128), less 32·128.
+#define A8PACK1(q, o, s) \
+	VMOVDQU q(SI), Y0 \
+	VPERMB Z0, Z31, Z1 \
+	VMOVDQU X1, o(DI) \
+	VEXTRACTI32X4 $1, Y1, o+64(DI) \
+	VMOVDQU X0, o(R8) \
+	VEXTRACTI32X4 $1, Y0, o+64(R8) \
+	VPXORD Y30, Y0, Y2 \
+	VPSADBW Y29, Y2, Y2 \
+	VEXTRACTI32X4 $1, Y2, X3 \
+	VPADDQ X3, X2, X2 \
+	VPSHUFD $0x0e, X2, X3 \
+	VPADDQ X3, X2, X2 \
+	VMOVD X2, AX \
+	SUBL $4096, AX \
+	MOVL AX, s(DX)
+
+// func packA8AVX512(q *int8, groups int, nib, halves *int8, sum *int32)
+//
+// packA8Acts's layouts of 4·groups blocks of rounded activations q.
+TEXT ·packA8AVX512(SB), NOSPLIT, $0-40
+	MOVQ q+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ nib+16(FP), DI
+	MOVQ halves+24(FP), R8
+	MOVQ sum+32(FP), DX
+	VMOVDQU64 evenOdd<>(SB), Z31
+	VPBROADCASTB signBit<>(SB), Y30
+	VPXORD Y29, Y29, Y29
+	TESTQ CX, CX
+	JZ donePack
+
+loopPack:
+	A8PACK1(0, 0, 0)
+	A8PACK1(32, 16, 4)
+	A8PACK1(64, 32, 8)
+	A8PACK1(96, 48, 12)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	ADDQ $128, R8
+	ADDQ $16, DX
+	DECQ CX
+	JNZ loopPack
+
+donePack:
+	VZEROUPPER
+	RET
+
+// evenOdd<>: VPERMB's indices that take a block's even columns, then its
+// odd ones.
+DATA evenOdd<>+0(SB)/8, $0x0e0c0a0806040200
+DATA evenOdd<>+8(SB)/8, $0x1e1c1a1816141210
+DATA evenOdd<>+16(SB)/8, $0x0f0d0b0907050301
+DATA evenOdd<>+24(SB)/8, $0x1f1d1b1917151311
+DATA evenOdd<>+32(SB)/8, $0x0000000000000000
+DATA evenOdd<>+40(SB)/8, $0x0000000000000000
+DATA evenOdd<>+48(SB)/8, $0x0000000000000000
+DATA evenOdd<>+56(SB)/8, $0x0000000000000000
+GLOBL evenOdd<>(SB), RODATA|NOPTR, $64

@@ -203,7 +203,8 @@ func TestForwardA8(t *testing.T) {
 
 // The a8 kernels give rowsA8Go's bits for every block count from 1 to
 // 40 (whole chunks of 16 blocks and a partial last one), for quads of
-// rows and the leftovers at either end of a piece, on weight blocks that
+// rows, the leftovers with the last quad, and ranges of fewer than four
+// rows, at either end of a piece, on weight blocks that
 // are zero or at the codes' extremes and activation blocks that are
 // zero, negative zero, at ±127, tiny or infinite.
 func TestRowsA8MatchGo(t *testing.T) {
@@ -245,7 +246,7 @@ func TestRowsA8MatchGo(t *testing.T) {
 				}
 				acts := newA8Acts(x)
 				sums, ws := make([]int32, nb), make([]float32, nb)
-				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 4, rows}, {3, 8}, {0, 4}, {2, 4}} {
+				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 4, rows}, {rows - 3, rows}, {rows - 1, rows}, {3, 8}, {0, 4}, {2, 4}} {
 					a, z := span[0], span[1]
 					got, want := make([]float32, z-a), make([]float32, z-a)
 					rowsA8(p, k, a, z, acts, got, sums, ws)

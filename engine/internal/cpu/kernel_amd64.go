@@ -126,10 +126,10 @@ func useAVX512() {
 }
 
 // rowsA8Asm is rowsA8 with the assembly for quant's q4 and q8 and ggml's
-// Q4_0 and Q8_0, four rows at a time; q6 and the last (z−a) mod 4 rows
-// take rowsA8Go.
+// Q4_0 and Q8_0, four rows at a time: the last (z−a) mod 4 rows come
+// with the quad that ends at z, or, in a range of fewer than four rows,
+// each as four copies of itself (stride 0). q6 takes rowsA8Go.
 func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int32, ws []float32) {
-	n := (z - a) &^ 3
 	nb := k / a8Block
 	chunks := (nb + lanes - 1) / lanes
 	// The kernels read whole chunks of the activations, and the codes
@@ -140,39 +140,55 @@ func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int
 	all := chunks * lanes * a8Block
 	_, _, _ = x.q[:all][all-1], x.nib[all-1], x.halves[all-1]
 	_, _ = x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
+	// quad(i, ld): out[i..] of up to four rows from row a+i, ld rows
+	// apart (0 or 1).
+	var quad func(i, ld int)
 	var t4 [4]float32
 	switch s, t := p.Format.Scheme, p.Format.Type; {
-	case n > 0 && (s == quant.Q4 || s == quant.Q8):
+	case s == quant.Q4 || s == quant.Q8:
 		l, _ := quant.NewLayout(s, p.Rows, k)
 		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
-		codes := p.Data[a*qw : (a+n)*qw]
-		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(a+n)*sw]
-		_ = scales[(n-1)*sw+2*nb-1]
+		codes := p.Data[a*qw : z*qw]
+		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+z*sw]
 		kern, acts, masks := a8Q4AVX512, x.nib, &x.masks[0]
 		if s == quant.Q8 {
 			kern, acts, masks = a8Q8AVX512, x.q[:cap(x.q)], &x.masks[1]
 		}
-		for i := 0; i < n; i += 4 {
-			kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
-			copy(out[i:i+4], t4[:])
+		quad = func(i, ld int) {
+			_, _ = codes[(i+3*ld+1)*qw-1], scales[(i+3*ld)*sw+2*nb-1]
+			kern(&codes[i*qw], ld*qw, &scales[i*sw], ld*sw, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
 		}
-	case n > 0 && (t == ggml.Q4_0 || t == ggml.Q8_0) && cpu.X86.HasAVX512VBMI:
+	case (t == ggml.Q4_0 || t == ggml.Q8_0) && cpu.X86.HasAVX512VBMI:
 		rb64, _ := t.RowBytes(k)
 		rb := int(rb64)
-		rows := p.Data[a*rb : (a+n)*rb]
+		rows := p.Data[a*rb : z*rb]
 		kern, acts, masks := a8Q4_0AVX512, x.halves, &x.blockMasks[0]
 		if t == ggml.Q8_0 {
 			kern, acts, masks = a8Q8_0AVX512, x.q[:cap(x.q)], &x.blockMasks[1]
 		}
-		for i := 0; i < n; i += 4 {
-			kern(&rows[i*rb], rb, &rows[i*rb], rb, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
-			copy(out[i:i+4], t4[:])
+		quad = func(i, ld int) {
+			_ = rows[(i+3*ld+1)*rb-1]
+			kern(&rows[i*rb], ld*rb, &rows[i*rb], ld*rb, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
 		}
 	default:
-		n = 0
+		rowsA8Go(p, k, a, z, x, out, sums, ws)
+		return
 	}
-	if n < z-a {
-		rowsA8Go(p, k, a+n, z, x, out[n:], sums, ws)
+	n := z - a
+	for i := 0; i+4 <= n; i += 4 {
+		quad(i, 1)
+		copy(out[i:i+4], t4[:])
+	}
+	switch left := n % 4; {
+	case left == 0:
+	case n >= 4:
+		quad(n-4, 1)
+		copy(out[n-left:n], t4[4-left:])
+	default:
+		for i := range n {
+			quad(i, 0)
+			out[i] = t4[0]
+		}
 	}
 }
 

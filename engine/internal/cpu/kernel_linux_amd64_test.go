@@ -13,7 +13,8 @@ import (
 
 // The a8 kernels read nothing past a piece's last row: with the piece's
 // bytes ending where an unreadable page begins, a read past them would
-// crash the test. Rows of 1 to 17 blocks leave every partial last chunk.
+// crash the test. Rows of 1 to 17 blocks leave every partial last chunk;
+// the last rows come in quads, with a quad and alone.
 func TestRowsA8StayInPiece(t *testing.T) {
 	if !asmKernels() || packA8 == nil {
 		t.Skip("no a8 assembly on this CPU")
@@ -38,10 +39,12 @@ func TestRowsA8StayInPiece(t *testing.T) {
 			copy(at, data)
 			p := &model.Piece{Rows: rows, Format: f, Data: at}
 			acts := newA8Acts(randomValues(rng, k, 0))
-			got, want := make([]float32, rows), make([]float32, rows)
-			rowsA8(p, k, 0, rows, acts, got, nil, nil)
-			rowsA8Go(p, k, 0, rows, acts, want, make([]int32, nb), make([]float32, nb))
-			sameBits(t, fmt.Sprintf("%v/%d blocks", f, nb), got, want)
+			for _, a := range []int{0, 1, rows - 3, rows - 1} { // quads, leftovers with a quad, alone
+				got, want := make([]float32, rows-a), make([]float32, rows-a)
+				rowsA8(p, k, a, rows, acts, got, nil, nil)
+				rowsA8Go(p, k, a, rows, acts, want, make([]int32, nb), make([]float32, nb))
+				sameBits(t, fmt.Sprintf("%v/%d blocks/rows %d..%d", f, nb, a, rows), got, want)
+			}
 		}
 	}
 }

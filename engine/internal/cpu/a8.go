@@ -225,8 +225,8 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	if n*k*T >= serialWork {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	// A prefill's tokens are rounded on all the cores: one takes about
-	// a tenth of a 896×4864 product's time with the assembly.
+	// A prefill's tokens are rounded on all the cores, as they are
+	// multiplied.
 	acts := make([]*a8Acts, T)
 	parallelBlocks(T, workers, 0, 0, func(t int, _ *scratch) {
 		acts[t] = newA8Acts(x[t*k : (t+1)*k])

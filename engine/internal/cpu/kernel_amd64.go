@@ -218,11 +218,9 @@ func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 	var m [2][32]uint64
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
 		for g := range lanes / group {
-			n := uint(size * min(group, max(0, blocks-g*group))) // the group's bytes in the row
+			// The group's bytes in the row (1<<64 is 0).
+			n := uint(size * min(group, max(0, blocks-g*group)))
 			m[set][2*g] = 1<<min(n, 64) - 1
-			if n == 64 {
-				m[set][2*g] = ^uint64(0)
-			}
 			m[set][2*g+1] = 1<<(max(n, 64)-64) - 1
 		}
 		m[set][16] = 1<<blocks - 1
@@ -255,7 +253,7 @@ func packA8Acts(x *a8Acts) {
 	if nb == 0 {
 		return
 	}
-	_, _, _, _ = q[nb*a8Block-1], x.nib[nb*a8Block-1], x.halves[nb*a8Block-1], x.sum[nb/4*4-1]
+	_, _, _, _ = q[nb*a8Block-1], x.nib[nb*a8Block-1], x.halves[nb*a8Block-1], x.sum[nb-1]
 	packA8AVX512(&q[0], nb/4, &x.nib[0], &x.halves[0], &x.sum[0])
 }
 

@@ -63,7 +63,8 @@
 	REDUCE(Z3, Y3, X3, 12) \
 	VZEROUPPER
 
-// A8ROWS4 and A8SUM begin and end the a8 kernels (a8Q4AVX512): the
+// A8ROWS4 and A8SUM begin and end the a8 kernels (a8Q4AVX512 and the
+// others, further down; defined here, before any TEXT, for go vet): the
 // pointers loaded and the lanes zeroed; the rows' tree sums stored.
 #define A8ROWS4 \
 	MOVQ codes+0(FP), SI \
@@ -863,8 +864,10 @@ loopAxpy:
 // 128(BX) the chunk's blocks, K2), CX the chunks left; Z0..Z3 the rows'
 // lanes, Z4..Z19 four partial sums per row (Z4+4r+i: blocks 4i..4i+3 of
 // the chunk, one per 128-bit lane, four dwords each), Z28 the weights'
-// constant, Z29 transposed<>, Z30 c·Σq of the chunk, Z31 ggml's
-// VPERMT2B indices, Z27 the row's t_b.
+// constant, Z29 transposed<>, Z30 c·Σq of the chunk (for ggml, while
+// the chunk loads, VPERMB's indices of its scales, gathered per row in
+// Z20..Z23), Z31 ggml's VPERMT2B indices, Z27 the row's t_b, Z24..Z26
+// temporaries.
 
 // A8LAST(size) switches BX to the last chunk's masks before it.
 #define A8LAST(size) \
@@ -1292,14 +1295,16 @@ GLOBL absMask<>(SB), RODATA|NOPTR, $4
 DATA maxFloat32<>+0(SB)/4, $0x7f7fffff
 GLOBL maxFloat32<>(SB), RODATA|NOPTR, $4
 
-// A8PACK1(q, o): one block's 32 rounded activations at q(SI) laid out
-// for the kernels at o(DI) (nib: even columns, then 64 bytes on the odd
-// ones; VPERMB, evenOdd<> in Z31) and o(R8) (halves: columns 0..15,
-// then 64 bytes on 16..31), and Σq_j at 4·(q/32)(DX): VPSADBW sums the
+// A8PACK1(q, o, s): one block's 32 rounded activations at q(SI) laid
+// out for the kernels at o(DI) (nib: even columns, then 64 bytes on the
+// odd ones: VPSHUFB, evenOdd<> in Y31, splits each 16 into 8 even and 8
+// odd, and VPERMQ orders the four eights) and o(R8) (halves: columns
+// 0..15, then 64 bytes on 16..31), and Σq_j at s(DX): VPSADBW sums the
 // bytes with the sign bit flipped (q + 128), less 32·128.
 #define A8PACK1(q, o, s) \
 	VMOVDQU q(SI), Y0 \
-	VPERMB Z0, Z31, Z1 \
+	VPSHUFB Y31, Y0, Y1 \
+	VPERMQ $0xd8, Y1, Y1 \
 	VMOVDQU X1, o(DI) \
 	VEXTRACTI32X4 $1, Y1, o+64(DI) \
 	VMOVDQU X0, o(R8) \
@@ -1323,7 +1328,7 @@ TEXT ·packA8AVX512(SB), NOSPLIT, $0-40
 	MOVQ nib+16(FP), DI
 	MOVQ halves+24(FP), R8
 	MOVQ sum+32(FP), DX
-	VMOVDQU64 evenOdd<>(SB), Z31
+	VMOVDQU64 evenOdd<>(SB), Y31
 	VPBROADCASTB signBit<>(SB), Y30
 	VPXORD Y29, Y29, Y29
 	TESTQ CX, CX
@@ -1345,14 +1350,10 @@ donePack:
 	VZEROUPPER
 	RET
 
-// evenOdd<>: VPERMB's indices that take a block's even columns, then its
-// odd ones.
+// evenOdd<>: VPSHUFB's indices that take the even bytes of each 16,
+// then the odd ones.
 DATA evenOdd<>+0(SB)/8, $0x0e0c0a0806040200
-DATA evenOdd<>+8(SB)/8, $0x1e1c1a1816141210
-DATA evenOdd<>+16(SB)/8, $0x0f0d0b0907050301
-DATA evenOdd<>+24(SB)/8, $0x1f1d1b1917151311
-DATA evenOdd<>+32(SB)/8, $0x0000000000000000
-DATA evenOdd<>+40(SB)/8, $0x0000000000000000
-DATA evenOdd<>+48(SB)/8, $0x0000000000000000
-DATA evenOdd<>+56(SB)/8, $0x0000000000000000
-GLOBL evenOdd<>(SB), RODATA|NOPTR, $64
+DATA evenOdd<>+8(SB)/8, $0x0f0d0b0907050301
+DATA evenOdd<>+16(SB)/8, $0x0e0c0a0806040200
+DATA evenOdd<>+24(SB)/8, $0x0f0d0b0907050301
+GLOBL evenOdd<>(SB), RODATA|NOPTR, $32

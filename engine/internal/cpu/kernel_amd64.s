@@ -1218,11 +1218,10 @@ GLOBL scales34<>(SB), RODATA|NOPTR, $64
 // a8.go's step 1 per block of 32 values of x: amax = max |x_j| (a max is
 // exact, so the order of the reduction does not matter); a block with an
 // infinite or NaN value (VCMPPS not-less-equal MaxFloat32, unordered)
-// gets dx = NaN and q = 0, a zero one or one whose 127/amax overflows
-// dx = 0 and q = 0; otherwise dx =
-// amax/127, and q_j = x_j·(127/amax) rounded to float32, then to the
-// nearest integer, ties to even (VCVTPS2DQ in MXCSR's default rounding),
-// at most 127 in magnitude.
+// gets dx = NaN and q = 0; a zero one, or one whose 127/amax overflows,
+// dx = 0 and q = 0; any other dx = amax/127 and q_j = x_j·(127/amax)
+// rounded to float32, then to the nearest integer, ties to even
+// (VCVTPS2DQ in MXCSR's default rounding), at most 127 in magnitude.
 TEXT ·quantizeActsAVX512(SB), NOSPLIT, $0-32
 	MOVQ x+0(FP), SI
 	MOVQ blocks+8(FP), CX

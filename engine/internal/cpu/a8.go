@@ -24,9 +24,13 @@ import (
 //     quantize_row_q8_0 rounds it: amax = max_j |x_j|, q_j = x_j ·
 //     float32(127 / amax) rounded to float32 and then to the nearest
 //     integer, ties to even, and dx_b = float32(amax / 127) rounded to
-//     f16, as a Q8_0 block stores it (all zeros when amax is 0; all zeros
+//     f16, as a Q8_0 block stores it (infinite past f16's range, amax
+//     above 8.3e6, as in llama.cpp; all zeros when amax is 0; all zeros
 //     and dx_b NaN when amax is infinite or NaN, so that the output is
-//     NaN).
+//     NaN). A block whose 127/amax overflows float32 (amax below about
+//     3.7e-37) is all zeros with dx_b = 0 too: its x_j·127/amax would be
+//     infinite or NaN, which Go converts to an integer differently on
+//     each platform (llama.cpp's C leaves it undefined).
 //  2. S_b = Σ_j c_j · q_j over the block's 32 columns, in integers: exact,
 //     so any order of the products gives the same S_b.
 //  3. Sixteen float32 lanes start at +0. For b = 0, 1, … in order, lane
@@ -42,9 +46,9 @@ import (
 // a8Block is the columns of one activation block (ggml's QK8_0).
 const a8Block = quant.GroupSize
 
-// quantizeActs rounds x (k,) to q (k,) and dx (k/32,) per block, as the
+// quantizeActsGo rounds x (k,) to q (k,) and dx (k/32,) per block, as the
 // order's step 1 says.
-func quantizeActs(x []float32, q []int8, dx []float32) {
+func quantizeActsGo(x []float32, q []int8, dx []float32) {
 	for b := range dx {
 		xb, qb := x[b*a8Block:(b+1)*a8Block], q[b*a8Block:(b+1)*a8Block]
 		var amax float32
@@ -62,8 +66,13 @@ func quantizeActs(x []float32, q []int8, dx []float32) {
 			clear(qb)
 			continue
 		}
-		dx[b] = float16.Fromfloat32(amax / 127).Float32()
 		id := 127 / amax
+		if id > math.MaxFloat32 { // see the order's step 1
+			dx[b] = 0
+			clear(qb)
+			continue
+		}
+		dx[b] = float16.Fromfloat32(amax / 127).Float32()
 		for j, v := range xb {
 			qb[j] = int8(math.RoundToEven(float64(v * id)))
 		}
@@ -158,13 +167,50 @@ func a8Format(f model.Format, k int) bool {
 	return false
 }
 
+// a8Acts is one token's activations rounded as the order's step 1 says:
+// q (k,) and dx (k/32,). Where the assembly is installed, packA8 also
+// lays them out as its kernels read them (kernel_amd64.go): q and dx
+// then have zeros past their ends up to a multiple of 16 blocks (the
+// kernels read whole chunks of 16), nib and halves are q in the orders
+// of 4-bit codes' nibbles (quant's q4, ggml's Q4_0), sum holds Σ_j
+// q_j per block, masks and blockMasks the kernels' masks for this row
+// length (q4 and q8, Q4_0 and Q8_0).
+type a8Acts struct {
+	q          []int8
+	dx         []float32
+	nib        []int8
+	halves     []int8
+	sum        []int32
+	masks      [2][2][16]uint16
+	blockMasks [2][2][32]uint64
+}
+
+// newA8Acts rounds x (k,) as the order's step 1 says.
+func newA8Acts(x []float32) *a8Acts {
+	nb := len(x) / a8Block
+	padded := nb
+	if packA8 != nil {
+		padded = (nb + lanes - 1) / lanes * lanes
+	}
+	a := &a8Acts{q: make([]int8, padded*a8Block)[:len(x)], dx: make([]float32, padded)[:nb]}
+	quantizeActs(x, a.q, a.dx)
+	if packA8 != nil {
+		packA8(a)
+	}
+	return a
+}
+
+// packA8 lays out a token's activations for the assembly kernels, where
+// they are installed.
+var packA8 func(*a8Acts)
+
 // rowsA8Go: out[i] = w_{a+i} · x for rows [a, z) of piece p (k columns),
-// x rounded to q and dx, in the order above; scratch holds k/32 int32
-// sums and k/32 float32 scales.
-func rowsA8Go(p *model.Piece, k, a, z int, q []int8, dx, out []float32, sums []int32, ws []float32) {
+// x rounded, in the order above; scratch holds k/32 int32 sums and k/32
+// float32 scales.
+func rowsA8Go(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int32, ws []float32) {
 	for r := a; r < z; r++ {
-		blockSums(p, k, r, q, sums, ws)
-		out[r-a] = dotA8(sums, ws, dx)
+		blockSums(p, k, r, x.q, sums, ws)
+		out[r-a] = dotA8(sums, ws, x.dx)
 	}
 }
 
@@ -176,19 +222,20 @@ func rowsA8Go(p *model.Piece, k, a, z int, q []int8, dx, out []float32, sums []i
 func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
 	nbk := k / a8Block
-	q := make([]int8, T*k)
-	dx := make([]float32, T*nbk)
-	for t := range T {
-		quantizeActs(x[t*k:(t+1)*k], q[t*k:(t+1)*k], dx[t*nbk:(t+1)*nbk])
+	workers := 1
+	if n*k*T >= serialWork {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	// A prefill's tokens are rounded on all the cores, as they are
+	// multiplied.
+	acts := make([]*a8Acts, T)
+	parallelBlocks(T, workers, 0, 0, func(t int, _ *scratch) {
+		acts[t] = newA8Acts(x[t*k : (t+1)*k])
+	})
 	rb := a8Rows
 	nb := 0
 	for _, p := range W.Pieces {
 		nb += (p.Rows + rb - 1) / rb
-	}
-	workers := 1
-	if n*k*T >= serialWork {
-		workers = runtime.GOMAXPROCS(0)
 	}
 	parallelBlocks(nb, workers, rb+2*nbk, 0, func(blk int, sc *scratch) {
 		y, ws := sc.w[:rb], sc.w[rb:rb+nbk]
@@ -202,7 +249,7 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 			}
 			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
 			for t := range T {
-				rowsA8(p, k, a, z, q[t*k:(t+1)*k], dx[t*nbk:(t+1)*nbk], y[:z-a], sums, ws)
+				rowsA8(p, k, a, z, acts[t], y[:z-a], sums, ws)
 				row0 := t*n + p.Row0 + a
 				for i, v := range y[:z-a] {
 					if b != nil {
@@ -219,6 +266,10 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 // a8Rows is a block of matmulA8 in rows: 64 rows of 896 q4 columns are
 // 28 KiB, which a prefill's tokens read from L1 and L2.
 const a8Rows = 64
+
+// quantizeActs is the rounding in use: quantizeActsGo, or assembly where
+// the CPU has it (kernel_amd64.go).
+var quantizeActs = quantizeActsGo
 
 // rowsA8 is the kernel in use: rowsA8Go, or assembly where the CPU has
 // it (kernel_amd64.go).

@@ -43,9 +43,8 @@ func naiveA8(w, s, x []float32) float32 {
 		var sum int64
 		if math.IsInf(amax, 0) || math.IsNaN(amax) {
 			dx = float32(math.NaN())
-		} else if amax > 0 {
+		} else if id := 127 / float32(amax); amax > 0 && !math.IsInf(float64(id), 1) {
 			dx = float16.Fromfloat32(float32(amax) / 127).Float32()
-			id := 127 / float32(amax)
 			for j, v := range xb {
 				q := math.RoundToEven(float64(v * id))
 				sum += int64(q) * int64(wb[j]/s[b])
@@ -201,5 +200,136 @@ func TestForwardA8(t *testing.T) {
 			}
 			t.Logf("a8 vs float32 activations: max |Δlogit| %.3g, logit spread %.3g", worst, spread)
 		})
+	}
+}
+
+// The a8 kernels give rowsA8Go's bits for every block count from 1 to
+// 40 (whole chunks of 16 blocks and a partial last one), for quads of
+// rows, the leftovers with the last quad, and ranges of fewer than four
+// rows, at either end of a piece, on weight blocks that
+// are zero or at the codes' extremes and activation blocks that are
+// zero, negative zero, at ±127, tiny or infinite.
+func TestRowsA8MatchGo(t *testing.T) {
+	if !asmKernels() || packA8 == nil {
+		t.Skip("no a8 assembly on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	const rows = 11
+	var formats []model.Format
+	for _, s := range quant.Schemes {
+		formats = append(formats, model.Format{Scheme: s})
+	}
+	formats = append(formats, model.Format{Type: ggml.Q4_0}, model.Format{Type: ggml.Q8_0})
+	for _, f := range formats {
+		for nb := 1; nb <= 40; nb++ {
+			k := nb * a8Block
+			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}
+			for trial := range 3 {
+				x := make([]float32, k)
+				for b := range nb {
+					xb := x[b*a8Block : (b+1)*a8Block]
+					for j := range xb {
+						switch (b + trial) % 6 {
+						case 0:
+							xb[j] = float32(math.Copysign(0, -1))
+						case 1:
+							xb[j] = 3 // q = 127 throughout
+						case 2:
+							xb[j] = float32(rng.NormFloat64())
+						case 3:
+							xb[j] = -float32(rng.Float64()) * 1e-30
+						case 4:
+							xb[j] = float32(rng.NormFloat64())
+							if trial == 2 && j == 5 {
+								xb[j] = float32(math.Inf(-1))
+							}
+						}
+					}
+				}
+				acts := newA8Acts(x)
+				sums, ws := make([]int32, nb), make([]float32, nb)
+				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 4, rows}, {rows - 3, rows}, {rows - 1, rows}, {3, 8}, {0, 4}, {2, 4}} {
+					a, z := span[0], span[1]
+					got, want := make([]float32, z-a), make([]float32, z-a)
+					rowsA8(p, k, a, z, acts, got, sums, ws)
+					rowsA8Go(p, k, a, z, acts, want, sums, ws)
+					sameBits(t, fmt.Sprintf("%v/%d blocks/trial %d/rows %d..%d", f, nb, trial, a, z), got, want)
+				}
+			}
+		}
+	}
+}
+
+// a8Weights are rows of format f (k columns) whose every seventh block
+// is zero (with a scale of −0 for ggml's blocks) and every seventh from
+// the fifth on at the codes' extremes.
+func a8Weights(t *testing.T, rng *rand.Rand, f model.Format, rows, k int) []byte {
+	if f.Scheme == "" {
+		data := randomBlocks(t, rng, f.Type, rows, k, make([]float32, rows*k))
+		bb := f.Type.BlockBytes()
+		for b := range rows * k / a8Block {
+			blk := data[b*bb : (b+1)*bb]
+			switch b % 7 {
+			case 3:
+				blk[0], blk[1] = 0, 0x80
+				for j := range blk[2:] {
+					blk[2+j] = 0
+				}
+			case 5:
+				for j := range blk[2:] {
+					blk[2+j] = byte(0x80 + 0x7f*(j%2)) // −128 and 127, or nibbles 0 and 15
+				}
+			}
+		}
+		return data
+	}
+	w := make([]float32, rows*k)
+	for i := range w {
+		switch blk := i / a8Block; blk % 7 {
+		case 3: // zero
+		case 5: // the codes' extremes
+			w[i] = float32(1 - 2*rng.IntN(2))
+		default:
+			w[i] = float32(rng.NormFloat64())
+		}
+	}
+	data, err := quant.Quantize(f.Scheme, w, rows, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// The rounding of the activations in use gives quantizeActsGo's bits on
+// blocks that are zero, negative zero, subnormal, so small that 127/amax
+// overflows or just not, infinite or NaN, hold
+// ties (amax 127: x·127/amax is x, and 2.5 rounds to 2, 3.5 to 4) or
+// random values.
+func TestQuantizeActsMatchGo(t *testing.T) {
+	if !asmKernels() {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	blocks := [][]float32{{0}, {float32(math.Copysign(0, -1))}, {1e-42, -3e-43}, {3.7e-37, -1e-37}, {3.8e-37, 1e-38}, {float32(math.Inf(1)), 1}, {float32(math.NaN())}, {127, 2.5, 3.5, -2.5, -3.5, 0.5, -0.5, 126.5}, {-1e38, 3e38}}
+	for range 20 {
+		b := make([]float32, a8Block)
+		for j := range b {
+			b[j] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(20)-10)))
+		}
+		blocks = append(blocks, b)
+	}
+	x := make([]float32, len(blocks)*a8Block)
+	for i, b := range blocks {
+		copy(x[i*a8Block:], b)
+	}
+	q, dx := make([]int8, len(x)), make([]float32, len(blocks))
+	wq, wdx := make([]int8, len(x)), make([]float32, len(blocks))
+	quantizeActs(x, q, dx)
+	quantizeActsGo(x, wq, wdx)
+	sameBits(t, "dx", dx, wdx)
+	for i := range q {
+		if q[i] != wq[i] {
+			t.Fatalf("block %d: q[%d] = %d, want %d (x %g)", i/a8Block, i%a8Block, q[i], wq[i], x[i])
+		}
 	}
 }

@@ -51,6 +51,24 @@ func dot4Q8_0AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *
 func dot4BF16AVX512(w *byte, ldw int, s *byte, lds int, n int, x *float32, out *[4]float32)
 
 //go:noescape
+func a8Q4AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+
+//go:noescape
+func a8Q8AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+
+//go:noescape
+func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+
+//go:noescape
+func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+
+//go:noescape
+func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
+
+//go:noescape
+func packA8AVX512(q *int8, groups int, nib, halves *int8, sum *int32)
+
+//go:noescape
 func axpyAVX512(out *float32, n int, p *float32, m int, v *float32, ldv int)
 
 // hasAVX512 is whether this CPU runs the kernels: AVX-512 Foundation for
@@ -94,6 +112,149 @@ func useAVX512() {
 	rowDots[model.Format{Type: ggml.Q4_0}] = ggmlDot(ggml.Q4_0, 32, dot4Q4_0AVX512)
 	rowDots[model.Format{Type: ggml.Q8_0}] = ggmlDot(ggml.Q8_0, 32, dot4Q8_0AVX512)
 	rowDots[model.Format{Type: ggml.BF16}] = ggmlDot(ggml.BF16, 16, dot4BF16AVX512)
+	if cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
+		packA8 = packA8Acts
+		rowsA8 = rowsA8Asm
+	}
+	quantizeActs = func(x []float32, q []int8, dx []float32) {
+		if len(dx) == 0 {
+			return
+		}
+		_, _ = x[32*len(dx)-1], q[32*len(dx)-1]
+		quantizeActsAVX512(&x[0], len(dx), &q[0], &dx[0])
+	}
+}
+
+// rowsA8Asm is rowsA8 with the assembly for quant's q4 and q8 and ggml's
+// Q4_0 and Q8_0, four rows at a time: the last (z−a) mod 4 rows come
+// with the quad that ends at z, or, in a range of fewer than four rows,
+// each as four copies of itself (stride 0). q6 takes rowsA8Go.
+func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int32, ws []float32) {
+	nb := k / a8Block
+	chunks := (nb + lanes - 1) / lanes
+	// The kernels read whole chunks of the activations, and the codes
+	// and scales of each row's nb blocks only (x's masks).
+	if len(x.dx) != nb {
+		panic("cpu: a8 activations of another length than the rows")
+	}
+	all := chunks * lanes * a8Block
+	_, _, _ = x.q[:all][all-1], x.nib[all-1], x.halves[all-1]
+	_, _ = x.sum[chunks*lanes-1], x.dx[:chunks*lanes][chunks*lanes-1]
+	// quad(i, ld): out[i..] of up to four rows from row a+i, ld rows
+	// apart (0 or 1).
+	var quad func(i, ld int)
+	var t4 [4]float32
+	switch s, t := p.Format.Scheme, p.Format.Type; {
+	case s == quant.Q4 || s == quant.Q8:
+		l, _ := quant.NewLayout(s, p.Rows, k)
+		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		codes := p.Data[a*qw : z*qw]
+		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+z*sw]
+		kern, acts, masks := a8Q4AVX512, x.nib, &x.masks[0]
+		if s == quant.Q8 {
+			kern, acts, masks = a8Q8AVX512, x.q[:cap(x.q)], &x.masks[1]
+		}
+		quad = func(i, ld int) {
+			_, _ = codes[(i+3*ld+1)*qw-1], scales[(i+3*ld)*sw+2*nb-1]
+			kern(&codes[i*qw], ld*qw, &scales[i*sw], ld*sw, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
+		}
+	case (t == ggml.Q4_0 || t == ggml.Q8_0) && cpu.X86.HasAVX512VBMI:
+		rb64, _ := t.RowBytes(k)
+		rb := int(rb64)
+		rows := p.Data[a*rb : z*rb]
+		kern, acts, masks := a8Q4_0AVX512, x.halves, &x.blockMasks[0]
+		if t == ggml.Q8_0 {
+			kern, acts, masks = a8Q8_0AVX512, x.q[:cap(x.q)], &x.blockMasks[1]
+		}
+		quad = func(i, ld int) {
+			_ = rows[(i+3*ld+1)*rb-1]
+			kern(&rows[i*rb], ld*rb, &rows[i*rb], ld*rb, chunks, &acts[0], &x.sum[0], &x.dx[0], masks, &t4)
+		}
+	default:
+		rowsA8Go(p, k, a, z, x, out, sums, ws)
+		return
+	}
+	n := z - a
+	for i := 0; i+4 <= n; i += 4 {
+		quad(i, 1)
+		copy(out[i:i+4], t4[:])
+	}
+	switch left := n % 4; {
+	case left == 0:
+	case n >= 4:
+		quad(n-4, 1)
+		copy(out[n-left:n], t4[4-left:])
+	default:
+		for i := range n {
+			quad(i, 0)
+			out[i] = t4[0]
+		}
+	}
+}
+
+// a8Masks are the masks of the quant kernels for rows of nb blocks of
+// bytes code bytes: [0] those of a whole chunk, [1] those of the last
+// one; in each, the dword masks of the code loads (64 bytes each), then
+// at 8 the chunk's blocks.
+func a8Masks(nb, bytes int) [2][16]uint16 {
+	var m [2][16]uint16
+	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
+		for b := range blocks {
+			d := b * bytes / 4 // the block's first dword in the chunk
+			for j := range bytes / 4 {
+				m[set][(d+j)/16] |= 1 << ((d + j) % 16)
+			}
+		}
+		m[set][8] = uint16(1<<blocks - 1)
+	}
+	return m
+}
+
+// a8BlockMasks are those of the ggml kernels for rows of nb blocks of
+// size bytes, loaded group blocks at a time: per group the byte masks
+// of its first 64 bytes and of the rest, then at 16 the chunk's blocks,
+// then from 17 per group the bytes of its scales in 16 f16s.
+func a8BlockMasks(nb, size, group int) [2][32]uint64 {
+	var m [2][32]uint64
+	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
+		for g := range lanes / group {
+			// The group's bytes in the row (1<<64 is 0).
+			n := uint(size * min(group, max(0, blocks-g*group)))
+			m[set][2*g] = 1<<min(n, 64) - 1
+			m[set][2*g+1] = 1<<(max(n, 64)-64) - 1
+		}
+		m[set][16] = 1<<blocks - 1
+		for g := range lanes / group {
+			// The bytes of the group's scales in the register that
+			// gathers the chunk's (VPERMB), for any set.
+			m[set][17+g] = (1<<(2*group) - 1) << (2 * group * g)
+		}
+	}
+	return m
+}
+
+// a8LastChunk is the blocks of a row's last chunk of 16, 1..16.
+func a8LastChunk(nb int) int { return nb - (nb-1)/lanes*lanes }
+
+// packA8Acts lays out x for the a8 kernels (a8Acts): per 4 blocks, the
+// columns that meet the low nibbles of a 64-byte load of 4-bit codes,
+// then those that meet the high ones (quant's q4: a block's even columns,
+// then its odd ones; ggml's Q4_0: its first 16 columns, then its last
+// 16), Σ q per block and the kernels' masks for rows of len(x.dx)
+// blocks; q and dx are already padded to whole chunks.
+func packA8Acts(x *a8Acts) {
+	x.masks = [2][2][16]uint16{a8Masks(len(x.dx), 16), a8Masks(len(x.dx), 32)}
+	x.blockMasks = [2][2][32]uint64{a8BlockMasks(len(x.dx), 18, 4), a8BlockMasks(len(x.dx), 34, 2)}
+	nb := cap(x.dx)
+	q := x.q[:cap(x.q)]
+	buf := make([]int8, 2*len(q))
+	x.nib, x.halves = buf[:len(q)], buf[len(q):]
+	x.sum = make([]int32, nb)
+	if nb == 0 {
+		return
+	}
+	_, _, _, _ = q[nb*a8Block-1], x.nib[nb*a8Block-1], x.halves[nb*a8Block-1], x.sum[nb-1]
+	packA8AVX512(&q[0], nb/4, &x.nib[0], &x.halves[0], &x.sum[0])
 }
 
 // quantDot wraps a fused kernel of a quant scheme (n: code bytes per

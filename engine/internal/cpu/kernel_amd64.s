@@ -63,6 +63,39 @@
 	REDUCE(Z3, Y3, X3, 12) \
 	VZEROUPPER
 
+// A8ROWS4 and A8SUM begin and end the a8 kernels (a8Q4AVX512 and the
+// others, further down; defined here, before any TEXT, for go vet): the
+// pointers loaded and the lanes zeroed; the rows' tree sums stored.
+#define A8ROWS4 \
+	MOVQ codes+0(FP), SI \
+	MOVQ ldc+8(FP), BX \
+	LEAQ (SI)(BX*1), R8 \
+	LEAQ (R8)(BX*1), R9 \
+	LEAQ (R9)(BX*1), R10 \
+	MOVQ scales+16(FP), DX \
+	MOVQ lds+24(FP), BX \
+	LEAQ (DX)(BX*1), R11 \
+	LEAQ (R11)(BX*1), R12 \
+	LEAQ (R12)(BX*1), R13 \
+	MOVQ chunks+32(FP), CX \
+	MOVQ acts+40(FP), DI \
+	MOVQ sums+48(FP), R14 \
+	MOVQ dx+56(FP), AX \
+	MOVQ masks+64(FP), BX \
+	VMOVDQU32 transposed<>(SB), Z29 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3
+
+#define A8SUM \
+	MOVQ out+72(FP), DI \
+	REDUCE(Z0, Y0, X0, 0) \
+	REDUCE(Z1, Y1, X1, 4) \
+	REDUCE(Z2, Y2, X2, 8) \
+	REDUCE(Z3, Y3, X3, 12) \
+	VZEROUPPER
+
 // LOAD16 and STORE16 move Z(4t+r) from and to row r, token t's lanes at
 // (DX): acc[4r+t].
 #define LOAD16 \
@@ -809,3 +842,519 @@ loopAxpy:
 	JG chunkAxpy
 	VZEROUPPER
 	RET
+
+// The kernels of 8-bit activations (a8.go's order): four rows of quant's
+// q4 or q8 or ggml's Q4_0 or Q8_0 times one token's rounded activations.
+// The integer block sums S_b come from VPDPBUSD (unsigned bytes times
+// signed bytes, four products summed into each dword, exact), on unsigned
+// weights u: 4-bit codes' nibbles (code + 8) or 8-bit codes + 128 (the
+// sign bit flipped), so that S_b = Σ u_j·q_j − c·Σ q_j with c = 8 or 128
+// and Σ q_j precomputed per block (a8Acts.sum). Blocks go in chunks of
+// 16, the order's lanes: a chunk's S_b end in one Z register, block b in
+// dword b, converted, multiplied by t_b = float32(s_b·dx_b) and added to
+// the row's lanes (a multiply and an add, not fused). The activations
+// (a8Acts) have zeros up to a whole chunk; the codes and scales past a
+// row's last block are masked off their loads (they may lie past the
+// piece), and the lanes past it off the add.
+//
+// Registers: SI, R8, R9, R10 the four rows' codes, DX, R11, R12, R13
+// their scales (the same pointers for ggml's blocks), DI the
+// activations, R14 Σq, AX dx, BX the masks (a8Masks, a8BlockMasks: a
+// whole chunk's, then the last one's, the code loads' then at 16(BX) or
+// 128(BX) the chunk's blocks, K2), CX the chunks left; Z0..Z3 the rows'
+// lanes, Z4..Z19 four partial sums per row (Z4+4r+i: blocks 4i..4i+3 of
+// the chunk, one per 128-bit lane, four dwords each), Z28 the weights'
+// constant, Z29 transposed<>, Z30 c·Σq of the chunk (for ggml, while
+// the chunk loads, VPERMB's indices of its scales, gathered per row in
+// Z20..Z23), Z31 ggml's VPERMT2B indices, Z27 the row's t_b, Z24..Z26
+// temporaries.
+
+// A8LAST(size) switches BX to the last chunk's masks before it.
+#define A8LAST(size) \
+	CMPQ CX, $1 \
+	JNE 2(PC) \
+	ADDQ $size, BX
+
+// A8BLOCKS(b0, b1, b2, b3, acc): the chunk's partial sums b0..b3 of one
+// row summed to S_b in b0 (a 4×4 transpose of dwords within each 128-bit
+// lane leaves block 4j+l in dword 4l+j; transposed<> puts it back in
+// dword 4j+l), times t_b in Z27 into acc: the order's step 3. Z24: a
+// temporary.
+#define A8BLOCKS(b0, b1, b2, b3, acc) \
+	VPUNPCKLDQ b1, b0, Z24 \
+	VPUNPCKHDQ b1, b0, b1 \
+	VPADDD b1, Z24, b0 \
+	VPUNPCKLDQ b3, b2, Z24 \
+	VPUNPCKHDQ b3, b2, b3 \
+	VPADDD b3, Z24, b2 \
+	VPUNPCKLQDQ b2, b0, Z24 \
+	VPUNPCKHQDQ b2, b0, b2 \
+	VPADDD b2, Z24, b0 \
+	VPERMD b0, Z29, b0 \
+	VPSUBD Z30, b0, b0 \
+	VCVTDQ2PS b0, b0 \
+	VMULPS Z27, b0, b0 \
+	VADDPS b0, acc, K2, acc
+
+// A8SCALES(p): Z27 = t_b = float32(s_b·dx_b) of a quant row's 16 f16
+// scales at p; A8HALVES(y) of a ggml row's, which the loads gathered in
+// y.
+#define A8SCALES(p) \
+	VMOVDQU16.Z (p), K2, Y27 \
+	VCVTPH2PS Y27, Z27 \
+	VMULPS (AX), Z27, Z27
+
+#define A8HALVES(y) \
+	VCVTPH2PS y, Z27 \
+	VMULPS (AX), Z27, Z27
+
+// A8CHUNK(m) ends a chunk: the four rows' blocks into their lanes, K2
+// the blocks' mask at m(BX).
+#define A8CHUNK(m) \
+	KMOVW m(BX), K2 \
+	A8SCALES(DX) \
+	A8BLOCKS(Z4, Z5, Z6, Z7, Z0) \
+	A8SCALES(R11) \
+	A8BLOCKS(Z8, Z9, Z10, Z11, Z1) \
+	A8SCALES(R12) \
+	A8BLOCKS(Z12, Z13, Z14, Z15, Z2) \
+	A8SCALES(R13) \
+	A8BLOCKS(Z16, Z17, Z18, Z19, Z3)
+
+#define A8CHUNKGGML \
+	KMOVW 128(BX), K2 \
+	A8HALVES(Y20) \
+	A8BLOCKS(Z4, Z5, Z6, Z7, Z0) \
+	A8HALVES(Y21) \
+	A8BLOCKS(Z8, Z9, Z10, Z11, Z1) \
+	A8HALVES(Y22) \
+	A8BLOCKS(Z12, Z13, Z14, Z15, Z2) \
+	A8HALVES(Y23) \
+	A8BLOCKS(Z16, Z17, Z18, Z19, Z3)
+
+// A8NEXT moves the pointers to the next chunk (n: code bytes per row, s:
+// scale bytes) and loops.
+#define A8NEXT(n, s, loop) \
+	ADDQ $n, SI \
+	ADDQ $n, R8 \
+	ADDQ $n, R9 \
+	ADDQ $n, R10 \
+	ADDQ $s, DX \
+	ADDQ $s, R11 \
+	ADDQ $s, R12 \
+	ADDQ $s, R13 \
+	ADDQ $512, DI \
+	ADDQ $64, R14 \
+	ADDQ $64, AX \
+	DECQ CX \
+	JNZ loop
+
+// A8NIBBLES(aoff, hoff, b): the 64 code bytes in Z24 (four blocks of 16)
+// split into low and high nibbles (Z28 = 0x0f bytes) times the
+// activations at aoff(DI) and hoff(DI) into b.
+#define A8NIBBLES(aoff, hoff, b) \
+	VPSRLD $4, Z24, Z25 \
+	VPANDD Z28, Z24, Z24 \
+	VPANDD Z28, Z25, Z25 \
+	VPXORD b, b, b \
+	VPDPBUSD aoff(DI), Z24, b \
+	VPDPBUSD hoff(DI), Z25, b
+
+// A8Q4(off, aoff, hoff, row, b): quant q4's 64 code bytes at off(row)
+// (blocks 4i..4i+3 of the chunk, masked by K1).
+#define A8Q4(off, aoff, hoff, row, b) \
+	VMOVDQU32.Z off(row), K1, Z24 \
+	A8NIBBLES(aoff, hoff, b)
+
+#define A8Q4LOAD(m, off, aoff, hoff, b0, b1, b2, b3) \
+	KMOVW m(BX), K1 \
+	A8Q4(off, aoff, hoff, SI, b0) \
+	A8Q4(off, aoff, hoff, R8, b1) \
+	A8Q4(off, aoff, hoff, R9, b2) \
+	A8Q4(off, aoff, hoff, R10, b3)
+
+// func a8Q4AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+//
+// quant's q4: per block 16 code bytes (column 2i in byte i's low nibble,
+// 2i+1 in its high one, value nibble − 8), rows ldc bytes apart; c = 8.
+// The activations (a8Acts.nib) hold per 4 blocks the even columns, 16
+// per block, then the odd ones.
+TEXT ·a8Q4AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB nibbleMask<>(SB), Z28
+
+loopA8Q4:
+	A8LAST(32)
+	VPSLLD $3, (R14), Z30
+	A8Q4LOAD(0, 0, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q4LOAD(2, 64, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q4LOAD(4, 128, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q4LOAD(6, 192, 384, 448, Z7, Z11, Z15, Z19)
+	A8CHUNK(16)
+	A8NEXT(256, 32, loopA8Q4)
+	A8SUM
+	RET
+
+// A8BYTES(aoff, aoff2, b): the unsigned codes of blocks 4i, 4i+1 in Z24
+// and 4i+2, 4i+3 in Z25 times the activations at aoff(DI) and aoff2(DI)
+// into b: a product's blocks come in dwords 0..7 and 8..15, and
+// VSHUFI32X4 gathers the first halves and the second halves of the four
+// blocks, one per 128-bit lane.
+#define A8BYTES(aoff, aoff2, b) \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27 \
+	VPDPBUSD aoff(DI), Z24, Z26 \
+	VPDPBUSD aoff2(DI), Z25, Z27 \
+	VSHUFI32X4 $0x88, Z27, Z26, Z24 \
+	VSHUFI32X4 $0xdd, Z27, Z26, Z25 \
+	VPADDD Z25, Z24, b
+
+// A8Q8(off, off2, row, b): quant q8's 128 code bytes at off(row) and
+// off2(row) (masked by K1 and K3), the sign bit flipped (Z28 = 0x80
+// bytes).
+#define A8Q8(off, off2, row, b) \
+	VPXORD.Z off(row), Z28, K1, Z24 \
+	VPXORD.Z off2(row), Z28, K3, Z25 \
+	A8BYTES(off, off2, b)
+
+#define A8Q8LOAD(m, m2, off, off2, b0, b1, b2, b3) \
+	KMOVW m(BX), K1 \
+	KMOVW m2(BX), K3 \
+	A8Q8(off, off2, SI, b0) \
+	A8Q8(off, off2, R8, b1) \
+	A8Q8(off, off2, R9, b2) \
+	A8Q8(off, off2, R10, b3)
+
+// func a8Q8AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][16]uint16, out *[4]float32)
+//
+// quant's q8: per block 32 code bytes (two's complement), rows ldc bytes
+// apart; c = 128. The activations are a8Acts.q.
+TEXT ·a8Q8AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB signBit<>(SB), Z28
+
+loopA8Q8:
+	A8LAST(32)
+	VPSLLD $7, (R14), Z30
+	A8Q8LOAD(0, 2, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q8LOAD(4, 6, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q8LOAD(8, 10, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q8LOAD(12, 14, 384, 448, Z7, Z11, Z15, Z19)
+	A8CHUNK(16)
+	A8NEXT(512, 32, loopA8Q8)
+	A8SUM
+	RET
+
+// A8PACK(off, off2, row, w, t, k, k2, m, s): ggml blocks at off(row),
+// 64 bytes masked by k and the next ones at off2(row) by k2; VPERMB (Z30)
+// takes their f16 scales into the bytes of s that m selects, VPERMT2B
+// (Z31) their codes into w (t: the second table).
+#define A8PACK(off, off2, row, w, t, k, k2, m, s) \
+	VMOVDQU8.Z off(row), k, w \
+	VMOVDQU8.Z off2(row), k2, t \
+	VPERMB w, Z30, m, s \
+	VPERMT2B t, Z31, w
+
+// A8Q4_0(off, off2, aoff, hoff, row, b, s): Q4_0's four blocks of 18
+// bytes at off(row).
+#define A8Q4_0(off, off2, aoff, hoff, row, b, s) \
+	A8PACK(off, off2, row, Z24, Z25, K1, K3, K6, s) \
+	A8NIBBLES(aoff, hoff, b)
+
+#define A8Q4_0LOAD(m, m2, ms, off, off2, aoff, hoff, b0, b1, b2, b3) \
+	KMOVQ m(BX), K1 \
+	KMOVQ m2(BX), K3 \
+	KMOVQ ms(BX), K6 \
+	A8Q4_0(off, off2, aoff, hoff, SI, b0, Z20) \
+	A8Q4_0(off, off2, aoff, hoff, R8, b1, Z21) \
+	A8Q4_0(off, off2, aoff, hoff, R9, b2, Z22) \
+	A8Q4_0(off, off2, aoff, hoff, R10, b3, Z23)
+
+// func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+//
+// ggml's Q4_0: blocks of 18 bytes, an f16 d then 16 bytes holding column
+// j in byte j's low nibble and column j+16 in its high one, rows ldc
+// bytes apart (scales = codes, lds = ldc); c = 8. Four blocks come from
+// 72 bytes: VPERMT2B packs their codes (unpack18<>), VPERMB their scales
+// (scales18<>) into the row's Z20..Z23. The activations (a8Acts.halves)
+// hold per 4 blocks their first 16 columns, then their last 16. masks
+// (a8BlockMasks): per 4 blocks the byte masks of the first 64 bytes and
+// the next 8, and at 136 the scales' bytes in Z20..Z23.
+TEXT ·a8Q4_0AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB nibbleMask<>(SB), Z28
+	VMOVDQU64 unpack18<>(SB), Z31
+
+loopA8Q4_0:
+	A8LAST(256)
+	VMOVDQU64 scales18<>(SB), Z30
+	A8Q4_0LOAD(0, 8, 136, 0, 64, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q4_0LOAD(16, 24, 144, 72, 136, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q4_0LOAD(32, 40, 152, 144, 208, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q4_0LOAD(48, 56, 160, 216, 280, 384, 448, Z7, Z11, Z15, Z19)
+	VPSLLD $3, (R14), Z30
+	A8CHUNKGGML
+	A8NEXT(288, 288, loopA8Q4_0)
+	A8SUM
+	RET
+
+// A8Q8_0(off, off2, aoff, aoff2, row, b, s): Q8_0's four blocks of 34
+// bytes, two at off(row) and two at off2(row), their codes' sign bits
+// flipped.
+#define A8Q8_0(off, off2, aoff, aoff2, row, b, s) \
+	A8PACK(off, off+64, row, Z24, Z25, K1, K3, K6, s) \
+	A8PACK(off2, off2+64, row, Z25, Z26, K4, K5, K7, s) \
+	VPXORD Z28, Z24, Z24 \
+	VPXORD Z28, Z25, Z25 \
+	A8BYTES(aoff, aoff2, b)
+
+#define A8Q8_0LOAD(m, ms, off, off2, aoff, aoff2, b0, b1, b2, b3) \
+	KMOVQ m(BX), K1 \
+	KMOVQ m+8(BX), K3 \
+	KMOVQ m+16(BX), K4 \
+	KMOVQ m+24(BX), K5 \
+	KMOVQ ms(BX), K6 \
+	KMOVQ ms+8(BX), K7 \
+	A8Q8_0(off, off2, aoff, aoff2, SI, b0, Z20) \
+	A8Q8_0(off, off2, aoff, aoff2, R8, b1, Z21) \
+	A8Q8_0(off, off2, aoff, aoff2, R9, b2, Z22) \
+	A8Q8_0(off, off2, aoff, aoff2, R10, b3, Z23)
+
+// func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
+//
+// ggml's Q8_0: blocks of 34 bytes, an f16 d then 32 int8 codes, rows ldc
+// bytes apart (scales = codes, lds = ldc); c = 128. Two blocks come from
+// 68 bytes: VPERMT2B packs their codes (unpack34<>), VPERMB their scales
+// (scales34<>). The activations are a8Acts.q. masks (a8BlockMasks): per
+// 2 blocks the byte masks of the first 64 bytes and the next 4, and at
+// 136 the scales' bytes in Z20..Z23.
+TEXT ·a8Q8_0AVX512(SB), NOSPLIT, $0-80
+	A8ROWS4
+	VPBROADCASTB signBit<>(SB), Z28
+	VMOVDQU64 unpack34<>(SB), Z31
+
+loopA8Q8_0:
+	A8LAST(256)
+	VMOVDQU64 scales34<>(SB), Z30
+	A8Q8_0LOAD(0, 136, 0, 68, 0, 64, Z4, Z8, Z12, Z16)
+	A8Q8_0LOAD(32, 152, 136, 204, 128, 192, Z5, Z9, Z13, Z17)
+	A8Q8_0LOAD(64, 168, 272, 340, 256, 320, Z6, Z10, Z14, Z18)
+	A8Q8_0LOAD(96, 184, 408, 476, 384, 448, Z7, Z11, Z15, Z19)
+	VPSLLD $7, (R14), Z30
+	A8CHUNKGGML
+	A8NEXT(544, 544, loopA8Q8_0)
+	A8SUM
+	RET
+
+DATA nibbleMask<>+0(SB)/1, $0x0f
+GLOBL nibbleMask<>(SB), RODATA|NOPTR, $1
+DATA signBit<>+0(SB)/1, $0x80
+GLOBL signBit<>(SB), RODATA|NOPTR, $1
+
+// transposed<>: VPERMD's indices that take block 4j+l from dword 4l+j.
+DATA transposed<>+0(SB)/4, $0
+DATA transposed<>+4(SB)/4, $4
+DATA transposed<>+8(SB)/4, $8
+DATA transposed<>+12(SB)/4, $12
+DATA transposed<>+16(SB)/4, $1
+DATA transposed<>+20(SB)/4, $5
+DATA transposed<>+24(SB)/4, $9
+DATA transposed<>+28(SB)/4, $13
+DATA transposed<>+32(SB)/4, $2
+DATA transposed<>+36(SB)/4, $6
+DATA transposed<>+40(SB)/4, $10
+DATA transposed<>+44(SB)/4, $14
+DATA transposed<>+48(SB)/4, $3
+DATA transposed<>+52(SB)/4, $7
+DATA transposed<>+56(SB)/4, $11
+DATA transposed<>+60(SB)/4, $15
+GLOBL transposed<>(SB), RODATA|NOPTR, $64
+
+// unpack18<> and unpack34<>: VPERMT2B's indices that take byte i of
+// the packed codes from a ggml block of 18 (34) bytes: block i/16 (i/32)
+// at 2 + its offset.
+DATA unpack18<>+0(SB)/8, $0x0908070605040302
+DATA unpack18<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA unpack18<>+16(SB)/8, $0x1b1a191817161514
+DATA unpack18<>+24(SB)/8, $0x232221201f1e1d1c
+DATA unpack18<>+32(SB)/8, $0x2d2c2b2a29282726
+DATA unpack18<>+40(SB)/8, $0x3534333231302f2e
+DATA unpack18<>+48(SB)/8, $0x3f3e3d3c3b3a3938
+DATA unpack18<>+56(SB)/8, $0x4746454443424140
+GLOBL unpack18<>(SB), RODATA|NOPTR, $64
+DATA unpack34<>+0(SB)/8, $0x0908070605040302
+DATA unpack34<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA unpack34<>+16(SB)/8, $0x1918171615141312
+DATA unpack34<>+24(SB)/8, $0x21201f1e1d1c1b1a
+DATA unpack34<>+32(SB)/8, $0x2b2a292827262524
+DATA unpack34<>+40(SB)/8, $0x333231302f2e2d2c
+DATA unpack34<>+48(SB)/8, $0x3b3a393837363534
+DATA unpack34<>+56(SB)/8, $0x434241403f3e3d3c
+GLOBL unpack34<>(SB), RODATA|NOPTR, $64
+
+// scales18<> and scales34<>: VPERMB's indices that take the f16 scales
+// of 4 blocks of 18 bytes (2 of 34) into 8 (4) bytes, repeated.
+DATA scales18<>+0(SB)/8, $0x3736252413120100
+DATA scales18<>+8(SB)/8, $0x3736252413120100
+DATA scales18<>+16(SB)/8, $0x3736252413120100
+DATA scales18<>+24(SB)/8, $0x3736252413120100
+DATA scales18<>+32(SB)/8, $0x3736252413120100
+DATA scales18<>+40(SB)/8, $0x3736252413120100
+DATA scales18<>+48(SB)/8, $0x3736252413120100
+DATA scales18<>+56(SB)/8, $0x3736252413120100
+GLOBL scales18<>(SB), RODATA|NOPTR, $64
+DATA scales34<>+0(SB)/8, $0x2322010023220100
+DATA scales34<>+8(SB)/8, $0x2322010023220100
+DATA scales34<>+16(SB)/8, $0x2322010023220100
+DATA scales34<>+24(SB)/8, $0x2322010023220100
+DATA scales34<>+32(SB)/8, $0x2322010023220100
+DATA scales34<>+40(SB)/8, $0x2322010023220100
+DATA scales34<>+48(SB)/8, $0x2322010023220100
+DATA scales34<>+56(SB)/8, $0x2322010023220100
+GLOBL scales34<>(SB), RODATA|NOPTR, $64
+
+// func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
+//
+// a8.go's step 1 per block of 32 values of x: amax = max |x_j| (a max is
+// exact, so the order of the reduction does not matter); a block with an
+// infinite or NaN value (VCMPPS not-less-equal MaxFloat32, unordered)
+// gets dx = NaN and q = 0; a zero one, or one whose 127/amax overflows,
+// dx = 0 and q = 0; any other dx = amax/127 and q_j = x_j·(127/amax)
+// rounded to float32, then to the nearest integer, ties to even
+// (VCVTPS2DQ in MXCSR's default rounding), at most 127 in magnitude.
+TEXT ·quantizeActsAVX512(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ dx+24(FP), DX
+	VPBROADCASTD absMask<>(SB), Z30
+	VBROADCASTSS maxFloat32<>(SB), Z31
+	MOVL $0x42fe0000, AX // 127
+	VMOVD AX, X29
+	TESTQ CX, CX
+	JZ doneQuantize
+
+loopQuantize:
+	VANDPS (SI), Z30, Z0
+	VANDPS 64(SI), Z30, Z1
+	VCMPPS $6, Z31, Z0, K1
+	VCMPPS $6, Z31, Z1, K2
+	KORTESTW K1, K2
+	JNZ nanQuantize
+	VMAXPS Z1, Z0, Z2
+	VEXTRACTF64X4 $1, Z2, Y3
+	VMAXPS Y3, Y2, Y2
+	VEXTRACTF32X4 $1, Y2, X3
+	VMAXPS X3, X2, X2
+	VPERMILPS $0x0E, X2, X3
+	VMAXPS X3, X2, X2
+	VMOVSHDUP X2, X3
+	VMAXSS X3, X2, X2 // amax
+	VXORPS X4, X4, X4
+	VUCOMISS X4, X2
+	JEQ zeroQuantize
+	VDIVSS X2, X29, X5 // 127/amax
+	VUCOMISS X31, X5
+	JHI zeroQuantize // infinite: the block counts as zeros
+	VBROADCASTSS X5, Z5
+	VDIVSS X29, X2, X6 // amax/127
+	VCVTPS2PH $0, X6, X7 // rounded to f16, ties to even, as a Q8_0 block keeps it
+	VCVTPH2PS X7, X6
+	VMOVSS X6, (DX)
+	VMULPS (SI), Z5, Z0
+	VMULPS 64(SI), Z5, Z1
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VPMOVSDB Z0, (DI)
+	VPMOVSDB Z1, 16(DI)
+	JMP nextQuantize
+
+nanQuantize:
+	MOVL $0x7fc00000, (DX)
+	JMP clearQuantize
+
+zeroQuantize:
+	MOVL $0, (DX)
+
+clearQuantize:
+	VPXORD Y0, Y0, Y0
+	VMOVDQU Y0, (DI)
+
+nextQuantize:
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ loopQuantize
+
+doneQuantize:
+	VZEROUPPER
+	RET
+
+DATA absMask<>+0(SB)/4, $0x7fffffff
+GLOBL absMask<>(SB), RODATA|NOPTR, $4
+DATA maxFloat32<>+0(SB)/4, $0x7f7fffff
+GLOBL maxFloat32<>(SB), RODATA|NOPTR, $4
+
+// A8PACK1(q, o, s): one block's 32 rounded activations at q(SI) laid
+// out for the kernels at o(DI) (nib: even columns, then 64 bytes on the
+// odd ones: VPSHUFB, evenOdd<> in Y31, splits each 16 into 8 even and 8
+// odd, and VPERMQ orders the four eights) and o(R8) (halves: columns
+// 0..15, then 64 bytes on 16..31), and Σq_j at s(DX): VPSADBW sums the
+// bytes with the sign bit flipped (q + 128), less 32·128.
+#define A8PACK1(q, o, s) \
+	VMOVDQU q(SI), Y0 \
+	VPSHUFB Y31, Y0, Y1 \
+	VPERMQ $0xd8, Y1, Y1 \
+	VMOVDQU X1, o(DI) \
+	VEXTRACTI32X4 $1, Y1, o+64(DI) \
+	VMOVDQU X0, o(R8) \
+	VEXTRACTI32X4 $1, Y0, o+64(R8) \
+	VPXORD Y30, Y0, Y2 \
+	VPSADBW Y29, Y2, Y2 \
+	VEXTRACTI32X4 $1, Y2, X3 \
+	VPADDQ X3, X2, X2 \
+	VPSHUFD $0x0e, X2, X3 \
+	VPADDQ X3, X2, X2 \
+	VMOVD X2, AX \
+	SUBL $4096, AX \
+	MOVL AX, s(DX)
+
+// func packA8AVX512(q *int8, groups int, nib, halves *int8, sum *int32)
+//
+// packA8Acts's layouts of 4·groups blocks of rounded activations q.
+TEXT ·packA8AVX512(SB), NOSPLIT, $0-40
+	MOVQ q+0(FP), SI
+	MOVQ groups+8(FP), CX
+	MOVQ nib+16(FP), DI
+	MOVQ halves+24(FP), R8
+	MOVQ sum+32(FP), DX
+	VMOVDQU64 evenOdd<>(SB), Y31
+	VPBROADCASTB signBit<>(SB), Y30
+	VPXORD Y29, Y29, Y29
+	TESTQ CX, CX
+	JZ donePack
+
+loopPack:
+	A8PACK1(0, 0, 0)
+	A8PACK1(32, 16, 4)
+	A8PACK1(64, 32, 8)
+	A8PACK1(96, 48, 12)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	ADDQ $128, R8
+	ADDQ $16, DX
+	DECQ CX
+	JNZ loopPack
+
+donePack:
+	VZEROUPPER
+	RET
+
+// evenOdd<>: VPSHUFB's indices that take the even bytes of each 16,
+// then the odd ones.
+DATA evenOdd<>+0(SB)/8, $0x0e0c0a0806040200
+DATA evenOdd<>+8(SB)/8, $0x0f0d0b0907050301
+DATA evenOdd<>+16(SB)/8, $0x0e0c0a0806040200
+DATA evenOdd<>+24(SB)/8, $0x0f0d0b0907050301
+GLOBL evenOdd<>(SB), RODATA|NOPTR, $32

@@ -18,11 +18,13 @@ import (
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
 	t44, t41, ax := tile4x4, tile4x1, axpy
-	qr, gr, rd := quantRows, ggmlRows, rowDots
-	tile4x4, tile4x1, axpy = tile4x4Go, tile4x1Go, axpyGo
+	qr, gr, rd, ra8, qa := quantRows, ggmlRows, rowDots, rowsA8, quantizeActs
+	tile4x4, tile4x1, axpy, rowsA8, quantizeActs = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go, quantizeActsGo
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
-	defer func() { tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots = t44, t41, ax, qr, gr, rd }()
+	defer func() {
+		tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs = t44, t41, ax, qr, gr, rd, ra8, qa
+	}()
 	fn()
 }
 
@@ -413,8 +415,18 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 // on a machine others share, it varies less than the wall time), on each
 // kernel path: "go" is what engine.wasm runs, natively compiled.
 func BenchmarkMatmul(b *testing.B) {
+	benchMatmul(b, []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}}, matmul)
+}
+
+// BenchmarkMatmulA8 is BenchmarkMatmul with 8-bit activations (a8.go),
+// for the formats that take them (GFLOP/s counts their integer products).
+func BenchmarkMatmulA8(b *testing.B) {
+	benchMatmul(b, []model.Format{{Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}}, matmulA8)
+}
+
+func benchMatmul(b *testing.B, formats []model.Format, mul func(out, x []float32, W *model.Matrix, b []float32, T int)) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, f := range []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}} {
+	for _, f := range formats {
 		for _, shape := range [][2]int{{4864, 896}, {896, 4864}} {
 			rows, cols := shape[0], shape[1]
 			W := benchMatrix(b, rng, f, rows, cols)
@@ -426,7 +438,7 @@ func BenchmarkMatmul(b *testing.B) {
 						onPath(path, func() {
 							cpu0 := cpuTime()
 							for b.Loop() {
-								matmul(out, x, W, nil, T)
+								mul(out, x, W, nil, T)
 							}
 							sec := b.Elapsed().Seconds() / float64(b.N)
 							b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/float64(rows*cols*T), "cpu-ns/weight")

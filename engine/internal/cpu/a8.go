@@ -214,11 +214,54 @@ func rowsA8Go(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int3
 	}
 }
 
+// a8Batch is a few tokens of a prefill laid out for a kernel that
+// multiplies each row with all of them at once, loading and unpacking
+// its codes once: rows sets out[(r−a)·n+t] = w_r · x_t (no bias) for
+// rows [a, z) of a piece and the batch's n tokens, in the order above.
+type a8Batch interface {
+	tokens() int
+	rows(p *model.Piece, k, a, z int, out []float32)
+}
+
+// newA8Batch lays out tokens' activations for format f's prefill kernel,
+// or gives nil where there is none: noA8Batch, or the assembly's
+// (kernel_amd64.go).
+var newA8Batch = noA8Batch
+
+func noA8Batch(model.Format, []*a8Acts) a8Batch { return nil }
+
+// a8Batches splits a prefill's T ≥ 2 tokens into batches of at most
+// a8Tokens, of sizes as even as can be, for matrix W's format; nil where
+// the pieces differ in format or it has no prefill kernel.
+func a8Batches(W *model.Matrix, acts []*a8Acts) []a8Batch {
+	T := len(acts)
+	if T < 2 {
+		return nil
+	}
+	f := W.Pieces[0].Format
+	for _, p := range W.Pieces {
+		if p.Format != f {
+			return nil
+		}
+	}
+	n := (T + a8Tokens - 1) / a8Tokens
+	out := make([]a8Batch, n)
+	for i := range n {
+		out[i] = newA8Batch(f, acts[i*T/n:(i+1)*T/n])
+		if out[i] == nil {
+			return nil
+		}
+	}
+	return out
+}
+
 // matmulA8 is matmul with 8-bit activations (the order above) for a
 // matrix whose every piece takes them; matmul's other cases stay float.
 // W's rows go in blocks to the cores; each block's rows are multiplied
-// with every token in turn, so a prefill reads a block's weights from the
-// cache once per token.
+// with every token, a batch of tokens at a time where a prefill kernel
+// takes the format (a8Batch), else one token at a time, so that a
+// prefill reads a block's weights from the cache once per batch or
+// token.
 func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
 	nbk := k / a8Block
@@ -232,13 +275,14 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	parallelBlocks(T, workers, 0, 0, func(t int, _ *scratch) {
 		acts[t] = newA8Acts(x[t*k : (t+1)*k])
 	})
+	batches := a8Batches(W, acts)
 	rb := a8Rows
 	nb := 0
 	for _, p := range W.Pieces {
 		nb += (p.Rows + rb - 1) / rb
 	}
-	parallelBlocks(nb, workers, rb+2*nbk, 0, func(blk int, sc *scratch) {
-		y, ws := sc.w[:rb], sc.w[rb:rb+nbk]
+	parallelBlocks(nb, workers, rb*a8Tokens+nbk, 0, func(blk int, sc *scratch) {
+		y, ws := sc.w[:rb*a8Tokens], sc.w[rb*a8Tokens:rb*a8Tokens+nbk]
 		sums := sc.ints(nbk)
 		for i := range W.Pieces {
 			p := &W.Pieces[i]
@@ -248,20 +292,42 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 				continue
 			}
 			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
+			// put stores y's outputs of rows [a, z) for tokens
+			// t0.. (y[(r−a)·nt+t], nt tokens).
+			put := func(t0, nt int) {
+				for t := range nt {
+					row0 := (t0+t)*n + p.Row0 + a
+					for i := range z - a {
+						v := y[i*nt+t]
+						if b != nil {
+							v += b[p.Row0+a+i]
+						}
+						out[row0+i] = v
+					}
+				}
+			}
+			if batches != nil {
+				t0 := 0
+				for _, bt := range batches {
+					bt.rows(p, k, a, z, y)
+					put(t0, bt.tokens())
+					t0 += bt.tokens()
+				}
+				return
+			}
 			for t := range T {
 				rowsA8(p, k, a, z, acts[t], y[:z-a], sums, ws)
-				row0 := t*n + p.Row0 + a
-				for i, v := range y[:z-a] {
-					if b != nil {
-						v += b[p.Row0+a+i]
-					}
-					out[row0+i] = v
-				}
+				put(t, 1)
 			}
 			return
 		}
 	})
 }
+
+// a8Tokens is the most tokens a prefill kernel (a8Batch) takes per call: their
+// rounded activations (k bytes each) are read again
+// for every row, from L1 while n·k bytes fit (k = 4864: 38 KiB at 8).
+const a8Tokens = 8
 
 // a8Rows is a block of matmulA8 in rows: 64 rows of 896 q4 columns are
 // 28 KiB, which a prefill's tokens read from L1 and L2.

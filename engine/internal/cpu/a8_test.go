@@ -225,28 +225,7 @@ func TestRowsA8MatchGo(t *testing.T) {
 			k := nb * a8Block
 			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}
 			for trial := range 3 {
-				x := make([]float32, k)
-				for b := range nb {
-					xb := x[b*a8Block : (b+1)*a8Block]
-					for j := range xb {
-						switch (b + trial) % 6 {
-						case 0:
-							xb[j] = float32(math.Copysign(0, -1))
-						case 1:
-							xb[j] = 3 // q = 127 throughout
-						case 2:
-							xb[j] = float32(rng.NormFloat64())
-						case 3:
-							xb[j] = -float32(rng.Float64()) * 1e-30
-						case 4:
-							xb[j] = float32(rng.NormFloat64())
-							if trial == 2 && j == 5 {
-								xb[j] = float32(math.Inf(-1))
-							}
-						}
-					}
-				}
-				acts := newA8Acts(x)
+				acts := newA8Acts(a8TestActs(rng, nb, trial))
 				sums, ws := make([]int32, nb), make([]float32, nb)
 				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 4, rows}, {rows - 3, rows}, {rows - 1, rows}, {3, 8}, {0, 4}, {2, 4}} {
 					a, z := span[0], span[1]
@@ -257,6 +236,92 @@ func TestRowsA8MatchGo(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// a8TestActs are nb blocks of activations that are zero, negative zero,
+// at ±127, tiny, random or, at trial 2, infinite, by block and trial.
+func a8TestActs(rng *rand.Rand, nb, trial int) []float32 {
+	x := make([]float32, nb*a8Block)
+	for b := range nb {
+		xb := x[b*a8Block : (b+1)*a8Block]
+		for j := range xb {
+			switch (b + trial) % 6 {
+			case 0:
+				xb[j] = float32(math.Copysign(0, -1))
+			case 1:
+				xb[j] = 3 // q = 127 throughout
+			case 2:
+				xb[j] = float32(rng.NormFloat64())
+			case 3:
+				xb[j] = -float32(rng.Float64()) * 1e-30
+			case 4:
+				xb[j] = float32(rng.NormFloat64())
+				if trial == 2 && j == 5 {
+					xb[j] = float32(math.Inf(-1))
+				}
+			}
+		}
+	}
+	return x
+}
+
+// The prefill kernels (a8Batch) give rowsA8Go's bits for each of T = 1..9
+// tokens, every block count from 1 to 40, ranges of rows of any length
+// and at either end of a piece, on the blocks of TestRowsA8MatchGo; each
+// token's blocks take another of its activation patterns.
+func TestA8BatchMatchGo(t *testing.T) {
+	if !asmKernels() || packA8 == nil {
+		t.Skip("no a8 assembly on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	const rows = 11
+	for _, f := range []model.Format{{Scheme: quant.Q4}} {
+		for nb := 1; nb <= 40; nb++ {
+			k := nb * a8Block
+			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}
+			var acts []*a8Acts
+			for T := 1; T <= 9; T++ {
+				acts = append(acts, newA8Acts(a8TestActs(rng, nb, T%3+T)))
+				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 1, rows}, {3, 8}, {2, 4}} {
+					sameA8Batches(t, fmt.Sprintf("%v/%d blocks/T=%d/rows %d..%d", f, nb, T, span[0], span[1]), p, k, span[0], span[1], acts)
+				}
+			}
+		}
+	}
+}
+
+// sameA8Batches checks that the batches of acts (a8Batches, or one batch
+// of a token) give rowsA8Go's bits for rows [a, z) of p.
+func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts []*a8Acts) {
+	t.Helper()
+	W := &model.Matrix{Rows: p.Rows, Cols: k, Pieces: []model.Piece{*p}}
+	batches := a8Batches(W, acts)
+	if len(acts) == 1 {
+		batches = []a8Batch{newA8Batch(p.Format, acts)}
+	}
+	if batches == nil || batches[0] == nil {
+		t.Fatalf("%s: no prefill kernel", name)
+	}
+	nb := k / a8Block
+	want := make([]float32, z-a)
+	t0 := 0
+	for _, b := range batches {
+		n := b.tokens()
+		got := make([]float32, (z-a)*n)
+		b.rows(p, k, a, z, got)
+		for tk := range n {
+			rowsA8Go(p, k, a, z, acts[t0+tk], want, make([]int32, nb), make([]float32, nb))
+			col := make([]float32, z-a)
+			for i := range col {
+				col[i] = got[i*n+tk]
+			}
+			sameBits(t, fmt.Sprintf("%s/token %d", name, t0+tk), col, want)
+		}
+		t0 += n
+	}
+	if t0 != len(acts) {
+		t.Fatalf("%s: batches of %d tokens, want %d", name, t0, len(acts))
 	}
 }
 

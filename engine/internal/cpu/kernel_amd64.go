@@ -63,6 +63,12 @@ func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 
 //go:noescape
+func a8Q4TokensAVX512(codes *byte, scales *byte, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+
+//go:noescape
+func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd int)
+
+//go:noescape
 func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
 
 //go:noescape
@@ -115,6 +121,7 @@ func useAVX512() {
 	if cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
 		packA8 = packA8Acts
 		rowsA8 = rowsA8Asm
+		newA8Batch = newA8BatchAsm
 	}
 	quantizeActs = func(x []float32, q []int8, dx []float32) {
 		if len(dx) == 0 {
@@ -195,7 +202,8 @@ func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int
 // a8Masks are the masks of the quant kernels for rows of nb blocks of
 // bytes code bytes: [0] those of a whole chunk, [1] those of the last
 // one; in each, the dword masks of the code loads (64 bytes each), then
-// at 8 the chunk's blocks.
+// at 8 the chunk's blocks, at 9 the same in a8Q4TokensAVX512's permuted
+// lanes (a8Perm).
 func a8Masks(nb, bytes int) [2][16]uint16 {
 	var m [2][16]uint16
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
@@ -204,11 +212,93 @@ func a8Masks(nb, bytes int) [2][16]uint16 {
 			for j := range bytes / 4 {
 				m[set][(d+j)/16] |= 1 << ((d + j) % 16)
 			}
+			m[set][9] |= 1 << a8Perm(b)
 		}
 		m[set][8] = uint16(1<<blocks - 1)
 	}
 	return m
 }
+
+// a8Perm is the lane of a chunk's block b in a8Q4TokensAVX512 (block
+// 4j+l in lane 4l+j: the transpose that puts each block's sum in one
+// dword); it is its own inverse.
+func a8Perm(b int) int { return 4*(b%4) + b/4 }
+
+// newA8BatchAsm lays out up to a8Tokens tokens for a8Q4TokensAVX512
+// where every piece of the matrix is quant's q4 (format f).
+func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
+	if f != (model.Format{Scheme: quant.Q4}) || len(acts) > a8Tokens {
+		return nil
+	}
+	n := len(acts)
+	chunks := cap(acts[0].dx) / lanes
+	b := &a8Q4Batch{
+		n:     n,
+		nb:    len(acts[0].dx),
+		acts:  make([]int8, chunks*n*512),
+		sums:  make([]int32, chunks*n*lanes),
+		dx:    make([]float32, chunks*n*lanes),
+		masks: &acts[0].masks[0],
+	}
+	if chunks == 0 {
+		return b
+	}
+	for t, x := range acts {
+		if len(x.dx) != b.nb || cap(x.dx) != chunks*lanes {
+			panic("cpu: a8 batch of tokens of different lengths")
+		}
+		_ = x.nib[chunks*512-1]
+		a8TransposeAVX512(&x.nib[0], chunks, &b.acts[t*512], n*512)
+		dx, sum := x.dx[:cap(x.dx)], x.sum[:chunks*lanes]
+		for c := range chunks {
+			o := (c*n + t) * lanes
+			for l := range lanes {
+				blk := c*lanes + a8Perm(l)
+				b.sums[o+l] = 8 * sum[blk] // c·Σq, c = 8
+				b.dx[o+l] = dx[blk]
+			}
+		}
+	}
+	return b
+}
+
+// a8Q4Batch is n tokens laid out for a8Q4TokensAVX512: per chunk, each
+// token's transposed activations, then per chunk each token's c·Σq and
+// dx in the kernel's permuted lanes.
+type a8Q4Batch struct {
+	n, nb int
+	acts  []int8
+	sums  []int32
+	dx    []float32
+	masks *[2][16]uint16
+}
+
+func (b *a8Q4Batch) tokens() int { return b.n }
+
+func (b *a8Q4Batch) rows(p *model.Piece, k, a, z int, out []float32) {
+	nb := k / a8Block
+	if nb != b.nb || p.Format.Scheme != quant.Q4 {
+		panic("cpu: a8 batch of another format or length than the rows")
+	}
+	if nb == 0 {
+		clear(out[:(z-a)*b.n])
+		return
+	}
+	chunks := (nb + lanes - 1) / lanes
+	l, _ := quant.NewLayout(quant.Q4, p.Rows, k)
+	qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+	// The kernel reads each row's 16·nb code bytes and nb scales only
+	// (the masks), and the batch's whole chunks.
+	codes := p.Data[a*qw : z*qw]
+	scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(z-1)*sw+2*nb]
+	_, _, _ = b.acts[chunks*b.n*512-1], b.sums[chunks*b.n*lanes-1], b.dx[chunks*b.n*lanes-1]
+	_ = out[(z-a)*b.n-1]
+	var acc [a8Tokens * lanes]float32
+	for i := range z - a {
+		a8Q4TokensAVX512(&codes[i*qw], &scales[i*sw], chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i*b.n])
+	}
+}
+
 
 // a8BlockMasks are those of the ggml kernels for rows of nb blocks of
 // size bytes, loaded group blocks at a time: per group the byte masks

@@ -1358,3 +1358,189 @@ DATA evenOdd<>+8(SB)/8, $0x0f0d0b0907050301
 DATA evenOdd<>+16(SB)/8, $0x0e0c0a0806040200
 DATA evenOdd<>+24(SB)/8, $0x0f0d0b0907050301
 GLOBL evenOdd<>(SB), RODATA|NOPTR, $32
+
+// The prefill kernel of 8-bit activations: one row of quant's q4 times n
+// tokens, its codes loaded and unpacked once per chunk for all of them.
+// The unpacking puts each block's S_b in one dword, so that a token's
+// VPDPBUSDs end in S_b directly: the chunk's 4 loads of 64 code bytes
+// (block 4j+l in 128-bit lane l of load j) go through a 4×4 transpose of
+// dwords within each lane (A8TRANSPOSE), after which register i holds
+// dword i of every block, block 4j+l in dword 4l+j; the activations were
+// laid out the same way (a8TransposeAVX512), and so were the tokens'
+// dx and c·Σq (a8Batch). The lanes are then the order's lanes permuted
+// the same way (lane 4l+j is lane 4j+l; transposed<> undoes it, an
+// involution): each lane gets the same sums in the same order as the
+// one-token kernels', so the bits are theirs.
+
+// A8TRANSPOSE(r0, r1, r2, r3, t0, t1, t2, t3): r_i lane l dword j
+// becomes r_j's lane l dword i; t0..t3 temporaries.
+#define A8TRANSPOSE(r0, r1, r2, r3, t0, t1, t2, t3) \
+	VPUNPCKLDQ r1, r0, t0 \
+	VPUNPCKHDQ r1, r0, t1 \
+	VPUNPCKLDQ r3, r2, t2 \
+	VPUNPCKHDQ r3, r2, t3 \
+	VPUNPCKLQDQ t2, t0, r0 \
+	VPUNPCKHQDQ t2, t0, r1 \
+	VPUNPCKLQDQ t3, t1, r2 \
+	VPUNPCKHQDQ t3, t1, r3
+
+// func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd int)
+//
+// a8Acts.nib (per chunk of 16 blocks 512 bytes: per 4 blocks j the 64
+// bytes that meet low nibbles at 128j, the high ones' at 128j+64)
+// transposed as a8Q4TokensAVX512 reads it: per chunk, at dst + ldd·c,
+// the low nibbles' 4 registers, then the high ones'.
+TEXT ·a8TransposeAVX512(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ chunks+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVQ ldd+24(FP), DX
+	TESTQ CX, CX
+	JZ doneA8Transpose
+
+loopA8Transpose:
+	VMOVDQU32 0(SI), Z0
+	VMOVDQU32 128(SI), Z1
+	VMOVDQU32 256(SI), Z2
+	VMOVDQU32 384(SI), Z3
+	VMOVDQU32 64(SI), Z4
+	VMOVDQU32 192(SI), Z5
+	VMOVDQU32 320(SI), Z6
+	VMOVDQU32 448(SI), Z7
+	A8TRANSPOSE(Z0, Z1, Z2, Z3, Z8, Z9, Z10, Z11)
+	A8TRANSPOSE(Z4, Z5, Z6, Z7, Z12, Z13, Z14, Z15)
+	VMOVDQU32 Z0, 0(DI)
+	VMOVDQU32 Z1, 64(DI)
+	VMOVDQU32 Z2, 128(DI)
+	VMOVDQU32 Z3, 192(DI)
+	VMOVDQU32 Z4, 256(DI)
+	VMOVDQU32 Z5, 320(DI)
+	VMOVDQU32 Z6, 384(DI)
+	VMOVDQU32 Z7, 448(DI)
+	ADDQ $512, SI
+	ADDQ DX, DI
+	DECQ CX
+	JNZ loopA8Transpose
+
+doneA8Transpose:
+	VZEROUPPER
+	RET
+
+// func a8Q4TokensAVX512(codes *byte, scales *byte, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+//
+// out[t] = the row's w · x_t (without the bias) for n ≥ 1 tokens t, the
+// row's codes and f16 scales at codes and scales (quant's q4: per block
+// 16 code bytes and a scale, c = 8). Per chunk, for token t at 512t(acts)
+// its transposed activations (a8TransposeAVX512), at 64t(sums) c·Σq and
+// at 64t(dx) dx of its 16 blocks in the permuted order; acts, sums and
+// dx go on by 512n, 64n and 64n per chunk. masks (a8Masks): the code
+// loads' at 0..6 (by 2), the scales' at 16, the lanes' (permuted) at 18;
+// a whole chunk's, then 32 bytes on the last one's. lanes: scratch of
+// 16n float32, token t's permuted lanes at 64t.
+//
+// Registers: SI codes, DX scales, CX chunks left, DI, R14, AX the
+// chunk's activations, c·Σq and dx, BX masks, R8 lanes; in the token
+// loop R9 tokens left and R10..R13 token t's acts, c·Σq, dx and lanes.
+// Z4..Z7 the chunk's low nibbles (transposed), Z8..Z11 its high ones,
+// Z12 the row's scales (permuted), Z13 a token's S_b, Z14 its t_b, Z15
+// its lanes, Z28 0x0f bytes, Z29 transposed<>.
+TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-80
+	MOVQ codes+0(FP), SI
+	MOVQ scales+8(FP), DX
+	MOVQ chunks+16(FP), CX
+	MOVQ acts+24(FP), DI
+	MOVQ sums+32(FP), R14
+	MOVQ dx+40(FP), AX
+	MOVQ masks+56(FP), BX
+	MOVQ lanes+64(FP), R8
+	VMOVDQU32 transposed<>(SB), Z29
+	VPBROADCASTB nibbleMask<>(SB), Z28
+	VPXORD Z0, Z0, Z0
+	MOVQ n+48(FP), R9
+	MOVQ R8, R13
+
+zeroA8Q4Tokens:
+	VMOVUPS Z0, (R13)
+	ADDQ $64, R13
+	DECQ R9
+	JNZ zeroA8Q4Tokens
+
+loopA8Q4Tokens:
+	A8LAST(32)
+	KMOVW 0(BX), K1
+	VMOVDQU32.Z 0(SI), K1, Z0
+	KMOVW 2(BX), K1
+	VMOVDQU32.Z 64(SI), K1, Z1
+	KMOVW 4(BX), K1
+	VMOVDQU32.Z 128(SI), K1, Z2
+	KMOVW 6(BX), K1
+	VMOVDQU32.Z 192(SI), K1, Z3
+	A8TRANSPOSE(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VPSRLD $4, Z0, Z8
+	VPSRLD $4, Z1, Z9
+	VPSRLD $4, Z2, Z10
+	VPSRLD $4, Z3, Z11
+	VPANDD Z28, Z0, Z4
+	VPANDD Z28, Z1, Z5
+	VPANDD Z28, Z2, Z6
+	VPANDD Z28, Z3, Z7
+	VPANDD Z28, Z8, Z8
+	VPANDD Z28, Z9, Z9
+	VPANDD Z28, Z10, Z10
+	VPANDD Z28, Z11, Z11
+	KMOVW 16(BX), K2
+	VMOVDQU16.Z (DX), K2, Y12
+	VCVTPH2PS Y12, Z12
+	VPERMD Z12, Z29, Z12
+	KMOVW 18(BX), K3
+	MOVQ n+48(FP), R9
+	MOVQ DI, R10
+	MOVQ R14, R11
+	MOVQ AX, R12
+	MOVQ R8, R13
+
+tokenA8Q4Tokens:
+	VPXORD Z13, Z13, Z13
+	VPDPBUSD 0(R10), Z4, Z13
+	VPDPBUSD 64(R10), Z5, Z13
+	VPDPBUSD 128(R10), Z6, Z13
+	VPDPBUSD 192(R10), Z7, Z13
+	VPDPBUSD 256(R10), Z8, Z13
+	VPDPBUSD 320(R10), Z9, Z13
+	VPDPBUSD 384(R10), Z10, Z13
+	VPDPBUSD 448(R10), Z11, Z13
+	VPSUBD (R11), Z13, Z13
+	VCVTDQ2PS Z13, Z13
+	VMULPS (R12), Z12, Z14
+	VMULPS Z14, Z13, Z13
+	VMOVUPS (R13), Z15
+	VADDPS Z13, Z15, K3, Z15
+	VMOVUPS Z15, (R13)
+	ADDQ $512, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	DECQ R9
+	JNZ tokenA8Q4Tokens
+
+	MOVQ R10, DI
+	MOVQ R11, R14
+	MOVQ R12, AX
+	ADDQ $256, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopA8Q4Tokens
+
+	MOVQ n+48(FP), R9
+	MOVQ out+72(FP), DI
+
+sumA8Q4Tokens:
+	VMOVUPS (R8), Z0
+	VPERMD Z0, Z29, Z0
+	REDUCE(Z0, Y0, X0, 0)
+	ADDQ $64, R8
+	ADDQ $4, DI
+	DECQ R9
+	JNZ sumA8Q4Tokens
+	VZEROUPPER
+	RET

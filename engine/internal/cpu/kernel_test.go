@@ -18,12 +18,12 @@ import (
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
 	t44, t41, ax := tile4x4, tile4x1, axpy
-	qr, gr, rd, ra8, qa := quantRows, ggmlRows, rowDots, rowsA8, quantizeActs
-	tile4x4, tile4x1, axpy, rowsA8, quantizeActs = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go, quantizeActsGo
+	qr, gr, rd, ra8, qa, ba8 := quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch
+	tile4x4, tile4x1, axpy, rowsA8, quantizeActs, newA8Batch = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
 	defer func() {
-		tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs = t44, t41, ax, qr, gr, rd, ra8, qa
+		tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch = t44, t41, ax, qr, gr, rd, ra8, qa, ba8
 	}()
 	fn()
 }
@@ -431,7 +431,7 @@ func benchMatmul(b *testing.B, formats []model.Format, mul func(out, x []float32
 			rows, cols := shape[0], shape[1]
 			W := benchMatrix(b, rng, f, rows, cols)
 			size, _ := modelBytes(f, rows, cols)
-			for _, T := range []int{1, 32} {
+			for _, T := range []int{1, 8, 32} {
 				for _, path := range kernelPaths() {
 					b.Run(fmt.Sprintf("%v/%dx%d/T=%d/%s", f, rows, cols, T, path), func(b *testing.B) {
 						x, out := randomValues(rng, T*cols, 0), make([]float32, T*rows)

@@ -299,7 +299,6 @@ func (b *a8Q4Batch) rows(p *model.Piece, k, a, z int, out []float32) {
 	}
 }
 
-
 // a8BlockMasks are those of the ggml kernels for rows of nb blocks of
 // size bytes, loaded group blocks at a time: per group the byte masks
 // of its first 64 bytes and of the rest, then at 16 the chunk's blocks,

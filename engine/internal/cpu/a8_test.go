@@ -240,7 +240,8 @@ func TestRowsA8MatchGo(t *testing.T) {
 }
 
 // a8TestActs are nb blocks of activations that are zero, negative zero,
-// at ±127, tiny, random or, at trial 2, infinite, by block and trial.
+// at ±127, tiny, random or, at trials 2, 6, 10…, infinite, by block
+// and trial.
 func a8TestActs(rng *rand.Rand, nb, trial int) []float32 {
 	x := make([]float32, nb*a8Block)
 	for b := range nb {
@@ -257,7 +258,7 @@ func a8TestActs(rng *rand.Rand, nb, trial int) []float32 {
 				xb[j] = -float32(rng.Float64()) * 1e-30
 			case 4:
 				xb[j] = float32(rng.NormFloat64())
-				if trial == 2 && j == 5 {
+				if trial%4 == 2 && j == 5 {
 					xb[j] = float32(math.Inf(-1))
 				}
 			}
@@ -266,10 +267,12 @@ func a8TestActs(rng *rand.Rand, nb, trial int) []float32 {
 	return x
 }
 
-// The prefill kernels (a8Batch) give rowsA8Go's bits for each of T = 1..9
-// tokens, every block count from 1 to 40, ranges of rows of any length
-// and at either end of a piece, on the blocks of TestRowsA8MatchGo; each
-// token's blocks take another of its activation patterns.
+// The prefill kernels (a8Batch) give rowsA8Go's bits for each of T = 1..17
+// tokens (one batch up to a8Tokens, then two), every block count from 1
+// to 40 (whole chunks of 16 blocks and a partial last one), ranges of
+// rows of odd and even lengths at either end of a piece, on the weight
+// blocks of TestRowsA8MatchGo; each token's blocks take another of its
+// activation patterns (tokens 1, 6 and 13 an infinite one).
 func TestA8BatchMatchGo(t *testing.T) {
 	if !asmKernels() || packA8 == nil {
 		t.Skip("no a8 assembly on this CPU")
@@ -281,7 +284,7 @@ func TestA8BatchMatchGo(t *testing.T) {
 			k := nb * a8Block
 			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}
 			var acts []*a8Acts
-			for T := 1; T <= 9; T++ {
+			for T := 1; T <= 17; T++ {
 				acts = append(acts, newA8Acts(a8TestActs(rng, nb, T%3+T)))
 				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 1, rows}, {3, 8}, {2, 4}} {
 					sameA8Batches(t, fmt.Sprintf("%v/%d blocks/T=%d/rows %d..%d", f, nb, T, span[0], span[1]), p, k, span[0], span[1], acts)
@@ -328,7 +331,7 @@ func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts 
 // a8Weights are rows of format f (k columns) whose every seventh block
 // is zero (with a scale of −0 for ggml's blocks) and every seventh from
 // the fifth on at the codes' extremes.
-func a8Weights(t *testing.T, rng *rand.Rand, f model.Format, rows, k int) []byte {
+func a8Weights(t testing.TB, rng *rand.Rand, f model.Format, rows, k int) []byte {
 	if f.Scheme == "" {
 		data := randomBlocks(t, rng, f.Type, rows, k, make([]float32, rows*k))
 		bb := f.Type.BlockBytes()

@@ -63,7 +63,7 @@ func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 
 //go:noescape
-func a8Q4TokensAVX512(codes *byte, scales *byte, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
 
 //go:noescape
 func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd int)
@@ -293,9 +293,17 @@ func (b *a8Q4Batch) rows(p *model.Piece, k, a, z int, out []float32) {
 	scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(z-1)*sw+2*nb]
 	_, _, _ = b.acts[chunks*b.n*512-1], b.sums[chunks*b.n*lanes-1], b.dx[chunks*b.n*lanes-1]
 	_ = out[(z-a)*b.n-1]
-	var acc [a8Tokens * lanes]float32
-	for i := range z - a {
-		a8Q4TokensAVX512(&codes[i*qw], &scales[i*sw], chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i*b.n])
+	// Two rows a call, the last of an odd count twice (stride 0).
+	var acc [2 * a8Tokens * lanes]float32
+	var last [2 * a8Tokens]float32
+	n := z - a
+	for i := 0; i+2 <= n; i += 2 {
+		a8Q4TokensAVX512(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i*b.n])
+	}
+	if n%2 == 1 {
+		i := n - 1
+		a8Q4TokensAVX512(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &last[0])
+		copy(out[i*b.n:n*b.n], last[:b.n])
 	}
 }
 

@@ -1359,15 +1359,17 @@ DATA evenOdd<>+16(SB)/8, $0x0e0c0a0806040200
 DATA evenOdd<>+24(SB)/8, $0x0f0d0b0907050301
 GLOBL evenOdd<>(SB), RODATA|NOPTR, $32
 
-// The prefill kernel of 8-bit activations: one row of quant's q4 times n
-// tokens, its codes loaded and unpacked once per chunk for all of them.
-// The unpacking puts each block's S_b in one dword, so that a token's
-// VPDPBUSDs end in S_b directly: the chunk's 4 loads of 64 code bytes
+// The prefill kernel of 8-bit activations: two rows of quant's q4 times n
+// tokens, their codes loaded and unpacked once per chunk for all of them
+// (the one-token kernels unpack them again for every token), each load
+// of a token's activations used for both rows. The unpacking puts each
+// block's S_b in one dword, so that a token's VPDPBUSDs end in S_b
+// directly, with no transpose of sums per token: the chunk's 4 loads of 64 code bytes
 // (block 4j+l in 128-bit lane l of load j) go through a 4×4 transpose of
 // dwords within each lane (A8TRANSPOSE), after which register i holds
 // dword i of every block, block 4j+l in dword 4l+j; the activations were
 // laid out the same way (a8TransposeAVX512), and so were the tokens'
-// dx and c·Σq (a8Batch). The lanes are then the order's lanes permuted
+// dx and c·Σq (a8Q4Batch). The lanes are then the order's lanes permuted
 // the same way (lane 4l+j is lane 4j+l; transposed<> undoes it, an
 // involution): each lane gets the same sums in the same order as the
 // one-token kernels', so the bits are theirs.
@@ -1426,121 +1428,157 @@ doneA8Transpose:
 	VZEROUPPER
 	RET
 
-// func a8Q4TokensAVX512(codes *byte, scales *byte, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+// A8Q4UNPACK(row, lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3): the chunk's
+// 256 code bytes of a row at (SI)(row*1), masked per 64 by the masks at
+// 0..6(BX), transposed (Z0..Z3, temporaries Z24..Z27) and split into
+// low nibbles lo0..lo3 and high ones hi0..hi3.
+#define A8Q4UNPACK(row, lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3) \
+	KMOVW 0(BX), K1 \
+	VMOVDQU32.Z 0(SI)(row*1), K1, Z0 \
+	KMOVW 2(BX), K1 \
+	VMOVDQU32.Z 64(SI)(row*1), K1, Z1 \
+	KMOVW 4(BX), K1 \
+	VMOVDQU32.Z 128(SI)(row*1), K1, Z2 \
+	KMOVW 6(BX), K1 \
+	VMOVDQU32.Z 192(SI)(row*1), K1, Z3 \
+	A8TRANSPOSE(Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27) \
+	VPSRLD $4, Z0, hi0 \
+	VPSRLD $4, Z1, hi1 \
+	VPSRLD $4, Z2, hi2 \
+	VPSRLD $4, Z3, hi3 \
+	VPANDD Z28, Z0, lo0 \
+	VPANDD Z28, Z1, lo1 \
+	VPANDD Z28, Z2, lo2 \
+	VPANDD Z28, Z3, lo3 \
+	VPANDD Z28, hi0, hi0 \
+	VPANDD Z28, hi1, hi1 \
+	VPANDD Z28, hi2, hi2 \
+	VPANDD Z28, hi3, hi3
+
+// A8Q4DOT(off, i, j): the token's activations at off(DI) times the two
+// rows' nibbles Zi and Zj into their sums Z22 and Z23.
+#define A8Q4DOT(off, i, j) \
+	VMOVDQU32 off(DI), Z24 \
+	VPDPBUSD Z24, i, Z22 \
+	VPDPBUSD Z24, j, Z23
+
+// A8LANES(t, s, off): a row's S_b in s times t_b in t (a multiply, not
+// fused) added into its lanes at off(R11) (K3: the chunk's blocks).
+#define A8LANES(t, s, off) \
+	VMULPS t, s, s \
+	VMOVUPS off(R11), Z26 \
+	VADDPS s, Z26, K3, Z26 \
+	VMOVUPS Z26, off(R11)
+
+// func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
 //
-// out[t] = the row's w · x_t (without the bias) for n ≥ 1 tokens t, the
-// row's codes and f16 scales at codes and scales (quant's q4: per block
-// 16 code bytes and a scale, c = 8). Per chunk, for token t at 512t(acts)
-// its transposed activations (a8TransposeAVX512), at 64t(sums) c·Σq and
-// at 64t(dx) dx of its 16 blocks in the permuted order; acts, sums and
-// dx go on by 512n, 64n and 64n per chunk. masks (a8Masks): the code
-// loads' at 0..6 (by 2), the scales' at 16, the lanes' (permuted) at 18;
-// a whole chunk's, then 32 bytes on the last one's. lanes: scratch of
-// 16n float32, token t's permuted lanes at 64t.
+// out[t] = w_0 · x_t and out[n+t] = w_1 · x_t (without the bias) for
+// two rows of quant's q4 (per block 16 code bytes and an f16 scale,
+// c = 8; codes ldc and scales lds bytes apart, 0 for one row twice) and
+// n ≥ 1 tokens t: each act load serves both rows. Per chunk, for token t
+// at 512t(acts) its transposed activations (a8TransposeAVX512), at
+// 64t(sums) c·Σq and at 64t(dx) dx of its 16 blocks in the permuted
+// order; acts, sums and dx go on by 512n, 64n and 64n per chunk. masks
+// (a8Masks): the code loads' at 0..6 (by 2), the scales' at 16, the
+// lanes' (permuted) at 18; a whole chunk's, then 32 bytes on the last
+// one's. lanes: scratch of 32n float32, token t's permuted lanes of row
+// 0 at 128t, of row 1 at 128t+64.
 //
-// Registers: SI codes, DX scales, CX chunks left, DI, R14, AX the
-// chunk's activations, c·Σq and dx, BX masks, R8 lanes; in the token
-// loop R9 tokens left and R10..R13 token t's acts, c·Σq, dx and lanes.
-// Z4..Z7 the chunk's low nibbles (transposed), Z8..Z11 its high ones,
-// Z12 the row's scales (permuted), Z13 a token's S_b, Z14 its t_b, Z15
-// its lanes, Z28 0x0f bytes, Z29 transposed<>.
-TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-80
+// Registers: SI codes, R8 ldc, DX scales, R9 lds, CX chunks left, DI,
+// R14, AX token t's activations, c·Σq and dx, BX masks, R10 tokens left,
+// R11 token t's lanes; Z4..Z11 row 0's nibbles (transposed; low, then
+// high), Z12..Z19 row 1's, Z20 and Z21 their scales (permuted), Z22 and
+// Z23 a token's S_b of each, Z25 and Z27 its t_b, Z24 and Z26
+// temporaries, Z28 0x0f bytes, Z29 transposed<>.
+TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-96
 	MOVQ codes+0(FP), SI
-	MOVQ scales+8(FP), DX
-	MOVQ chunks+16(FP), CX
-	MOVQ acts+24(FP), DI
-	MOVQ sums+32(FP), R14
-	MOVQ dx+40(FP), AX
-	MOVQ masks+56(FP), BX
-	MOVQ lanes+64(FP), R8
+	MOVQ ldc+8(FP), R8
+	MOVQ scales+16(FP), DX
+	MOVQ lds+24(FP), R9
+	MOVQ chunks+32(FP), CX
+	MOVQ acts+40(FP), DI
+	MOVQ sums+48(FP), R14
+	MOVQ dx+56(FP), AX
+	MOVQ masks+72(FP), BX
 	VMOVDQU32 transposed<>(SB), Z29
 	VPBROADCASTB nibbleMask<>(SB), Z28
 	VPXORD Z0, Z0, Z0
-	MOVQ n+48(FP), R9
-	MOVQ R8, R13
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
 
 zeroA8Q4Tokens:
-	VMOVUPS Z0, (R13)
-	ADDQ $64, R13
-	DECQ R9
+	VMOVUPS Z0, 0(R11)
+	VMOVUPS Z0, 64(R11)
+	ADDQ $128, R11
+	DECQ R10
 	JNZ zeroA8Q4Tokens
+	XORQ R12, R12
 
 loopA8Q4Tokens:
 	A8LAST(32)
-	KMOVW 0(BX), K1
-	VMOVDQU32.Z 0(SI), K1, Z0
-	KMOVW 2(BX), K1
-	VMOVDQU32.Z 64(SI), K1, Z1
-	KMOVW 4(BX), K1
-	VMOVDQU32.Z 128(SI), K1, Z2
-	KMOVW 6(BX), K1
-	VMOVDQU32.Z 192(SI), K1, Z3
-	A8TRANSPOSE(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VPSRLD $4, Z0, Z8
-	VPSRLD $4, Z1, Z9
-	VPSRLD $4, Z2, Z10
-	VPSRLD $4, Z3, Z11
-	VPANDD Z28, Z0, Z4
-	VPANDD Z28, Z1, Z5
-	VPANDD Z28, Z2, Z6
-	VPANDD Z28, Z3, Z7
-	VPANDD Z28, Z8, Z8
-	VPANDD Z28, Z9, Z9
-	VPANDD Z28, Z10, Z10
-	VPANDD Z28, Z11, Z11
+	A8Q4UNPACK(R12, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
+	A8Q4UNPACK(R8, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
 	KMOVW 16(BX), K2
-	VMOVDQU16.Z (DX), K2, Y12
-	VCVTPH2PS Y12, Z12
-	VPERMD Z12, Z29, Z12
+	VMOVDQU16.Z (DX), K2, Y20
+	VCVTPH2PS Y20, Z20
+	VPERMD Z20, Z29, Z20
+	VMOVDQU16.Z (DX)(R9*1), K2, Y21
+	VCVTPH2PS Y21, Z21
+	VPERMD Z21, Z29, Z21
 	KMOVW 18(BX), K3
-	MOVQ n+48(FP), R9
-	MOVQ DI, R10
-	MOVQ R14, R11
-	MOVQ AX, R12
-	MOVQ R8, R13
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
 
 tokenA8Q4Tokens:
-	VPXORD Z13, Z13, Z13
-	VPDPBUSD 0(R10), Z4, Z13
-	VPDPBUSD 64(R10), Z5, Z13
-	VPDPBUSD 128(R10), Z6, Z13
-	VPDPBUSD 192(R10), Z7, Z13
-	VPDPBUSD 256(R10), Z8, Z13
-	VPDPBUSD 320(R10), Z9, Z13
-	VPDPBUSD 384(R10), Z10, Z13
-	VPDPBUSD 448(R10), Z11, Z13
-	VPSUBD (R11), Z13, Z13
-	VCVTDQ2PS Z13, Z13
-	VMULPS (R12), Z12, Z14
-	VMULPS Z14, Z13, Z13
-	VMOVUPS (R13), Z15
-	VADDPS Z13, Z15, K3, Z15
-	VMOVUPS Z15, (R13)
-	ADDQ $512, R10
-	ADDQ $64, R11
-	ADDQ $64, R12
-	ADDQ $64, R13
-	DECQ R9
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	A8Q4DOT(0, Z4, Z12)
+	A8Q4DOT(64, Z5, Z13)
+	A8Q4DOT(128, Z6, Z14)
+	A8Q4DOT(192, Z7, Z15)
+	A8Q4DOT(256, Z8, Z16)
+	A8Q4DOT(320, Z9, Z17)
+	A8Q4DOT(384, Z10, Z18)
+	A8Q4DOT(448, Z11, Z19)
+	VMOVDQU32 (R14), Z24
+	VPSUBD Z24, Z22, Z22
+	VPSUBD Z24, Z23, Z23
+	VCVTDQ2PS Z22, Z22
+	VCVTDQ2PS Z23, Z23
+	VMOVUPS (AX), Z24
+	VMULPS Z24, Z20, Z25
+	VMULPS Z24, Z21, Z27
+	A8LANES(Z25, Z22, 0)
+	A8LANES(Z27, Z23, 64)
+	ADDQ $512, DI
+	ADDQ $64, R14
+	ADDQ $64, AX
+	ADDQ $128, R11
+	DECQ R10
 	JNZ tokenA8Q4Tokens
 
-	MOVQ R10, DI
-	MOVQ R11, R14
-	MOVQ R12, AX
 	ADDQ $256, SI
 	ADDQ $32, DX
 	DECQ CX
 	JNZ loopA8Q4Tokens
 
-	MOVQ n+48(FP), R9
-	MOVQ out+72(FP), DI
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	MOVQ out+88(FP), DI
+	LEAQ 0(R10*4), R12
 
 sumA8Q4Tokens:
-	VMOVUPS (R8), Z0
+	VMOVUPS 0(R11), Z0
 	VPERMD Z0, Z29, Z0
 	REDUCE(Z0, Y0, X0, 0)
-	ADDQ $64, R8
+	VMOVUPS 64(R11), Z1
+	VPERMD Z1, Z29, Z1
+	ADDQ R12, DI
+	REDUCE(Z1, Y1, X1, 0)
+	SUBQ R12, DI
+	ADDQ $128, R11
 	ADDQ $4, DI
-	DECQ R9
+	DECQ R10
 	JNZ sumA8Q4Tokens
 	VZEROUPPER
 	RET

@@ -279,7 +279,7 @@ func TestA8BatchMatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(17, 18))
 	const rows = 11
-	for _, f := range []model.Format{{Scheme: quant.Q4}} {
+	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}} {
 		for nb := 1; nb <= 40; nb++ {
 			k := nb * a8Block
 			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}

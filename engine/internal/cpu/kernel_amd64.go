@@ -66,7 +66,10 @@ func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
 
 //go:noescape
-func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd int)
+func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+
+//go:noescape
+func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd, step, second int)
 
 //go:noescape
 func quantizeActsAVX512(x *float32, blocks int, q *int8, dx *float32)
@@ -202,9 +205,13 @@ func rowsA8Asm(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int
 // a8Masks are the masks of the quant kernels for rows of nb blocks of
 // bytes code bytes: [0] those of a whole chunk, [1] those of the last
 // one; in each, the dword masks of the code loads (64 bytes each), then
-// at 8 the chunk's blocks, at 9 the same in a8Q4TokensAVX512's permuted
-// lanes (a8Perm).
+// at 8 the chunk's blocks, at 9 the same in the prefill kernel's
+// permuted lanes (a8Perm for q4, a8Q8Perm for q8).
 func a8Masks(nb, bytes int) [2][16]uint16 {
+	perm := a8Perm
+	if bytes == 32 {
+		perm = a8Q8Perm
+	}
 	var m [2][16]uint16
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
 		for b := range blocks {
@@ -212,33 +219,67 @@ func a8Masks(nb, bytes int) [2][16]uint16 {
 			for j := range bytes / 4 {
 				m[set][(d+j)/16] |= 1 << ((d + j) % 16)
 			}
-			m[set][9] |= 1 << a8Perm(b)
+			m[set][9] |= 1 << inverse(perm, b)
 		}
 		m[set][8] = uint16(1<<blocks - 1)
 	}
 	return m
 }
 
-// a8Perm is the lane of a chunk's block b in a8Q4TokensAVX512 (block
+// a8Perm is the block in lane p of a chunk in a8Q4TokensAVX512 (block
 // 4j+l in lane 4l+j: the transpose that puts each block's sum in one
 // dword); it is its own inverse.
-func a8Perm(b int) int { return 4*(b%4) + b/4 }
+func a8Perm(p int) int { return 4*(p%4) + p/4 }
 
-// newA8BatchAsm lays out up to a8Tokens tokens for a8Q4TokensAVX512
-// where every piece of the matrix is quant's q4 (format f).
+// a8Q8Perm is the block in lane p of a8Q8TokensAVX512 (a8Q8Perm<>).
+func a8Q8Perm(p int) int { return 8*(p/8) + 2*(p%4) + p/4%2 }
+
+// inverse is the lane of block b under perm.
+func inverse(perm func(int) int, b int) int {
+	for p := range lanes {
+		if perm(p) == b {
+			return p
+		}
+	}
+	panic("cpu: not a permutation of a chunk's lanes")
+}
+
+// a8TokensKernel is a prefill kernel of a quant scheme and how its
+// tokens are laid out: the activations it reads (a8Acts.nib or q) and their transpose
+// (a8TransposeAVX512's step and second), c (the codes' offset), its
+// lanes' permutation and which of a8Acts.masks it takes.
+type a8TokensKernel struct {
+	kern         func(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+	acts         func(*a8Acts) []int8
+	step, second int
+	c            int32
+	perm         func(int) int
+	masks        int
+}
+
+var a8TokensKernels = map[quant.Scheme]*a8TokensKernel{
+	quant.Q4: {a8Q4TokensAVX512, func(x *a8Acts) []int8 { return x.nib }, 128, 64, 8, a8Perm, 0},
+	quant.Q8: {a8Q8TokensAVX512, func(x *a8Acts) []int8 { return x.q[:cap(x.q)] }, 64, 256, 128, a8Q8Perm, 1},
+}
+
+// newA8BatchAsm lays out up to a8Tokens tokens for a8Q4TokensAVX512 or
+// a8Q8TokensAVX512 where the matrix is quant's q4 or q8 (format f).
 func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
-	if f != (model.Format{Scheme: quant.Q4}) || len(acts) > a8Tokens {
+	kt := a8TokensKernels[f.Scheme]
+	if kt == nil || len(acts) > a8Tokens {
 		return nil
 	}
 	n := len(acts)
 	chunks := cap(acts[0].dx) / lanes
-	b := &a8Q4Batch{
-		n:     n,
-		nb:    len(acts[0].dx),
-		acts:  make([]int8, chunks*n*512),
-		sums:  make([]int32, chunks*n*lanes),
-		dx:    make([]float32, chunks*n*lanes),
-		masks: &acts[0].masks[0],
+	b := &a8TokensBatch{
+		a8TokensKernel: kt,
+		scheme:         f.Scheme,
+		n:              n,
+		nb:             len(acts[0].dx),
+		acts:           make([]int8, chunks*n*512),
+		sums:           make([]int32, chunks*n*lanes),
+		dx:             make([]float32, chunks*n*lanes),
+		masks:          &acts[0].masks[kt.masks],
 	}
 	if chunks == 0 {
 		return b
@@ -247,14 +288,15 @@ func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
 		if len(x.dx) != b.nb || cap(x.dx) != chunks*lanes {
 			panic("cpu: a8 batch of tokens of different lengths")
 		}
-		_ = x.nib[chunks*512-1]
-		a8TransposeAVX512(&x.nib[0], chunks, &b.acts[t*512], n*512)
+		src := kt.acts(x)
+		_ = src[chunks*512-1]
+		a8TransposeAVX512(&src[0], chunks, &b.acts[t*512], n*512, kt.step, kt.second)
 		dx, sum := x.dx[:cap(x.dx)], x.sum[:chunks*lanes]
 		for c := range chunks {
 			o := (c*n + t) * lanes
 			for l := range lanes {
-				blk := c*lanes + a8Perm(l)
-				b.sums[o+l] = 8 * sum[blk] // c·Σq, c = 8
+				blk := c*lanes + kt.perm(l)
+				b.sums[o+l] = kt.c * sum[blk]
 				b.dx[o+l] = dx[blk]
 			}
 		}
@@ -262,22 +304,24 @@ func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
 	return b
 }
 
-// a8Q4Batch is n tokens laid out for a8Q4TokensAVX512: per chunk, each
-// token's transposed activations, then per chunk each token's c·Σq and
-// dx in the kernel's permuted lanes.
-type a8Q4Batch struct {
-	n, nb int
-	acts  []int8
-	sums  []int32
-	dx    []float32
-	masks *[2][16]uint16
+// a8TokensBatch is n tokens laid out for a prefill kernel: per chunk,
+// each token's transposed activations, then per chunk each token's c·Σq
+// and dx in the kernel's permuted lanes.
+type a8TokensBatch struct {
+	*a8TokensKernel
+	scheme quant.Scheme
+	n, nb  int
+	acts   []int8
+	sums   []int32
+	dx     []float32
+	masks  *[2][16]uint16
 }
 
-func (b *a8Q4Batch) tokens() int { return b.n }
+func (b *a8TokensBatch) tokens() int { return b.n }
 
-func (b *a8Q4Batch) rows(p *model.Piece, k, a, z int, out []float32) {
+func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32) {
 	nb := k / a8Block
-	if nb != b.nb || p.Format.Scheme != quant.Q4 {
+	if nb != b.nb || p.Format.Scheme != b.scheme {
 		panic("cpu: a8 batch of another format or length than the rows")
 	}
 	if nb == 0 {
@@ -285,9 +329,9 @@ func (b *a8Q4Batch) rows(p *model.Piece, k, a, z int, out []float32) {
 		return
 	}
 	chunks := (nb + lanes - 1) / lanes
-	l, _ := quant.NewLayout(quant.Q4, p.Rows, k)
+	l, _ := quant.NewLayout(b.scheme, p.Rows, k)
 	qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
-	// The kernel reads each row's 16·nb code bytes and nb scales only
+	// The kernel reads each row's nb blocks of codes and scales only
 	// (the masks), and the batch's whole chunks.
 	codes := p.Data[a*qw : z*qw]
 	scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(z-1)*sw+2*nb]
@@ -298,11 +342,11 @@ func (b *a8Q4Batch) rows(p *model.Piece, k, a, z int, out []float32) {
 	var last [2 * a8Tokens]float32
 	n := z - a
 	for i := 0; i+2 <= n; i += 2 {
-		a8Q4TokensAVX512(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i*b.n])
+		b.kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i*b.n])
 	}
 	if n%2 == 1 {
 		i := n - 1
-		a8Q4TokensAVX512(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &last[0])
+		b.kern(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &last[0])
 		copy(out[i*b.n:n*b.n], last[:b.n])
 	}
 }

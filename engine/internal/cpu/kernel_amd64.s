@@ -1386,29 +1386,35 @@ GLOBL evenOdd<>(SB), RODATA|NOPTR, $32
 	VPUNPCKLQDQ t3, t1, r2 \
 	VPUNPCKHQDQ t3, t1, r3
 
-// func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd int)
+// func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd, step, second int)
 //
-// a8Acts.nib (per chunk of 16 blocks 512 bytes: per 4 blocks j the 64
-// bytes that meet low nibbles at 128j, the high ones' at 128j+64)
-// transposed as a8Q4TokensAVX512 reads it: per chunk, at dst + ldd·c,
-// the low nibbles' 4 registers, then the high ones'.
-TEXT ·a8TransposeAVX512(SB), NOSPLIT, $0-32
+// Activations laid out for a8Q4TokensAVX512 (step 128, second 64:
+// a8Acts.nib, per chunk of 16 blocks 512 bytes, per 4 blocks j the 64
+// bytes that meet low nibbles at 128j, the high ones' at 128j+64) or
+// a8Q8TokensAVX512 (step 64, second 256: a8Acts.q): per chunk, at
+// dst + ldd·c, the four registers at src + step·i transposed
+// (A8TRANSPOSE), then those at src + second + step·i.
+TEXT ·a8TransposeAVX512(SB), NOSPLIT, $0-48
 	MOVQ src+0(FP), SI
 	MOVQ chunks+8(FP), CX
 	MOVQ dst+16(FP), DI
 	MOVQ ldd+24(FP), DX
+	MOVQ step+32(FP), R8
+	MOVQ second+40(FP), R11
+	LEAQ (R8)(R8*2), R10
 	TESTQ CX, CX
 	JZ doneA8Transpose
 
 loopA8Transpose:
-	VMOVDQU32 0(SI), Z0
-	VMOVDQU32 128(SI), Z1
-	VMOVDQU32 256(SI), Z2
-	VMOVDQU32 384(SI), Z3
-	VMOVDQU32 64(SI), Z4
-	VMOVDQU32 192(SI), Z5
-	VMOVDQU32 320(SI), Z6
-	VMOVDQU32 448(SI), Z7
+	LEAQ (SI)(R11*1), R9
+	VMOVDQU32 (SI), Z0
+	VMOVDQU32 (SI)(R8*1), Z1
+	VMOVDQU32 (SI)(R8*2), Z2
+	VMOVDQU32 (SI)(R10*1), Z3
+	VMOVDQU32 (R9), Z4
+	VMOVDQU32 (R9)(R8*1), Z5
+	VMOVDQU32 (R9)(R8*2), Z6
+	VMOVDQU32 (R9)(R10*1), Z7
 	A8TRANSPOSE(Z0, Z1, Z2, Z3, Z8, Z9, Z10, Z11)
 	A8TRANSPOSE(Z4, Z5, Z6, Z7, Z12, Z13, Z14, Z15)
 	VMOVDQU32 Z0, 0(DI)
@@ -1455,12 +1461,12 @@ doneA8Transpose:
 	VPANDD Z28, hi2, hi2 \
 	VPANDD Z28, hi3, hi3
 
-// A8Q4DOT(off, i, j): the token's activations at off(DI) times the two
-// rows' nibbles Zi and Zj into their sums Z22 and Z23.
-#define A8Q4DOT(off, i, j) \
+// A8DOT(off, i, j, a, b): the token's activations at off(DI) times the
+// two rows' codes Zi and Zj into a and b.
+#define A8DOT(off, i, j, a, b) \
 	VMOVDQU32 off(DI), Z24 \
-	VPDPBUSD Z24, i, Z22 \
-	VPDPBUSD Z24, j, Z23
+	VPDPBUSD Z24, i, a \
+	VPDPBUSD Z24, j, b
 
 // A8LANES(t, s, off): a row's S_b in s times t_b in t (a multiply, not
 // fused) added into its lanes at off(R11) (K3: the chunk's blocks).
@@ -1469,6 +1475,68 @@ doneA8Transpose:
 	VMOVUPS off(R11), Z26 \
 	VADDPS s, Z26, K3, Z26 \
 	VMOVUPS Z26, off(R11)
+
+// A8TOKEN ends a token's chunk: its S_b (less c·Σq) of the two rows,
+// in Z22 and Z23, into their lanes; the pointers on to the next token.
+#define A8TOKEN \
+	VMOVDQU32 (R14), Z24 \
+	VPSUBD Z24, Z22, Z22 \
+	VPSUBD Z24, Z23, Z23 \
+	VCVTDQ2PS Z22, Z22 \
+	VCVTDQ2PS Z23, Z23 \
+	VMOVUPS (AX), Z24 \
+	VMULPS Z24, Z20, Z25 \
+	VMULPS Z24, Z21, Z27 \
+	A8LANES(Z25, Z22, 0) \
+	A8LANES(Z27, Z23, 64) \
+	ADDQ $512, DI \
+	ADDQ $64, R14 \
+	ADDQ $64, AX \
+	ADDQ $128, R11 \
+	DECQ R10
+
+// A8ROWSCALES: the two rows' 16 f16 scales at (DX) and (DX)(R9*1)
+// (K2: the chunk's blocks) widened and permuted by Z30 into Z20 and
+// Z21; K3 the chunk's blocks in the permuted lanes.
+#define A8ROWSCALES \
+	KMOVW 16(BX), K2 \
+	VMOVDQU16.Z (DX), K2, Y20 \
+	VCVTPH2PS Y20, Z20 \
+	VPERMD Z20, Z30, Z20 \
+	VMOVDQU16.Z (DX)(R9*1), K2, Y21 \
+	VCVTPH2PS Y21, Z21 \
+	VPERMD Z21, Z30, Z21 \
+	KMOVW 18(BX), K3
+
+// A8ZERO clears R10 tokens' lanes from R11, and R12.
+#define A8ZERO(loop) \
+	VPXORD Z0, Z0, Z0 \
+loop: \
+	VMOVUPS Z0, 0(R11) \
+	VMOVUPS Z0, 64(R11) \
+	ADDQ $128, R11 \
+	DECQ R10 \
+	JNZ loop \
+	XORQ R12, R12
+
+// A8TOKENSUMS(loop) stores R10 tokens' tree sums of their lanes from
+// R11, row 0's at DI, row 1's R12 bytes on, the lanes unpermuted by
+// Z29.
+#define A8TOKENSUMS(loop) \
+loop: \
+	VMOVUPS 0(R11), Z0 \
+	VPERMD Z0, Z29, Z0 \
+	REDUCE(Z0, Y0, X0, 0) \
+	VMOVUPS 64(R11), Z1 \
+	VPERMD Z1, Z29, Z1 \
+	ADDQ R12, DI \
+	REDUCE(Z1, Y1, X1, 0) \
+	SUBQ R12, DI \
+	ADDQ $128, R11 \
+	ADDQ $4, DI \
+	DECQ R10 \
+	JNZ loop \
+	VZEROUPPER
 
 // func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
 //
@@ -1486,10 +1554,11 @@ doneA8Transpose:
 //
 // Registers: SI codes, R8 ldc, DX scales, R9 lds, CX chunks left, DI,
 // R14, AX token t's activations, c·Σq and dx, BX masks, R10 tokens left,
-// R11 token t's lanes; Z4..Z11 row 0's nibbles (transposed; low, then
-// high), Z12..Z19 row 1's, Z20 and Z21 their scales (permuted), Z22 and
-// Z23 a token's S_b of each, Z25 and Z27 its t_b, Z24 and Z26
-// temporaries, Z28 0x0f bytes, Z29 transposed<>.
+// R11 token t's lanes, R12 0 (row 0's offset); Z4..Z11 row 0's nibbles
+// (transposed; low, then high), Z12..Z19 row 1's, Z20 and Z21 their
+// scales (permuted), Z22 and Z23 a token's S_b of each, Z25 and Z27 its
+// t_b, Z24 and Z26 temporaries, Z28 0x0f bytes, Z29 and Z30
+// transposed<> (the permutation is its own inverse).
 TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-96
 	MOVQ codes+0(FP), SI
 	MOVQ ldc+8(FP), R8
@@ -1501,60 +1570,32 @@ TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-96
 	MOVQ dx+56(FP), AX
 	MOVQ masks+72(FP), BX
 	VMOVDQU32 transposed<>(SB), Z29
+	VMOVDQU32 Z29, Z30
 	VPBROADCASTB nibbleMask<>(SB), Z28
-	VPXORD Z0, Z0, Z0
 	MOVQ n+64(FP), R10
 	MOVQ lanes+80(FP), R11
-
-zeroA8Q4Tokens:
-	VMOVUPS Z0, 0(R11)
-	VMOVUPS Z0, 64(R11)
-	ADDQ $128, R11
-	DECQ R10
-	JNZ zeroA8Q4Tokens
-	XORQ R12, R12
+	A8ZERO(zeroA8Q4Tokens)
 
 loopA8Q4Tokens:
 	A8LAST(32)
 	A8Q4UNPACK(R12, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	A8Q4UNPACK(R8, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
-	KMOVW 16(BX), K2
-	VMOVDQU16.Z (DX), K2, Y20
-	VCVTPH2PS Y20, Z20
-	VPERMD Z20, Z29, Z20
-	VMOVDQU16.Z (DX)(R9*1), K2, Y21
-	VCVTPH2PS Y21, Z21
-	VPERMD Z21, Z29, Z21
-	KMOVW 18(BX), K3
+	A8ROWSCALES
 	MOVQ n+64(FP), R10
 	MOVQ lanes+80(FP), R11
 
 tokenA8Q4Tokens:
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
-	A8Q4DOT(0, Z4, Z12)
-	A8Q4DOT(64, Z5, Z13)
-	A8Q4DOT(128, Z6, Z14)
-	A8Q4DOT(192, Z7, Z15)
-	A8Q4DOT(256, Z8, Z16)
-	A8Q4DOT(320, Z9, Z17)
-	A8Q4DOT(384, Z10, Z18)
-	A8Q4DOT(448, Z11, Z19)
-	VMOVDQU32 (R14), Z24
-	VPSUBD Z24, Z22, Z22
-	VPSUBD Z24, Z23, Z23
-	VCVTDQ2PS Z22, Z22
-	VCVTDQ2PS Z23, Z23
-	VMOVUPS (AX), Z24
-	VMULPS Z24, Z20, Z25
-	VMULPS Z24, Z21, Z27
-	A8LANES(Z25, Z22, 0)
-	A8LANES(Z27, Z23, 64)
-	ADDQ $512, DI
-	ADDQ $64, R14
-	ADDQ $64, AX
-	ADDQ $128, R11
-	DECQ R10
+	A8DOT(0, Z4, Z12, Z22, Z23)
+	A8DOT(64, Z5, Z13, Z22, Z23)
+	A8DOT(128, Z6, Z14, Z22, Z23)
+	A8DOT(192, Z7, Z15, Z22, Z23)
+	A8DOT(256, Z8, Z16, Z22, Z23)
+	A8DOT(320, Z9, Z17, Z22, Z23)
+	A8DOT(384, Z10, Z18, Z22, Z23)
+	A8DOT(448, Z11, Z19, Z22, Z23)
+	A8TOKEN
 	JNZ tokenA8Q4Tokens
 
 	ADDQ $256, SI
@@ -1566,19 +1607,141 @@ tokenA8Q4Tokens:
 	MOVQ lanes+80(FP), R11
 	MOVQ out+88(FP), DI
 	LEAQ 0(R10*4), R12
-
-sumA8Q4Tokens:
-	VMOVUPS 0(R11), Z0
-	VPERMD Z0, Z29, Z0
-	REDUCE(Z0, Y0, X0, 0)
-	VMOVUPS 64(R11), Z1
-	VPERMD Z1, Z29, Z1
-	ADDQ R12, DI
-	REDUCE(Z1, Y1, X1, 0)
-	SUBQ R12, DI
-	ADDQ $128, R11
-	ADDQ $4, DI
-	DECQ R10
-	JNZ sumA8Q4Tokens
-	VZEROUPPER
+	A8TOKENSUMS(sumA8Q4Tokens)
 	RET
+
+// A8Q8UNPACK(row, r0, …, r7): the chunk's 512 code bytes of a row at
+// (SI)(row*1) (blocks 2i and 2i+1 in the 64 at 64i), masked per 64 by
+// the masks at 0..14(BX), the sign bits flipped (Z28), r0..r3
+// transposed (A8TRANSPOSE, temporaries Z24..Z27) and r4..r7.
+#define A8Q8UNPACK(row, r0, r1, r2, r3, r4, r5, r6, r7) \
+	KMOVW 0(BX), K1 \
+	VPXORD.Z 0(SI)(row*1), Z28, K1, r0 \
+	KMOVW 2(BX), K1 \
+	VPXORD.Z 64(SI)(row*1), Z28, K1, r1 \
+	KMOVW 4(BX), K1 \
+	VPXORD.Z 128(SI)(row*1), Z28, K1, r2 \
+	KMOVW 6(BX), K1 \
+	VPXORD.Z 192(SI)(row*1), Z28, K1, r3 \
+	KMOVW 8(BX), K1 \
+	VPXORD.Z 256(SI)(row*1), Z28, K1, r4 \
+	KMOVW 10(BX), K1 \
+	VPXORD.Z 320(SI)(row*1), Z28, K1, r5 \
+	KMOVW 12(BX), K1 \
+	VPXORD.Z 384(SI)(row*1), Z28, K1, r6 \
+	KMOVW 14(BX), K1 \
+	VPXORD.Z 448(SI)(row*1), Z28, K1, r7 \
+	A8TRANSPOSE(r0, r1, r2, r3, Z24, Z25, Z26, Z27) \
+	A8TRANSPOSE(r4, r5, r6, r7, Z24, Z25, Z26, Z27)
+
+// A8HALVES8(a, b, s): a row's sums of blocks 0..7 in a and 8..15 in b,
+// each block's in two 128-bit lanes (its first 16 and last 16 columns),
+// added into s: lane 0 of s gets blocks 0, 2, 4, 6, lane 1 blocks 1, 3,
+// 5, 7, lanes 2 and 3 blocks 8.. and 9.. so (a8Q8Perm).
+#define A8HALVES8(a, b, s) \
+	VSHUFI32X4 $0x88, b, a, s \
+	VSHUFI32X4 $0xdd, b, a, b \
+	VPADDD b, s, s
+
+// func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+//
+// a8Q4TokensAVX512 for quant's q8: per block 32 code bytes (two's
+// complement), c = 128. A chunk's 8 loads of 64 code bytes (blocks 2i
+// and 2i+1) go through two transposes, of loads 0..3 and of 4..7, after
+// which a token's 4 VPDPBUSDs on each leave every block's sum in two
+// dwords, which A8HALVES8 adds: block a8Q8Perm(p) in lane p. Z30 holds
+// that permutation's indices (a8Q8Perm<>), Z29 its inverse's
+// (a8Q8Unperm<>); the activations are a8Acts.q transposed the same way.
+// Z0..Z3 a token's four sums (rows 0, 0, 1, 1); masks at 0..14 (by 2)
+// for the code loads.
+TEXT ·a8Q8TokensAVX512(SB), NOSPLIT, $0-96
+	MOVQ codes+0(FP), SI
+	MOVQ ldc+8(FP), R8
+	MOVQ scales+16(FP), DX
+	MOVQ lds+24(FP), R9
+	MOVQ chunks+32(FP), CX
+	MOVQ acts+40(FP), DI
+	MOVQ sums+48(FP), R14
+	MOVQ dx+56(FP), AX
+	MOVQ masks+72(FP), BX
+	VMOVDQU32 a8Q8Unperm<>(SB), Z29
+	VMOVDQU32 a8Q8Perm<>(SB), Z30
+	VPBROADCASTB signBit<>(SB), Z28
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	A8ZERO(zeroA8Q8Tokens)
+
+loopA8Q8Tokens:
+	A8LAST(32)
+	A8Q8UNPACK(R12, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
+	A8Q8UNPACK(R8, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	A8ROWSCALES
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+
+tokenA8Q8Tokens:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	A8DOT(0, Z4, Z12, Z0, Z2)
+	A8DOT(64, Z5, Z13, Z0, Z2)
+	A8DOT(128, Z6, Z14, Z0, Z2)
+	A8DOT(192, Z7, Z15, Z0, Z2)
+	A8DOT(256, Z8, Z16, Z1, Z3)
+	A8DOT(320, Z9, Z17, Z1, Z3)
+	A8DOT(384, Z10, Z18, Z1, Z3)
+	A8DOT(448, Z11, Z19, Z1, Z3)
+	A8HALVES8(Z0, Z1, Z22)
+	A8HALVES8(Z2, Z3, Z23)
+	A8TOKEN
+	JNZ tokenA8Q8Tokens
+
+	ADDQ $512, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopA8Q8Tokens
+
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	MOVQ out+88(FP), DI
+	LEAQ 0(R10*4), R12
+	A8TOKENSUMS(sumA8Q8Tokens)
+	RET
+
+// a8Q8Perm<>: the block in each lane of a8Q8TokensAVX512 (a8Q8Perm);
+// a8Q8Unperm<>: the lane of each block.
+DATA a8Q8Perm<>+0(SB)/4, $0
+DATA a8Q8Perm<>+4(SB)/4, $2
+DATA a8Q8Perm<>+8(SB)/4, $4
+DATA a8Q8Perm<>+12(SB)/4, $6
+DATA a8Q8Perm<>+16(SB)/4, $1
+DATA a8Q8Perm<>+20(SB)/4, $3
+DATA a8Q8Perm<>+24(SB)/4, $5
+DATA a8Q8Perm<>+28(SB)/4, $7
+DATA a8Q8Perm<>+32(SB)/4, $8
+DATA a8Q8Perm<>+36(SB)/4, $10
+DATA a8Q8Perm<>+40(SB)/4, $12
+DATA a8Q8Perm<>+44(SB)/4, $14
+DATA a8Q8Perm<>+48(SB)/4, $9
+DATA a8Q8Perm<>+52(SB)/4, $11
+DATA a8Q8Perm<>+56(SB)/4, $13
+DATA a8Q8Perm<>+60(SB)/4, $15
+GLOBL a8Q8Perm<>(SB), RODATA|NOPTR, $64
+DATA a8Q8Unperm<>+0(SB)/4, $0
+DATA a8Q8Unperm<>+4(SB)/4, $4
+DATA a8Q8Unperm<>+8(SB)/4, $1
+DATA a8Q8Unperm<>+12(SB)/4, $5
+DATA a8Q8Unperm<>+16(SB)/4, $2
+DATA a8Q8Unperm<>+20(SB)/4, $6
+DATA a8Q8Unperm<>+24(SB)/4, $3
+DATA a8Q8Unperm<>+28(SB)/4, $7
+DATA a8Q8Unperm<>+32(SB)/4, $8
+DATA a8Q8Unperm<>+36(SB)/4, $12
+DATA a8Q8Unperm<>+40(SB)/4, $9
+DATA a8Q8Unperm<>+44(SB)/4, $13
+DATA a8Q8Unperm<>+48(SB)/4, $10
+DATA a8Q8Unperm<>+52(SB)/4, $14
+DATA a8Q8Unperm<>+56(SB)/4, $11
+DATA a8Q8Unperm<>+60(SB)/4, $15
+GLOBL a8Q8Unperm<>(SB), RODATA|NOPTR, $64

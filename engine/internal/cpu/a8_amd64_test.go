@@ -9,7 +9,7 @@ import (
 	"logitscope/quant"
 )
 
-// BenchmarkA8Batch times one core's block of a8Rows q4 rows times n
+// BenchmarkA8Batch times one core's block of a8Rows q4 or q8 rows times n
 // tokens: the one-token kernel once per token (one), the prefill kernel
 // once for all of them (batch).
 func BenchmarkA8Batch(b *testing.B) {
@@ -17,31 +17,32 @@ func BenchmarkA8Batch(b *testing.B) {
 		b.Skip("no a8 assembly on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	f := model.Format{Scheme: quant.Q4}
-	for _, k := range []int{896, 4864} {
-		p := &model.Piece{Rows: a8Rows, Format: f, Data: a8Weights(b, rng, f, a8Rows, k)}
-		nb := k / a8Block
-		sums, ws := make([]int32, nb), make([]float32, nb)
-		for _, n := range []int{1, 2, 4, 8, 16} {
-			var acts []*a8Acts
-			for range n {
-				acts = append(acts, newA8Acts(randomValues(rng, k, 0)))
-			}
-			y := make([]float32, a8Rows*n)
-			batch := newA8Batch(f, acts)
-			for _, path := range []string{"one", "batch"} {
-				b.Run(fmt.Sprintf("k=%d/n=%d/%s", k, n, path), func(b *testing.B) {
-					for b.Loop() {
-						if path == "batch" {
-							batch.rows(p, k, 0, a8Rows, y)
-							continue
+	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}} {
+		for _, k := range []int{896, 4864} {
+			p := &model.Piece{Rows: a8Rows, Format: f, Data: a8Weights(b, rng, f, a8Rows, k)}
+			nb := k / a8Block
+			sums, ws := make([]int32, nb), make([]float32, nb)
+			for _, n := range []int{1, 2, 4, 8, 16} {
+				var acts []*a8Acts
+				for range n {
+					acts = append(acts, newA8Acts(randomValues(rng, k, 0)))
+				}
+				y := make([]float32, a8Rows*n)
+				batch := newA8Batch(f, acts)
+				for _, path := range []string{"one", "batch"} {
+					b.Run(fmt.Sprintf("%v/k=%d/n=%d/%s", f, k, n, path), func(b *testing.B) {
+						for b.Loop() {
+							if path == "batch" {
+								batch.rows(p, k, 0, a8Rows, y)
+								continue
+							}
+							for _, x := range acts {
+								rowsA8(p, k, 0, a8Rows, x, y[:a8Rows], sums, ws)
+							}
 						}
-						for _, x := range acts {
-							rowsA8(p, k, 0, a8Rows, x, y[:a8Rows], sums, ws)
-						}
-					}
-					b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(a8Rows*k*n), "ns/weight")
-				})
+						b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(a8Rows*k*n), "ns/weight")
+					})
+				}
 			}
 		}
 	}

@@ -216,11 +216,11 @@ func rowsA8Go(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int3
 
 // a8Batch is a few tokens of a prefill laid out for a kernel that
 // multiplies each row with all of them at once, loading and unpacking
-// its codes once: rows sets out[(r−a)·n+t] = w_r · x_t (no bias) for
+// its codes once: rows sets out[t·ldo+r−a] = w_r · x_t (no bias) for
 // rows [a, z) of a piece and the batch's n tokens, in the order above.
 type a8Batch interface {
 	tokens() int
-	rows(p *model.Piece, k, a, z int, out []float32)
+	rows(p *model.Piece, k, a, z int, out []float32, ldo int)
 }
 
 // newA8Batch lays out tokens' activations for format f's prefill kernel,
@@ -281,8 +281,8 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	for _, p := range W.Pieces {
 		nb += (p.Rows + rb - 1) / rb
 	}
-	parallelBlocks(nb, workers, rb*a8Tokens+nbk, 0, func(blk int, sc *scratch) {
-		y, ws := sc.w[:rb*a8Tokens], sc.w[rb*a8Tokens:rb*a8Tokens+nbk]
+	parallelBlocks(nb, workers, rb+nbk, 0, func(blk int, sc *scratch) {
+		y, ws := sc.w[:rb], sc.w[rb:rb+nbk]
 		sums := sc.ints(nbk)
 		for i := range W.Pieces {
 			p := &W.Pieces[i]
@@ -292,32 +292,31 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 				continue
 			}
 			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
-			// put stores y's outputs of rows [a, z) for tokens
-			// t0.. (y[(r−a)·nt+t], nt tokens).
-			put := func(t0, nt int) {
-				for t := range nt {
-					row0 := (t0+t)*n + p.Row0 + a
-					for i := range z - a {
-						v := y[i*nt+t]
-						if b != nil {
-							v += b[p.Row0+a+i]
-						}
-						out[row0+i] = v
-					}
-				}
-			}
 			if batches != nil {
 				t0 := 0
 				for _, bt := range batches {
-					bt.rows(p, k, a, z, y)
-					put(t0, bt.tokens())
+					bt.rows(p, k, a, z, out[t0*n+p.Row0+a:], n)
 					t0 += bt.tokens()
+				}
+				if b != nil {
+					for t := range T {
+						o := out[t*n+p.Row0+a : t*n+p.Row0+z]
+						for i, v := range b[p.Row0+a : p.Row0+z] {
+							o[i] += v
+						}
+					}
 				}
 				return
 			}
 			for t := range T {
 				rowsA8(p, k, a, z, acts[t], y[:z-a], sums, ws)
-				put(t, 1)
+				row0 := t*n + p.Row0 + a
+				for i, v := range y[:z-a] {
+					if b != nil {
+						v += b[p.Row0+a+i]
+					}
+					out[row0+i] = v
+				}
 			}
 			return
 		}

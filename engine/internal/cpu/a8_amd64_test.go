@@ -33,7 +33,7 @@ func BenchmarkA8Batch(b *testing.B) {
 					b.Run(fmt.Sprintf("%v/k=%d/n=%d/%s", f, k, n, path), func(b *testing.B) {
 						for b.Loop() {
 							if path == "batch" {
-								batch.rows(p, k, 0, a8Rows, y)
+								batch.rows(p, k, 0, a8Rows, y, a8Rows)
 								continue
 							}
 							for _, x := range acts {

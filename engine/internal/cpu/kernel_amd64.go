@@ -63,10 +63,10 @@ func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 
 //go:noescape
-func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
 
 //go:noescape
-func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
 
 //go:noescape
 func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd, step, second int)
@@ -249,7 +249,7 @@ func inverse(perm func(int) int, b int) int {
 // (a8TransposeAVX512's step and second), c (the codes' offset), its
 // lanes' permutation and which of a8Acts.masks it takes.
 type a8TokensKernel struct {
-	kern         func(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+	kern         func(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
 	acts         func(*a8Acts) []int8
 	step, second int
 	c            int32
@@ -319,13 +319,17 @@ type a8TokensBatch struct {
 
 func (b *a8TokensBatch) tokens() int { return b.n }
 
-func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32) {
+func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int) {
 	nb := k / a8Block
 	if nb != b.nb || p.Format.Scheme != b.scheme {
 		panic("cpu: a8 batch of another format or length than the rows")
 	}
+	n := z - a
+	_ = out[(b.n-1)*ldo+n-1]
 	if nb == 0 {
-		clear(out[:(z-a)*b.n])
+		for t := range b.n {
+			clear(out[t*ldo : t*ldo+n])
+		}
 		return
 	}
 	chunks := (nb + lanes - 1) / lanes
@@ -336,18 +340,19 @@ func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32) {
 	codes := p.Data[a*qw : z*qw]
 	scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(z-1)*sw+2*nb]
 	_, _, _ = b.acts[chunks*b.n*512-1], b.sums[chunks*b.n*lanes-1], b.dx[chunks*b.n*lanes-1]
-	_ = out[(z-a)*b.n-1]
-	// Two rows a call, the last of an odd count twice (stride 0).
+	// Two rows a call, the last of an odd count twice (stride 0) into
+	// last.
 	var acc [2 * a8Tokens * lanes]float32
 	var last [2 * a8Tokens]float32
-	n := z - a
 	for i := 0; i+2 <= n; i += 2 {
-		b.kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i*b.n])
+		b.kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i], ldo)
 	}
 	if n%2 == 1 {
 		i := n - 1
-		b.kern(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &last[0])
-		copy(out[i*b.n:n*b.n], last[:b.n])
+		b.kern(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &last[0], 2)
+		for t := range b.n {
+			out[t*ldo+i] = last[2*t]
+		}
 	}
 }
 

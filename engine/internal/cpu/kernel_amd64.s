@@ -1520,8 +1520,8 @@ loop: \
 	XORQ R12, R12
 
 // A8TOKENSUMS(loop) stores R10 tokens' tree sums of their lanes from
-// R11, row 0's at DI, row 1's R12 bytes on, the lanes unpermuted by
-// Z29.
+// R11, the lanes unpermuted by Z29: token t's of row 0 at DI, of row 1
+// at DI+4, DI on by R12 bytes per token.
 #define A8TOKENSUMS(loop) \
 loop: \
 	VMOVUPS 0(R11), Z0 \
@@ -1529,19 +1529,17 @@ loop: \
 	REDUCE(Z0, Y0, X0, 0) \
 	VMOVUPS 64(R11), Z1 \
 	VPERMD Z1, Z29, Z1 \
-	ADDQ R12, DI \
-	REDUCE(Z1, Y1, X1, 0) \
-	SUBQ R12, DI \
+	REDUCE(Z1, Y1, X1, 4) \
 	ADDQ $128, R11 \
-	ADDQ $4, DI \
+	ADDQ R12, DI \
 	DECQ R10 \
 	JNZ loop \
 	VZEROUPPER
 
-// func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+// func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
 //
-// out[t] = w_0 · x_t and out[n+t] = w_1 · x_t (without the bias) for
-// two rows of quant's q4 (per block 16 code bytes and an f16 scale,
+// out[ldo·t] = w_0 · x_t and out[ldo·t+1] = w_1 · x_t (without the
+// bias; ldo in float32s) for two rows of quant's q4 (per block 16 code bytes and an f16 scale,
 // c = 8; codes ldc and scales lds bytes apart, 0 for one row twice) and
 // n ≥ 1 tokens t: each act load serves both rows. Per chunk, for token t
 // at 512t(acts) its transposed activations (a8TransposeAVX512), at
@@ -1554,12 +1552,12 @@ loop: \
 //
 // Registers: SI codes, R8 ldc, DX scales, R9 lds, CX chunks left, DI,
 // R14, AX token t's activations, c·Σq and dx, BX masks, R10 tokens left,
-// R11 token t's lanes, R12 0 (row 0's offset); Z4..Z11 row 0's nibbles
+// R11 token t's lanes, R12 0 (row 0's offset; at the end ldo bytes); Z4..Z11 row 0's nibbles
 // (transposed; low, then high), Z12..Z19 row 1's, Z20 and Z21 their
 // scales (permuted), Z22 and Z23 a token's S_b of each, Z25 and Z27 its
 // t_b, Z24 and Z26 temporaries, Z28 0x0f bytes, Z29 and Z30
 // transposed<> (the permutation is its own inverse).
-TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-96
+TEXT ·a8Q4TokensAVX512(SB), NOSPLIT, $0-104
 	MOVQ codes+0(FP), SI
 	MOVQ ldc+8(FP), R8
 	MOVQ scales+16(FP), DX
@@ -1606,7 +1604,8 @@ tokenA8Q4Tokens:
 	MOVQ n+64(FP), R10
 	MOVQ lanes+80(FP), R11
 	MOVQ out+88(FP), DI
-	LEAQ 0(R10*4), R12
+	MOVQ ldo+96(FP), R12
+	SHLQ $2, R12
 	A8TOKENSUMS(sumA8Q4Tokens)
 	RET
 
@@ -1643,7 +1642,7 @@ tokenA8Q4Tokens:
 	VSHUFI32X4 $0xdd, b, a, b \
 	VPADDD b, s, s
 
-// func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32)
+// func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
 //
 // a8Q4TokensAVX512 for quant's q8: per block 32 code bytes (two's
 // complement), c = 128. A chunk's 8 loads of 64 code bytes (blocks 2i
@@ -1654,7 +1653,7 @@ tokenA8Q4Tokens:
 // (a8Q8Unperm<>); the activations are a8Acts.q transposed the same way.
 // Z0..Z3 a token's four sums (rows 0, 0, 1, 1); masks at 0..14 (by 2)
 // for the code loads.
-TEXT ·a8Q8TokensAVX512(SB), NOSPLIT, $0-96
+TEXT ·a8Q8TokensAVX512(SB), NOSPLIT, $0-104
 	MOVQ codes+0(FP), SI
 	MOVQ ldc+8(FP), R8
 	MOVQ scales+16(FP), DX
@@ -1705,7 +1704,8 @@ tokenA8Q8Tokens:
 	MOVQ n+64(FP), R10
 	MOVQ lanes+80(FP), R11
 	MOVQ out+88(FP), DI
-	LEAQ 0(R10*4), R12
+	MOVQ ldo+96(FP), R12
+	SHLQ $2, R12
 	A8TOKENSUMS(sumA8Q8Tokens)
 	RET
 

@@ -212,6 +212,10 @@ func a8Masks(nb, bytes int) [2][16]uint16 {
 	if bytes == 32 {
 		perm = a8Q8Perm
 	}
+	var lane [lanes]int // of each block
+	for p := range lanes {
+		lane[perm(p)] = p
+	}
 	var m [2][16]uint16
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
 		for b := range blocks {
@@ -219,7 +223,7 @@ func a8Masks(nb, bytes int) [2][16]uint16 {
 			for j := range bytes / 4 {
 				m[set][(d+j)/16] |= 1 << ((d + j) % 16)
 			}
-			m[set][9] |= 1 << inverse(perm, b)
+			m[set][9] |= 1 << lane[b]
 		}
 		m[set][8] = uint16(1<<blocks - 1)
 	}
@@ -233,16 +237,6 @@ func a8Perm(p int) int { return 4*(p%4) + p/4 }
 
 // a8Q8Perm is the block in lane p of a8Q8TokensAVX512 (a8Q8Perm<>).
 func a8Q8Perm(p int) int { return 8*(p/8) + 2*(p%4) + p/4%2 }
-
-// inverse is the lane of block b under perm.
-func inverse(perm func(int) int, b int) int {
-	for p := range lanes {
-		if perm(p) == b {
-			return p
-		}
-	}
-	panic("cpu: not a permutation of a chunk's lanes")
-}
 
 // a8TokensKernel is a prefill kernel of a quant scheme and how its
 // tokens are laid out: the activations it reads (a8Acts.nib or q) and their transpose

@@ -5,11 +5,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"logitscope/ggml"
 	"logitscope/model"
 	"logitscope/quant"
 )
 
-// BenchmarkA8Batch times one core's block of a8Rows q4 or q8 rows times n
+// BenchmarkA8Batch times one core's block of a8Rows q4, q8 or Q4_0 rows times n
 // tokens: the one-token kernel once per token (one), the prefill kernel
 // once for all of them (batch).
 func BenchmarkA8Batch(b *testing.B) {
@@ -17,7 +18,7 @@ func BenchmarkA8Batch(b *testing.B) {
 		b.Skip("no a8 assembly on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}} {
+	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}, {Type: ggml.Q4_0}} {
 		for _, k := range []int{896, 4864} {
 			p := &model.Piece{Rows: a8Rows, Format: f, Data: a8Weights(b, rng, f, a8Rows, k)}
 			nb := k / a8Block
@@ -29,6 +30,9 @@ func BenchmarkA8Batch(b *testing.B) {
 				}
 				y := make([]float32, a8Rows*n)
 				batch := newA8Batch(f, acts)
+			if batch == nil {
+				b.Skipf("no prefill kernel for %v on this CPU", f)
+			}
 				for _, path := range []string{"one", "batch"} {
 					b.Run(fmt.Sprintf("%v/k=%d/n=%d/%s", f, k, n, path), func(b *testing.B) {
 						for b.Loop() {

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/cpu"
 
 	"logitscope/ggml"
@@ -63,10 +65,13 @@ func a8Q4_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts 
 func a8Q8_0AVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, masks *[2][32]uint64, out *[4]float32)
 
 //go:noescape
-func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
+func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
 
 //go:noescape
-func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
+func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
+
+//go:noescape
+func a8Q4_0TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
 
 //go:noescape
 func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd, step, second int)
@@ -238,28 +243,39 @@ func a8Perm(p int) int { return 4*(p%4) + p/4 }
 // a8Q8Perm is the block in lane p of a8Q8TokensAVX512 (a8Q8Perm<>).
 func a8Q8Perm(p int) int { return 8*(p/8) + 2*(p%4) + p/4%2 }
 
-// a8TokensKernel is a prefill kernel of a quant scheme and how its
-// tokens are laid out: the activations it reads (a8Acts.nib or q) and their transpose
-// (a8TransposeAVX512's step and second), c (the codes' offset), its
-// lanes' permutation and which of a8Acts.masks it takes.
+// a8TokensKernel is a prefill kernel of a format and how its tokens are
+// laid out: the activations it reads (a8Acts.nib, halves or q) and their
+// transpose (a8TransposeAVX512's step and second), c (the codes'
+// offset), its lanes' permutation and its masks.
 type a8TokensKernel struct {
-	kern         func(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
+	kern         func(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
 	acts         func(*a8Acts) []int8
 	step, second int
 	c            int32
 	perm         func(int) int
-	masks        int
+	masks        func(*a8Acts) unsafe.Pointer
 }
 
-var a8TokensKernels = map[quant.Scheme]*a8TokensKernel{
-	quant.Q4: {a8Q4TokensAVX512, func(x *a8Acts) []int8 { return x.nib }, 128, 64, 8, a8Perm, 0},
-	quant.Q8: {a8Q8TokensAVX512, func(x *a8Acts) []int8 { return x.q[:cap(x.q)] }, 64, 256, 128, a8Q8Perm, 1},
+// a8TokensKernels are the prefill kernels by format; ggml's Q4_0 takes
+// VPERMB (AVX512_VBMI), as a8Q4_0AVX512 does.
+var a8TokensKernels = map[model.Format]*a8TokensKernel{
+	{Scheme: quant.Q4}: {a8Q4TokensAVX512, func(x *a8Acts) []int8 { return x.nib }, 128, 64, 8, a8Perm,
+		func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.masks[0]) }},
+	{Scheme: quant.Q8}: {a8Q8TokensAVX512, func(x *a8Acts) []int8 { return x.q[:cap(x.q)] }, 64, 256, 128, a8Q8Perm,
+		func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.masks[1]) }},
 }
 
-// newA8BatchAsm lays out up to a8Tokens tokens for a8Q4TokensAVX512 or
-// a8Q8TokensAVX512 where the matrix is quant's q4 or q8 (format f).
+func init() {
+	if cpu.X86.HasAVX512VBMI {
+		a8TokensKernels[model.Format{Type: ggml.Q4_0}] = &a8TokensKernel{a8Q4_0TokensAVX512, func(x *a8Acts) []int8 { return x.halves }, 128, 64, 8, a8Perm,
+			func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.blockMasks[0]) }}
+	}
+}
+
+// newA8BatchAsm lays out up to a8Tokens tokens for the prefill kernel of
+// format f, if any.
 func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
-	kt := a8TokensKernels[f.Scheme]
+	kt := a8TokensKernels[f]
 	if kt == nil || len(acts) > a8Tokens {
 		return nil
 	}
@@ -267,13 +283,13 @@ func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
 	chunks := cap(acts[0].dx) / lanes
 	b := &a8TokensBatch{
 		a8TokensKernel: kt,
-		scheme:         f.Scheme,
+		format:         f,
 		n:              n,
 		nb:             len(acts[0].dx),
 		acts:           make([]int8, chunks*n*512),
 		sums:           make([]int32, chunks*n*lanes),
 		dx:             make([]float32, chunks*n*lanes),
-		masks:          &acts[0].masks[kt.masks],
+		maskSet:        kt.masks(acts[0]),
 	}
 	if chunks == 0 {
 		return b
@@ -300,22 +316,23 @@ func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
 
 // a8TokensBatch is n tokens laid out for a prefill kernel: per chunk,
 // each token's transposed activations, then per chunk each token's c·Σq
-// and dx in the kernel's permuted lanes.
+// and dx in the kernel's permuted lanes; maskSet the kernel's masks
+// (the first token's a8Acts holds them).
 type a8TokensBatch struct {
 	*a8TokensKernel
-	scheme quant.Scheme
-	n, nb  int
-	acts   []int8
-	sums   []int32
-	dx     []float32
-	masks  *[2][16]uint16
+	format  model.Format
+	n, nb   int
+	acts    []int8
+	sums    []int32
+	dx      []float32
+	maskSet unsafe.Pointer
 }
 
 func (b *a8TokensBatch) tokens() int { return b.n }
 
 func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int) {
 	nb := k / a8Block
-	if nb != b.nb || p.Format.Scheme != b.scheme {
+	if nb != b.nb || p.Format != b.format {
 		panic("cpu: a8 batch of another format or length than the rows")
 	}
 	n := z - a
@@ -327,23 +344,32 @@ func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int
 		return
 	}
 	chunks := (nb + lanes - 1) / lanes
-	l, _ := quant.NewLayout(b.scheme, p.Rows, k)
-	qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
 	// The kernel reads each row's nb blocks of codes and scales only
 	// (the masks), and the batch's whole chunks.
-	codes := p.Data[a*qw : z*qw]
-	scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(z-1)*sw+2*nb]
+	var codes, scales []byte
+	var qw, sw int
+	if s := b.format.Scheme; s != "" {
+		l, _ := quant.NewLayout(s, p.Rows, k)
+		qw, sw = 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		codes = p.Data[a*qw : z*qw]
+		scales = p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+(z-1)*sw+2*nb]
+	} else {
+		rb, _ := b.format.Type.RowBytes(k)
+		qw, sw = int(rb), int(rb)
+		codes = p.Data[a*qw : z*qw]
+		scales = codes
+	}
 	_, _, _ = b.acts[chunks*b.n*512-1], b.sums[chunks*b.n*lanes-1], b.dx[chunks*b.n*lanes-1]
 	// Two rows a call, the last of an odd count twice (stride 0) into
 	// last.
 	var acc [2 * a8Tokens * lanes]float32
 	var last [2 * a8Tokens]float32
 	for i := 0; i+2 <= n; i += 2 {
-		b.kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &out[i], ldo)
+		b.kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.maskSet, &acc[0], &out[i], ldo)
 	}
 	if n%2 == 1 {
 		i := n - 1
-		b.kern(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.masks, &acc[0], &last[0], 2)
+		b.kern(&codes[i*qw], 0, &scales[i*sw], 0, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.maskSet, &acc[0], &last[0], 2)
 		for t := range b.n {
 			out[t*ldo+i] = last[2*t]
 		}
@@ -353,7 +379,8 @@ func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int
 // a8BlockMasks are those of the ggml kernels for rows of nb blocks of
 // size bytes, loaded group blocks at a time: per group the byte masks
 // of its first 64 bytes and of the rest, then at 16 the chunk's blocks,
-// then from 17 per group the bytes of its scales in 16 f16s.
+// then from 17 per group the bytes of its scales in 16 f16s, at 25 the
+// chunk's blocks in a8Q4_0TokensAVX512's permuted lanes.
 func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 	var m [2][32]uint64
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
@@ -364,6 +391,9 @@ func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 			m[set][2*g+1] = 1<<(max(n, 64)-64) - 1
 		}
 		m[set][16] = 1<<blocks - 1
+		for b := range blocks {
+			m[set][25] |= 1 << a8Perm(b) // a8Perm is its own inverse
+		}
 		for g := range lanes / group {
 			// The bytes of the group's scales in the register that
 			// gathers the chunk's (VPERMB), for any set.

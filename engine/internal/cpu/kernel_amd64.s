@@ -1536,7 +1536,7 @@ loop: \
 	JNZ loop \
 	VZEROUPPER
 
-// func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
+// func a8Q4TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
 //
 // out[ldo·t] = w_0 · x_t and out[ldo·t+1] = w_1 · x_t (without the
 // bias; ldo in float32s) for two rows of quant's q4 (per block 16 code bytes and an f16 scale,
@@ -1609,6 +1609,107 @@ tokenA8Q4Tokens:
 	A8TOKENSUMS(sumA8Q4Tokens)
 	RET
 
+// A8Q4_0GROUP(m, ms, off, row, r, s): Q4_0's four blocks of 18 bytes at
+// off(SI)(row*1) (72 bytes: 64 masked by the mask at m(BX), the rest by
+// m+8(BX)), their codes packed into r as quant's q4's (VPERMT2B, Z31:
+// unpack18<>) and their f16 scales into s's bytes that ms(BX) selects
+// (VPERMB, Z30: scales18<>); Z24 a temporary.
+#define A8Q4_0GROUP(m, ms, off, row, r, s) \
+	KMOVQ m(BX), K1 \
+	KMOVQ m+8(BX), K3 \
+	KMOVQ ms(BX), K6 \
+	VMOVDQU8.Z off(SI)(row*1), K1, r \
+	VMOVDQU8.Z off+64(SI)(row*1), K3, Z24 \
+	VPERMB r, Z30, K6, s \
+	VPERMT2B Z24, Z31, r
+
+// A8Q4_0UNPACK(row, s, lo0, …, hi3): a row's chunk of 16 Q4_0 blocks,
+// their scales into s, their codes transposed and split as
+// A8Q4UNPACK's.
+#define A8Q4_0UNPACK(row, s, lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3) \
+	A8Q4_0GROUP(0, 136, 0, row, Z0, s) \
+	A8Q4_0GROUP(16, 144, 72, row, Z1, s) \
+	A8Q4_0GROUP(32, 152, 144, row, Z2, s) \
+	A8Q4_0GROUP(48, 160, 216, row, Z3, s) \
+	A8TRANSPOSE(Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27) \
+	VPSRLD $4, Z0, hi0 \
+	VPSRLD $4, Z1, hi1 \
+	VPSRLD $4, Z2, hi2 \
+	VPSRLD $4, Z3, hi3 \
+	VPANDD Z28, Z0, lo0 \
+	VPANDD Z28, Z1, lo1 \
+	VPANDD Z28, Z2, lo2 \
+	VPANDD Z28, Z3, lo3 \
+	VPANDD Z28, hi0, hi0 \
+	VPANDD Z28, hi1, hi1 \
+	VPANDD Z28, hi2, hi2 \
+	VPANDD Z28, hi3, hi3
+
+// func a8Q4_0TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
+//
+// a8Q4TokensAVX512 for ggml's Q4_0 (blocks of 18 bytes, an f16 d then
+// 16 bytes holding column j in byte j's low nibble and j+16 in its high
+// one; c = 8), rows ldc bytes apart (scales and lds unused): each group
+// of 4 blocks repacked as a8Q4_0AVX512 does, then as q4's codes. The
+// activations are a8Acts.halves transposed; masks (a8BlockMasks, *[2][32]
+// uint64): per 4 blocks the byte masks of the first 64 bytes and the
+// next 8, at 136 the scales' bytes, at 200 the chunk's blocks in the
+// permuted lanes; a whole chunk's, then 256 bytes on the last one's. Z30
+// scales18<>, Z31 unpack18<>.
+TEXT ·a8Q4_0TokensAVX512(SB), NOSPLIT, $0-104
+	MOVQ codes+0(FP), SI
+	MOVQ ldc+8(FP), R8
+	MOVQ chunks+32(FP), CX
+	MOVQ acts+40(FP), DI
+	MOVQ sums+48(FP), R14
+	MOVQ dx+56(FP), AX
+	MOVQ masks+72(FP), BX
+	VMOVDQU32 transposed<>(SB), Z29
+	VMOVDQU64 scales18<>(SB), Z30
+	VMOVDQU64 unpack18<>(SB), Z31
+	VPBROADCASTB nibbleMask<>(SB), Z28
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	A8ZERO(zeroA8Q4_0Tokens)
+
+loopA8Q4_0Tokens:
+	A8LAST(256)
+	A8Q4_0UNPACK(R12, Z20, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
+	A8Q4_0UNPACK(R8, Z21, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	VCVTPH2PS Y20, Z20
+	VPERMD Z20, Z29, Z20
+	VCVTPH2PS Y21, Z21
+	VPERMD Z21, Z29, Z21
+	KMOVW 200(BX), K3
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+
+tokenA8Q4_0Tokens:
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	A8DOT(0, Z4, Z12, Z22, Z23)
+	A8DOT(64, Z5, Z13, Z22, Z23)
+	A8DOT(128, Z6, Z14, Z22, Z23)
+	A8DOT(192, Z7, Z15, Z22, Z23)
+	A8DOT(256, Z8, Z16, Z22, Z23)
+	A8DOT(320, Z9, Z17, Z22, Z23)
+	A8DOT(384, Z10, Z18, Z22, Z23)
+	A8DOT(448, Z11, Z19, Z22, Z23)
+	A8TOKEN
+	JNZ tokenA8Q4_0Tokens
+
+	ADDQ $288, SI
+	DECQ CX
+	JNZ loopA8Q4_0Tokens
+
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	MOVQ out+88(FP), DI
+	MOVQ ldo+96(FP), R12
+	SHLQ $2, R12
+	A8TOKENSUMS(sumA8Q4_0Tokens)
+	RET
+
 // A8Q8UNPACK(row, r0, …, r7): the chunk's 512 code bytes of a row at
 // (SI)(row*1) (blocks 2i and 2i+1 in the 64 at 64i), masked per 64 by
 // the masks at 0..14(BX), the sign bits flipped (Z28), r0..r3
@@ -1642,7 +1743,7 @@ tokenA8Q4Tokens:
 	VSHUFI32X4 $0xdd, b, a, b \
 	VPADDD b, s, s
 
-// func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks *[2][16]uint16, lanes *float32, out *float32, ldo int)
+// func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
 //
 // a8Q4TokensAVX512 for quant's q8: per block 32 code bytes (two's
 // complement), c = 128. A chunk's 8 loads of 64 code bytes (blocks 2i

@@ -10,7 +10,8 @@ import (
 	"logitscope/quant"
 )
 
-// BenchmarkA8Batch times one core's block of a8Rows q4, q8 or Q4_0 rows
+// BenchmarkA8Batch times one core's block of a8Rows q4, q8, Q4_0 or Q8_0
+// rows
 // times n tokens: the one-token kernel once per token (one), the prefill
 // kernel once for all of them (batch).
 func BenchmarkA8Batch(b *testing.B) {
@@ -18,7 +19,7 @@ func BenchmarkA8Batch(b *testing.B) {
 		b.Skip("no a8 assembly on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}, {Type: ggml.Q4_0}} {
+	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}, {Type: ggml.Q4_0}, {Type: ggml.Q8_0}} {
 		for _, k := range []int{896, 4864} {
 			p := &model.Piece{Rows: a8Rows, Format: f, Data: a8Weights(b, rng, f, a8Rows, k)}
 			nb := k / a8Block
@@ -31,7 +32,7 @@ func BenchmarkA8Batch(b *testing.B) {
 				y := make([]float32, a8Rows*n)
 				batch := newA8Batch(f, acts)
 				if batch == nil {
-					continue // Q4_0's needs AVX512_VBMI
+					continue // ggml's need AVX512_VBMI
 				}
 				for _, path := range []string{"one", "batch"} {
 					b.Run(fmt.Sprintf("%v/k=%d/n=%d/%s", f, k, n, path), func(b *testing.B) {

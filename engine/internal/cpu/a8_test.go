@@ -279,9 +279,9 @@ func TestA8BatchMatchGo(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(17, 18))
 	const rows = 11
-	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}, {Type: ggml.Q4_0}} {
+	for _, f := range []model.Format{{Scheme: quant.Q4}, {Scheme: quant.Q8}, {Type: ggml.Q4_0}, {Type: ggml.Q8_0}} {
 		if newA8Batch(f, []*a8Acts{newA8Acts(make([]float32, a8Block))}) == nil {
-			continue // Q4_0's needs AVX512_VBMI
+			continue // ggml's need AVX512_VBMI
 		}
 		for nb := 1; nb <= 40; nb++ {
 			k := nb * a8Block

@@ -74,6 +74,9 @@ func a8Q8TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, a
 func a8Q4_0TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
 
 //go:noescape
+func a8Q8_0TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
+
+//go:noescape
 func a8TransposeAVX512(src *int8, chunks int, dst *int8, ldd, step, second int)
 
 //go:noescape
@@ -256,8 +259,8 @@ type a8TokensKernel struct {
 	masks        func(*a8Acts) unsafe.Pointer
 }
 
-// a8TokensKernels are the prefill kernels by format; ggml's Q4_0 takes
-// VPERMB (AVX512_VBMI), as a8Q4_0AVX512 does.
+// a8TokensKernels are the prefill kernels by format; ggml's take VPERMB
+// (AVX512_VBMI), as a8Q4_0AVX512 and a8Q8_0AVX512 do.
 var a8TokensKernels = map[model.Format]*a8TokensKernel{
 	{Scheme: quant.Q4}: {a8Q4TokensAVX512, func(x *a8Acts) []int8 { return x.nib }, 128, 64, 8, a8Perm,
 		func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.masks[0]) }},
@@ -269,6 +272,8 @@ func init() {
 	if cpu.X86.HasAVX512VBMI {
 		a8TokensKernels[model.Format{Type: ggml.Q4_0}] = &a8TokensKernel{a8Q4_0TokensAVX512, func(x *a8Acts) []int8 { return x.halves }, 128, 64, 8, a8Perm,
 			func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.blockMasks[0]) }}
+		a8TokensKernels[model.Format{Type: ggml.Q8_0}] = &a8TokensKernel{a8Q8_0TokensAVX512, func(x *a8Acts) []int8 { return x.q[:cap(x.q)] }, 64, 256, 128, a8Q8Perm,
+			func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.blockMasks[1]) }}
 	}
 }
 
@@ -380,8 +385,13 @@ func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int
 // size bytes, loaded group blocks at a time: per group the byte masks
 // of its first 64 bytes and of the rest, then at 16 the chunk's blocks,
 // then from 17 per group the bytes of its scales in 16 f16s, at 25 the
-// chunk's blocks in a8Q4_0TokensAVX512's permuted lanes.
+// chunk's blocks in the prefill kernel's permuted lanes (a8Perm for
+// Q4_0, a8Q8Perm for Q8_0).
 func a8BlockMasks(nb, size, group int) [2][32]uint64 {
+	perm := a8Perm
+	if size == 34 {
+		perm = a8Q8Perm
+	}
 	var m [2][32]uint64
 	for set, blocks := range []int{lanes, a8LastChunk(nb)} {
 		for g := range lanes / group {
@@ -391,8 +401,10 @@ func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 			m[set][2*g+1] = 1<<(max(n, 64)-64) - 1
 		}
 		m[set][16] = 1<<blocks - 1
-		for b := range blocks {
-			m[set][25] |= 1 << a8Perm(b) // a8Perm is its own inverse
+		for p := range lanes {
+			if perm(p) < blocks {
+				m[set][25] |= 1 << p
+			}
 		}
 		for g := range lanes / group {
 			// The bytes of the group's scales in the register that

@@ -1810,6 +1810,105 @@ tokenA8Q8Tokens:
 	A8TOKENSUMS(sumA8Q8Tokens)
 	RET
 
+// A8Q8_0GROUP(m, ms, off, row, r, s): Q8_0's two blocks of 34 bytes at
+// off(SI)(row*1) (68 bytes: 64 masked by the mask at m(BX), the rest by
+// m+8(BX)), their codes packed into r as quant's q8's (VPERMT2B, Z31:
+// unpack34<>), the sign bits flipped (Z28), and their f16 scales into
+// s's bytes that ms(BX) selects (VPERMB, Z30: scales34<>); Z24 a
+// temporary.
+#define A8Q8_0GROUP(m, ms, off, row, r, s) \
+	KMOVQ m(BX), K1 \
+	KMOVQ m+8(BX), K3 \
+	KMOVQ ms(BX), K6 \
+	VMOVDQU8.Z off(SI)(row*1), K1, r \
+	VMOVDQU8.Z off+64(SI)(row*1), K3, Z24 \
+	VPERMB r, Z30, K6, s \
+	VPERMT2B Z24, Z31, r \
+	VPXORD Z28, r, r
+
+// A8Q8_0UNPACK(row, s, r0, …, r7): a row's chunk of 16 Q8_0 blocks, their
+// scales into s, their codes as A8Q8UNPACK's.
+#define A8Q8_0UNPACK(row, s, r0, r1, r2, r3, r4, r5, r6, r7) \
+	A8Q8_0GROUP(0, 136, 0, row, r0, s) \
+	A8Q8_0GROUP(16, 144, 68, row, r1, s) \
+	A8Q8_0GROUP(32, 152, 136, row, r2, s) \
+	A8Q8_0GROUP(48, 160, 204, row, r3, s) \
+	A8Q8_0GROUP(64, 168, 272, row, r4, s) \
+	A8Q8_0GROUP(80, 176, 340, row, r5, s) \
+	A8Q8_0GROUP(96, 184, 408, row, r6, s) \
+	A8Q8_0GROUP(112, 192, 476, row, r7, s) \
+	A8TRANSPOSE(r0, r1, r2, r3, Z24, Z25, Z26, Z27) \
+	A8TRANSPOSE(r4, r5, r6, r7, Z24, Z25, Z26, Z27)
+
+// func a8Q8_0TokensAVX512(codes *byte, ldc int, scales *byte, lds int, chunks int, acts *int8, sums *int32, dx *float32, n int, masks unsafe.Pointer, lanes *float32, out *float32, ldo int)
+//
+// a8Q8TokensAVX512 for ggml's Q8_0 (blocks of 34 bytes, an f16 d then
+// 32 int8 codes; c = 128), rows ldc bytes apart (scales and lds
+// unused): each pair of blocks repacked as a8Q8_0AVX512 does, then as
+// q8's codes. masks (a8BlockMasks, *[2][32]uint64): per 2 blocks the
+// byte masks of the first 64 bytes and the next 4, at 136 the scales'
+// bytes, at 200 the chunk's blocks in the permuted lanes; a whole
+// chunk's, then 256 bytes on the last one's. Z30 scales34<>, Z31
+// unpack34<>.
+TEXT ·a8Q8_0TokensAVX512(SB), NOSPLIT, $0-104
+	MOVQ codes+0(FP), SI
+	MOVQ ldc+8(FP), R8
+	MOVQ chunks+32(FP), CX
+	MOVQ acts+40(FP), DI
+	MOVQ sums+48(FP), R14
+	MOVQ dx+56(FP), AX
+	MOVQ masks+72(FP), BX
+	VMOVDQU32 a8Q8Unperm<>(SB), Z29
+	VMOVDQU64 scales34<>(SB), Z30
+	VMOVDQU64 unpack34<>(SB), Z31
+	VPBROADCASTB signBit<>(SB), Z28
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	A8ZERO(zeroA8Q8_0Tokens)
+
+loopA8Q8_0Tokens:
+	A8LAST(256)
+	A8Q8_0UNPACK(R12, Z20, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
+	A8Q8_0UNPACK(R8, Z21, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	VMOVDQU32 a8Q8Perm<>(SB), Z24
+	VCVTPH2PS Y20, Z20
+	VPERMD Z20, Z24, Z20
+	VCVTPH2PS Y21, Z21
+	VPERMD Z21, Z24, Z21
+	KMOVW 200(BX), K3
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+
+tokenA8Q8_0Tokens:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	A8DOT(0, Z4, Z12, Z0, Z2)
+	A8DOT(64, Z5, Z13, Z0, Z2)
+	A8DOT(128, Z6, Z14, Z0, Z2)
+	A8DOT(192, Z7, Z15, Z0, Z2)
+	A8DOT(256, Z8, Z16, Z1, Z3)
+	A8DOT(320, Z9, Z17, Z1, Z3)
+	A8DOT(384, Z10, Z18, Z1, Z3)
+	A8DOT(448, Z11, Z19, Z1, Z3)
+	A8HALVES8(Z0, Z1, Z22)
+	A8HALVES8(Z2, Z3, Z23)
+	A8TOKEN
+	JNZ tokenA8Q8_0Tokens
+
+	ADDQ $544, SI
+	DECQ CX
+	JNZ loopA8Q8_0Tokens
+
+	MOVQ n+64(FP), R10
+	MOVQ lanes+80(FP), R11
+	MOVQ out+88(FP), DI
+	MOVQ ldo+96(FP), R12
+	SHLQ $2, R12
+	A8TOKENSUMS(sumA8Q8_0Tokens)
+	RET
+
 // a8Q8Perm<>: the block in each lane of a8Q8TokensAVX512 (a8Q8Perm);
 // a8Q8Unperm<>: the lane of each block.
 DATA a8Q8Perm<>+0(SB)/4, $0

@@ -1461,6 +1461,44 @@ doneA8Transpose:
 	VPANDD Z28, hi2, hi2 \
 	VPANDD Z28, hi3, hi3
 
+// A8NEXTROWS(lines) prefetches into L1 the chunk's code bytes of the
+// next two rows (2·ldc and 3·ldc bytes on: the next call's), lines
+// macro naming the 64-byte lines from R13, and for quant's rows
+// (A8NEXTSCALES) their scales: the hardware prefetchers alone leave a
+// prefill kernel, which takes each row once per batch of tokens,
+// waiting on rows that come from memory.
+#define A8NEXTROWS(lines) \
+	LEAQ (SI)(R8*2), R13 \
+	lines \
+	ADDQ R8, R13 \
+	lines
+
+#define A8NEXTSCALES \
+	LEAQ (DX)(R9*2), R13 \
+	PREFETCHT0 (R13) \
+	PREFETCHT0 (R13)(R9*1)
+
+#define A8LINES4 \
+	PREFETCHT0 0(R13) \
+	PREFETCHT0 64(R13) \
+	PREFETCHT0 128(R13) \
+	PREFETCHT0 192(R13)
+
+#define A8LINES6 \
+	A8LINES4 \
+	PREFETCHT0 256(R13) \
+	PREFETCHT0 320(R13)
+
+#define A8LINES8 \
+	A8LINES6 \
+	PREFETCHT0 384(R13) \
+	PREFETCHT0 448(R13)
+
+#define A8LINES10 \
+	A8LINES8 \
+	PREFETCHT0 512(R13) \
+	PREFETCHT0 576(R13)
+
 // A8DOT(off, i, j, a, b): the token's activations at off(DI) times the
 // two rows' codes Zi and Zj into a and b.
 #define A8DOT(off, i, j, a, b) \
@@ -1578,6 +1616,8 @@ loopA8Q4Tokens:
 	A8LAST(32)
 	A8Q4UNPACK(R12, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	A8Q4UNPACK(R8, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	A8NEXTROWS(A8LINES4)
+	A8NEXTSCALES
 	A8ROWSCALES
 	MOVQ n+64(FP), R10
 	MOVQ lanes+80(FP), R11
@@ -1676,6 +1716,7 @@ loopA8Q4_0Tokens:
 	A8LAST(256)
 	A8Q4_0UNPACK(R12, Z20, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	A8Q4_0UNPACK(R8, Z21, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	A8NEXTROWS(A8LINES6)
 	VCVTPH2PS Y20, Z20
 	VPERMD Z20, Z29, Z20
 	VCVTPH2PS Y21, Z21
@@ -1775,6 +1816,8 @@ loopA8Q8Tokens:
 	A8LAST(32)
 	A8Q8UNPACK(R12, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	A8Q8UNPACK(R8, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	A8NEXTROWS(A8LINES8)
+	A8NEXTSCALES
 	A8ROWSCALES
 	MOVQ n+64(FP), R10
 	MOVQ lanes+80(FP), R11
@@ -1870,6 +1913,7 @@ loopA8Q8_0Tokens:
 	A8LAST(256)
 	A8Q8_0UNPACK(R12, Z20, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11)
 	A8Q8_0UNPACK(R8, Z21, Z12, Z13, Z14, Z15, Z16, Z17, Z18, Z19)
+	A8NEXTROWS(A8LINES10)
 	VMOVDQU32 a8Q8Perm<>(SB), Z24
 	VCVTPH2PS Y20, Z20
 	VPERMD Z20, Z24, Z20

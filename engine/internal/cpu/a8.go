@@ -325,9 +325,11 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 
 // a8Tokens is the most tokens a prefill kernel (a8Batch) takes per call.
 // Their activations (k bytes each) are read again for every row, from L1
-// or L2; measured on q4 rows of 896 and 4864 columns, one core, the
-// cost per weight falls from 1 token to 8 by about half again at each
-// doubling and from 8 to 16 by 5–10% more.
+// or L2. On 64 rows of 896 and 4864 columns, one core
+// (BenchmarkA8Batch), the cost per weight against the one-token kernel
+// at 2, 4, 8, 16 tokens was about 0.8–1.3×, 0.6×, 0.5×, 0.4× (quant q4)
+// and down to 0.3–0.5× at 16 for q8, Q4_0 and Q8_0: most of the gain is
+// in by 8, and 16 still takes a little more.
 const a8Tokens = 16
 
 // a8Rows is a block of matmulA8 in rows: 64 rows of 896 q4 columns are

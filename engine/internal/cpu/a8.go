@@ -277,48 +277,35 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	})
 	batches := a8Batches(W, acts)
 	rb := a8Rows
-	nb := 0
-	for _, p := range W.Pieces {
-		nb += (p.Rows + rb - 1) / rb
-	}
-	parallelBlocks(nb, workers, rb+nbk, 0, func(blk int, sc *scratch) {
-		y, ws := sc.w[:rb], sc.w[rb:rb+nbk]
-		sums := sc.ints(nbk)
-		for i := range W.Pieces {
-			p := &W.Pieces[i]
-			pb := (p.Rows + rb - 1) / rb
-			if blk >= pb {
-				blk -= pb
-				continue
+	parallelBlocks(blocks(W, rb), workers, rb+nbk, 0, func(blk int, sc *scratch) {
+		p, a, z := block(W, rb, blk)
+		if batches != nil {
+			t0 := 0
+			for _, bt := range batches {
+				bt.rows(p, k, a, z, out[t0*n+p.Row0+a:], n)
+				t0 += bt.tokens()
 			}
-			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
-			if batches != nil {
-				t0 := 0
-				for _, bt := range batches {
-					bt.rows(p, k, a, z, out[t0*n+p.Row0+a:], n)
-					t0 += bt.tokens()
-				}
-				if b != nil {
-					for t := range T {
-						o := out[t*n+p.Row0+a : t*n+p.Row0+z]
-						for i, v := range b[p.Row0+a : p.Row0+z] {
-							o[i] += v
-						}
+			if b != nil {
+				for t := range T {
+					o := out[t*n+p.Row0+a : t*n+p.Row0+z]
+					for i, v := range b[p.Row0+a : p.Row0+z] {
+						o[i] += v
 					}
-				}
-				return
-			}
-			for t := range T {
-				rowsA8(p, k, a, z, acts[t], y[:z-a], sums, ws)
-				row0 := t*n + p.Row0 + a
-				for i, v := range y[:z-a] {
-					if b != nil {
-						v += b[p.Row0+a+i]
-					}
-					out[row0+i] = v
 				}
 			}
 			return
+		}
+		y, ws := sc.w[:rb], sc.w[rb:rb+nbk]
+		sums := sc.ints(nbk)
+		for t := range T {
+			rowsA8(p, k, a, z, acts[t], y[:z-a], sums, ws)
+			row0 := t*n + p.Row0 + a
+			for i, v := range y[:z-a] {
+				if b != nil {
+					v += b[p.Row0+a+i]
+				}
+				out[row0+i] = v
+			}
 		}
 	})
 }

@@ -42,12 +42,9 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 		copy(xp, x[:T*k])
 		x = xp
 	}
-	nb := 0
+	nb := blocks(W, rb)
 	if W.Data != nil {
 		nb = (n + rb - 1) / rb
-	}
-	for _, p := range W.Pieces {
-		nb += (p.Rows + rb - 1) / rb
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if n*k*T < serialWork {
@@ -73,36 +70,49 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 			gemm(out, n, r0, W.Data[r0*k:r1*k], r1-r0, x, T, tq, k, b, pad, acc)
 			return
 		}
-		// Block blk is rows [a, z) of a piece.
-		for i := range W.Pieces {
-			p := &W.Pieces[i]
-			pb := (p.Rows + rb - 1) / rb
-			if blk >= pb {
-				blk -= pb
-				continue
-			}
-			a, z := blk*rb, min(p.Rows, (blk+1)*rb)
-			if fused {
-				// Whole quads of rows; the rest below.
-				e := a + (z-a)/4*4
-				if e > a {
-					y := out[p.Row0+a : p.Row0+e]
-					rowDots[p.Format](p, k, a, e, x, y, sc.w)
-					if b != nil {
-						for i := range y {
-							y[i] += b[p.Row0+a+i]
-						}
+		p, a, z := block(W, rb, blk)
+		if fused {
+			// Whole quads of rows; the rest below.
+			e := a + (z-a)/4*4
+			if e > a {
+				y := out[p.Row0+a : p.Row0+e]
+				rowDots[p.Format](p, k, a, e, x, y, sc.w)
+				if b != nil {
+					for i := range y {
+						y[i] += b[p.Row0+a+i]
 					}
 				}
-				a = e
 			}
-			if a < z {
-				decodeRows(p, k, a, z, sc.w)
-				gemm(out, n, p.Row0+a, sc.w[:(z-a)*k], z-a, x, T, tq, k, b, pad, acc)
-			}
-			return
+			a = e
+		}
+		if a < z {
+			decodeRows(p, k, a, z, sc.w)
+			gemm(out, n, p.Row0+a, sc.w[:(z-a)*k], z-a, x, T, tq, k, b, pad, acc)
 		}
 	})
+}
+
+// blocks is how many blocks of rb rows W's pieces cut into, a piece's
+// last block holding what is left of its rows.
+func blocks(W *model.Matrix, rb int) int {
+	n := 0
+	for _, p := range W.Pieces {
+		n += (p.Rows + rb - 1) / rb
+	}
+	return n
+}
+
+// block is block blk of blocks(W, rb): rows [a, z) of piece p.
+func block(W *model.Matrix, rb, blk int) (p *model.Piece, a, z int) {
+	for i := range W.Pieces {
+		p = &W.Pieces[i]
+		pb := (p.Rows + rb - 1) / rb
+		if blk < pb {
+			return p, blk * rb, min(p.Rows, (blk+1)*rb)
+		}
+		blk -= pb
+	}
+	panic("cpu: block past the matrix's pieces")
 }
 
 // Block sizes in rows. streamRows: a decode step's blocks where the rows

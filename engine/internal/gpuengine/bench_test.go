@@ -19,7 +19,7 @@ import (
 )
 
 // benchModel opens a cached synthetic preset and, unless f32 is asked
-// for, its q4 variant (written once into the cache).
+// for, its variant vname (written once into the cache).
 func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry, Source) {
 	dir, err := synth.CachedPreset(preset, 0)
 	if err != nil {
@@ -37,7 +37,7 @@ func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry
 	if vname == "f32" {
 		return g, CheckpointSource(ck)
 	}
-	vdir, err := variant.Ensure(ck, quant.Q4, os.Stderr)
+	vdir, err := variant.Ensure(ck, quant.Scheme(vname), os.Stderr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,6 +88,65 @@ func BenchmarkOps(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkGPU measures the engine's two kinds of step apart, on
+// Qwen2.5-0.5B's layers cut to two (the tiny vocabulary, so that the head
+// weighs little): a 64-token prefill in chunks of 32 with no logit rows
+// (the matmuls take four tokens per workgroup), then 16 decode steps of
+// one token and its logit row, each read back; the best of b.N passes
+// after a warm-up, with the dispatches per token of each.
+func BenchmarkGPU(b *testing.B) {
+	const prompt, gen = 64, 16
+	preset := synth.TwoLayer("qwen2.5-0.5b")
+	for _, vname := range []string{"f32", "q8", "q4"} {
+		b.Run(preset.Name+"/"+vname, func(b *testing.B) {
+			g, src := benchModel(b, preset, vname)
+			e, err := New(nativetest.Device(b), g, src, Options{Capacity: prompt + gen})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			ids := make([]int, prompt)
+			for i := range ids {
+				ids[i] = (7 * i) % g.Vocab
+			}
+			wait := func() {
+				if _, err := e.dev.ReadBuffer(e.Logits(), 0, 4); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var prefill, decode float64
+			var prefillDispatches, decodeDispatches int64
+			for i := 0; i <= b.N; i++ {
+				e.Reset()
+				d0, t0 := e.Dispatches(), time.Now()
+				for c := 0; c < prompt; c += e.Chunk() {
+					if err := e.Submit(ids[c:min(c+e.Chunk(), prompt)], 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				wait()
+				d1, t1 := e.Dispatches(), time.Now()
+				for j := range gen {
+					if err := e.Submit(ids[j:j+1], 1); err != nil {
+						b.Fatal(err)
+					}
+					wait()
+				}
+				d2, t2 := e.Dispatches(), time.Now()
+				prefillDispatches, decodeDispatches = d1-d0, d2-d1
+				if i > 0 { // not the warm-up, which compiles the prefill pipelines
+					prefill = max(prefill, prompt/t1.Sub(t0).Seconds())
+					decode = max(decode, gen/t2.Sub(t1).Seconds())
+				}
+			}
+			b.ReportMetric(prefill, "prefill-tok/s")
+			b.ReportMetric(decode, "decode-tok/s")
+			b.ReportMetric(float64(prefillDispatches)/prompt, "prefill-dispatches/tok")
+			b.ReportMetric(float64(decodeDispatches)/gen, "decode-dispatches/tok")
+		})
 	}
 }
 

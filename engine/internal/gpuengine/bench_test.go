@@ -1,6 +1,7 @@
 package gpuengine
 
 import (
+	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -192,6 +193,69 @@ func BenchmarkMatmulKernel(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(raw))*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
+		})
+	}
+}
+
+// BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32) at
+// Qwen2.5-0.5B's MLP shape, per weight format, both ways in turn in each
+// iteration (so that the machine's load weighs on both alike): main, one
+// token per workgroup, and main4, four; the best of b.N each, and main's
+// time over main4's.
+func BenchmarkPrefillKernel(b *testing.B) {
+	dev := nativetest.Device(b)
+	const rows, cols, T = 4864, 896, 32
+	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4, shaders.Q8_0, shaders.Q4_0} {
+		b.Run(f.String(), func(b *testing.B) {
+			r := rnd(1)
+			var raw []byte
+			if ty, ok := f.GGML(); ok {
+				raw = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(1, uint64(ty))), true)
+			} else if f == shaders.BF16 {
+				raw = safetensors.EncodeBF16(r.fill(rows*cols, 0.05))
+			} else {
+				raw, _ = quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
+			}
+			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
+			y := buf(b, dev, make([]float32, T*rows))
+			bindings := []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, raw)}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},
+				{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
+				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}}
+			run := func(entry string, z uint32) func() time.Duration {
+				m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, err := dev.CreateComputePipeline("bench", m, entry)
+				if err != nil {
+					b.Fatal(err)
+				}
+				g, err := dev.CreateBindGroup(p, 0, bindings)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return func() time.Duration {
+					t0 := time.Now()
+					if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+shaders.MatmulRows-1)/shaders.MatmulRows), 1, z); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
+						b.Fatal(err)
+					}
+					return time.Since(t0)
+				}
+			}
+			one, four := run("main", T), run("main4", T/4)
+			one()
+			four()
+			bestOne, bestFour := time.Hour, time.Hour
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				bestOne, bestFour = min(bestOne, one()), min(bestFour, four())
+			}
+			b.ReportMetric(bestOne.Seconds()*1e3, "main-ms")
+			b.ReportMetric(bestFour.Seconds()*1e3, "main4-ms")
+			b.ReportMetric(bestOne.Seconds()/bestFour.Seconds(), "main/main4")
 		})
 	}
 }

@@ -20,16 +20,20 @@
 // Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64),
 // where B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
 // starting at (y*GRID_X + x)*ROWS for token t, LANES invocations per row.
-// main4 (prefill, T > 1): (min(B, GRID_X), ceil(B/GRID_X), ceil(T/4)):
-// workgroup (x, y, z) computes the same rows for tokens 4z..4z+3, each
-// group of W decoded once and dotted with the four tokens' X, an
-// invocation's four sums in one vec4 (no arrays indexed at run time, which
-// llvmpipe spills). Tokens past p.tokens read token p.tokens-1's X and are
-// not written. Per token, main4 adds the same products in the same order
-// as main (the *4 functions repeat main's with a vec4 of sums, as WGSL has
-// no generics), but the driver may contract them into fused multiply-adds
-// differently: on lavapipe f32, q8, q6, q4 and ggml's types come out bit
-// for bit as main's, bf16 and f16 rows an ulp or so apart.
+// main4 (prefill, T > 1): (min(B4, GRID_X), ceil(B4/GRID_X), ceil(T/4))
+// where B4 = ceil(n_rows/WG): workgroup (x, y, z) computes WG rows from
+// (y*GRID_X + x)*WG, one per invocation, for tokens 4z..4z+3: each group
+// of W decoded once and dotted with the four tokens' X, the four sums in
+// one vec4 (no arrays indexed at run time, which llvmpipe spills). Every
+// invocation walks the groups in the same order, so X's index is the same
+// across the workgroup (uniform): lavapipe then loads each X element once
+// for all invocations, where main's lanes (groups lane, lane+LANES, …)
+// make it load per invocation; measured, that is what halves the time of
+// a prefill matmul (taking four tokens with main's lanes and tree did not
+// change it). Tokens past p.tokens read token p.tokens-1's X and are not
+// written. A row's groups are summed in order, not in LANES strided
+// partial sums and a tree as main does: prefill rows differ from decode's
+// by float rounding (within an ulp or so of Σ|w·x|).
 // expert: (B, K, T): workgroup (x, k, t) computes rows from x*ROWS of
 // token t's k-th expert when the bank holds it, and returns at once when
 // it does not (every bank of a matrix is dispatched; each slot's expert is
@@ -78,7 +82,6 @@ struct Params {
 
 const ROWS: u32 = WG / LANES;
 var<workgroup> partial: array<f32, WG>;
-var<workgroup> partial4: array<vec4<f32>, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -99,13 +102,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 @compute @workgroup_size(WG)
 fn main4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     w0 = 0u;
-    let n = (wid.y * GRID_X + wid.x) * ROWS + lid / LANES;
+    let n = (wid.y * GRID_X + wid.x) * WG + lid;
     let t0 = wid.z * 4u;
     let t = min(vec4<u32>(t0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.tokens - 1u));
-    let v = row_dot4(n, lid, vec4<u32>(p.x_off) + t * p.cols);
-    if (lid % LANES == 0u && n < p.n_rows) {
+    let xrows = vec4<u32>(p.x_off) + t * p.cols;
+    var acc = vec4<f32>();
+    if (n < p.n_rows) {
+        for (var g = 0u; g < p.groups; g++) {
+            let c0 = g * 32u;
+            let xb = xrows + vec4<u32>(c0);
+            var s = vec4<f32>();
+            if (is_ggml()) {
+                s = ggml_dot4(n, g, p.cols, xb);
+            } else if (c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
+                s = group_dot4(n, g, p.cols, p.groups, xb);
+            } else {
+                for (var k = 0u; k < p.cols - c0 && k < 32u; k++) {
+                    s += weight_at(n, g, k, p.cols, p.groups) * x4(xb + vec4<u32>(k));
+                }
+            }
+            if (is_quantized()) {
+                s *= group_scale(n, g, p.groups, p.scale_base);
+            }
+            acc += s;
+        }
         let col = out_col(n);
-        var o = v;
+        var o = acc;
         if (p.has_bias != 0u) {
             o += vec4<f32>(b[p.col0 + col]);
         }
@@ -188,42 +210,6 @@ fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
         workgroupBarrier();
     }
     return partial[lid];
-}
-
-// row_dot4 is row_dot for four tokens at once, token i's X row from
-// element xrows[i]: each group of W row n is decoded once.
-fn row_dot4(n: u32, lid: u32, xrows: vec4<u32>) -> vec4<f32> {
-    let lane = lid % LANES;
-    var acc = vec4<f32>();
-    if (n < p.n_rows) {
-        for (var g = lane; g < p.groups; g += LANES) {
-            let c0 = g * 32u;
-            let xb = xrows + vec4<u32>(c0);
-            var s = vec4<f32>();
-            if (is_ggml()) {
-                s = ggml_dot4(n, g, p.cols, xb);
-            } else if (c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
-                s = group_dot4(n, g, p.cols, p.groups, xb);
-            } else {
-                for (var k = 0u; k < p.cols - c0 && k < 32u; k++) {
-                    s += weight_at(n, g, k, p.cols, p.groups) * x4(xb + vec4<u32>(k));
-                }
-            }
-            if (is_quantized()) {
-                s *= group_scale(n, g, p.groups, p.scale_base);
-            }
-            acc += s;
-        }
-    }
-    partial4[lid] = acc;
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            partial4[lid] += partial4[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    return partial4[lid];
 }
 
 // x4 is X at four elements, one per token.

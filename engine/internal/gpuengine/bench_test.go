@@ -221,7 +221,7 @@ func BenchmarkPrefillKernel(b *testing.B) {
 			bindings := []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, raw)}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},
 				{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
 				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}}
-			run := func(entry string, z uint32) func() time.Duration {
+			run := func(entry string, rowsPerGroup int, z uint32) func() time.Duration {
 				m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
 				if err != nil {
 					b.Fatal(err)
@@ -236,7 +236,7 @@ func BenchmarkPrefillKernel(b *testing.B) {
 				}
 				return func() time.Duration {
 					t0 := time.Now()
-					if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+shaders.MatmulRows-1)/shaders.MatmulRows), 1, z); err != nil {
+					if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+rowsPerGroup-1)/rowsPerGroup), 1, z); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
@@ -245,7 +245,7 @@ func BenchmarkPrefillKernel(b *testing.B) {
 					return time.Since(t0)
 				}
 			}
-			one, four := run("main", T), run("main4", T/4)
+			one, four := run("main", shaders.MatmulRows, T), run("main4", shaders.Workgroup, T/4)
 			one()
 			four()
 			bestOne, bestFour := time.Hour, time.Hour

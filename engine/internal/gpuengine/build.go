@@ -310,7 +310,7 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
 						uint32(yOff(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s))}
 				},
-				many: &manyTokens{name: kernel, src: src},
+				many: &manyTokens{name: kernel, src: src, blocks: (p.Rows + shaders.Workgroup - 1) / shaders.Workgroup},
 			},
 			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},
 			paramsAt: 4,

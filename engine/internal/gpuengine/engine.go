@@ -13,6 +13,7 @@ import (
 
 	"logitscope/gpu"
 	"logitscope/model"
+	"logitscope/shaders"
 )
 
 // MaxChunk is the most tokens one submission processes: longer inputs
@@ -70,16 +71,19 @@ type op struct {
 	dims   func(s step) (x, y, z uint32)
 	params func(s step) []uint32
 	// many, for the matmuls, is the pipeline that takes four tokens per
-	// workgroup (matmul.wgsl's main4), dispatched instead when dims' z
-	// (the op's tokens) exceeds 1; nil for the other ops.
+	// invocation (matmul.wgsl's main4), dispatched instead, with its own
+	// grid, when dims' z (the op's tokens) exceeds 1; nil for the other
+	// ops.
 	many *manyTokens
 }
 
 // manyTokens is an op's prefill pipeline, compiled with its bind group at
-// the first step that needs it: decode-only sessions (and the page's
-// model open) never compile it.
+// the first step that needs it: opening a model (in the page, compiling
+// every pipeline) does not wait for it, and a decode-only session never
+// compiles it.
 type manyTokens struct {
 	name, src string
+	blocks    int           // workgroups per 4 tokens: one row per invocation
 	bindings  []gpu.Binding // the op's, params included
 	pipe      gpu.Pipeline
 	group     gpu.BindGroup
@@ -211,7 +215,8 @@ func (e *State) dispatch(o op, s step) error {
 			}
 			m.pipe = p
 		}
-		pipe, group, z = m.pipe, m.group, (z+3)/4
+		pipe, group = m.pipe, m.group
+		x, y, z = uint32(min(m.blocks, shaders.GridX)), ceilDiv(m.blocks, shaders.GridX), (z+3)/4
 	}
 	if err := e.dev.Dispatch(pipe, []gpu.BindGroup{group}, x, y, z); err != nil {
 		return fmt.Errorf("%s: %w", o.name, err)

@@ -616,17 +616,15 @@ func TestExpertMatmulKernel(t *testing.T) {
 	}
 }
 
-// main4, the prefill path (four tokens per workgroup, each group of W
+// main4, the prefill path (four tokens per invocation, each group of W
 // decoded once), through the engine's own ops for T = 1..9 (T = 1 runs
 // main; 5, 6, 7 and 9 leave the last workgroup short of tokens), against
 // main run on the same tokens one per workgroup and against float64: 37
-// rows (not a multiple of ROWS), 75 columns for the float and quant
-// formats (a short last group; 16-bit rows starting mid-word), an odd
-// number of blocks for ggml's, a bias. main4 adds the same products in
-// the same order as main, but fused multiply-adds may round them
-// differently (bf16 and f16 on lavapipe): it must be within 4ε·Σ|w·x| of
-// main. Everything of Y but the T rows' first 37 columns keeps its
-// sentinel.
+// rows (not a multiple of ROWS nor of WG), 75 columns for the float and
+// quant formats (a short last group; 16-bit rows starting mid-word), an
+// odd number of blocks for ggml's, a bias. main4 sums a row's groups in
+// another order than main: it must be within 4ε·Σ|w·x| of main.
+// Everything of Y but the T rows' first 37 columns keeps its sentinel.
 func TestMatmul4Kernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const rows, ldy, xOff, yOff, maxT, sentinel = 37, 40, 5, 7, 9, -7

@@ -95,7 +95,7 @@ func BenchmarkOps(b *testing.B) {
 // BenchmarkGPU measures the engine's two kinds of step apart, on
 // Qwen2.5-0.5B's layers cut to two (the tiny vocabulary, so that the head
 // weighs little): a 64-token prefill in chunks of 32 with no logit rows
-// (the matmuls take four tokens per workgroup), then 16 decode steps of
+// (the matmuls take four tokens per invocation, main4), then 16 decode steps of
 // one token and its logit row, each read back; the best of b.N passes
 // after a warm-up, with the dispatches per token of each.
 func BenchmarkGPU(b *testing.B) {
@@ -200,8 +200,8 @@ func BenchmarkMatmulKernel(b *testing.B) {
 // BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32) at
 // Qwen2.5-0.5B's MLP shape, per weight format, both ways in turn in each
 // iteration (so that the machine's load weighs on both alike): main, one
-// token per workgroup, and main4, four; the best of b.N each, and main's
-// time over main4's.
+// token per workgroup, and main4, four per invocation; the best of b.N
+// each, and main's time over main4's.
 func BenchmarkPrefillKernel(b *testing.B) {
 	dev := nativetest.Device(b)
 	const rows, cols, T = 4864, 896, 32

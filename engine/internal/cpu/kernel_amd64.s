@@ -88,6 +88,40 @@
 	VPXORD Z2, Z2, Z2 \
 	VPXORD Z3, Z3, Z3
 
+// A8PREFETCH(lines) prefetches into L1 the next four rows' share of
+// this chunk: those rows follow these four in memory, and the kernel
+// walks them in step with these, 4n bytes per chunk of n code bytes a
+// row (lines: PF16 and PF2 covering 4n bytes from BX). Without it a
+// decode step, whose weights come from memory, ran at two thirds of the
+// speed (the float kernels prefetch the same way). BX, free between
+// chunks, points there (SI0 + 4·ldc + 4·(SI − SI0)), then at the masks
+// again for A8LAST.
+#define A8PREFETCH(lines) \
+	MOVQ SI, BX \
+	SUBQ codes+0(FP), BX \
+	SHLQ $2, BX \
+	ADDQ codes+0(FP), BX \
+	ADDQ ldc+8(FP), BX \
+	ADDQ ldc+8(FP), BX \
+	ADDQ ldc+8(FP), BX \
+	ADDQ ldc+8(FP), BX \
+	lines \
+	MOVQ masks+64(FP), BX
+
+#define PF2(off) \
+	PREFETCHT0 off(BX) \
+	PREFETCHT0 off+64(BX)
+
+#define PF16(off) \
+	PF2(off) \
+	PF2(off+128) \
+	PF2(off+256) \
+	PF2(off+384) \
+	PF2(off+512) \
+	PF2(off+640) \
+	PF2(off+768) \
+	PF2(off+896)
+
 #define A8SUM \
 	MOVQ out+72(FP), DI \
 	REDUCE(Z0, Y0, X0, 0) \
@@ -984,6 +1018,7 @@ TEXT ·a8Q4AVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTB nibbleMask<>(SB), Z28
 
 loopA8Q4:
+	A8PREFETCH(PF16(0))
 	A8LAST(32)
 	VPSLLD $3, (R14), Z30
 	A8Q4LOAD(0, 0, 0, 64, Z4, Z8, Z12, Z16)
@@ -1034,6 +1069,7 @@ TEXT ·a8Q8AVX512(SB), NOSPLIT, $0-80
 	VPBROADCASTB signBit<>(SB), Z28
 
 loopA8Q8:
+	A8PREFETCH(PF16(0) PF16(1024))
 	A8LAST(32)
 	VPSLLD $7, (R14), Z30
 	A8Q8LOAD(0, 2, 0, 64, Z4, Z8, Z12, Z16)
@@ -1086,6 +1122,7 @@ TEXT ·a8Q4_0AVX512(SB), NOSPLIT, $0-80
 	VMOVDQU64 unpack18<>(SB), Z31
 
 loopA8Q4_0:
+	A8PREFETCH(PF16(0) PF2(1024))
 	A8LAST(256)
 	VMOVDQU64 scales18<>(SB), Z30
 	A8Q4_0LOAD(0, 8, 136, 0, 64, 0, 64, Z4, Z8, Z12, Z16)
@@ -1134,6 +1171,7 @@ TEXT ·a8Q8_0AVX512(SB), NOSPLIT, $0-80
 	VMOVDQU64 unpack34<>(SB), Z31
 
 loopA8Q8_0:
+	A8PREFETCH(PF16(0) PF16(1024) PF2(2048))
 	A8LAST(256)
 	VMOVDQU64 scales34<>(SB), Z30
 	A8Q8_0LOAD(0, 136, 0, 68, 0, 64, Z4, Z8, Z12, Z16)

@@ -1,14 +1,11 @@
 package gpuengine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
-	"logitscope/ggml"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/model"
@@ -614,124 +611,4 @@ func TestExpertMatmulKernel(t *testing.T) {
 			})
 		}
 	}
-}
-
-// main4, the prefill path (four tokens per invocation, each group of W
-// decoded once), through the engine's own ops for T = 1..9 (T = 1 runs
-// main; 5, 6, 7 and 9 leave the last workgroup short of tokens), against
-// main run on the same tokens one per workgroup and against float64: 37
-// rows (not a multiple of ROWS nor of WG), 75 columns for the float and
-// quant formats (a short last group; 16-bit rows starting mid-word), an
-// odd number of blocks for ggml's, a bias. main4 sums a row's groups in
-// another order than main: it must be within 4ε·Σ|w·x| of main.
-// Everything of Y but the T rows' first 37 columns keeps its sentinel.
-func TestMatmul4Kernel(t *testing.T) {
-	dev := nativetest.Device(t)
-	const rows, ldy, xOff, yOff, maxT, sentinel = 37, 40, 5, 7, 9, -7
-	for _, f := range []shaders.Format{shaders.F32, shaders.BF16, shaders.F16, shaders.Q8, shaders.Q6, shaders.Q4,
-		shaders.Q4_0, shaders.Q8_0, shaders.Q6_K} {
-		t.Run(f.String(), func(t *testing.T) {
-			r := rnd(f + 21)
-			cols := 75
-			var data []byte
-			var deq []float32
-			if ty, ok := f.GGML(); ok {
-				cols = ggmlCols(ty)
-				data, deq = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(21, uint64(ty))), true), make([]float32, rows*cols)
-				if err := ggml.Dequantize(ty, data, deq); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				data, deq = encode(t, f, r.fill(rows*cols, 0.5), rows, cols)
-			}
-			file, off := ggmlFile(t, data)
-			piece := Piece{Rows: rows, Cols: cols, Format: f, File: file, Offset: off, Length: int64(len(data))}
-			w := matrix{pieces: []Piece{piece}, bufs: uploadPieces(t, dev, []Piece{piece})}
-			x := append(make([]float32, xOff), r.fill(maxT*cols, 1)...)
-			bias := r.fill(rows, 0.1)
-			xb, bb := buf(t, dev, x), buf(t, dev, bias)
-			blank := slices.Repeat([]float32{sentinel}, yOff+maxT*ldy)
-
-			// main on all maxT tokens, against float64; mag[i] is
-			// Σ|w·x| + |b| of Y's element i.
-			one := buf(t, dev, blank)
-			base, _ := piece.scaleBase()
-			dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{w.bufs[0], xb, one, bb,
-				buf(t, dev, params(rows, cols, (cols+31)/32, base, ldy, 0, yOff, 1, xOff))}, (rows+shaders.MatmulRows-1)/shaders.MatmulRows, 1, maxT)
-			ref := read(t, dev, one, len(blank))
-			mag := make([]float64, len(blank))
-			var want []float64
-			var refVals []float32
-			for tk := range maxT {
-				for n := range rows {
-					v, m := float64(bias[n]), math.Abs(float64(bias[n]))
-					for k := range cols {
-						p := float64(deq[n*cols+k]) * float64(x[xOff+tk*cols+k])
-						v += p
-						m += math.Abs(p)
-					}
-					want = append(want, v)
-					refVals = append(refVals, ref[yOff+tk*ldy+n])
-					mag[yOff+tk*ldy+n] = m
-				}
-			}
-			if nmse, maxAbs := errors(refVals, want); nmse > 1e-10 {
-				t.Fatalf("main: NMSE %g, max abs %g against float64", nmse, maxAbs)
-			}
-
-			e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}}
-			t.Cleanup(e.Close)
-			e.none = buf(t, dev, []float32{float32(math.NaN())})
-			e.ids = buf(t, dev, make([]uint32, maxT))
-			y := buf(t, dev, blank)
-			at := func(off int) func(step) int { return func(step) int { return off } }
-			if err := e.finish(e.matmulOps("w", w, xb, at(xOff), y, at(yOff), ldy, bb, func(s step) int { return s.T })); err != nil {
-				t.Fatal(err)
-			}
-			same, total, worst := 0, 0, 0.0 // worst in units of ε·Σ|w·x|
-			for T := 1; T <= maxT; T++ {
-				if err := dev.WriteBuffer(y, 0, f32bytes(blank)); err != nil {
-					t.Fatal(err)
-				}
-				s := step{T: T}
-				if err := e.prepare(make([]int, T), s); err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range e.prog {
-					if err := e.dispatch(o, s); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := dev.Submit(); err != nil {
-					t.Fatal(err)
-				}
-				for i, g := range read(t, dev, y, len(blank)) {
-					if tk, n := (i-yOff)/ldy, (i-yOff)%ldy; i < yOff || tk >= T || n >= rows {
-						if g != sentinel {
-							t.Fatalf("T %d: wrote %g at element %d, outside the T rows", T, g, i)
-						}
-						continue
-					}
-					total++
-					if g == ref[i] {
-						same++
-					}
-					worst = max(worst, math.Abs(float64(g)-float64(ref[i]))/(mag[i]*0x1p-24))
-				}
-			}
-			t.Logf("%s: %d of %d values as main's bit for bit, worst %.2f ε·Σ|w·x| apart", f, same, total, worst)
-			if worst > 4 {
-				t.Fatalf("main4 is %.1f ε·Σ|w·x| from main", worst)
-			}
-		})
-	}
-}
-
-// f32bytes is v little-endian.
-func f32bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
 }

@@ -63,11 +63,14 @@ var notSetup = map[string]struct {
 	n   int
 	why string
 }{
-	"engine/internal/cpu/kernel_test.go": {2, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
-	"gpu/native/misuse_test.go":          {1, "the no-driver test cannot hide a driver that the loader finds anyway"},
-	"gpu/native/bind_test.go":            {2, "a device's limits (offset alignment, buffer size) below what the test exercises"},
-	"llamacpp/llamacpp.go":               {2, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere; its Vulkan build is for benchmarks, which CI does not install"},
-	"web/e2e/peers_bench_test.go":        {4, "the browser peers (wllama, onnxruntime-web, PyTorch for the ONNX export) are for benchmarks, which CI does not install (make bench-deps)"},
+	"engine/internal/cpu/kernel_test.go":             {2, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
+	"engine/internal/cpu/a8_test.go":                 {3, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
+	"engine/internal/cpu/a8_amd64_test.go":           {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
+	"engine/internal/cpu/kernel_linux_amd64_test.go": {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
+	"gpu/native/misuse_test.go":                      {1, "the no-driver test cannot hide a driver that the loader finds anyway"},
+	"gpu/native/bind_test.go":                        {2, "a device's limits (offset alignment, buffer size) below what the test exercises"},
+	"llamacpp/llamacpp.go":                           {2, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere; its Vulkan build is for benchmarks, which CI does not install"},
+	"web/e2e/peers_bench_test.go":                    {4, "the browser peers (wllama, onnxruntime-web, PyTorch for the ONNX export) are for benchmarks, which CI does not install (make bench-deps)"},
 }
 
 var skipCall = regexp.MustCompile(`\.(Skip|Skipf|SkipNow)\(`)

@@ -117,11 +117,7 @@ func cached(cache string, id hub.ID) (string, error) {
 		if f != hub.IndexFile {
 			continue
 		}
-		index, err := os.ReadFile(filepath.Join(snap, hub.IndexFile))
-		if err != nil {
-			return "", err
-		}
-		shards, err := hub.Shards(id.Repo, index)
+		shards, err := indexShards(snap, id)
 		if err != nil {
 			return "", err
 		}
@@ -132,4 +128,13 @@ func cached(cache string, id hub.ID) (string, error) {
 		}
 	}
 	return snap, nil
+}
+
+// indexShards names the shards the weight index of snapshot snap lists.
+func indexShards(snap string, id hub.ID) ([]string, error) {
+	index, err := os.ReadFile(filepath.Join(snap, hub.IndexFile))
+	if err != nil {
+		return nil, err
+	}
+	return hub.Shards(id.Repo, index)
 }

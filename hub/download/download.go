@@ -161,11 +161,7 @@ func (c *Client) Open(ctx context.Context, id hub.ID) (string, error) {
 			return "", err
 		}
 		if files[i] == hub.IndexFile {
-			index, err := os.ReadFile(filepath.Join(snap, hub.IndexFile))
-			if err != nil {
-				return "", err
-			}
-			shards, err := hub.Shards(id.Repo, index)
+			shards, err := indexShards(snap, id)
 			if err != nil {
 				return "", err
 			}

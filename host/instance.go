@@ -112,35 +112,37 @@ func (e *Instance) Run(ctx context.Context, req any) ([][]float32, Result, error
 // Progress is ls_progress: how many of the request's known input tokens
 // the guest has submitted.
 func (e *Instance) Progress(ctx context.Context) (abi.Progress, error) {
-	p, err := e.malloc(ctx, abi.ProgressSize)
+	b, err := e.block(ctx, "ls_progress", abi.ProgressSize)
 	if err != nil {
 		return abi.Progress{}, err
-	}
-	defer e.free(ctx, p)
-	if _, err := e.call(ctx, "ls_progress", uint64(p)); err != nil {
-		return abi.Progress{}, err
-	}
-	b, ok := e.mod.Memory().Read(p, abi.ProgressSize)
-	if !ok {
-		return abi.Progress{}, errors.New("host: ls_progress: block outside memory")
 	}
 	return abi.DecodeProgress(b), nil
 }
 
 func (e *Instance) region(ctx context.Context) (abi.Region, error) {
-	p, err := e.malloc(ctx, abi.RegionSize)
+	b, err := e.block(ctx, "ls_region", abi.RegionSize)
 	if err != nil {
 		return abi.Region{}, err
 	}
-	defer e.free(ctx, p)
-	if _, err := e.call(ctx, "ls_region", uint64(p)); err != nil {
-		return abi.Region{}, err
-	}
-	b, ok := e.mod.Memory().Read(p, abi.RegionSize)
-	if !ok {
-		return abi.Region{}, errors.New("host: ls_region: block outside memory")
-	}
 	return abi.DecodeRegion(b), nil
+}
+
+// block calls an export that writes a block of size bytes at the guest
+// address it is given, and returns a copy of the block.
+func (e *Instance) block(ctx context.Context, export string, size uint32) ([]byte, error) {
+	p, err := e.malloc(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	defer e.free(ctx, p)
+	if _, err := e.call(ctx, export, uint64(p)); err != nil {
+		return nil, err
+	}
+	b, err := bytes(e.mod, p, size)
+	if err != nil {
+		return nil, fmt.Errorf("host: %s: block %w", export, err)
+	}
+	return append([]byte(nil), b...), nil // the block is freed on return
 }
 
 // read copies a region's bytes: from the device, or from guest memory

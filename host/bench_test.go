@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/checkpoint"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
-	"logitscope/variant"
+	"logitscope/variant/varianttest"
 )
 
 // Per decoded token on tiny: the wasm engine under wazero against the Go
@@ -101,18 +100,7 @@ func BenchmarkGreedyCPU(b *testing.B) {
 // cachedQ4 is the directory of a synthetic preset with its q4 variant,
 // each written once into the cache.
 func cachedQ4(b *testing.B, preset string) string {
-	dir, err := synth.CachedPreset(synth.Presets[preset], 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ck.Close()
-	if _, err := variant.Ensure(ck, quant.Q4, os.Stderr); err != nil {
-		b.Fatal(err)
-	}
+	dir, _ := varianttest.Cached(b, synth.Presets[preset], quant.Q4)
 	return dir
 }
 

@@ -18,14 +18,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/checkpoint"
 	"logitscope/ggufmodel/ggufmodeltest"
 	"logitscope/quant"
 	"logitscope/snapshot"
 	"logitscope/synth"
 	"logitscope/tempfile"
 	"logitscope/tokenizer"
-	"logitscope/variant"
+	"logitscope/variant/varianttest"
 )
 
 // peersDir holds the page's peers, installed by make bench-deps.
@@ -157,18 +156,7 @@ func (s *speed) best(o speed) {
 // pagePeerModel is the cached preset with its variant vname, and the GGUF
 // export of that variant (shared with engine's benchmarks).
 func pagePeerModel(b *testing.B, p synth.Preset, vname string) (dir, gguf string) {
-	dir, err := synth.CachedPreset(p, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ck.Close()
-	if _, err := variant.Ensure(ck, quant.Scheme(vname), os.Stderr); err != nil {
-		b.Fatal(err)
-	}
+	dir, _ = varianttest.Cached(b, p, quant.Scheme(vname))
 	return dir, ggufmodeltest.Cached(b, dir, vname)
 }
 

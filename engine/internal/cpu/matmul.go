@@ -3,7 +3,6 @@ package cpu
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"logitscope/ggml"
 	"logitscope/model"
@@ -286,58 +285,3 @@ func (sc *scratch) ints(n int) []int32 {
 
 // scratchPool holds scratch between matmuls.
 var scratchPool sync.Pool
-
-// parallelBlocks runs fn on blocks 0..n-1 on up to workers goroutines,
-// the caller's one of them, each taking the next block when it is free
-// (a core slowed by other work takes fewer) and holding its own scratch
-// of at least size floats and tiles tiles.
-func parallelBlocks(n, workers, size, tiles int, fn func(blk int, sc *scratch)) {
-	var next atomic.Int64
-	work := func() {
-		sc, _ := scratchPool.Get().(*scratch)
-		if sc == nil {
-			sc = &scratch{}
-		}
-		if len(sc.w) < size {
-			sc.w = make([]float32, size)
-		}
-		if len(sc.acc) < tiles {
-			sc.acc = make([][16][lanes]float32, tiles)
-		}
-		for {
-			blk := int(next.Add(1) - 1)
-			if blk >= n {
-				break
-			}
-			fn(blk, sc)
-		}
-		scratchPool.Put(sc)
-	}
-	workers = min(workers, n)
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
-}
-
-// parallel runs fn over [0,n) in contiguous chunks of at least grain items,
-// one goroutine per CPU.
-func parallel(n, grain int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), (n+grain-1)/grain)
-	if workers <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += chunk {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(lo+chunk, n))
-	}
-	wg.Wait()
-}

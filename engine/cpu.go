@@ -22,7 +22,18 @@ type cpuEngine struct {
 	vocab, routes int
 	rows          []float32 // (≤ Chunk, Vocab+Routes): the last submission's rows
 	release       func()    // unmaps the weights' files
+	// pending: tokens submitted without rows (a prefill's chunks before
+	// its last), not yet run: they run with the next submission, up to
+	// prefillTokens at once, so that a prefill's matmuls decode each
+	// block of weights once for up to 4 chunks of tokens instead of one.
+	// The rows have the same bits however the tokens are cut.
+	pending []int
 }
+
+// prefillTokens is the most tokens the CPU runs in one forward pass of a
+// prefill: a whole-0.5B q4 prefill of 79 tokens ran 29% faster at once
+// than in chunks of 32.
+const prefillTokens = 4 * cpuChunk
 
 // cpuChunk is the GPU's chunk, so that a request splits into the same
 // submissions on both devices.
@@ -44,7 +55,7 @@ func (c *cpuEngine) Name() string { return DeviceName(nil) }
 func (c *cpuEngine) Vocab() int   { return c.vocab }
 func (c *cpuEngine) Routes() int  { return c.routes }
 func (c *cpuEngine) Chunk() int   { return cpuChunk }
-func (c *cpuEngine) Reset()       { c.st.Reset() }
+func (c *cpuEngine) Reset()       { c.st.Reset(); c.pending = c.pending[:0] }
 
 // Close unmaps the weights and drops the rows for the collector.
 func (c *cpuEngine) Close() {
@@ -54,16 +65,29 @@ func (c *cpuEngine) Close() {
 	c.st, c.rows, c.release = nil, nil, nil
 }
 
-// Submit runs the tokens through the reference; without a wanted row it
-// skips the LM head.
+// Submit runs the tokens through the reference, after the pending ones;
+// without a wanted row it skips the LM head, or keeps them pending.
 func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	if err := checkChunk(tokens, cpuChunk); err != nil {
 		return Region{}, err
 	}
-	if want == None {
-		return Region{}, c.st.Append(tokens)
+	if err := c.st.Check(tokens, len(c.pending)); err != nil {
+		return Region{}, err
 	}
-	rows, err := c.st.Forward(tokens, want == All)
+	run := append(c.pending, tokens...)
+	c.pending = run[:0]
+	if want == None {
+		if len(run) < prefillTokens {
+			c.pending = run
+			return Region{}, nil
+		}
+		return Region{}, c.st.Append(run)
+	}
+	first := len(run) - 1
+	if want == All {
+		first = len(run) - len(tokens)
+	}
+	rows, err := c.st.Rows(run, first)
 	if err != nil {
 		return Region{}, err
 	}

@@ -206,6 +206,54 @@ func TestSubmitRegion(t *testing.T) {
 	}
 }
 
+// The CPU engine runs a prefill's chunks without rows with the next
+// submission (up to four chunks at once): whichever way the tokens are
+// cut, the rows have the bits of teacher forcing.
+func TestCPUPendingChunks(t *testing.T) {
+	c, _ := bothEngines(t, synth.Presets["tiny"], "q4", 256)
+	ids := probeIDs(200)
+	want, err := session.Forward(c, ids, true) // every chunk keeps rows: none pending
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		withRows int // the tokens of the last submission, which wants rows
+		want     engine.Want
+	}{
+		{"six chunks pending, then the last row", 8, engine.Last},
+		{"six chunks pending, then rows", 8, engine.All},
+		{"five chunks pending, then rows of a whole chunk", 32, engine.All},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.Reset()
+			n := len(ids) - tc.withRows
+			for a := 0; a < n; a += c.Chunk() {
+				if r, err := c.Submit(ids[a:min(n, a+c.Chunk())], engine.None); err != nil || r.Rows != 0 {
+					t.Fatalf("chunk at %d: %+v, %v", a, r, err)
+				}
+			}
+			r, err := c.Submit(ids[n:], tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Read(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := len(ids) - len(got)
+			if tc.want == engine.All && len(got) != tc.withRows || tc.want == engine.Last && len(got) != 1 {
+				t.Fatalf("%d rows", len(got))
+			}
+			for i, row := range got {
+				if !slices.Equal(row, want[first+i]) {
+					t.Fatalf("row of token %d differs from teacher forcing's", first+i)
+				}
+			}
+		})
+	}
+}
+
 // The engines name themselves for receipts.
 func TestName(t *testing.T) {
 	c, g := bothEngines(t, synth.Presets["tiny"], "f32", 4)

@@ -89,6 +89,18 @@ func (s *State) Append(tokens []int) error {
 	return err
 }
 
+// Rows appends tokens to the sequence and returns the logit rows of
+// tokens first..len(tokens)−1 (Vocab,).
+func (s *State) Rows(tokens []int, first int) ([][]float32, error) {
+	return s.forward(tokens, first)
+}
+
+// Check refuses tokens that would not fit the cache after pending more
+// tokens, or that lie outside the vocabulary, before any is run.
+func (s *State) Check(tokens []int, pending int) error {
+	return s.m.CheckTokens(s.pos+pending, s.cap, tokens)
+}
+
 // forward appends tokens and returns the logit rows of tokens first..T-1.
 func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 	m := s.m

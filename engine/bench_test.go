@@ -50,28 +50,22 @@ func benchModel(b *testing.B, p synth.Preset, vname string) (*checkpoint.Checkpo
 	return ck, v
 }
 
-// storedBytes is what one decode step reads of the weights as the engine
-// holds them: float32 on the CPU, the stored bytes on the GPU. A tied
-// embedding counts once: the head reads all of it. A routed expert counts
-// TopK/Experts of its bytes: a token reads TopK of each layer's experts.
-func storedBytes(ck *checkpoint.Checkpoint, v *variant.Variant, g model.Geometry, device string) int64 {
+// storedBytes is what one decode step reads of the weights as both
+// engines hold them: as stored (the CPU computes on the stored blocks
+// too). A tied embedding counts once: the head reads all of it. A routed
+// expert counts TopK/Experts of its bytes: a token reads TopK of each
+// layer's experts.
+func storedBytes(ck *checkpoint.Checkpoint, v *variant.Variant, g model.Geometry) int64 {
 	var n, routed int64
 	for _, s := range g.Specs() {
 		sum := &n
 		if strings.Contains(s.Name, ".mlp.experts.") {
 			sum = &routed
 		}
-		elems := int64(1)
-		for _, d := range s.Shape {
-			elems *= int64(d)
-		}
-		switch {
-		case device == "cpu":
-			*sum += 4 * elems
-		case v != nil:
+		if v != nil {
 			_, _, size, _ := v.Shape(s.Name)
 			*sum += size
-		default:
+		} else {
 			info, _, _ := ck.Info(s.Name)
 			*sum += info.Length
 		}
@@ -152,7 +146,7 @@ func BenchmarkDecode(b *testing.B) {
 					}
 					sec := b.Elapsed().Seconds()
 					b.ReportMetric(float64(b.N)/sec, "tok/s")
-					b.ReportMetric(float64(storedBytes(ck, v, g, dname))*float64(b.N)/sec/1e9, "weightGB/s")
+					b.ReportMetric(float64(storedBytes(ck, v, g))*float64(b.N)/sec/1e9, "weightGB/s")
 					if counter != nil {
 						b.ReportMetric(float64(dispatches)/float64(b.N), "dispatches/tok")
 					}
@@ -308,7 +302,7 @@ func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, 
 		bestDecode = max(bestDecode, gen/t2.Sub(t1).Seconds())
 	}
 	rss := peakRSS()
-	weights := storedBytes(ck, v, g, "stored")
+	weights := storedBytes(ck, v, g)
 	held := weights + int64(2*4*g.NumLayers*g.KVHeads*g.HeadDim*(prompt+gen))
 	copyBW := copyBandwidth()
 	if dev != nil {

@@ -6,7 +6,6 @@ package main
 // is fed the same tokens, and snapshot.Build compares them.
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -276,9 +275,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	r.ee.RUnlock()
 	doc.Timing = t
 	doc.Created = time.Now().UTC().Format(time.RFC3339)
-	lg := &logitsOut{Vocab: rr.Result.Vocab, Width: rr.Width,
-		Ref:  base64.StdEncoding.EncodeToString(rr.Raw),
-		Test: base64.StdEncoding.EncodeToString(tr.Raw)}
+	lg := &logitsOut{Vocab: rr.Result.Vocab, Width: rr.Width, Ref: rr.Raw, Test: tr.Raw}
 	return doc, nil, lg, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"unsafe"
 
 	"logitscope/engine/internal/cpu"
@@ -24,16 +25,21 @@ type cpuEngine struct {
 	release       func()    // unmaps the weights' files
 	// pending: tokens submitted without rows (a prefill's chunks before
 	// its last), not yet run: they run with the next submission, up to
-	// prefillTokens at once, so that a prefill's matmuls decode each
+	// prefillTokens() at once, so that a prefill's matmuls decode each
 	// block of weights once for up to 4 chunks of tokens instead of one.
 	// The rows have the same bits however the tokens are cut.
 	pending []int
 }
 
 // prefillTokens is the most tokens the CPU runs in one forward pass of a
-// prefill: a whole-0.5B q4 prefill of 79 tokens ran 29% faster at once
-// than in chunks of 32.
-const prefillTokens = 4 * cpuChunk
+// prefill: four chunks natively, one in engine.wasm, where the page
+// shows a prefill's progress chunk by chunk and a chunk takes seconds.
+func prefillTokens() int {
+	if runtime.GOARCH == "wasm" {
+		return cpuChunk
+	}
+	return 4 * cpuChunk
+}
 
 // cpuChunk is the GPU's chunk, so that a request splits into the same
 // submissions on both devices.
@@ -77,7 +83,7 @@ func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	run := append(c.pending, tokens...)
 	c.pending = run[:0]
 	if want == None {
-		if len(run) < prefillTokens {
+		if len(run) < prefillTokens() {
 			c.pending = run
 			return Region{}, nil
 		}

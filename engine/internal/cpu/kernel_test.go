@@ -17,13 +17,13 @@ import (
 // withGoKernels runs fn with the pure-Go kernels and decoders installed
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
-	t44, t41, ax := tile4x4, tile4x1, axpy
+	t44, t41, dr, ax := tile4x4, tile4x1, dotRows, axpy
 	qr, gr, rd, ra8, qa, ba8 := quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch
-	tile4x4, tile4x1, axpy, rowsA8, quantizeActs, newA8Batch = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch
+	tile4x4, tile4x1, dotRows, axpy, rowsA8, quantizeActs, newA8Batch = tile4x4Go, tile4x1Go, dotRowsGo, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
 	defer func() {
-		tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch = t44, t41, ax, qr, gr, rd, ra8, qa, ba8
+		tile4x4, tile4x1, dotRows, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch = t44, t41, dr, ax, qr, gr, rd, ra8, qa, ba8
 	}()
 	fn()
 }

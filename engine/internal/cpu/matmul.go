@@ -171,14 +171,24 @@ func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k i
 		}
 	}
 	if T == 1 {
-		var t4 [4]float32
-		var tile [16]float32
-		for q := range quads {
-			tile4x1(quad(q), k, x, k, &t4)
+		// The whole quads in one call (a host's kernel in engine.wasm
+		// does the block at once), then the padded one.
+		full := rows / 4 * 4
+		dst := y[r0 : r0+full]
+		dotRows(w, k, x, k, dst)
+		if b != nil {
+			for i := range dst {
+				dst[i] += b[r0+i]
+			}
+		}
+		if full < rows {
+			var t4 [4]float32
+			var tile [16]float32
+			tile4x1(pad, k, x, k, &t4)
 			for r, v := range t4 {
 				tile[4*r] = v
 			}
-			put(q, 0, tile[:])
+			put(full/4, 0, tile[:])
 		}
 		return
 	}

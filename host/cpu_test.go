@@ -34,8 +34,8 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 		kernels []string // simd.wasm's exports the run must call
 	}{
 		{"f32", []string{"f32_rows", "tile4x4"}},
-		{"q4", []string{"q4_rows", "tile4x4"}},
-		{"q8", []string{"q8_rows", "tile4x4"}},
+		{"q4", []string{"q4_rows", "q4_decode", "tile4x4"}},
+		{"q8", []string{"q8_rows", "q8_decode", "tile4x4"}},
 	} {
 		v := c.variant
 		t.Run(v, func(t *testing.T) {

@@ -20,6 +20,12 @@
 ;;     nibble, 2i+1 in its high one, value nibble − 8) and an f16 scale at
 ;;     scales + r*lds; x holds 32*groups float32.
 ;;   q8_rows(...)  the same for quant's q8: 32 int8 codes per group.
+;;   q4_decode(codes, ldc, scales, lds, groups, dst, ldd, rows)
+;;     rows of quant's q4 (as q4_rows) decoded to float32, row r's
+;;     32*groups values at dst + r*ldd, in row order (a row's last group
+;;     may spill past ldd into the next row's place, which the next row
+;;     then overwrites, as the engine's Go decoders do).
+;;   q8_decode(...)  the same for quant's q8.
 ;;   f32_rows(w, ldw, x, k, out, rows)
 ;;     out[r] = w_r · x for float32 rows of k values.
 ;;   tile4x4(w, ldw, x, ldx, k, acc, out, flags)
@@ -252,6 +258,105 @@
         (local.set $c (i32.add (local.get $c) (local.get $ldc)))
         (local.set $s (i32.add (local.get $s) (local.get $lds)))
         (local.set $out (i32.add (local.get $out) (i32.const 4)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $row))))
+
+  ;; $q4decode and $q8decode decode one row's groups into float32 at $d,
+  ;; 32 a group, each value float32(code)*scale as in $q4dot and $q8dot.
+  (func $q4decode (param $c i32) (param $s i32) (param $groups i32) (param $d i32)
+    (local $b v128) (local $lo v128) (local $hi v128) (local $v v128) (local $sc v128)
+    (local $end i32) (local $h i32)
+    (local.set $end (i32.add (local.get $c) (i32.shl (local.get $groups) (i32.const 4))))
+    (block $done
+      (loop $group
+        (br_if $done (i32.ge_u (local.get $c) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $s)))
+        (local.set $sc (f32x4.splat (f32.reinterpret_i32
+          (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+            (if (result i32) (i32.ge_u (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 0x7c00))
+              (then (call $halfNaN (local.get $h)))
+              (else (i32.reinterpret_f32 (f32.mul
+                (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
+                (f32.const 0x1p112)))))))))
+        (local.set $b (v128.load (local.get $c)))
+        (local.set $lo (v128.and (local.get $b) (i8x16.splat (i32.const 15))))
+        (local.set $hi (i8x16.shr_u (local.get $b) (i32.const 4)))
+        (local.set $v (i8x16.sub
+          (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $lo) (local.get $hi))
+          (i8x16.splat (i32.const 8))))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store offset=0 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=16 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=32 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=48 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $v (i8x16.sub
+          (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $lo) (local.get $hi))
+          (i8x16.splat (i32.const 8))))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store offset=64 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=80 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=96 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=112 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $c (i32.add (local.get $c) (i32.const 16)))
+        (local.set $s (i32.add (local.get $s) (i32.const 2)))
+        (local.set $d (i32.add (local.get $d) (i32.const 128)))
+        (br $group))))
+
+  (func $q8decode (param $c i32) (param $s i32) (param $groups i32) (param $d i32)
+    (local $b v128) (local $v v128) (local $sc v128)
+    (local $end i32) (local $h i32)
+    (local.set $end (i32.add (local.get $c) (i32.shl (local.get $groups) (i32.const 5))))
+    (block $done
+      (loop $group
+        (br_if $done (i32.ge_u (local.get $c) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $s)))
+        (local.set $sc (f32x4.splat (f32.reinterpret_i32
+          (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+            (if (result i32) (i32.ge_u (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 0x7c00))
+              (then (call $halfNaN (local.get $h)))
+              (else (i32.reinterpret_f32 (f32.mul
+                (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
+                (f32.const 0x1p112)))))))))
+        (local.set $v (v128.load (local.get $c)))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store offset=0 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=16 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=32 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=48 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $v (v128.load offset=16 (local.get $c)))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store offset=64 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=80 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=96 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=112 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $c (i32.add (local.get $c) (i32.const 32)))
+        (local.set $s (i32.add (local.get $s) (i32.const 2)))
+        (local.set $d (i32.add (local.get $d) (i32.const 128)))
+        (br $group))))
+
+  (func (export "q4_decode") (param $c i32) (param $ldc i32) (param $s i32) (param $lds i32) (param $groups i32) (param $d i32) (param $ldd i32) (param $rows i32)
+    (block $done
+      (loop $row
+        (br_if $done (i32.le_s (local.get $rows) (i32.const 0)))
+        (call $q4decode (local.get $c) (local.get $s) (local.get $groups) (local.get $d))
+        (local.set $c (i32.add (local.get $c) (local.get $ldc)))
+        (local.set $s (i32.add (local.get $s) (local.get $lds)))
+        (local.set $d (i32.add (local.get $d) (local.get $ldd)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $row))))
+
+  (func (export "q8_decode") (param $c i32) (param $ldc i32) (param $s i32) (param $lds i32) (param $groups i32) (param $d i32) (param $ldd i32) (param $rows i32)
+    (block $done
+      (loop $row
+        (br_if $done (i32.le_s (local.get $rows) (i32.const 0)))
+        (call $q8decode (local.get $c) (local.get $s) (local.get $groups) (local.get $d))
+        (local.set $c (i32.add (local.get $c) (local.get $ldc)))
+        (local.set $s (i32.add (local.get $s) (local.get $lds)))
+        (local.set $d (i32.add (local.get $d) (local.get $ldd)))
         (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
         (br $row))))
 

@@ -34,6 +34,8 @@ type Kernel struct {
 var Kernels = []Kernel{
 	{"q4_rows", 8},
 	{"q8_rows", 8},
+	{"q4_decode", 8},
+	{"q8_decode", 8},
 	{"f32_rows", 6},
 	{"tile4x4", 8},
 }

@@ -301,9 +301,10 @@
         }
         await e.run({ mode: "panel", windows: [[1, 2, 3, 4], [5, 6, 7]] });
         if (Object.keys(e.gpu.counts).length !== 0) fail(`the CPU path called gpu imports: ${JSON.stringify(e.gpu.counts)}`);
-        // Its products ran in simd.wasm: q4's fused rows, the prefill tiles.
+        // Its products ran in simd.wasm: q4's fused rows, prefill's
+        // decoded rows and tiles.
         const c = e.kernels.calls;
-        if (!(c.q4_rows > 0 && c.tile4x4 > 0)) fail(`the CPU path's SIMD kernels were not called: ${JSON.stringify(c)}`);
+        if (!(c.q4_rows > 0 && c.q4_decode > 0 && c.tile4x4 > 0)) fail(`the CPU path's SIMD kernels were not called: ${JSON.stringify(c)}`);
       }],
       ["cpu: an unknown device is refused by name", async (t) => {
         const e = await fresh(t);

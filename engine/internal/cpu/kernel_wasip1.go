@@ -31,6 +31,12 @@ func simdQ4Rows(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds uin
 //go:wasmimport simd q8_rows
 func simdQ8Rows(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds uint32, groups uint32, x, out unsafe.Pointer, rows uint32)
 
+//go:wasmimport simd q4_decode
+func simdQ4Decode(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds uint32, groups uint32, dst unsafe.Pointer, ldd uint32, rows uint32)
+
+//go:wasmimport simd q8_decode
+func simdQ8Decode(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds uint32, groups uint32, dst unsafe.Pointer, ldd uint32, rows uint32)
+
 //go:wasmimport simd f32_rows
 func simdF32Rows(w unsafe.Pointer, ldw uint32, x unsafe.Pointer, k uint32, out unsafe.Pointer, rows uint32)
 
@@ -47,6 +53,8 @@ func init() {
 func useSIMD() {
 	rowDots[model.Format{Scheme: quant.Q4}] = simdQuantDot(quant.Q4, simdQ4Rows)
 	rowDots[model.Format{Scheme: quant.Q8}] = simdQuantDot(quant.Q8, simdQ8Rows)
+	quantBlocks[quant.Q4] = simdQuantDecode(simdQ4Decode)
+	quantBlocks[quant.Q8] = simdQuantDecode(simdQ8Decode)
 	dotRows = func(w []float32, ldw int, x []float32, k int, out []float32) {
 		n := len(out)
 		if n == 0 {
@@ -79,5 +87,19 @@ func simdQuantDot(s quant.Scheme, rows func(codes unsafe.Pointer, ldc uint32, sc
 		scales := p.Data[l.QuantBytes()+a*sw : l.QuantBytes()+z*sw]
 		_, _ = x[32*l.Groups-1], out[n-1]
 		rows(unsafe.Pointer(&codes[0]), uint32(qw), unsafe.Pointer(&scales[0]), uint32(sw), uint32(l.Groups), unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]), uint32(n))
+	}
+}
+
+// simdQuantDecode decodes a block of rows of a quant scheme into float32
+// (prefill's scratch) in one call.
+func simdQuantDecode(decode func(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds uint32, groups uint32, dst unsafe.Pointer, ldd uint32, rows uint32)) func(codes, scales []byte, qw, sw, groups int, dst []float32, k int) {
+	return func(codes, scales []byte, qw, sw, groups int, dst []float32, k int) {
+		n := len(codes) / qw
+		if n == 0 {
+			return
+		}
+		// Each row writes its whole groups, its last one past k.
+		_, _ = scales[(n-1)*sw+2*groups-1], dst[(n-1)*k+32*groups-1]
+		decode(unsafe.Pointer(&codes[0]), uint32(qw), unsafe.Pointer(&scales[0]), uint32(sw), uint32(groups), unsafe.Pointer(&dst[0]), uint32(4*k), uint32(n))
 	}
 }

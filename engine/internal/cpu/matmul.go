@@ -220,8 +220,14 @@ func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k i
 func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 	if s := p.Format.Scheme; s != "" {
 		l, _ := quant.NewLayout(s, p.Rows, k) // checked by model.CheckPieces
-		fast := quantRows[s]
 		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		if blk := quantBlocks[s]; blk != nil {
+			if b > a {
+				blk(p.Data[a*qw:b*qw], p.Data[l.QuantBytes()+a*sw:l.QuantBytes()+b*sw], qw, sw, l.Groups, dst, k)
+			}
+			return
+		}
+		fast := quantRows[s]
 		for r := a; r < b; r++ {
 			out := dst[(r-a)*k:]
 			if fast != nil {
@@ -249,13 +255,17 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 // (kernel_amd64.go). A format without one is decoded by its reference
 // decoder (quant, ggml), which gives the same bits; a quant decoder
 // writes groups·32 values of dst.
+// quantBlocks decode a block of rows in one call where a host's kernels
+// do (engine.wasm: kernel_wasip1.go): the rows' codes and scales (qw and
+// sw bytes a row), row r at dst[r*k:], in row order.
 // rowDots are the fused one-token kernels: out[i] = w_{a+i} · x for rows
 // [a, z) of a piece of k columns, z−a and k multiples of 4 and 32, with
 // scratch of (z−a)·k floats.
 var (
-	quantRows = goQuantRows()
-	ggmlRows  = goGGMLRows()
-	rowDots   = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
+	quantRows   = goQuantRows()
+	quantBlocks = map[quant.Scheme]func(codes, scales []byte, qw, sw, groups int, dst []float32, k int){}
+	ggmlRows    = goGGMLRows()
+	rowDots     = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
 )
 
 // row writes row r (Cols,) of W into dst: the embedding lookup decodes

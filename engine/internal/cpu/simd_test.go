@@ -163,6 +163,42 @@ func TestSIMDQuantRows(t *testing.T) {
 	}
 }
 
+// TestSIMDQuantDecode decodes blocks of rows for prefill, k columns a
+// row in whole groups (the last group's spill overwritten by the next
+// row, as decodeRows' Go decoders do) or not.
+func TestSIMDQuantDecode(t *testing.T) {
+	m := newSIMDMachine(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct{ bits, rows, groups, k int }{
+		{4, 1, 1, 32}, {4, 5, 28, 896}, {4, 3, 2, 50}, {8, 1, 1, 32}, {8, 5, 28, 896}, {8, 3, 2, 50},
+	} {
+		t.Run(fmt.Sprintf("q%d/%dx%d/k%d", c.bits, c.rows, c.groups, c.k), func(t *testing.T) {
+			m.reset()
+			qw, sw := c.bits*4*c.groups, 4*((c.groups+1)/2)
+			codes := make([]byte, c.rows*qw)
+			for i := range codes {
+				codes[i] = byte(r.Uint32())
+			}
+			scales := make([]byte, c.rows*sw)
+			for i := range c.rows {
+				copy(scales[i*sw:], randHalves(r, c.groups))
+			}
+			n := (c.rows-1)*c.k + 32*c.groups
+			want := make([]float32, n)
+			for i := range c.rows {
+				if c.bits == 4 {
+					decodeQ4Go(codes[i*qw:], scales[i*sw:], c.groups, want[i*c.k:])
+				} else {
+					decodeQ8Go(codes[i*qw:], scales[i*sw:], c.groups, want[i*c.k:])
+				}
+			}
+			dst := m.alloc(4 * n)
+			m.call(fmt.Sprintf("q%d_decode", c.bits), m.bytes(codes), uint32(qw), m.bytes(scales), uint32(sw), uint32(c.groups), dst, uint32(4*c.k), uint32(c.rows))
+			sameBits(t, "decoded", m.read(dst, n), want)
+		})
+	}
+}
+
 // TestSIMDHalfScales runs every f16 bit pattern as a q8 group's scale:
 // the kernel widens scales itself, as the reference decoder does.
 func TestSIMDHalfScales(t *testing.T) {

@@ -30,17 +30,21 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 	setup(t)
 	ctx := context.Background()
 	for _, c := range []struct {
-		variant string
-		kernels []string // simd.wasm's exports the run must call
+		preset, variant string
+		kernels         []string // simd.wasm's exports the run must call
 	}{
-		{"f32", []string{"f32_rows", "tile4x4"}},
-		{"q4", []string{"q4_rows", "q4_decode", "tile4x4"}},
-		{"q8", []string{"q8_rows", "q8_decode", "tile4x4"}},
+		{"tiny", "f32", []string{"f32_rows", "tile4x4"}},
+		{"tiny", "q4", []string{"q4_rows", "q4_decode", "tile4x4"}},
+		{"tiny", "q8", []string{"q8_rows", "q8_decode", "tile4x4"}},
+		{"tiny-mistral", "f32", []string{"f32_rows", "tile4x4"}}, // a sliding window of 8: attention's first key moves
 	} {
 		v := c.variant
-		t.Run(v, func(t *testing.T) {
+		t.Run(c.preset+"/"+v, func(t *testing.T) {
 			dir := fixtures.modelDir
-			if v == "q8" { // the fixture has no q8 (TestABI wants none)
+			switch {
+			case c.preset != "tiny":
+				dir = fixtures.families[c.preset]
+			case v == "q8": // the fixture has no q8 (TestABI wants none)
 				dir = withVariant(t, quant.Q8)
 			}
 			nat := goEngine(t, nil, dir, v, 64)

@@ -26,6 +26,11 @@
 ;;     may spill past ldd into the next row's place, which the next row
 ;;     then overwrites, as the engine's Go decoders do).
 ;;   q8_decode(...)  the same for quant's q8.
+;;   q4_0_rows(rows, ldr, blocks, x, out, n), q8_0_rows(...)
+;;     out[r] = w_r · x for rows r < n of ggml's Q4_0 (Q8_0), as
+;;     ggml.Dequantize decodes them: blocks of 32 columns at rows + r*ldr.
+;;   q4_0_decode(rows, ldr, blocks, dst, ldd, n), q8_0_decode(...)
+;;     the rows decoded to float32, row r at dst + r*ldd.
 ;;   f32_rows(w, ldw, x, k, out, rows)
 ;;     out[r] = w_r · x for float32 rows of k values.
 ;;   tile4x4(w, ldw, x, ldx, k, acc, out, flags)
@@ -356,6 +361,222 @@
         (call $q8decode (local.get $c) (local.get $s) (local.get $groups) (local.get $d))
         (local.set $c (i32.add (local.get $c) (local.get $ldc)))
         (local.set $s (i32.add (local.get $s) (local.get $lds)))
+        (local.set $d (i32.add (local.get $d) (local.get $ldd)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $row))))
+
+  ;; $q40dot is one ggml Q4_0 row's product: blocks of 18 bytes at $p
+  ;; (an f16 d, then 16 bytes: column j in byte j's low nibble, j+16 in its high one, value nibble − 8), x at $x, as $q4dot.
+  (func $q40dot (param $p i32) (param $x i32) (param $blocks i32) (result f32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local $b v128) (local $lo v128) (local $v v128) (local $sc v128)
+    (local $end i32) (local $h i32)
+    (local.set $end (i32.add (local.get $p) (i32.mul (local.get $blocks) (i32.const 18))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $p)))
+        (local.set $sc (f32x4.splat (f32.reinterpret_i32
+          (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+            (if (result i32) (i32.ge_u (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 0x7c00))
+              (then (call $halfNaN (local.get $h)))
+              (else (i32.reinterpret_f32 (f32.mul
+                (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
+                (f32.const 0x1p112)))))))))
+        (local.set $lo (v128.load offset=2 (local.get $p)))
+        (local.set $v (i8x16.sub (v128.and (local.get $lo) (i8x16.splat (i32.const 15))) (i8x16.splat (i32.const 8))))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $a0 (f32x4.add (local.get $a0)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load (local.get $x)))))
+        (local.set $a1 (f32x4.add (local.get $a1)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=16 (local.get $x)))))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $a2 (f32x4.add (local.get $a2)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=32 (local.get $x)))))
+        (local.set $a3 (f32x4.add (local.get $a3)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=48 (local.get $x)))))
+        (local.set $v (i8x16.sub (i8x16.shr_u (local.get $lo) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $a0 (f32x4.add (local.get $a0)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=64 (local.get $x)))))
+        (local.set $a1 (f32x4.add (local.get $a1)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=80 (local.get $x)))))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $a2 (f32x4.add (local.get $a2)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=96 (local.get $x)))))
+        (local.set $a3 (f32x4.add (local.get $a3)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=112 (local.get $x)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 18)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (br $block)))
+    (call $reduce (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3)))
+
+  ;; $q40decode decodes one Q4_0 row's blocks into float32 at $d.
+  (func $q40decode (param $p i32) (param $blocks i32) (param $d i32)
+    (local $b v128) (local $lo v128) (local $v v128) (local $sc v128)
+    (local $end i32) (local $h i32)
+    (local.set $end (i32.add (local.get $p) (i32.mul (local.get $blocks) (i32.const 18))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $p)))
+        (local.set $sc (f32x4.splat (f32.reinterpret_i32
+          (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+            (if (result i32) (i32.ge_u (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 0x7c00))
+              (then (call $halfNaN (local.get $h)))
+              (else (i32.reinterpret_f32 (f32.mul
+                (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
+                (f32.const 0x1p112)))))))))
+        (local.set $lo (v128.load offset=2 (local.get $p)))
+        (local.set $v (i8x16.sub (v128.and (local.get $lo) (i8x16.splat (i32.const 15))) (i8x16.splat (i32.const 8))))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=16 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=32 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=48 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $v (i8x16.sub (i8x16.shr_u (local.get $lo) (i32.const 4)) (i8x16.splat (i32.const 8))))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store offset=64 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=80 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=96 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=112 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $p (i32.add (local.get $p) (i32.const 18)))
+        (local.set $d (i32.add (local.get $d) (i32.const 128)))
+        (br $block))))
+
+  (func (export "q4_0_rows") (param $p i32) (param $ldr i32) (param $blocks i32) (param $x i32) (param $out i32) (param $rows i32)
+    (block $done
+      (loop $row
+        (br_if $done (i32.le_s (local.get $rows) (i32.const 0)))
+        (f32.store (local.get $out) (call $q40dot (local.get $p) (local.get $x) (local.get $blocks)))
+        (local.set $p (i32.add (local.get $p) (local.get $ldr)))
+        (local.set $out (i32.add (local.get $out) (i32.const 4)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $row))))
+
+  (func (export "q4_0_decode") (param $p i32) (param $ldr i32) (param $blocks i32) (param $d i32) (param $ldd i32) (param $rows i32)
+    (block $done
+      (loop $row
+        (br_if $done (i32.le_s (local.get $rows) (i32.const 0)))
+        (call $q40decode (local.get $p) (local.get $blocks) (local.get $d))
+        (local.set $p (i32.add (local.get $p) (local.get $ldr)))
+        (local.set $d (i32.add (local.get $d) (local.get $ldd)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $row))))
+
+  ;; $q80dot is one ggml Q8_0 row's product: blocks of 34 bytes at $p
+  ;; (an f16 d, then 32 int8 codes), x at $x, as $q4dot.
+  (func $q80dot (param $p i32) (param $x i32) (param $blocks i32) (result f32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128)
+    (local $b v128) (local $lo v128) (local $v v128) (local $sc v128)
+    (local $end i32) (local $h i32)
+    (local.set $end (i32.add (local.get $p) (i32.mul (local.get $blocks) (i32.const 34))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $p)))
+        (local.set $sc (f32x4.splat (f32.reinterpret_i32
+          (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+            (if (result i32) (i32.ge_u (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 0x7c00))
+              (then (call $halfNaN (local.get $h)))
+              (else (i32.reinterpret_f32 (f32.mul
+                (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
+                (f32.const 0x1p112)))))))))
+        (local.set $v (v128.load offset=2 (local.get $p)))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $a0 (f32x4.add (local.get $a0)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load (local.get $x)))))
+        (local.set $a1 (f32x4.add (local.get $a1)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=16 (local.get $x)))))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $a2 (f32x4.add (local.get $a2)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=32 (local.get $x)))))
+        (local.set $a3 (f32x4.add (local.get $a3)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=48 (local.get $x)))))
+        (local.set $v (v128.load offset=18 (local.get $p)))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (local.set $a0 (f32x4.add (local.get $a0)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=64 (local.get $x)))))
+        (local.set $a1 (f32x4.add (local.get $a1)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=80 (local.get $x)))))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (local.set $a2 (f32x4.add (local.get $a2)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=96 (local.get $x)))))
+        (local.set $a3 (f32x4.add (local.get $a3)
+          (f32x4.mul (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc))
+            (v128.load offset=112 (local.get $x)))))
+        (local.set $p (i32.add (local.get $p) (i32.const 34)))
+        (local.set $x (i32.add (local.get $x) (i32.const 128)))
+        (br $block)))
+    (call $reduce (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3)))
+
+  ;; $q80decode decodes one Q8_0 row's blocks into float32 at $d.
+  (func $q80decode (param $p i32) (param $blocks i32) (param $d i32)
+    (local $b v128) (local $lo v128) (local $v v128) (local $sc v128)
+    (local $end i32) (local $h i32)
+    (local.set $end (i32.add (local.get $p) (i32.mul (local.get $blocks) (i32.const 34))))
+    (block $done
+      (loop $block
+        (br_if $done (i32.ge_u (local.get $p) (local.get $end)))
+        (local.set $h (i32.load16_u (local.get $p)))
+        (local.set $sc (f32x4.splat (f32.reinterpret_i32
+          (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+            (if (result i32) (i32.ge_u (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 0x7c00))
+              (then (call $halfNaN (local.get $h)))
+              (else (i32.reinterpret_f32 (f32.mul
+                (f32.reinterpret_i32 (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)))
+                (f32.const 0x1p112)))))))))
+        (local.set $v (v128.load offset=2 (local.get $p)))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=16 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=32 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=48 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $v (v128.load offset=18 (local.get $p)))
+        (local.set $b (i16x8.extend_low_i8x16_s (local.get $v)))
+        (v128.store offset=64 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=80 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $b (i16x8.extend_high_i8x16_s (local.get $v)))
+        (v128.store offset=96 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $b))) (local.get $sc)))
+        (v128.store offset=112 (local.get $d) (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $b))) (local.get $sc)))
+        (local.set $p (i32.add (local.get $p) (i32.const 34)))
+        (local.set $d (i32.add (local.get $d) (i32.const 128)))
+        (br $block))))
+
+  (func (export "q8_0_rows") (param $p i32) (param $ldr i32) (param $blocks i32) (param $x i32) (param $out i32) (param $rows i32)
+    (block $done
+      (loop $row
+        (br_if $done (i32.le_s (local.get $rows) (i32.const 0)))
+        (f32.store (local.get $out) (call $q80dot (local.get $p) (local.get $x) (local.get $blocks)))
+        (local.set $p (i32.add (local.get $p) (local.get $ldr)))
+        (local.set $out (i32.add (local.get $out) (i32.const 4)))
+        (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
+        (br $row))))
+
+  (func (export "q8_0_decode") (param $p i32) (param $ldr i32) (param $blocks i32) (param $d i32) (param $ldd i32) (param $rows i32)
+    (block $done
+      (loop $row
+        (br_if $done (i32.le_s (local.get $rows) (i32.const 0)))
+        (call $q80decode (local.get $p) (local.get $blocks) (local.get $d))
+        (local.set $p (i32.add (local.get $p) (local.get $ldr)))
         (local.set $d (i32.add (local.get $d) (local.get $ldd)))
         (local.set $rows (i32.sub (local.get $rows) (i32.const 1)))
         (br $row))))

@@ -36,6 +36,10 @@ var Kernels = []Kernel{
 	{"q8_rows", 8},
 	{"q4_decode", 8},
 	{"q8_decode", 8},
+	{"q4_0_rows", 6},
+	{"q8_0_rows", 6},
+	{"q4_0_decode", 6},
+	{"q8_0_decode", 6},
 	{"f32_rows", 6},
 	{"tile4x4", 8},
 }

@@ -5,6 +5,7 @@ package cpu
 import (
 	"unsafe"
 
+	"logitscope/ggml"
 	"logitscope/model"
 	"logitscope/quant"
 )
@@ -37,6 +38,18 @@ func simdQ4Decode(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds u
 //go:wasmimport simd q8_decode
 func simdQ8Decode(codes unsafe.Pointer, ldc uint32, scales unsafe.Pointer, lds uint32, groups uint32, dst unsafe.Pointer, ldd uint32, rows uint32)
 
+//go:wasmimport simd q4_0_rows
+func simdQ4_0Rows(rows unsafe.Pointer, ldr uint32, blocks uint32, x, out unsafe.Pointer, n uint32)
+
+//go:wasmimport simd q8_0_rows
+func simdQ8_0Rows(rows unsafe.Pointer, ldr uint32, blocks uint32, x, out unsafe.Pointer, n uint32)
+
+//go:wasmimport simd q4_0_decode
+func simdQ4_0Decode(rows unsafe.Pointer, ldr uint32, blocks uint32, dst unsafe.Pointer, ldd uint32, n uint32)
+
+//go:wasmimport simd q8_0_decode
+func simdQ8_0Decode(rows unsafe.Pointer, ldr uint32, blocks uint32, dst unsafe.Pointer, ldd uint32, n uint32)
+
 //go:wasmimport simd f32_rows
 func simdF32Rows(w unsafe.Pointer, ldw uint32, x unsafe.Pointer, k uint32, out unsafe.Pointer, rows uint32)
 
@@ -55,6 +68,10 @@ func useSIMD() {
 	rowDots[model.Format{Scheme: quant.Q8}] = simdQuantDot(quant.Q8, simdQ8Rows)
 	quantBlocks[quant.Q4] = simdQuantDecode(simdQ4Decode)
 	quantBlocks[quant.Q8] = simdQuantDecode(simdQ8Decode)
+	rowDots[model.Format{Type: ggml.Q4_0}] = simdGGMLDot(ggml.Q4_0, simdQ4_0Rows)
+	rowDots[model.Format{Type: ggml.Q8_0}] = simdGGMLDot(ggml.Q8_0, simdQ8_0Rows)
+	ggmlBlocks[ggml.Q4_0] = simdGGMLDecode(simdQ4_0Decode)
+	ggmlBlocks[ggml.Q8_0] = simdGGMLDecode(simdQ8_0Decode)
 	dotRows = func(w []float32, ldw int, x []float32, k int, out []float32) {
 		n := len(out)
 		if n == 0 {
@@ -101,5 +118,33 @@ func simdQuantDecode(decode func(codes unsafe.Pointer, ldc uint32, scales unsafe
 		// Each row writes its whole groups, its last one past k.
 		_, _ = scales[(n-1)*sw+2*groups-1], dst[(n-1)*k+32*groups-1]
 		decode(unsafe.Pointer(&codes[0]), uint32(qw), unsafe.Pointer(&scales[0]), uint32(sw), uint32(groups), unsafe.Pointer(&dst[0]), uint32(4*k), uint32(n))
+	}
+}
+
+// simdGGMLDot is the fused one-token kernel of ggml type t (blocks of 32
+// columns): rows [a, z) of the piece in one call.
+func simdGGMLDot(t ggml.Type, rows func(rows unsafe.Pointer, ldr uint32, blocks uint32, x, out unsafe.Pointer, n uint32)) func(p *model.Piece, k, a, z int, x, out, scratch []float32) {
+	return func(p *model.Piece, k, a, z int, x, out, _ []float32) {
+		n := z - a
+		if n == 0 {
+			return
+		}
+		rb, _ := t.RowBytes(k)
+		data := p.Data[int64(a)*rb : int64(z)*rb]
+		_, _ = x[k-1], out[n-1]
+		rows(unsafe.Pointer(&data[0]), uint32(rb), uint32(k/32), unsafe.Pointer(&x[0]), unsafe.Pointer(&out[0]), uint32(n))
+	}
+}
+
+// simdGGMLDecode decodes a block of rows of 32-column blocks into
+// float32 in one call.
+func simdGGMLDecode(decode func(rows unsafe.Pointer, ldr uint32, blocks uint32, dst unsafe.Pointer, ldd uint32, n uint32)) func(rows []byte, rb int, dst []float32, k int) {
+	return func(rows []byte, rb int, dst []float32, k int) {
+		n := len(rows) / rb
+		if n == 0 {
+			return
+		}
+		_ = dst[n*k-1]
+		decode(unsafe.Pointer(&rows[0]), uint32(rb), uint32(k/32), unsafe.Pointer(&dst[0]), uint32(4*k), uint32(n))
 	}
 }

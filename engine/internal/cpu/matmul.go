@@ -240,6 +240,12 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 	}
 	t := p.Format.Type
 	rb, _ := t.RowBytes(k)
+	if blk := ggmlBlocks[t]; blk != nil {
+		if b > a {
+			blk(p.Data[int64(a)*rb:int64(b)*rb], int(rb), dst, k)
+		}
+		return
+	}
 	fast := ggmlRows[t]
 	for r := a; r < b; r++ {
 		src, out := p.Data[int64(r)*rb:int64(r+1)*rb], dst[(r-a)*k:(r-a+1)*k]
@@ -255,9 +261,10 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 // (kernel_amd64.go). A format without one is decoded by its reference
 // decoder (quant, ggml), which gives the same bits; a quant decoder
 // writes groups·32 values of dst.
-// quantBlocks decode a block of rows in one call where a host's kernels
-// do (engine.wasm: kernel_wasip1.go): the rows' codes and scales (qw and
-// sw bytes a row), row r at dst[r*k:], in row order.
+// quantBlocks and ggmlBlocks decode a block of rows in one call where a
+// host's kernels do (engine.wasm: kernel_wasip1.go): the rows' codes and
+// scales (qw and sw bytes a row) or the rows (rb bytes each), row r at
+// dst[r*k:], in row order.
 // rowDots are the fused one-token kernels: out[i] = w_{a+i} · x for rows
 // [a, z) of a piece of k columns, z−a and k multiples of 4 and 32, with
 // scratch of (z−a)·k floats.
@@ -265,6 +272,7 @@ var (
 	quantRows   = goQuantRows()
 	quantBlocks = map[quant.Scheme]func(codes, scales []byte, qw, sw, groups int, dst []float32, k int){}
 	ggmlRows    = goGGMLRows()
+	ggmlBlocks  = map[ggml.Type]func(rows []byte, rb int, dst []float32, k int){}
 	rowDots     = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
 )
 

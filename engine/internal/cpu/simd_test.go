@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"logitscope/ggml"
 	"logitscope/wasmsimd"
 )
 
@@ -195,6 +197,41 @@ func TestSIMDQuantDecode(t *testing.T) {
 			dst := m.alloc(4 * n)
 			m.call(fmt.Sprintf("q%d_decode", c.bits), m.bytes(codes), uint32(qw), m.bytes(scales), uint32(sw), uint32(c.groups), dst, uint32(4*c.k), uint32(c.rows))
 			sameBits(t, "decoded", m.read(dst, n), want)
+		})
+	}
+}
+
+// TestSIMDGGML runs ggml's Q4_0 and Q8_0 rows through the fused kernels
+// and the block decoders, against ggml's reference decoder (random
+// blocks, their scales any finite f16) and the order's dot product.
+func TestSIMDGGML(t *testing.T) {
+	m := newSIMDMachine(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		typ        ggml.Type
+		rows, cols int
+		trial      int
+	}{
+		{ggml.Q4_0, 1, 32, 0}, {ggml.Q4_0, 4, 896, 1}, {ggml.Q4_0, 7, 4864, 3}, {ggml.Q4_0, 4, 96, 4},
+		{ggml.Q8_0, 1, 32, 0}, {ggml.Q8_0, 4, 896, 1}, {ggml.Q8_0, 7, 4864, 3}, {ggml.Q8_0, 4, 96, 4},
+	} {
+		t.Run(fmt.Sprintf("%s/%dx%d/trial%d", c.typ, c.rows, c.cols, c.trial), func(t *testing.T) {
+			m.reset()
+			w := make([]float32, c.rows*c.cols)
+			data := randomBlocks(t, r, c.typ, c.rows, c.cols, w)
+			rb := len(data) / c.rows
+			x := randomValues(r, c.cols, c.trial)
+			want := make([]float32, c.rows)
+			for i := range want {
+				want[i] = dotGo(w[i*c.cols:(i+1)*c.cols], x)
+			}
+			name := strings.ToLower(c.typ.String())
+			p, out := m.bytes(data), m.alloc(4*c.rows)
+			m.call(name+"_rows", p, uint32(rb), uint32(c.cols/32), m.floats(x), out, uint32(c.rows))
+			sameBits(t, name+"_rows", m.read(out, c.rows), want)
+			dst := m.alloc(4 * len(w))
+			m.call(name+"_decode", p, uint32(rb), uint32(c.cols/32), dst, uint32(4*c.cols), uint32(c.rows))
+			sameBits(t, name+"_decode", m.read(dst, len(w)), w)
 		})
 	}
 }

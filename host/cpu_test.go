@@ -2,11 +2,17 @@ package host
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"logitscope/checkpoint"
+	"logitscope/quant"
 	"logitscope/session"
+	"logitscope/synth"
+	"logitscope/variant"
+	"logitscope/wasmsimd"
 )
 
 // engine.wasm on its CPU path ("device":"cpu") against the Go CPU
@@ -16,13 +22,33 @@ import (
 // where they differ, math.Exp (assembly on amd64, pure Go in wasm; the last
 // float64 bit differs for ~16% of inputs in [-20, 20]), cpu rounds the
 // result to float32, which hid every difference in a 2M-input sweep.
+//
+// The guest's products run in the host's SIMD128 kernels (simd.wasm,
+// package wasmsimd): each variant's run must have called those of its
+// format, or the bits compared were the pure-Go kernels'.
 func TestWasmCPUMatchesNative(t *testing.T) {
 	setup(t)
 	ctx := context.Background()
-	for _, v := range []string{"f32", "q4"} {
-		t.Run(v, func(t *testing.T) {
-			nat := goEngine(t, nil, fixtures.modelDir, v, 64)
-			e, err := fixtures.mod.Open(ctx, nil, fixtures.modelDir, v, 64)
+	for _, c := range []struct {
+		preset, variant string
+		kernels         []string // simd.wasm's exports the run must call
+	}{
+		{"tiny", "f32", []string{"f32_rows", "tile4x4"}},
+		{"tiny", "q4", []string{"q4_rows", "q4_decode", "tile4x4"}},
+		{"tiny", "q8", []string{"q8_rows", "q8_decode", "tile4x4"}},
+		{"tiny-mistral", "f32", []string{"f32_rows", "tile4x4"}}, // a sliding window of 8: attention's first key moves
+	} {
+		v := c.variant
+		t.Run(c.preset+"/"+v, func(t *testing.T) {
+			dir := fixtures.modelDir
+			switch {
+			case c.preset != "tiny":
+				dir = fixtures.families[c.preset]
+			case v == "q8": // the fixture has no q8 (TestABI wants none)
+				dir = withVariant(t, quant.Q8)
+			}
+			nat := goEngine(t, nil, dir, v, 64)
+			e, err := fixtures.mod.Open(ctx, nil, dir, v, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,8 +82,41 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 			sameBits(t, "forced", rows, all[len(prompt)-1:])
 
 			samePanel(t, ctx, e, nat)
+
+			for _, k := range c.kernels {
+				if n := e.simdCalls()[k]; n == 0 {
+					t.Errorf("simd.%s was never called (calls: %v)", k, e.simdCalls())
+				}
+			}
 		})
 	}
+}
+
+// withVariant is a copy of the tiny model with a variant of scheme s.
+func withVariant(t *testing.T, s quant.Scheme) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if err := variant.Write(ck, s, variant.DefaultDir(dir, string(s)), variant.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// simdCalls counts the instance's calls of each simd.wasm kernel.
+func (e *Instance) simdCalls() map[string]int {
+	m := map[string]int{}
+	for i, n := range e.st.calls {
+		m[wasmsimd.Kernels[i].Name] = n
+	}
+	return m
 }
 
 // With "device":"cpu" the guest calls no gpu import, not even info, though

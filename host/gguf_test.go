@@ -31,6 +31,7 @@ func TestGGUFBitIdentical(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ preset, scheme, ftype string }{
 		{"tiny", "q4", ""},
+		{"tiny", "q8", ""},
 		{"tiny-llama3", "q4", ""},
 		{"small-llama3", "", "Q4_K_M"},
 	} {
@@ -72,6 +73,13 @@ func TestGGUFBitIdentical(t *testing.T) {
 					}
 					sameBits(t, "greedy", rows, want.Rows)
 					samePanel(t, ctx, e, nat)
+					// Our exports are Q4_0 and Q8_0, whose products the
+					// CPU path computes in simd.wasm's kernels.
+					if k := map[string]string{"q4": "q4_0", "q8": "q8_0"}[c.scheme]; d.dev == nil && k != "" {
+						if calls := e.simdCalls(); calls[k+"_rows"] == 0 || calls[k+"_decode"] == 0 {
+							t.Errorf("simd.%s_rows or _decode was never called (calls: %v)", k, calls)
+						}
+					}
 				})
 			}
 		})

@@ -21,6 +21,7 @@ import (
 
 	"logitscope/gpu"
 	"logitscope/wasm/abi"
+	"logitscope/wasmsimd"
 )
 
 // Mount is where an instance sees the model directory.
@@ -63,6 +64,15 @@ func Load(ctx context.Context, wasm []byte, cacheDir string) (*Module, error) {
 	if _, err := gpuModule(rt).Instantiate(ctx); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("host: gpu module: %w", err)
+	}
+	simd, err := rt.CompileModule(ctx, wasmsimd.Wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("host: compiling simd.wasm: %w", err)
+	}
+	if _, err := simdModule(rt, simd).Instantiate(ctx); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("host: simd module: %w", err)
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {

@@ -30,6 +30,10 @@ func (e *Instance) Close(ctx context.Context) error {
 	}
 	err := e.mod.Close(ctx)
 	e.mod = nil
+	if e.st.simd != nil {
+		e.st.simd.Close(ctx)
+		e.st.simd, e.st.kernels, e.st.calls = nil, nil, nil
+	}
 	return err
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tetratelabs/wazero/api"
+
 	"logitscope/gpu"
 )
 
@@ -14,6 +16,12 @@ type state struct {
 	dev      gpu.Device
 	modelDir string // mounted at Mount
 	lastErr  string
+	// simd is simd.wasm on this instance's memory, kernels its exports
+	// in wasmsimd.Kernels' order (simdModule makes them on first use),
+	// calls how often each was called (what tests check).
+	simd    api.Module
+	kernels []api.Function
+	calls   []int
 }
 
 type stateKey struct{}

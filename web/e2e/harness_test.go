@@ -44,8 +44,8 @@ import (
 const Chromium = "/usr/bin/chromium"
 
 // build is the web build dir, made once per test binary and removed by
-// TestMain: engine.wasm, ui.wasm (when web/ui has Go files), web/static/*
-// and wasm_exec.js, flat, as `make web` lays it out.
+// TestMain: engine.wasm, ui.wasm (when web/ui has Go files), web/static/*,
+// simd.wasm and wasm_exec.js, flat, as `make web` lays it out.
 var build struct {
 	once  sync.Once
 	tmp   string
@@ -138,6 +138,9 @@ func buildWeb(dir string) error {
 				return err
 			}
 		}
+	}
+	if err := copyFile(filepath.Join(root, "wasmsimd", "simd.wasm"), filepath.Join(dir, "simd.wasm")); err != nil {
+		return err
 	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {

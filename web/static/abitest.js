@@ -9,7 +9,7 @@
 "use strict";
 
 (async function () {
-  const { Instance, findModel, fetchFiles, compileEngine, CACHE_NAME } = self.LogitscopeHost;
+  const { Instance, findModel, fetchFiles, compileEngine, compileSIMD, CACHE_NAME } = self.LogitscopeHost;
   const { requestDevice, READ_BUFFER_UNAVAILABLE } = self.LogitscopeGPU;
   const MODEL = new URLSearchParams(location.search).get("model") || "demo";
   const results = [];
@@ -92,6 +92,7 @@
     await runCase("no WebGPU: device auto runs on the CPU", async (t) => {
       const o = await bridge.open({ model: MODEL, variant: "q4", capacity: 64, device: "auto" });
       if (o.device !== "cpu" || o.adapter !== "") fail(`open: ${JSON.stringify(o)}`);
+      if (!o.simd) fail(`open: the CPU path has no SIMD kernels (simd.wasm): ${JSON.stringify(o)}`);
       const out = await bridge.run(request);
       if (out.rows.length !== 3 * out.width || out.result.output.length !== 3) fail(`run: ${JSON.stringify(out.result)}`);
     });
@@ -114,7 +115,7 @@
     const all = await fetchFiles(MODEL, model.files, { useCache: false });
     const q4Files = new Map([...all.files].filter(([p]) => !p.includes("/") || p.startsWith("variants/q4/")));
     const gpu = await requestDevice();
-    const module = await compileEngine();
+    const [module, simd] = await Promise.all([compileEngine(), compileSIMD()]);
     const jspi = typeof WebAssembly.Suspending === "function" && typeof WebAssembly.promising === "function";
     const imports = WebAssembly.Module.imports(module).map((i) => `${i.module}.${i.name}`);
     const setupMs = performance.now() - t0;
@@ -122,7 +123,7 @@
     // newEngine instantiates engine.wasm with the fixture files mounted and
     // the WebGPU device (jspi: read_buffer served through JSPI).
     const newEngine = async (t, { jspi = false } = {}) => {
-      const e = await Instance.create(module, { files: q4Files, device: gpu.device, adapterName: gpu.name, jspi });
+      const e = await Instance.create(module, { files: q4Files, device: gpu.device, adapterName: gpu.name, jspi, simd });
       t.cleanup.push(() => e.close());
       return e;
     };
@@ -300,6 +301,10 @@
         }
         await e.run({ mode: "panel", windows: [[1, 2, 3, 4], [5, 6, 7]] });
         if (Object.keys(e.gpu.counts).length !== 0) fail(`the CPU path called gpu imports: ${JSON.stringify(e.gpu.counts)}`);
+        // Its products ran in simd.wasm: q4's fused rows, prefill's
+        // decoded rows and tiles.
+        const c = e.kernels.calls;
+        if (!(c.q4_rows > 0 && c.q4_decode > 0 && c.tile4x4 > 0)) fail(`the CPU path's SIMD kernels were not called: ${JSON.stringify(c)}`);
       }],
       ["cpu: an unknown device is refused by name", async (t) => {
         const e = await fresh(t);

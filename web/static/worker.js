@@ -20,6 +20,7 @@
   const { CACHE_NAME } = global.LogitscopeModelCache;
   const DEFAULT_BUDGET = 1 << 30; // bytes of model files a side may take, fetched or local
   const ENGINE_URL = "/static/engine.wasm";
+  const SIMD_URL = "/static/simd.wasm";
   const enc = new TextEncoder();
   const dec = new TextDecoder();
 
@@ -35,22 +36,66 @@
 
   const CLOSED = "the engine instance is closed (it trapped or was closed): open the model again";
 
-  // Instance is one instance of engine.wasm with its WASI and gpu hosts, the
-  // browser's counterpart of host.Instance.
+  // SIMDHost serves engine.wasm's `simd` imports (wasm/ABI.md): the
+  // CPU path's kernels in WebAssembly SIMD128, simd.wasm (package
+  // wasmsimd), instantiated on the engine instance's memory, which exists
+  // only once the instance does: each import forwards to its export,
+  // looked up at the call. With no simd.wasm (a browser without SIMD128)
+  // available() is 0 and the engine keeps its Go kernels.
+  class SIMDHost {
+    constructor(module) {
+      this.module = module;
+      this.x = null;
+      this.calls = {}; // kernel -> calls, for tests
+    }
+
+    imports(engine) {
+      const fns = { available: () => (this.module ? 1 : 0) };
+      for (const im of WebAssembly.Module.imports(engine)) {
+        if (im.module !== "simd" || im.kind !== "function" || im.name in fns) continue;
+        const name = im.name;
+        this.calls[name] = 0;
+        fns[name] = (...args) => {
+          this.calls[name]++;
+          return this.x[name](...args);
+        };
+      }
+      return { simd: fns };
+    }
+
+    // instantiate makes simd.wasm's instance on memory, checking that it
+    // exports every kernel engine imports.
+    async instantiate(engine, memory) {
+      if (!this.module) return;
+      const { exports } = await WebAssembly.instantiate(this.module, { engine: { memory } });
+      const missing = WebAssembly.Module.imports(engine)
+        .filter((im) => im.module === "simd" && im.name !== "available" && typeof exports[im.name] !== "function")
+        .map((im) => im.name);
+      if (missing.length > 0) throw new Error(`simd.wasm exports no ${missing.join(", ")}, which engine.wasm imports`);
+      this.x = exports;
+    }
+  }
+
+  // Instance is one instance of engine.wasm with its WASI, gpu and simd
+  // hosts, the browser's counterpart of host.Instance.
   class Instance {
     // create instantiates module with files (path -> Uint8Array, relative
     // to the model dir) mounted read-only at /model, and runs _initialize.
-    // device: a GPUDevice or null (CPU). log(level, line) gets stdout and
-    // stderr lines.
-    static async create(module, { files, device = null, adapterName = "", jspi = false, log } = {}) {
+    // device: a GPUDevice or null (CPU). simd: simd.wasm compiled
+    // (compileSIMD), or null for the engine's Go kernels. log(level, line)
+    // gets stdout and stderr lines.
+    static async create(module, { files, device = null, adapterName = "", jspi = false, simd = null, log } = {}) {
       const fs = new MemFS(files);
       const say = log || ((level, l) => console[level === "error" ? "error" : "log"](l));
       const wasi = new WASI({ fs, stdout: (l) => say("log", `engine: ${l}`), stderr: (l) => say("error", `engine: ${l}`) });
       const gpu = new GPUHost({ device, adapterName, fs, jspi });
-      const imports = { ...wasi.imports(), ...gpu.imports() };
+      const kernels = new SIMDHost(simd);
+      const imports = { ...wasi.imports(), ...gpu.imports(), ...kernels.imports(module) };
       checkImports(module, imports);
       const instance = await WebAssembly.instantiate(module, imports);
+      await kernels.instantiate(module, instance.exports.memory);
       const e = new Instance(instance, wasi, gpu, fs);
+      e.kernels = kernels;
       e.raw("_initialize");
       return e;
     }
@@ -420,8 +465,52 @@
     return WebAssembly.compile(await r.arrayBuffer());
   }
 
+  // warmUp runs each of simd.wasm's kernels a little on a memory of its
+  // own, zeros (about 10 ms). V8 first runs a module's functions as its
+  // baseline compiler made them and optimizes each, in the background,
+  // once it has run a while, and the optimized code serves every instance
+  // of the module: warmed up, the kernels are optimized by the time the
+  // engine runs. Without it, a first run (in node, under load) spent up to
+  // twice as long in the kernels as a later one.
+  async function warmUp(module) {
+    const memory = new WebAssembly.Memory({ initial: 16 }); // 1 MiB
+    const { exports: k } = await WebAssembly.instantiate(module, { engine: { memory } });
+    // 64 rows of 896 columns (28 groups or blocks): codes and scales at
+    // 0, x at 64 KiB, out after it, float32 rows and decoded rows from
+    // 128 KiB.
+    const rows = 64, cols = 896, groups = cols / 32, x = 65536, out = x + 4 * cols, w = 131072;
+    for (let i = 0; i < 16; i++) {
+      k.q4_rows(0, 16 * groups, 0, 2 * groups, groups, x, out, rows);
+      k.q8_rows(0, 32 * groups, 0, 2 * groups, groups, x, out, rows);
+      k.q4_decode(0, 16 * groups, 0, 2 * groups, groups, w, 4 * cols, rows);
+      k.q8_decode(0, 32 * groups, 0, 2 * groups, groups, w, 4 * cols, rows);
+      k.q4_0_rows(0, 18 * groups, groups, x, out, rows);
+      k.q8_0_rows(0, 34 * groups, groups, x, out, rows);
+      k.q4_0_decode(0, 18 * groups, groups, w, 4 * cols, rows);
+      k.q8_0_decode(0, 34 * groups, groups, w, 4 * cols, rows);
+      k.f32_rows(w, 4 * cols, x, cols, out, rows);
+      for (let t = 0; t < 16; t++) k.tile4x4(w, 4 * cols, w + 16 * cols, 4 * cols, cols, out, out + 1024, 3);
+    }
+  }
+
+  // compileSIMD compiles simd.wasm, or says why not and returns null (the
+  // engine then runs its Go kernels): a browser without SIMD128 cannot
+  // compile it.
+  async function compileSIMD(url = SIMD_URL) {
+    try {
+      const r = await fetch(url);
+      if (!r.ok) throw new Error(`HTTP ${r.status}`);
+      const module = await WebAssembly.compile(await r.arrayBuffer());
+      await warmUp(module);
+      return module;
+    } catch (e) {
+      console.warn(`logitscope: ${url}: ${e.message}: the CPU path runs without SIMD kernels`);
+      return null;
+    }
+  }
+
   global.LogitscopeHost = {
-    Instance, EngineError, TrapError, listModels, findModel, selectFiles, fetchFiles, compileEngine,
+    Instance, EngineError, TrapError, listModels, findModel, selectFiles, fetchFiles, compileEngine, compileSIMD,
     fmtBytes, CACHE_NAME, DEFAULT_BUDGET, LOCAL,
   };
 
@@ -445,6 +534,7 @@
   }
 
   let module = null; // engine.wasm, compiled once per worker
+  let simd = null; // simd.wasm, compiled with it (null: none)
   let gpu = null; // {device, name}: requested once, again after a loss
   let engine = null;
   let discarded = ""; // why the last instance went away
@@ -521,12 +611,12 @@
       if (local) fetched.files.set(local.name, local.data);
       if (!module) {
         progress({ phase: "compile", message: "engine.wasm", loaded: 0, total: 0 });
-        module = await compileEngine();
+        [module, simd] = await Promise.all([compileEngine(), compileSIMD()]);
       }
       const what = local ? `${local.name} from this computer's disk (nothing is uploaded)` : variant;
       const whose = model.local ? `folder ${model.name} (from this computer's disk, nothing is uploaded)` : name;
       progress({ phase: "open", message: `${whose} ${what} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
-      const e = await Instance.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "" });
+      const e = await Instance.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "", simd });
       try {
         await e.open({ variant: local ? local.name : variant, capacity, device: g ? "gpu" : "cpu" });
       } catch (err) {
@@ -538,7 +628,7 @@
       discarded = "";
       return {
         value: {
-          device: g ? "webgpu" : "cpu", adapter: g ? g.name : "", bytes, cachedBytes: fetched.cachedBytes,
+          device: g ? "webgpu" : "cpu", adapter: g ? g.name : "", simd: !!simd, bytes, cachedBytes: fetched.cachedBytes,
           vocab: e.config().vocab_size || 0, ms: performance.now() - t0,
         },
       };

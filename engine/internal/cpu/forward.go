@@ -361,19 +361,20 @@ func (s *State) attention(out, q []float32, l, T int) {
 			}
 			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			kvOff := (h / group) * hd
-			for j := first; j < n; j += 4 {
-				keys, ld := K[j*kvDim+kvOff:], kvDim
-				if n-j < 4 {
-					clear(pad)
-					for r := range n - j {
-						copy(pad[r*hd:(r+1)*hd], keys[r*kvDim:r*kvDim+hd])
-					}
-					keys, ld = pad, hd
+			// Whole quads of keys in one call (a host's kernel in
+			// engine.wasm takes them at once), then the rest padded.
+			full := first + (n-first)/4*4
+			dotRows(K[first*kvDim+kvOff:], kvDim, qh, hd, scores[first:full])
+			if full < n {
+				clear(pad)
+				for r := range n - full {
+					copy(pad[r*hd:(r+1)*hd], K[(full+r)*kvDim+kvOff:(full+r)*kvDim+kvOff+hd])
 				}
-				tile4x1(keys, ld, qh, hd, &t4)
-				for r, v := range t4[:min(4, n-j)] {
-					scores[j+r] = v * scale
-				}
+				tile4x1(pad, hd, qh, hd, &t4)
+				copy(scores[full:n], t4[:])
+			}
+			for j := first; j < n; j++ {
+				scores[j] *= scale
 			}
 			softmax(scores[first:n])
 			oh := out[t*qDim+h*hd : t*qDim+(h+1)*hd]

@@ -133,6 +133,17 @@ func tile4x1Go(w []float32, ldw int, x []float32, k int, out *[4]float32) {
 	}
 }
 
+// dotRowsGo: out[i] = w_i · x for rows i < len(out) of w (stride ldw),
+// k values each, a multiple of 4 rows: a decode step's float32 rows,
+// four at a time through tile4x1.
+func dotRowsGo(w []float32, ldw int, x []float32, k int, out []float32) {
+	var t4 [4]float32
+	for i := 0; i+4 <= len(out); i += 4 {
+		tile4x1(w[i*ldw:], ldw, x, k, &t4)
+		copy(out[i:i+4], t4[:])
+	}
+}
+
 // axpyGo: out[i] += p_j·v_j[i] (product and sum each rounded, as the
 // order says) for j = 0, 1, … in order, v_j the rows of v (stride ldv):
 // attention's weighted sum of the values.
@@ -146,10 +157,12 @@ func axpyGo(out, p, v []float32, ldv int) {
 }
 
 // The kernels in use: pure Go, replaced at init by assembly where the CPU
-// has it (kernel_amd64.go). Each assembly kernel computes the same bits as
+// has it (kernel_amd64.go), and in engine.wasm by the host's SIMD128 ones
+// where it serves them (kernel_wasip1.go). Each computes the same bits as
 // its Go twin.
 var (
 	tile4x4 = tile4x4Go
 	tile4x1 = tile4x1Go
+	dotRows = dotRowsGo
 	axpy    = axpyGo
 )

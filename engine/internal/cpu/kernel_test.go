@@ -17,13 +17,15 @@ import (
 // withGoKernels runs fn with the pure-Go kernels and decoders installed
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
-	t44, t41, ax := tile4x4, tile4x1, axpy
-	qr, gr, rd, ra8, qa, ba8 := quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch
-	tile4x4, tile4x1, axpy, rowsA8, quantizeActs, newA8Batch = tile4x4Go, tile4x1Go, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch
+	t44, t41, dr, ax := tile4x4, tile4x1, dotRows, axpy
+	qr, qb, gr, gb, rd, ra8, qa, ba8 := quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, newA8Batch
+	tile4x4, tile4x1, dotRows, axpy, rowsA8, quantizeActs, newA8Batch = tile4x4Go, tile4x1Go, dotRowsGo, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
+	quantBlocks = map[quant.Scheme]func([]byte, []byte, int, int, int, []float32, int){}
+	ggmlBlocks = map[ggml.Type]func([]byte, int, []float32, int){}
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
 	defer func() {
-		tile4x4, tile4x1, axpy, quantRows, ggmlRows, rowDots, rowsA8, quantizeActs, newA8Batch = t44, t41, ax, qr, gr, rd, ra8, qa, ba8
+		tile4x4, tile4x1, dotRows, axpy, quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, newA8Batch = t44, t41, dr, ax, qr, qb, gr, gb, rd, ra8, qa, ba8
 	}()
 	fn()
 }
@@ -31,9 +33,10 @@ func withGoKernels(fn func()) {
 // withReferenceDecoders runs fn with no row decoders installed, so that
 // decodeRows calls the formats' reference decoders (quant, ggml).
 func withReferenceDecoders(fn func()) {
-	qr, gr := quantRows, ggmlRows
+	qr, qb, gr, gb := quantRows, quantBlocks, ggmlRows, ggmlBlocks
 	quantRows, ggmlRows = map[quant.Scheme]func([]byte, []byte, int, []float32){}, map[ggml.Type]func([]byte, []float32){}
-	defer func() { quantRows, ggmlRows = qr, gr }()
+	quantBlocks, ggmlBlocks = map[quant.Scheme]func([]byte, []byte, int, int, int, []float32, int){}, map[ggml.Type]func([]byte, int, []float32, int){}
+	defer func() { quantRows, quantBlocks, ggmlRows, ggmlBlocks = qr, qb, gr, gb }()
 	fn()
 }
 

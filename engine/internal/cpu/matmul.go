@@ -171,14 +171,24 @@ func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k i
 		}
 	}
 	if T == 1 {
-		var t4 [4]float32
-		var tile [16]float32
-		for q := range quads {
-			tile4x1(quad(q), k, x, k, &t4)
+		// The whole quads in one call (a host's kernel in engine.wasm
+		// does the block at once), then the padded one.
+		full := rows / 4 * 4
+		dst := y[r0 : r0+full]
+		dotRows(w, k, x, k, dst)
+		if b != nil {
+			for i := range dst {
+				dst[i] += b[r0+i]
+			}
+		}
+		if full < rows {
+			var t4 [4]float32
+			var tile [16]float32
+			tile4x1(pad, k, x, k, &t4)
 			for r, v := range t4 {
 				tile[4*r] = v
 			}
-			put(q, 0, tile[:])
+			put(full/4, 0, tile[:])
 		}
 		return
 	}
@@ -210,8 +220,14 @@ func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k i
 func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 	if s := p.Format.Scheme; s != "" {
 		l, _ := quant.NewLayout(s, p.Rows, k) // checked by model.CheckPieces
-		fast := quantRows[s]
 		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
+		if blk := quantBlocks[s]; blk != nil {
+			if b > a {
+				blk(p.Data[a*qw:b*qw], p.Data[l.QuantBytes()+a*sw:l.QuantBytes()+b*sw], qw, sw, l.Groups, dst, k)
+			}
+			return
+		}
+		fast := quantRows[s]
 		for r := a; r < b; r++ {
 			out := dst[(r-a)*k:]
 			if fast != nil {
@@ -224,6 +240,12 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 	}
 	t := p.Format.Type
 	rb, _ := t.RowBytes(k)
+	if blk := ggmlBlocks[t]; blk != nil {
+		if b > a {
+			blk(p.Data[int64(a)*rb:int64(b)*rb], int(rb), dst, k)
+		}
+		return
+	}
 	fast := ggmlRows[t]
 	for r := a; r < b; r++ {
 		src, out := p.Data[int64(r)*rb:int64(r+1)*rb], dst[(r-a)*k:(r-a+1)*k]
@@ -239,13 +261,19 @@ func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
 // (kernel_amd64.go). A format without one is decoded by its reference
 // decoder (quant, ggml), which gives the same bits; a quant decoder
 // writes groups·32 values of dst.
+// quantBlocks and ggmlBlocks decode a block of rows in one call where a
+// host's kernels do (engine.wasm: kernel_wasip1.go): the rows' codes and
+// scales (qw and sw bytes a row) or the rows (rb bytes each), row r at
+// dst[r*k:], in row order.
 // rowDots are the fused one-token kernels: out[i] = w_{a+i} · x for rows
 // [a, z) of a piece of k columns, z−a and k multiples of 4 and 32, with
 // scratch of (z−a)·k floats.
 var (
-	quantRows = goQuantRows()
-	ggmlRows  = goGGMLRows()
-	rowDots   = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
+	quantRows   = goQuantRows()
+	quantBlocks = map[quant.Scheme]func(codes, scales []byte, qw, sw, groups int, dst []float32, k int){}
+	ggmlRows    = goGGMLRows()
+	ggmlBlocks  = map[ggml.Type]func(rows []byte, rb int, dst []float32, k int){}
+	rowDots     = map[model.Format]func(p *model.Piece, k, a, z int, x, out, scratch []float32){}
 )
 
 // row writes row r (Cols,) of W into dst: the embedding lookup decodes

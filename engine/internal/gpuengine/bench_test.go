@@ -1,6 +1,7 @@
 package gpuengine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -95,7 +96,7 @@ func BenchmarkOps(b *testing.B) {
 // BenchmarkGPU measures the engine's two kinds of step apart, on
 // Qwen2.5-0.5B's layers cut to two (the tiny vocabulary, so that the head
 // weighs little): a 64-token prefill in chunks of 32 with no logit rows
-// (the matmuls take four tokens per invocation, main4), then 16 decode steps of
+// (the matmuls take eight tokens per invocation, main8), then 16 decode steps of
 // one token and its logit row, each read back; the best of b.N passes
 // after a warm-up, with the dispatches per token of each.
 func BenchmarkGPU(b *testing.B) {
@@ -197,65 +198,69 @@ func BenchmarkMatmulKernel(b *testing.B) {
 	}
 }
 
-// BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32) at
-// Qwen2.5-0.5B's MLP shape, per weight format, both ways in turn in each
-// iteration (so that the machine's load weighs on both alike): main, one
-// token per workgroup, and main4, four per invocation; the best of b.N
-// each, and main's time over main4's.
+// BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32, and T
+// = manyFrom, where the engine starts to take main8) at Qwen2.5-0.5B's MLP shape,
+// per weight format, both ways in turn in each iteration (so that the
+// machine's load weighs on both alike): main, one token per workgroup, and
+// main8, eight per invocation; the best of b.N each, and main's time over
+// main8's.
 func BenchmarkPrefillKernel(b *testing.B) {
 	dev := nativetest.Device(b)
-	const rows, cols, T = 4864, 896, 32
+	const rows, cols = 4864, 896
 	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4, shaders.Q8_0, shaders.Q4_0} {
-		b.Run(f.String(), func(b *testing.B) {
-			r := rnd(1)
-			var raw []byte
-			if ty, ok := f.GGML(); ok {
-				raw = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(1, uint64(ty))), true)
-			} else if f == shaders.BF16 {
-				raw = safetensors.EncodeBF16(r.fill(rows*cols, 0.05))
-			} else {
-				raw, _ = quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
-			}
-			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
-			y := buf(b, dev, make([]float32, T*rows))
-			bindings := []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, raw)}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},
-				{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
-				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}}
-			run := func(entry string, rowsPerGroup int, z uint32) func() time.Duration {
-				m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
-				if err != nil {
-					b.Fatal(err)
-				}
-				p, err := dev.CreateComputePipeline("bench", m, entry)
-				if err != nil {
-					b.Fatal(err)
-				}
-				g, err := dev.CreateBindGroup(p, 0, bindings)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return func() time.Duration {
-					t0 := time.Now()
-					if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+rowsPerGroup-1)/rowsPerGroup), 1, z); err != nil {
+		r := rnd(1)
+		var raw []byte
+		if ty, ok := f.GGML(); ok {
+			raw = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(1, uint64(ty))), true)
+		} else if f == shaders.BF16 {
+			raw = safetensors.EncodeBF16(r.fill(rows*cols, 0.05))
+		} else {
+			raw, _ = quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
+		}
+		w := buf(b, dev, raw)
+		for _, T := range []int{manyFrom, 32} {
+			b.Run(fmt.Sprintf("%s/T%d", f, T), func(b *testing.B) {
+				base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
+				y := buf(b, dev, make([]float32, T*rows))
+				bindings := []gpu.Binding{{Binding: 0, Buffer: w}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},
+					{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
+					{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}}
+				run := func(entry string, rowsPerGroup int, z uint32) func() time.Duration {
+					m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
+					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
+					p, err := dev.CreateComputePipeline("bench", m, entry)
+					if err != nil {
 						b.Fatal(err)
 					}
-					return time.Since(t0)
+					g, err := dev.CreateBindGroup(p, 0, bindings)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return func() time.Duration {
+						t0 := time.Now()
+						if err := dev.Dispatch(p, []gpu.BindGroup{g}, ceilDiv(rows, rowsPerGroup), 1, z); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
+							b.Fatal(err)
+						}
+						return time.Since(t0)
+					}
 				}
-			}
-			one, four := run("main", shaders.MatmulRows, T), run("main4", shaders.Workgroup, T/4)
-			one()
-			four()
-			bestOne, bestFour := time.Hour, time.Hour
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				bestOne, bestFour = min(bestOne, one()), min(bestFour, four())
-			}
-			b.ReportMetric(bestOne.Seconds()*1e3, "main-ms")
-			b.ReportMetric(bestFour.Seconds()*1e3, "main4-ms")
-			b.ReportMetric(bestOne.Seconds()/bestFour.Seconds(), "main/main4")
-		})
+				one, eight := run("main", shaders.MatmulRows, uint32(T)), run("main8", shaders.Workgroup, ceilDiv(T, shaders.MatmulTokens))
+				one()
+				eight()
+				bestOne, bestEight := time.Hour, time.Hour
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					bestOne, bestEight = min(bestOne, one()), min(bestEight, eight())
+				}
+				b.ReportMetric(bestOne.Seconds()*1e3, "main-ms")
+				b.ReportMetric(bestEight.Seconds()*1e3, "main8-ms")
+				b.ReportMetric(bestOne.Seconds()/bestEight.Seconds(), "main/main8")
+			})
+		}
 	}
 }

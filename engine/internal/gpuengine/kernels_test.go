@@ -616,19 +616,19 @@ func TestExpertMatmulKernel(t *testing.T) {
 	}
 }
 
-// main4, the prefill path (four tokens per invocation, each group of W
+// main8, the prefill path (eight tokens per invocation, each group of W
 // decoded once), must give each token's row bit for bit what main gives
 // that token alone, as KV-cache decode = teacher forcing requires: through
-// the engine's own ops, a T-token product (T = 1..9, 32; T = 1 runs main;
-// 5, 6, 7 and 9 leave the last workgroup short of tokens) against the T
-// one-token products (steps of T = 1 at positions 0..T-1), for every format,
-// 130 rows (two workgroups of main4, the second short), columns that give
-// LANES lanes none, one or several groups (75 and 603 for the float and
-// quant formats: a short last group, 16-bit rows starting mid-word), a
-// bias. The one-token rows are checked against float64 first, so that two
-// wrong kernels cannot agree. Everything of Y but the T rows' first 130
-// columns keeps its sentinel.
-func TestMatmul4Kernel(t *testing.T) {
+// the engine's own ops, a T-token product (T = 1..9, 17, 32: below
+// manyFrom main; 5..7, 9 and 17 leave the last slice of eight short)
+// against the T one-token products (steps of T = 1 at positions 0..T-1),
+// for every format, 130 rows (two workgroups of main8, the second short),
+// columns that give main's LANES lanes none, one or several groups (75 and
+// 603 for the float and quant formats: a short last group, 16-bit rows
+// starting mid-word), a bias. The one-token rows are checked against
+// float64 first, so that two wrong kernels cannot agree. Everything of Y
+// but the T rows' first 130 columns keeps its sentinel.
+func TestMatmul8Kernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const rows, ldy, xOff, yOff, maxT, sentinel = 130, 133, 5, 7, 32, -7
 	type shape struct {
@@ -713,7 +713,7 @@ func TestMatmul4Kernel(t *testing.T) {
 				t.Fatalf("one token at a time: NMSE %g, max abs %g against float64", nmse, maxAbs)
 			}
 
-			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, maxT} {
+			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
 				if err := dev.WriteBuffer(y, 0, f32bytes(blank)); err != nil {
 					t.Fatal(err)
 				}

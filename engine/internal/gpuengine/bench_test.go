@@ -96,9 +96,12 @@ func BenchmarkOps(b *testing.B) {
 // BenchmarkGPU measures the engine's two kinds of step apart, on
 // Qwen2.5-0.5B's layers cut to two (the tiny vocabulary, so that the head
 // weighs little): a 64-token prefill in chunks of 32 with no logit rows
-// (the matmuls take eight tokens per invocation, main8), then 16 decode steps of
-// one token and its logit row, each read back; the best of b.N passes
-// after a warm-up, with the dispatches per token of each.
+// (the matmuls take eight tokens per invocation, main8), then 16 decode
+// steps of one token and its logit row, each read back; the best of b.N
+// passes after a warm-up, with the dispatches per token of each. Each pass
+// first runs the prefill with main only (one token per workgroup, as
+// before main8), so that the machine's load weighs on both alike:
+// main-prefill-tok/s.
 func BenchmarkGPU(b *testing.B) {
 	const prompt, gen = 64, 16
 	preset := synth.TwoLayer("qwen2.5-0.5b")
@@ -119,9 +122,30 @@ func BenchmarkGPU(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var prefill, decode float64
+			many := make([]*manyTokens, len(e.prog))
+			for i, o := range e.prog {
+				many[i] = o.many
+			}
+			var prefill, decode, mainPrefill float64
 			var prefillDispatches, decodeDispatches int64
 			for i := 0; i <= b.N; i++ {
+				for j := range e.prog {
+					e.prog[j].many = nil
+				}
+				e.Reset()
+				t0 := time.Now()
+				for c := 0; c < prompt; c += e.Chunk() {
+					if err := e.Submit(ids[c:min(c+e.Chunk(), prompt)], 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				wait()
+				if i > 0 {
+					mainPrefill = max(mainPrefill, prompt/time.Since(t0).Seconds())
+				}
+				for j := range e.prog {
+					e.prog[j].many = many[j]
+				}
 				e.Reset()
 				d0, t0 := e.Dispatches(), time.Now()
 				for c := 0; c < prompt; c += e.Chunk() {
@@ -145,6 +169,7 @@ func BenchmarkGPU(b *testing.B) {
 				}
 			}
 			b.ReportMetric(prefill, "prefill-tok/s")
+			b.ReportMetric(mainPrefill, "main-prefill-tok/s")
 			b.ReportMetric(decode, "decode-tok/s")
 			b.ReportMetric(float64(prefillDispatches)/prompt, "prefill-dispatches/tok")
 			b.ReportMetric(float64(decodeDispatches)/gen, "decode-dispatches/tok")
@@ -199,15 +224,22 @@ func BenchmarkMatmulKernel(b *testing.B) {
 }
 
 // BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32, and T
-// = manyFrom, where the engine starts to take main8) at Qwen2.5-0.5B's MLP shape,
-// per weight format, both ways in turn in each iteration (so that the
+// = manyFrom, where the engine starts to take main8), per weight format at
+// Qwen2.5-0.5B's MLP up shape and for q8 (q4 too for down) at its other
+// shapes (down, q/o, k/v), both ways in turn in each iteration (so that the
 // machine's load weighs on both alike): main, one token per workgroup, and
 // main8, eight per invocation; the best of b.N each, and main's time over
 // main8's.
 func BenchmarkPrefillKernel(b *testing.B) {
 	dev := nativetest.Device(b)
-	const rows, cols = 4864, 896
-	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4, shaders.Q8_0, shaders.Q4_0} {
+	type matmul struct {
+		f          shaders.Format
+		rows, cols int
+	}
+	cases := []matmul{{shaders.BF16, 4864, 896}, {shaders.Q8, 4864, 896}, {shaders.Q4, 4864, 896}, {shaders.Q8_0, 4864, 896},
+		{shaders.Q4_0, 4864, 896}, {shaders.Q8, 896, 4864}, {shaders.Q4, 896, 4864}, {shaders.Q8, 896, 896}, {shaders.Q8, 128, 896}}
+	for _, c := range cases {
+		f, rows, cols := c.f, c.rows, c.cols
 		r := rnd(1)
 		var raw []byte
 		if ty, ok := f.GGML(); ok {
@@ -219,7 +251,7 @@ func BenchmarkPrefillKernel(b *testing.B) {
 		}
 		w := buf(b, dev, raw)
 		for _, T := range []int{manyFrom, 32} {
-			b.Run(fmt.Sprintf("%s/T%d", f, T), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%dx%d/T%d", f, rows, cols, T), func(b *testing.B) {
 				base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
 				y := buf(b, dev, make([]float32, T*rows))
 				bindings := []gpu.Binding{{Binding: 0, Buffer: w}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},

@@ -79,8 +79,10 @@ type op struct {
 
 // manyFrom is the fewest tokens that a matmul takes through main8: one
 // dispatch of it, up to eight tokens, costs on lavapipe about what main
-// costs for four (BenchmarkPrefillKernel). Both give the same bits.
-const manyFrom = 4
+// costs for four (MLP up, q/o, k/v) to six (MLP down, 896x4864); summed
+// over a Qwen2.5-0.5B layer's matmuls, main8 is ahead from five
+// (BenchmarkPrefillKernel). Both give the same bits.
+const manyFrom = 5
 
 // manyTokens is an op's prefill pipeline, compiled with its bind group at
 // the first step that needs it: opening a model (in the page, compiling

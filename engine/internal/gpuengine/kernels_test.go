@@ -619,15 +619,16 @@ func TestExpertMatmulKernel(t *testing.T) {
 // main8, the prefill path (eight tokens per invocation, each group of W
 // decoded once), must give each token's row bit for bit what main gives
 // that token alone, as KV-cache decode = teacher forcing requires: through
-// the engine's own ops, a T-token product (T = 1..9, 17, 32: below
-// manyFrom main; 5..7, 9 and 17 leave the last slice of eight short)
-// against the T one-token products (steps of T = 1 at positions 0..T-1),
-// for every format, 130 rows (two workgroups of main8, the second short),
-// columns that give main's LANES lanes none, one or several groups (75 and
-// 603 for the float and quant formats: a short last group, 16-bit rows
-// starting mid-word), a bias. The one-token rows are checked against
-// float64 first, so that two wrong kernels cannot agree. Everything of Y
-// but the T rows' first 130 columns keeps its sentinel.
+// the engine's own ops, a T-token product (T = 1..9, 17, 32; below
+// manyFrom the engine takes main, so main8 is dispatched directly as well;
+// 1..7, 9 and 17 leave the last slice of eight short) against the T
+// one-token products (steps of T = 1 at positions 0..T-1), for every
+// format, 130 rows (two workgroups of main8, the second short), columns
+// that give main's LANES lanes none, one or several groups (75 and 603 for
+// the float and quant formats: a short last group, 16-bit rows starting
+// mid-word), a bias. The one-token rows are checked against float64 first,
+// so that two wrong kernels cannot agree. Everything of Y but the T rows'
+// first 130 columns keeps its sentinel.
 func TestMatmul8Kernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const rows, ldy, xOff, yOff, maxT, sentinel = 130, 133, 5, 7, 32, -7
@@ -713,22 +714,39 @@ func TestMatmul8Kernel(t *testing.T) {
 				t.Fatalf("one token at a time: NMSE %g, max abs %g against float64", nmse, maxAbs)
 			}
 
-			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
-				if err := dev.WriteBuffer(y, 0, f32bytes(blank)); err != nil {
-					t.Fatal(err)
-				}
-				run(step{T: T})
+			// T tokens' rows must be the one-token rows, bit for bit, and
+			// nothing else of Y written.
+			check := func(T int, how string) {
+				t.Helper()
 				for i, g := range read(t, dev, y, len(blank)) {
 					if tk, n := (i-yOff)/ldy, (i-yOff)%ldy; i < yOff || tk >= T || n >= rows {
 						if g != sentinel {
-							t.Fatalf("T %d: wrote %g at element %d, outside the T rows", T, g, i)
+							t.Fatalf("%s, T %d: wrote %g at element %d, outside the T rows", how, T, g, i)
 						}
 						continue
 					}
 					if math.Float32bits(g) != math.Float32bits(one[i]) {
-						t.Fatalf("T %d: token %d row %d is %g (%#08x), alone %g (%#08x)", T, (i-yOff)/ldy, (i-yOff)%ldy,
+						t.Fatalf("%s, T %d: token %d row %d is %g (%#08x), alone %g (%#08x)", how, T, (i-yOff)/ldy, (i-yOff)%ldy,
 							g, math.Float32bits(g), one[i], math.Float32bits(one[i]))
 					}
+				}
+			}
+			reset := func() {
+				if err := dev.WriteBuffer(y, 0, f32bytes(blank)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			base, _ := piece.scaleBase()
+			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
+				reset()
+				run(step{T: T})
+				check(T, "engine")
+				if T < manyFrom { // the engine took main: main8 itself too
+					reset()
+					dispatch(t, dev, shaders.Matmul(f), "main8", []gpu.Buffer{w.bufs[0], xb, y, bb,
+						buf(t, dev, params(rows, cols, (cols+31)/32, base, ldy, 0, yOff, 1, xOff, 0, 0, 0, 0, 0, 0, T))},
+						ceilDiv(rows, shaders.Workgroup), 1, ceilDiv(T, shaders.MatmulTokens))
+					check(T, "main8")
 				}
 			}
 		})

@@ -20,6 +20,25 @@
 // Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64),
 // where B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
 // starting at (y*GRID_X + x)*ROWS for token t, LANES invocations per row.
+// main8 (prefill): (min(B8, GRID_X), ceil(B8/GRID_X), ceil(T/8)) where
+// B8 = ceil(n_rows/WG): workgroup (x, y, z) computes WG rows from
+// (y*GRID_X + x)*WG, one per invocation, for tokens 8z..8z+7: each group
+// of W decoded once and dotted with the eight tokens' X, the sums in a
+// mat2x4. Each token's element is the same float operations in the same
+// order as main's for that token alone (KV-cache decode, T = 1, must equal
+// teacher forcing bit for bit): an invocation sums main's LANES lanes one
+// after another (lane l: groups l, l+LANES, … from zero), then adds the
+// LANES sums in main's tree. Every invocation of the workgroup walks the
+// groups in that same order, so X's index is uniform: lavapipe loads each
+// X element once for the workgroup, where main's lanes (a group per lane)
+// make it load per invocation, and one decode serves eight tokens.
+// Measured on lavapipe at T = 32: half main's time with four tokens per
+// invocation, a further 10–30% with eight; keeping main's lanes across
+// invocations with four tokens each was no faster than main. The shader
+// compiler may fuse a product into a sum (lavapipe does, depending on the
+// expression's shape): both kernels write each product-sum in the same
+// shape, 16-bit weights' with an explicit fma. Tokens past p.tokens read
+// token p.tokens-1's X and are not written.
 // expert: (B, K, T): workgroup (x, k, t) computes rows from x*ROWS of
 // token t's k-th expert when the bank holds it, and returns at once when
 // it does not (every bank of a matrix is dispatched; each slot's expert is
@@ -55,7 +74,7 @@ struct Params {
     x_slot: u32,     // 1: X has a row per (token, slot); 0: one per token
     // main only:
     interleave: u32, // head dim of the q/k row interleave; 0 for none
-    _pad1: u32,
+    tokens: u32,     // main8 only: T
     _pad2: u32,
 }
 
@@ -76,17 +95,74 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t = wid.z;
     let v = row_dot(n, lid, p.x_off + t * p.cols);
     if (lid % LANES == 0u && n < p.n_rows) {
-        var col = n;
-        if (p.interleave != 0u) {
-            let j = n % p.interleave;
-            col = n - j + (j % 2u) * (p.interleave / 2u) + j / 2u;
-        }
+        let col = out_col(n);
         var o = v;
         if (p.has_bias != 0u) {
             o += b[p.col0 + col];
         }
         y[p.y_off + t * p.ldy + p.col0 + col] = o;
     }
+}
+
+@compute @workgroup_size(WG)
+fn main8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    w0 = 0u;
+    let n = (wid.y * GRID_X + wid.x) * WG + lid;
+    let t0 = wid.z * 8u;
+    let last = vec4<u32>(p.tokens - 1u);
+    let xa = vec4<u32>(p.x_off) + min(vec4<u32>(t0) + vec4<u32>(0u, 1u, 2u, 3u), last) * p.cols;
+    let xc = vec4<u32>(p.x_off) + min(vec4<u32>(t0) + vec4<u32>(4u, 5u, 6u, 7u), last) * p.cols;
+    if (n < p.n_rows) {
+        // main's order: lane l's sum of groups l, l+LANES, … from zero,
+        // then main's tree over the LANES sums, here in one invocation.
+        var part: array<mat2x4<f32>, LANES>;
+        for (var l = 0u; l < LANES; l++) {
+            var acc = mat2x4<f32>();
+            for (var g = l; g < p.groups; g += LANES) {
+                let c0 = vec4<u32>(g * 32u);
+                var s = mat2x4<f32>();
+                if (is_ggml()) {
+                    s = ggml_dot8(n, g, p.cols, xa + c0, xc + c0);
+                } else if (g * 32u + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
+                    s = group_dot8(n, g, p.cols, p.groups, xa + c0, xc + c0);
+                } else {
+                    for (var k = 0u; k < p.cols - g * 32u && k < 32u; k++) {
+                        s += weight_at(n, g, k, p.cols, p.groups) * x8(xa + c0, xc + c0, k);
+                    }
+                }
+                if (is_quantized()) {
+                    s *= group_scale(n, g, p.groups, p.scale_base);
+                }
+                acc += s;
+            }
+            part[l] = acc;
+        }
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            for (var i = 0u; i < stride; i++) {
+                part[i] += part[i + stride];
+            }
+        }
+        let col = out_col(n);
+        var o = part[0];
+        if (p.has_bias != 0u) {
+            let bias = vec4<f32>(b[p.col0 + col]);
+            o += mat2x4<f32>(bias, bias);
+        }
+        let at = p.y_off + t0 * p.ldy + p.col0 + col;
+        for (var i = 0u; i < 8u && t0 + i < p.tokens; i++) {
+            y[at + i * p.ldy] = o[i / 4u][i % 4u];
+        }
+    }
+}
+
+// out_col is the column (less col0) of Y that piece row n goes to: n, or
+// o(n) with interleave.
+fn out_col(n: u32) -> u32 {
+    if (p.interleave == 0u) {
+        return n;
+    }
+    let j = n % p.interleave;
+    return n - j + (j % 2u) * (p.interleave / 2u) + j / 2u;
 }
 
 @compute @workgroup_size(WG)
@@ -146,6 +222,43 @@ fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
     return partial[lid];
 }
 
+// The helpers below serve main8, whose eight tokens' X rows start at
+// elements xa (tokens 0..3) and xc (4..7): their sums are a mat2x4, token
+// i in column i/4, row i%4.
+
+// x4 is X at four elements, one per token.
+fn x4(i: vec4<u32>) -> vec4<f32> {
+    return vec4<f32>(x[i.x], x[i.y], x[i.z], x[i.w]);
+}
+
+// x8 is element k of each token's X row.
+fn x8(xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
+    return mat2x4<f32>(x4(xa + vec4<u32>(k)), x4(xc + vec4<u32>(k)));
+}
+
+// xrun is X's four elements from i on (one token's).
+fn xrun(i: u32) -> vec4<f32> {
+    return vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
+}
+
+// dot4 is v · X's four elements from xb[i] + k on, for each token i.
+fn dot4(v: vec4<f32>, xb: vec4<u32>, k: u32) -> vec4<f32> {
+    return vec4<f32>(dot(v, xrun(xb.x + k)), dot(v, xrun(xb.y + k)), dot(v, xrun(xb.z + k)), dot(v, xrun(xb.w + k)));
+}
+
+// dot8 is dot4 for the eight tokens.
+fn dot8(v: vec4<f32>, xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
+    return mat2x4<f32>(dot4(v, xa, k), dot4(v, xc, k));
+}
+
+// dot2x8 is v · X's two elements from k on, for each token, as group_dot
+// computes it.
+fn dot2x8(v: vec2<f32>, xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
+    let lo = x8(xa, xc, k);
+    let hi = x8(xa, xc, k + 1u);
+    return mat2x4<f32>(fma(vec4<f32>(v.y), hi[0], v.x * lo[0]), fma(vec4<f32>(v.y), hi[1], v.x * lo[1]));
+}
+
 // group_dot is Σ_k weight_at(r, g, k) · x[xb + k] over a full group of 32,
 // reading each u32 once and decoding all the values it packs. For 16-bit
 // formats the group must start on a word (r*cols even).
@@ -166,7 +279,9 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
             if (FORMAT == F16) {
                 v = unpack2x16float(word);
             }
-            s += dot(v, vec2<f32>(x[xb + 2u * k], x[xb + 2u * k + 1u]));
+            // Not dot(v, …): lavapipe fused dot's two products in one
+            // order here and in the other in main8 (dot2x8), an ulp apart.
+            s += fma(v.y, x[xb + 2u * k + 1u], v.x * x[xb + 2u * k]);
         }
     } else if (FORMAT == Q8) {
         let base = w0 + (r * groups + g) * 8u;
@@ -196,6 +311,54 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
     return s;
 }
 
+// group_dot8 is group_dot for main8's eight tokens, their groups of X from
+// elements xa and xc: the same products and sums per token.
+fn group_dot8(r: u32, g: u32, cols: u32, groups: u32, xa: vec4<u32>, xc: vec4<u32>) -> mat2x4<f32> {
+    var s = mat2x4<f32>();
+    if (FORMAT == F32) {
+        let base = w0 + r * cols + g * 32u;
+        for (var k = 0u; k < 32u; k += 4u) {
+            let wv = vec4<f32>(bitcast<f32>(w[base + k]), bitcast<f32>(w[base + k + 1u]),
+                               bitcast<f32>(w[base + k + 2u]), bitcast<f32>(w[base + k + 3u]));
+            s += dot8(wv, xa, xc, k);
+        }
+    } else if (FORMAT == BF16 || FORMAT == F16) {
+        let base = w0 + (r * cols + g * 32u) / 2u;
+        for (var k = 0u; k < 16u; k++) {
+            let word = w[base + k];
+            var v = vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+            if (FORMAT == F16) {
+                v = unpack2x16float(word);
+            }
+            s += dot2x8(v, xa, xc, 2u * k);
+        }
+    } else if (FORMAT == Q8) {
+        let base = w0 + (r * groups + g) * 8u;
+        for (var k = 0u; k < 8u; k++) {
+            s += dot8(vec4<f32>(unpack4xI8(w[base + k])), xa, xc, 4u * k);
+        }
+    } else if (FORMAT == Q4) {
+        let base = w0 + (r * groups + g) * 4u;
+        for (var k = 0u; k < 4u; k++) {
+            let word = w[base + k];
+            for (var j = 0u; j < 8u; j++) {
+                s += f32(i32((word >> (4u * j)) & 0xfu) - 8) * x8(xa, xc, 8u * k + j);
+            }
+        }
+    } else {
+        let base = w0 + (r * groups + g) * 6u;
+        for (var k = 0u; k < 4u; k++) {
+            let word = w[base + k];
+            let hi = w[base + 4u + k / 2u] >> (16u * (k % 2u));
+            for (var j = 0u; j < 8u; j++) {
+                let u = ((word >> (4u * j)) & 0xfu) | (((hi >> (2u * j)) & 0x3u) << 4u);
+                s += f32(i32(u) - 32) * x8(xa, xc, 8u * k + j);
+            }
+        }
+    }
+    return s;
+}
+
 // ggml_dot is the same for ggml's block types (cols a multiple of 32, so
 // every group is whole): the group's 32 decoded floats · X.
 fn ggml_dot(r: u32, g: u32, cols: u32, xb: u32) -> f32 {
@@ -204,6 +367,17 @@ fn ggml_dot(r: u32, g: u32, cols: u32, xb: u32) -> f32 {
     for (var k = 0u; k < 32u; k += 4u) {
         s += dot(vec4<f32>(gq[k], gq[k + 1u], gq[k + 2u], gq[k + 3u]),
                  vec4<f32>(x[xb + k], x[xb + k + 1u], x[xb + k + 2u], x[xb + k + 3u]));
+    }
+    return s;
+}
+
+// ggml_dot8 is ggml_dot for main8's eight tokens, their groups of X from
+// elements xa and xc.
+fn ggml_dot8(r: u32, g: u32, cols: u32, xa: vec4<u32>, xc: vec4<u32>) -> mat2x4<f32> {
+    ggml_group(r, g, cols);
+    var s = mat2x4<f32>();
+    for (var k = 0u; k < 32u; k += 4u) {
+        s += dot8(vec4<f32>(gq[k], gq[k + 1u], gq[k + 2u], gq[k + 3u]), xa, xc, k);
     }
     return s;
 }

@@ -46,6 +46,10 @@ const (
 	// MatmulRows, the output rows of one matmul workgroup.
 	MatmulLanes = 8
 	MatmulRows  = Workgroup / MatmulLanes
+	// MatmulTokens is how many tokens one invocation of the prefill
+	// matmul (main8) takes: fixed by its WGSL (a mat2x4 of sums), stated
+	// here for the dispatches.
+	MatmulTokens = 8
 	// GridX is the most matmul workgroups along x: larger matrices wrap
 	// onto y (WebGPU allows 65535 per dimension).
 	GridX = 32768

@@ -1,6 +1,8 @@
 package gpuengine
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -19,7 +21,7 @@ import (
 )
 
 // benchModel opens a cached synthetic preset and, unless f32 is asked
-// for, its q4 variant (written once into the cache).
+// for, its variant vname (written once into the cache).
 func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry, Source) {
 	dir, err := synth.CachedPreset(preset, 0)
 	if err != nil {
@@ -37,7 +39,7 @@ func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry
 	if vname == "f32" {
 		return g, CheckpointSource(ck)
 	}
-	vdir, err := variant.Ensure(ck, quant.Q4, os.Stderr)
+	vdir, err := variant.Ensure(ck, quant.Scheme(vname), os.Stderr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,6 +93,90 @@ func BenchmarkOps(b *testing.B) {
 	}
 }
 
+// BenchmarkGPU measures the engine's two kinds of step apart, on
+// Qwen2.5-0.5B's layers cut to two (the tiny vocabulary, so that the head
+// weighs little): a 64-token prefill in chunks of 32 with no logit rows
+// (the matmuls take eight tokens per invocation, main8), then 16 decode
+// steps of one token and its logit row, each read back; the best of b.N
+// passes after a warm-up, with the dispatches per token of each. Each pass
+// first runs the prefill with main only (one token per workgroup, as
+// before main8), so that the machine's load weighs on both alike:
+// main-prefill-tok/s.
+func BenchmarkGPU(b *testing.B) {
+	const prompt, gen = 64, 16
+	preset := synth.TwoLayer("qwen2.5-0.5b")
+	for _, vname := range []string{"f32", "q8", "q4"} {
+		b.Run(preset.Name+"/"+vname, func(b *testing.B) {
+			g, src := benchModel(b, preset, vname)
+			e, err := New(nativetest.Device(b), g, src, Options{Capacity: prompt + gen})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			ids := make([]int, prompt)
+			for i := range ids {
+				ids[i] = (7 * i) % g.Vocab
+			}
+			wait := func() {
+				if _, err := e.dev.ReadBuffer(e.Logits(), 0, 4); err != nil {
+					b.Fatal(err)
+				}
+			}
+			many := make([]*manyTokens, len(e.prog))
+			for i, o := range e.prog {
+				many[i] = o.many
+			}
+			var prefill, decode, mainPrefill float64
+			var prefillDispatches, decodeDispatches int64
+			for i := 0; i <= b.N; i++ {
+				for j := range e.prog {
+					e.prog[j].many = nil
+				}
+				e.Reset()
+				t0 := time.Now()
+				for c := 0; c < prompt; c += e.Chunk() {
+					if err := e.Submit(ids[c:min(c+e.Chunk(), prompt)], 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				wait()
+				if i > 0 {
+					mainPrefill = max(mainPrefill, prompt/time.Since(t0).Seconds())
+				}
+				for j := range e.prog {
+					e.prog[j].many = many[j]
+				}
+				e.Reset()
+				d0, t0 := e.Dispatches(), time.Now()
+				for c := 0; c < prompt; c += e.Chunk() {
+					if err := e.Submit(ids[c:min(c+e.Chunk(), prompt)], 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				wait()
+				d1, t1 := e.Dispatches(), time.Now()
+				for j := range gen {
+					if err := e.Submit(ids[j:j+1], 1); err != nil {
+						b.Fatal(err)
+					}
+					wait()
+				}
+				d2, t2 := e.Dispatches(), time.Now()
+				prefillDispatches, decodeDispatches = d1-d0, d2-d1
+				if i > 0 { // not the warm-up, which compiles the prefill pipelines
+					prefill = max(prefill, prompt/t1.Sub(t0).Seconds())
+					decode = max(decode, gen/t2.Sub(t1).Seconds())
+				}
+			}
+			b.ReportMetric(prefill, "prefill-tok/s")
+			b.ReportMetric(mainPrefill, "main-prefill-tok/s")
+			b.ReportMetric(decode, "decode-tok/s")
+			b.ReportMetric(float64(prefillDispatches)/prompt, "prefill-dispatches/tok")
+			b.ReportMetric(float64(decodeDispatches)/gen, "decode-dispatches/tok")
+		})
+	}
+}
+
 // BenchmarkMatmulKernel times one decode-shaped matmul (T = 1) at
 // Qwen2.5-0.5B's MLP shape, per weight format.
 func BenchmarkMatmulKernel(b *testing.B) {
@@ -134,5 +220,79 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(raw))*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
 		})
+	}
+}
+
+// BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32, and T
+// = manyFrom, where the engine starts to take main8), per weight format at
+// Qwen2.5-0.5B's MLP up shape and for q8 (q4 too for down) at its other
+// shapes (down, q/o, k/v), both ways in turn in each iteration (so that the
+// machine's load weighs on both alike): main, one token per workgroup, and
+// main8, eight per invocation; the best of b.N each, and main's time over
+// main8's.
+func BenchmarkPrefillKernel(b *testing.B) {
+	dev := nativetest.Device(b)
+	type matmul struct {
+		f          shaders.Format
+		rows, cols int
+	}
+	cases := []matmul{{shaders.BF16, 4864, 896}, {shaders.Q8, 4864, 896}, {shaders.Q4, 4864, 896}, {shaders.Q8_0, 4864, 896},
+		{shaders.Q4_0, 4864, 896}, {shaders.Q8, 896, 4864}, {shaders.Q4, 896, 4864}, {shaders.Q8, 896, 896}, {shaders.Q8, 128, 896}}
+	for _, c := range cases {
+		f, rows, cols := c.f, c.rows, c.cols
+		r := rnd(1)
+		var raw []byte
+		if ty, ok := f.GGML(); ok {
+			raw = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(1, uint64(ty))), true)
+		} else if f == shaders.BF16 {
+			raw = safetensors.EncodeBF16(r.fill(rows*cols, 0.05))
+		} else {
+			raw, _ = quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
+		}
+		w := buf(b, dev, raw)
+		for _, T := range []int{manyFrom, 32} {
+			b.Run(fmt.Sprintf("%s/%dx%d/T%d", f, rows, cols, T), func(b *testing.B) {
+				base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
+				y := buf(b, dev, make([]float32, T*rows))
+				bindings := []gpu.Binding{{Binding: 0, Buffer: w}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},
+					{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
+					{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}}
+				run := func(entry string, rowsPerGroup int, z uint32) func() time.Duration {
+					m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
+					if err != nil {
+						b.Fatal(err)
+					}
+					p, err := dev.CreateComputePipeline("bench", m, entry)
+					if err != nil {
+						b.Fatal(err)
+					}
+					g, err := dev.CreateBindGroup(p, 0, bindings)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return func() time.Duration {
+						t0 := time.Now()
+						if err := dev.Dispatch(p, []gpu.BindGroup{g}, ceilDiv(rows, rowsPerGroup), 1, z); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
+							b.Fatal(err)
+						}
+						return time.Since(t0)
+					}
+				}
+				one, eight := run("main", shaders.MatmulRows, uint32(T)), run("main8", shaders.Workgroup, ceilDiv(T, shaders.MatmulTokens))
+				one()
+				eight()
+				bestOne, bestEight := time.Hour, time.Hour
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					bestOne, bestEight = min(bestOne, one()), min(bestEight, eight())
+				}
+				b.ReportMetric(bestOne.Seconds()*1e3, "main-ms")
+				b.ReportMetric(bestEight.Seconds()*1e3, "main8-ms")
+				b.ReportMetric(bestOne.Seconds()/bestEight.Seconds(), "main/main8")
+			})
+		}
 	}
 }

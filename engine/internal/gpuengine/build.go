@@ -189,6 +189,9 @@ func (e *State) finish(prog []pending) error {
 		if p.group, err = e.dev.CreateBindGroup(p.pipe, 0, b); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
+		if p.many != nil {
+			p.many.bindings = b
+		}
 		e.prog = append(e.prog, p.op)
 	}
 	return nil
@@ -287,7 +290,8 @@ func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
 	var out []pending
 	for i, p := range W.pieces {
-		pipe := e.kernel("matmul-"+p.Format.String(), shaders.Matmul(p.Format), "main")
+		kernel, src := "matmul-"+p.Format.String(), shaders.Matmul(p.Format)
+		pipe := e.kernel(kernel, src, "main")
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
 		hasBias := uint32(0)
@@ -304,8 +308,9 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 				params: func(s step) []uint32 {
 					// The expert fields (first … x_slot) stay 0.
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
-						uint32(yOff(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved)}
+						uint32(yOff(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s))}
 				},
+				many: &manyTokens{name: kernel, src: src, blocks: (p.Rows + shaders.Workgroup - 1) / shaders.Workgroup},
 			},
 			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},
 			paramsAt: 4,

@@ -13,6 +13,7 @@ import (
 
 	"logitscope/gpu"
 	"logitscope/model"
+	"logitscope/shaders"
 )
 
 // MaxChunk is the most tokens one submission processes: longer inputs
@@ -69,6 +70,30 @@ type op struct {
 	group  gpu.BindGroup
 	dims   func(s step) (x, y, z uint32)
 	params func(s step) []uint32
+	// many, for the matmuls, is the pipeline that takes eight tokens per
+	// invocation (matmul.wgsl's main8), dispatched instead, with its own
+	// grid, when dims' z (the op's tokens) is at least manyFrom; nil for
+	// the other ops.
+	many *manyTokens
+}
+
+// manyFrom is the fewest tokens that a matmul takes through main8: one
+// dispatch of it, up to eight tokens, costs on lavapipe about what main
+// costs for four (MLP up, q/o, k/v) to six (MLP down, 896x4864); summed
+// over a Qwen2.5-0.5B layer's matmuls, main8 is ahead from five
+// (BenchmarkPrefillKernel). Both give the same bits.
+const manyFrom = 5
+
+// manyTokens is an op's prefill pipeline, compiled with its bind group at
+// the first step that needs it: opening a model (in the page, compiling
+// every pipeline) does not wait for it, and a decode-only session never
+// compiles it.
+type manyTokens struct {
+	name, src string
+	blocks    int           // workgroups per eight tokens: one row per invocation
+	bindings  []gpu.Binding // the op's, params included
+	pipe      gpu.Pipeline
+	group     gpu.BindGroup
 }
 
 // Options for New.
@@ -185,7 +210,22 @@ func (e *State) dispatch(o op, s step) error {
 	if x*y*z == 0 {
 		return nil
 	}
-	if err := e.dev.Dispatch(o.pipe, []gpu.BindGroup{o.group}, x, y, z); err != nil {
+	pipe, group := o.pipe, o.group
+	if m := o.many; m != nil && z >= manyFrom {
+		if m.pipe == 0 {
+			p, err := e.pipeline(m.name, m.src, "main8")
+			if err == nil {
+				m.group, err = e.dev.CreateBindGroup(p, 0, m.bindings)
+			}
+			if err != nil {
+				return fmt.Errorf("%s (%d tokens per invocation): %w", o.name, shaders.MatmulTokens, err)
+			}
+			m.pipe = p
+		}
+		pipe, group = m.pipe, m.group
+		x, y, z = uint32(min(m.blocks, shaders.GridX)), ceilDiv(m.blocks, shaders.GridX), ceilDiv(int(z), shaders.MatmulTokens)
+	}
+	if err := e.dev.Dispatch(pipe, []gpu.BindGroup{group}, x, y, z); err != nil {
 		return fmt.Errorf("%s: %w", o.name, err)
 	}
 	e.dispatches++

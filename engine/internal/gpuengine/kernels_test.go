@@ -1,11 +1,14 @@
 package gpuengine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"logitscope/ggml"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/model"
@@ -611,4 +614,150 @@ func TestExpertMatmulKernel(t *testing.T) {
 			})
 		}
 	}
+}
+
+// main8, the prefill path (eight tokens per invocation, each group of W
+// decoded once), must give each token's row bit for bit what main gives
+// that token alone, as KV-cache decode = teacher forcing requires: through
+// the engine's own ops, a T-token product (T = 1..9, 17, 32; below
+// manyFrom the engine takes main, so main8 is dispatched directly as well;
+// 1..7, 9 and 17 leave the last slice of eight short) against the T
+// one-token products (steps of T = 1 at positions 0..T-1), for every
+// format, 130 rows (two workgroups of main8, the second short), columns
+// that give main's LANES lanes none, one or several groups (75 and 603 for
+// the float and quant formats: a short last group, 16-bit rows starting
+// mid-word), a bias. The one-token rows are checked against float64 first,
+// so that two wrong kernels cannot agree. Everything of Y but the T rows'
+// first 130 columns keeps its sentinel.
+func TestMatmul8Kernel(t *testing.T) {
+	dev := nativetest.Device(t)
+	const rows, ldy, xOff, yOff, maxT, sentinel = 130, 133, 5, 7, 32, -7
+	type shape struct {
+		f    shaders.Format
+		cols int
+	}
+	var shapes []shape
+	for f := shaders.F32; f <= shaders.Q6_K; f++ {
+		if ty, ok := f.GGML(); ok {
+			cols := ggmlCols(ty)
+			if ty.BlockSize() == 32 {
+				cols = 32 * 19
+			}
+			shapes = append(shapes, shape{f, cols})
+			continue
+		}
+		shapes = append(shapes, shape{f, 75}, shape{f, 603})
+	}
+	for _, sh := range shapes {
+		f, cols := sh.f, sh.cols
+		t.Run(fmt.Sprintf("%s/cols%d", f, cols), func(t *testing.T) {
+			r := rnd(f + 21)
+			var data []byte
+			var deq []float32
+			if ty, ok := f.GGML(); ok {
+				data, deq = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(21, uint64(ty))), true), make([]float32, rows*cols)
+				if err := ggml.Dequantize(ty, data, deq); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				data, deq = encode(t, f, r.fill(rows*cols, 0.5), rows, cols)
+			}
+			file, off := ggmlFile(t, data)
+			piece := Piece{Rows: rows, Cols: cols, Format: f, File: file, Offset: off, Length: int64(len(data))}
+			w := matrix{pieces: []Piece{piece}, bufs: uploadPieces(t, dev, []Piece{piece})}
+			x := append(make([]float32, xOff), r.fill(maxT*cols, 1)...)
+			bias := r.fill(rows, 0.1)
+			xb, bb := buf(t, dev, x), buf(t, dev, bias)
+			blank := slices.Repeat([]float32{sentinel}, yOff+maxT*ldy)
+
+			// A step's tokens start at token pos0 of X and row pos0 of Y.
+			e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}}
+			t.Cleanup(e.Close)
+			e.none = buf(t, dev, []float32{float32(math.NaN())})
+			e.ids = buf(t, dev, make([]uint32, maxT))
+			y := buf(t, dev, blank)
+			xAt := func(s step) int { return xOff + s.pos0*cols }
+			yAt := func(s step) int { return yOff + s.pos0*ldy }
+			if err := e.finish(e.matmulOps("w", w, xb, xAt, y, yAt, ldy, bb, func(s step) int { return s.T })); err != nil {
+				t.Fatal(err)
+			}
+			run := func(s step) {
+				if err := e.prepare(make([]int, s.T), s); err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range e.prog {
+					if err := e.dispatch(o, s); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := dev.Submit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for tk := range maxT {
+				run(step{T: 1, pos0: tk})
+			}
+			one := read(t, dev, y, len(blank))
+			var want []float64
+			var got []float32
+			for tk := range maxT {
+				for n := range rows {
+					v := float64(bias[n])
+					for k := range cols {
+						v += float64(deq[n*cols+k]) * float64(x[xOff+tk*cols+k])
+					}
+					want = append(want, v)
+					got = append(got, one[yOff+tk*ldy+n])
+				}
+			}
+			if nmse, maxAbs := errors(got, want); nmse > 1e-10 {
+				t.Fatalf("one token at a time: NMSE %g, max abs %g against float64", nmse, maxAbs)
+			}
+
+			// T tokens' rows must be the one-token rows, bit for bit, and
+			// nothing else of Y written.
+			check := func(T int, how string) {
+				t.Helper()
+				for i, g := range read(t, dev, y, len(blank)) {
+					if tk, n := (i-yOff)/ldy, (i-yOff)%ldy; i < yOff || tk >= T || n >= rows {
+						if g != sentinel {
+							t.Fatalf("%s, T %d: wrote %g at element %d, outside the T rows", how, T, g, i)
+						}
+						continue
+					}
+					if math.Float32bits(g) != math.Float32bits(one[i]) {
+						t.Fatalf("%s, T %d: token %d row %d is %g (%#08x), alone %g (%#08x)", how, T, (i-yOff)/ldy, (i-yOff)%ldy,
+							g, math.Float32bits(g), one[i], math.Float32bits(one[i]))
+					}
+				}
+			}
+			reset := func() {
+				if err := dev.WriteBuffer(y, 0, f32bytes(blank)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			base, _ := piece.scaleBase()
+			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
+				reset()
+				run(step{T: T})
+				check(T, "engine")
+				if T < manyFrom { // the engine took main: main8 itself too
+					reset()
+					dispatch(t, dev, shaders.Matmul(f), "main8", []gpu.Buffer{w.bufs[0], xb, y, bb,
+						buf(t, dev, params(rows, cols, (cols+31)/32, base, ldy, 0, yOff, 1, xOff, 0, 0, 0, 0, 0, 0, T))},
+						ceilDiv(rows, shaders.Workgroup), 1, ceilDiv(T, shaders.MatmulTokens))
+					check(T, "main8")
+				}
+			}
+		})
+	}
+}
+
+// f32bytes is v little-endian.
+func f32bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
 }

@@ -90,6 +90,23 @@ func dispatch(t testing.TB, dev gpu.Device, src, entry string, bufs []gpu.Buffer
 	}
 }
 
+// runStep records and submits step s of e's finished program, as a
+// forward pass's step does, without its readback.
+func runStep(t testing.TB, e *State, s step) {
+	t.Helper()
+	if err := e.prepare(make([]int, s.T), s); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range e.prog {
+		if err := e.dispatch(o, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.dev.Submit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func read(t testing.TB, dev gpu.Device, b gpu.Buffer, n int) []float32 {
 	t.Helper()
 	raw, err := dev.ReadBuffer(b, 0, int64(4*n))

@@ -350,18 +350,7 @@ func TestGGMLMatmul(t *testing.T) {
 						if err := e.finish(ops); err != nil {
 							t.Fatal(err)
 						}
-						s := step{T: c.T}
-						if err := e.prepare(make([]int, c.T), s); err != nil {
-							t.Fatal(err)
-						}
-						for _, o := range e.prog {
-							if err := e.dispatch(o, s); err != nil {
-								t.Fatal(err)
-							}
-						}
-						if err := dev.Submit(); err != nil {
-							t.Fatal(err)
-						}
+						runStep(t, e, step{T: c.T})
 						got := read(t, dev, y, yOff+c.T*ldy)
 						var want []float64
 						var gotVals []float32

@@ -681,21 +681,8 @@ func TestMatmul8Kernel(t *testing.T) {
 			if err := e.finish(e.matmulOps("w", w, xb, xAt, y, yAt, ldy, bb, func(s step) int { return s.T })); err != nil {
 				t.Fatal(err)
 			}
-			run := func(s step) {
-				if err := e.prepare(make([]int, s.T), s); err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range e.prog {
-					if err := e.dispatch(o, s); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := dev.Submit(); err != nil {
-					t.Fatal(err)
-				}
-			}
 			for tk := range maxT {
-				run(step{T: 1, pos0: tk})
+				runStep(t, e, step{T: 1, pos0: tk})
 			}
 			one := read(t, dev, y, len(blank))
 			var want []float64
@@ -739,7 +726,7 @@ func TestMatmul8Kernel(t *testing.T) {
 			base, _ := piece.scaleBase()
 			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
 				reset()
-				run(step{T: T})
+				runStep(t, e, step{T: T})
 				check(T, "engine")
 				if T < manyFrom { // the engine took main: main8 itself too
 					reset()

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"math"
-	"runtime"
 
 	"github.com/x448/float16"
 
@@ -265,19 +264,16 @@ func a8Batches(W *model.Matrix, acts []*a8Acts) []a8Batch {
 func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
 	nbk := k / a8Block
-	workers := 1
-	if n*k*T >= serialWork {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	shared := n*k*T >= serialWork
 	// A prefill's tokens are rounded on all the cores, as they are
 	// multiplied.
 	acts := make([]*a8Acts, T)
-	parallelBlocks(T, workers, 0, 0, func(t int, _ *scratch) {
+	parallelBlocks(T, shared, 0, 0, func(t int, _ *scratch) {
 		acts[t] = newA8Acts(x[t*k : (t+1)*k])
 	})
 	batches := a8Batches(W, acts)
 	rb := a8Rows
-	parallelBlocks(blocks(W, rb), workers, rb+nbk, 0, func(blk int, sc *scratch) {
+	parallelBlocks(blocks(W, rb), shared, rb+nbk, 0, func(blk int, sc *scratch) {
 		p, a, z := block(W, rb, blk)
 		if batches != nil {
 			t0 := 0

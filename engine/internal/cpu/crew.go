@@ -94,18 +94,23 @@ func waitJob(seen uint64) uint64 {
 	}
 }
 
-// parallelBlocks runs fn on blocks 0..n−1 on up to workers goroutines,
-// the caller's one of them, each taking the next block when it is free
-// (a core slowed by other work takes fewer) and holding its own scratch
-// of at least size floats and tiles tiles.
-func parallelBlocks(n, workers, size, tiles int, fn func(blk int, sc *scratch)) {
+// scratchPool holds the callers' scratch between jobs (a member keeps
+// its own).
+var scratchPool sync.Pool
+
+// parallelBlocks runs fn on blocks 0..n−1 on the caller and, when shared
+// is set, the crew, each taking the next block when it is free (a core
+// slowed by other work takes fewer) and holding its own scratch of at
+// least size floats and tiles tiles. Unshared, the caller runs them all:
+// work too small to be worth another core.
+func parallelBlocks(n int, shared bool, size, tiles int, fn func(blk int, sc *scratch)) {
 	j := &crewJob{n: n, size: size, tiles: tiles, fn: fn}
 	sc, _ := scratchPool.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{}
 	}
 	defer scratchPool.Put(sc)
-	if workers <= 1 || n <= 1 || !crew.busy.TryLock() {
+	if !shared || n <= 1 || runtime.GOMAXPROCS(0) == 1 || !crew.busy.TryLock() {
 		j.run(sc)
 		return
 	}
@@ -143,7 +148,7 @@ func parallel(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	chunk := (n + workers - 1) / workers
-	parallelBlocks((n+chunk-1)/chunk, workers, 0, 0, func(c int, _ *scratch) {
+	parallelBlocks((n+chunk-1)/chunk, true, 0, 0, func(c int, _ *scratch) {
 		fn(c*chunk, min(n, (c+1)*chunk))
 	})
 }

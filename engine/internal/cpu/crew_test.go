@@ -28,7 +28,7 @@ func TestParallelBlocks(t *testing.T) {
 				for range tc.callers {
 					wg.Go(func() {
 						ran := make([]atomic.Int32, tc.size)
-						parallelBlocks(tc.size, 2, 8, 0, func(blk int, sc *scratch) {
+						parallelBlocks(tc.size, true, 8, 0, func(blk int, sc *scratch) {
 							if len(sc.w) < 8 {
 								t.Errorf("block %d: scratch of %d floats, want 8", blk, len(sc.w))
 							}

@@ -1,9 +1,6 @@
 package cpu
 
 import (
-	"runtime"
-	"sync"
-
 	"logitscope/ggml"
 	"logitscope/model"
 	"logitscope/quant"
@@ -45,10 +42,6 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 	if W.Data != nil {
 		nb = (n + rb - 1) / rb
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if n*k*T < serialWork {
-		workers = 1
-	}
 	// A worker's scratch: the decoded block and the decoder's overrun
 	// (for the fused kernels: the block's scales widened, and its last
 	// rows when fewer than 4; nothing for float32 rows), then 4 padded
@@ -62,7 +55,7 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 		decoded = max(rb*(k/quant.GroupSize+1), 3*k+slack)
 	}
 	size, tiles := decoded+4*k, (rb+3)/4*(tq/4)
-	parallelBlocks(nb, workers, size, tiles, func(blk int, sc *scratch) {
+	parallelBlocks(nb, n*k*T >= serialWork, size, tiles, func(blk int, sc *scratch) {
 		pad, acc := sc.w[decoded:size], sc.acc[:tiles]
 		if W.Data != nil {
 			r0, r1 := blk*rb, min(n, (blk+1)*rb)
@@ -310,6 +303,3 @@ func (sc *scratch) ints(n int) []int32 {
 	}
 	return sc.sums[:n]
 }
-
-// scratchPool holds scratch between matmuls.
-var scratchPool sync.Pool

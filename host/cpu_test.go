@@ -7,11 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/checkpoint"
 	"logitscope/quant"
 	"logitscope/session"
-	"logitscope/synth"
-	"logitscope/variant"
 	"logitscope/wasmsimd"
 )
 
@@ -96,15 +93,7 @@ func TestWasmCPUMatchesNative(t *testing.T) {
 func withVariant(t *testing.T, s quant.Scheme) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	if err := variant.Write(ck, s, variant.DefaultDir(dir, string(s)), variant.Options{}); err != nil {
+	if err := writeTiny(dir, s); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -68,7 +68,7 @@ func setup(t testing.TB) {
 			return
 		}
 		f.modelDir = filepath.Join(f.tmp, "tiny")
-		if f.err = synth.Write(synth.Presets["tiny"], f.modelDir, synth.Options{}); f.err != nil {
+		if f.err = writeTiny(f.modelDir, quant.Q4); f.err != nil {
 			return
 		}
 		f.families = map[string]string{}
@@ -78,19 +78,24 @@ func setup(t testing.TB) {
 				return
 			}
 		}
-		ck, err := checkpoint.Open(f.modelDir)
-		if f.err = err; err != nil {
-			return
-		}
-		defer ck.Close()
-		if f.err = variant.Write(ck, quant.Q4, variant.DefaultDir(f.modelDir, "q4"), variant.Options{}); f.err != nil {
-			return
-		}
 		f.mod, f.err = Load(context.Background(), f.wasm, filepath.Join(f.tmp, "cache"))
 	})
 	if f.err != nil {
 		t.Fatal(f.err)
 	}
+}
+
+// writeTiny writes the tiny preset into dir with a variant of scheme s.
+func writeTiny(dir string, s quant.Scheme) error {
+	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+		return err
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	return variant.Write(ck, s, variant.DefaultDir(dir, string(s)), variant.Options{})
 }
 
 // goEngine opens the same model with the Go engine: on dev, or on the CPU

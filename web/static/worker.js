@@ -456,6 +456,8 @@
     return { files: out, bytes: total, cachedBytes };
   }
 
+  // compileEngine fetches and compiles engine.wasm, or the wasm module at
+  // url (simd.wasm), streaming where the server says application/wasm.
   async function compileEngine(url = ENGINE_URL) {
     const r = await fetch(url);
     if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
@@ -498,13 +500,11 @@
   // compile it.
   async function compileSIMD(url = SIMD_URL) {
     try {
-      const r = await fetch(url);
-      if (!r.ok) throw new Error(`HTTP ${r.status}`);
-      const module = await WebAssembly.compile(await r.arrayBuffer());
+      const module = await compileEngine(url);
       await warmUp(module);
       return module;
     } catch (e) {
-      console.warn(`logitscope: ${url}: ${e.message}: the CPU path runs without SIMD kernels`);
+      console.warn(`logitscope: simd.wasm: ${e.message}: the CPU path runs without SIMD kernels`);
       return null;
     }
   }

@@ -88,15 +88,24 @@ func decodePresets() []synth.Preset {
 
 // BenchmarkDecode measures KV-cache decode steps (one token in, one logit
 // row out, positions 32..288 after a 32-token prefill) for each preset,
-// variant and device, with tokens/s, the effective weight bandwidth and,
+// variant (q4+a8: q4 with 8-bit activations, on the CPU) and device, with
+// tokens/s, the effective weight bandwidth and,
 // on the GPU, the dispatches one step records.
 func BenchmarkDecode(b *testing.B) {
 	for _, preset := range decodePresets() {
-		for _, vname := range []string{"f32", "q4"} {
+		for _, vname := range []string{"f32", "q4", "q4+a8"} {
 			for _, dname := range []string{"cpu", "gpu"} {
+				base, a8 := strings.CutSuffix(vname, "+a8")
+				if a8 && dname == "gpu" {
+					continue // 8-bit activations are the CPU's only
+				}
+				acts := engine.ActsF32
+				if a8 {
+					acts = engine.ActsQ8
+				}
 				b.Run(preset.Name+"/"+vname+"/"+dname, func(b *testing.B) {
 					ck, v := benchModel(b, preset, "q4")
-					if vname == "f32" {
+					if base == "f32" {
 						v = nil
 					}
 					g, err := model.GeometryOf(ck.Config)
@@ -108,7 +117,7 @@ func BenchmarkDecode(b *testing.B) {
 					if dname == "gpu" {
 						dev = nativetest.Device(b)
 					}
-					s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + span})
+					s, err := engine.Open(ck, engine.Options{Variant: v, Device: dev, Capacity: prompt + span, Activations: acts})
 					if err != nil {
 						b.Fatal(err)
 					}

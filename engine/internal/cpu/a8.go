@@ -273,6 +273,9 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	})
 	batches := a8Batches(W, acts)
 	rb := a8Rows
+	if T == 1 {
+		rb = streamBlock(W)
+	}
 	parallelBlocks(blocks(W, rb), shared, rb+nbk, 0, func(blk int, sc *scratch) {
 		p, a, z := block(W, rb, blk)
 		if batches != nil {

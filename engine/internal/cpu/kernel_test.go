@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/x448/float16"
@@ -491,4 +492,45 @@ func benchMatrix(b *testing.B, rng *rand.Rand, f model.Format, rows, cols int) *
 		b.Fatalf("no benchmark weights for %v", f)
 	}
 	return &model.Matrix{Rows: rows, Cols: cols, Pieces: []model.Piece{{Rows: rows, Format: f, Data: data}}}
+}
+
+// BenchmarkMatmulCold is a decode step's one-token product as the model
+// meets it: each call reads a matrix no cache holds (copies of it
+// cycling through 256 MiB), on every core, so GB/s is the weights'
+// stream from memory. a8: 8-bit activations.
+func BenchmarkMatmulCold(b *testing.B) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct {
+		f  model.Format
+		a8 bool
+	}{{model.Format{Type: ggml.BF16}, false}, {model.Format{Scheme: quant.Q8}, false}, {model.Format{Scheme: quant.Q8}, true},
+		{model.Format{Scheme: quant.Q4}, false}, {model.Format{Scheme: quant.Q4}, true}} {
+		mul, name := matmul, c.f.String()
+		if c.a8 {
+			mul, name = matmulA8, name+"+a8"
+		}
+		for _, shape := range [][2]int{{4864, 896}, {896, 4864}} {
+			rows, cols := shape[0], shape[1]
+			W := benchMatrix(b, rng, c.f, rows, cols)
+			size, _ := modelBytes(c.f, rows, cols)
+			copies := make([]*model.Matrix, (256<<20)/size+1)
+			for i := range copies {
+				m := *W
+				m.Pieces = slices.Clone(W.Pieces)
+				for j := range m.Pieces {
+					m.Pieces[j].Data = slices.Clone(m.Pieces[j].Data)
+				}
+				copies[i] = &m
+			}
+			b.Run(fmt.Sprintf("%s/%dx%d", name, rows, cols), func(b *testing.B) {
+				x, out := randomValues(rng, cols, 0), make([]float32, rows)
+				i := 0
+				for b.Loop() {
+					mul(out, x, copies[i%len(copies)], nil, 1)
+					i++
+				}
+				b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
 }

@@ -108,6 +108,20 @@
 	lines \
 	MOVQ masks+64(FP), BX
 
+// A8SCALESPREFETCH prefetches, for quant's kernels, the next four rows'
+// scales of this chunk (R13 + i·lds: row 4 + i's). They lie apart from
+// the codes, in a stream of their own that the hardware prefetchers left
+// to demand misses: from memory on two cores, q4 4864x896 read 26 -> 30
+// GB/s with it, q8 34 -> 38.
+#define A8SCALESPREFETCH \
+	MOVQ lds+24(FP), BX \
+	PREFETCHT0 (R13)(BX*1) \
+	PREFETCHT0 (R13)(BX*2) \
+	PREFETCHT0 (R13)(BX*4) \
+	LEAQ (BX)(BX*2), BX \
+	PREFETCHT0 (R13)(BX*1) \
+	MOVQ masks+64(FP), BX
+
 #define PF2(off) \
 	PREFETCHT0 off(BX) \
 	PREFETCHT0 off+64(BX)
@@ -1019,6 +1033,7 @@ TEXT ·a8Q4AVX512(SB), NOSPLIT, $0-80
 
 loopA8Q4:
 	A8PREFETCH(PF16(0))
+	A8SCALESPREFETCH
 	A8LAST(32)
 	VPSLLD $3, (R14), Z30
 	A8Q4LOAD(0, 0, 0, 64, Z4, Z8, Z12, Z16)
@@ -1070,6 +1085,7 @@ TEXT ·a8Q8AVX512(SB), NOSPLIT, $0-80
 
 loopA8Q8:
 	A8PREFETCH(PF16(0) PF16(1024))
+	A8SCALESPREFETCH
 	A8LAST(32)
 	VPSLLD $7, (R14), Z30
 	A8Q8LOAD(0, 2, 0, 64, Z4, Z8, Z12, Z16)

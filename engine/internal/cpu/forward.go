@@ -21,7 +21,7 @@ type State struct {
 	cap     int
 	tap     func(layer int, h []float32) // tests: sees each layer's MLP input (T, d)
 
-	gate, up []float32 // mlp's scratch, grown to the largest (T, ff) seen
+	gate, up []float32 // mlp's scratch: (T, ff) and (T, 2ff), grown to the largest seen
 
 	acts8 bool // weight products round the activations to 8 bits (a8.go)
 }
@@ -138,9 +138,15 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 		// Keys and values go straight into the cache at positions pos..pos+T.
 		kNew := s.k[l][s.pos*kvDim : (s.pos+T)*kvDim]
 		vNew := s.v[l][s.pos*kvDim : (s.pos+T)*kvDim]
-		s.matmul(q, h, L.Wq, L.Bq, T)
-		s.matmul(kNew, h, L.Wk, L.Bk, T)
-		s.matmul(vNew, h, L.Wv, L.Bv, T)
+		if W, b, ok := stack([]*model.Matrix{L.Wq, L.Wk, L.Wv}, [][]float32{L.Bq, L.Bk, L.Bv}); ok {
+			qkv := make([]float32, T*W.Rows)
+			s.matmul(qkv, h, W, b, T)
+			unstack(qkv, T, q, kNew, vNew)
+		} else {
+			s.matmul(q, h, L.Wq, L.Bq, T)
+			s.matmul(kNew, h, L.Wk, L.Bk, T)
+			s.matmul(vNew, h, L.Wv, L.Bv, T)
+		}
 		if m.QKNorm {
 			// Qwen3, Gemma 3: every head of q (T*Heads rows of hd) and of
 			// the new keys (T*KVHeads rows) is RMS-normalized before RoPE.
@@ -201,13 +207,22 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 // mlp: out (T,d) = Wdown (act(Wgate x + bg) ⊙ (Wup x + bu)) + bd for x
 // (T,d), act SiLU or Gemma's GELU-tanh.
 func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T int) {
-	n := T * e.Wgate.Rows
+	ff := e.Wgate.Rows
+	n := T * ff
 	if cap(s.gate) < n {
-		s.gate, s.up = make([]float32, n), make([]float32, n)
+		s.gate, s.up = make([]float32, n), make([]float32, 2*n)
 	}
-	gate, up := s.gate[:n], s.up[:n]
-	s.matmul(gate, x, e.Wgate, bg, T)
-	s.matmul(up, x, e.Wup, bu, T)
+	// gate (T,ff) and up (T,ff) from one product where they stack: row t
+	// of gu is (gate_t, up_t), so g and u stride 2ff.
+	gate, g, u, stride := s.gate[:n], s.gate[:n], s.up[:n], ff
+	if W, b, ok := stack([]*model.Matrix{e.Wgate, e.Wup}, [][]float32{bg, bu}); ok {
+		gu := s.up[:2*n]
+		s.matmul(gu, x, W, b, T)
+		g, u, stride = gu, gu[ff:], 2*ff
+	} else {
+		s.matmul(g, x, e.Wgate, bg, T)
+		s.matmul(u, x, e.Wup, bu, T)
+	}
 	act := silu
 	if s.m.GeluTanh {
 		act = geluTanh
@@ -215,8 +230,15 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 	// act costs a float64 exponential or tanh per value: the cores share
 	// them.
 	parallel(n, 2048, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gate[i] = act(gate[i]) * up[i]
+		for i := lo; i < hi; {
+			// Token t's columns c.. of this share.
+			t, c := i/ff, i%ff
+			end := min(hi, (t+1)*ff)
+			gt, ut := g[t*stride+c:], u[t*stride+c:]
+			for j := range end - i {
+				gate[i+j] = act(gt[j]) * ut[j]
+			}
+			i = end
 		}
 	})
 	s.matmul(out, gate, e.Wdown, bd, T)

@@ -223,20 +223,20 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 		s.matmul(g, x, e.Wgate, bg, T)
 		s.matmul(u, x, e.Wup, bu, T)
 	}
-	act := silu
-	if s.m.GeluTanh {
-		act = geluTanh
-	}
-	// act costs a float64 exponential or tanh per value: the cores share
-	// them.
+	// The activation costs a float64 exponential or tanh per value: the
+	// cores share them.
 	parallel(n, 2048, func(lo, hi int) {
 		for i := lo; i < hi; {
 			// Token t's columns c.. of this share.
 			t, c := i/ff, i%ff
 			end := min(hi, (t+1)*ff)
-			gt, ut := g[t*stride+c:], u[t*stride+c:]
-			for j := range end - i {
-				gate[i+j] = act(gt[j]) * ut[j]
+			out, gt, ut := gate[i:end], g[t*stride+c:], u[t*stride+c:]
+			if !s.m.GeluTanh {
+				siluMul(out, gt[:len(out)], ut[:len(out)])
+			} else {
+				for j := range out {
+					out[j] = geluTanh(gt[j]) * ut[j]
+				}
 			}
 			i = end
 		}
@@ -265,7 +265,7 @@ func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, s
 	byExpert := make([][]pick, E)
 	for t := 0; t < T; t++ {
 		pt := probs[t*E : (t+1)*E]
-		softmax(pt)
+		softmax(pt, make([]float64, E))
 		ids, ps := topK(pt, K)
 		if m.NormTopK {
 			var sum float32
@@ -335,7 +335,7 @@ func topK(p []float32, k int) ([]int, []float32) {
 	return ids, vals
 }
 
-func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+func sigmoid(x float32) float32 { return float32(1 / (1 + exp64(-float64(x)))) }
 
 // rope rotates each head of v (heads*hd,) in place, NeoX style
 // (rotate_half): element i pairs with element i+hd/2.
@@ -371,7 +371,7 @@ func (s *State) attention(out, q []float32, l, T int) {
 		window = m.Window[l]
 	}
 	parallel(T*m.Heads, 1, func(lo, hi int) {
-		scores := make([]float32, s.pos+T)
+		scores, exps := make([]float32, s.pos+T), make([]float64, s.pos+T)
 		pad := make([]float32, 4*hd) // the last keys when fewer than 4 remain
 		var t4 [4]float32
 		for th := lo; th < hi; th++ {
@@ -398,7 +398,7 @@ func (s *State) attention(out, q []float32, l, T int) {
 			for j := first; j < n; j++ {
 				scores[j] *= scale
 			}
-			softmax(scores[first:n])
+			softmax(scores[first:n], exps[first:n])
 			oh := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(oh)
 			axpy(oh, scores[first:n], V[first*kvDim+kvOff:], kvDim)
@@ -430,24 +430,24 @@ func rmsnorm(out, x, w []float32, d int, eps float32, unit bool) {
 	}
 }
 
-func softmax(x []float32) {
+// softmax: x = e^(x − max x) / Σ e^(x − max x), the exponentials (into
+// e, len(x)) and their sum in float64.
+func softmax(x []float32, e []float64) {
 	mx := x[0]
 	for _, v := range x[1:] {
 		mx = max(mx, v)
 	}
+	expShift(e, x, mx)
 	var sum float64
-	for i, v := range x {
-		e := math.Exp(float64(v - mx))
-		x[i] = float32(e)
-		sum += e
+	for i, v := range e {
+		x[i] = float32(v)
+		sum += v
 	}
 	inv := 1 / sum
 	for i := range x {
 		x[i] = float32(float64(x[i]) * inv)
 	}
 }
-
-func silu(x float32) float32 { return float32(float64(x) / (1 + math.Exp(-float64(x)))) }
 
 // geluTanh is gelu_pytorch_tanh: ½x(1 + tanh(√(2/π)(x + 0.044715x³))).
 func geluTanh(x float32) float32 {

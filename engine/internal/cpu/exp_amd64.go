@@ -1,0 +1,34 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func siluMulAVX512(x, u *float32, n int, out *float32)
+
+//go:noescape
+func expShiftAVX512(x *float32, sub float32, n int, out *float64)
+
+func init() {
+	// DQ: the conversions between float64 and int64 lanes.
+	if hasAVX512 && cpu.X86.HasAVX512DQ {
+		siluMul, expShift = siluMulAsm, expShiftAsm
+	}
+}
+
+func siluMulAsm(out, g, u []float32) {
+	n := len(out) / 8 * 8
+	if n > 0 {
+		_, _ = g[n-1], u[n-1]
+		siluMulAVX512(&g[0], &u[0], n, &out[0])
+	}
+	siluMulGo(out[n:], g[n:], u[n:])
+}
+
+func expShiftAsm(out []float64, x []float32, sub float32) {
+	n := len(x) / 8 * 8
+	if n > 0 {
+		_ = out[n-1]
+		expShiftAVX512(&x[0], sub, n, &out[0])
+	}
+	expShiftGo(out[n:], x[n:], sub)
+}

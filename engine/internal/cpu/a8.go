@@ -180,8 +180,8 @@ type a8Acts struct {
 	nib        []int8
 	halves     []int8
 	sum        []int32
-	masks      [2][2][16]uint16
-	blockMasks [2][2][32]uint64
+	masks      *[2][2][16]uint16
+	blockMasks *[2][2][32]uint64
 }
 
 // newA8Acts rounds x (k,) as the order's step 1 says.

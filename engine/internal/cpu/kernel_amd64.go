@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -418,6 +419,16 @@ func a8BlockMasks(nb, size, group int) [2][32]uint64 {
 // a8LastChunk is the blocks of a row's last chunk of 16, 1..16.
 func a8LastChunk(nb int) int { return nb - (nb-1)/lanes*lanes }
 
+// a8MaskSets holds the kernels' masks (a8MaskSet) of each row length
+// met, in blocks: a prefill rounds every token of every product, and the
+// masks depend on the length alone.
+var a8MaskSets sync.Map
+
+type a8MaskSet struct {
+	masks      [2][2][16]uint16
+	blockMasks [2][2][32]uint64
+}
+
 // packA8Acts lays out x for the a8 kernels (a8Acts): per 4 blocks, the
 // columns that meet the low nibbles of a 64-byte load of 4-bit codes,
 // then those that meet the high ones (quant's q4: a block's even columns,
@@ -425,8 +436,15 @@ func a8LastChunk(nb int) int { return nb - (nb-1)/lanes*lanes }
 // 16), Σ q per block and the kernels' masks for rows of len(x.dx)
 // blocks; q and dx are already padded to whole chunks.
 func packA8Acts(x *a8Acts) {
-	x.masks = [2][2][16]uint16{a8Masks(len(x.dx), 16), a8Masks(len(x.dx), 32)}
-	x.blockMasks = [2][2][32]uint64{a8BlockMasks(len(x.dx), 18, 4), a8BlockMasks(len(x.dx), 34, 2)}
+	m, ok := a8MaskSets.Load(len(x.dx))
+	if !ok {
+		nb := len(x.dx)
+		m, _ = a8MaskSets.LoadOrStore(nb, &a8MaskSet{
+			masks:      [2][2][16]uint16{a8Masks(nb, 16), a8Masks(nb, 32)},
+			blockMasks: [2][2][32]uint64{a8BlockMasks(nb, 18, 4), a8BlockMasks(nb, 34, 2)},
+		})
+	}
+	x.masks, x.blockMasks = &m.(*a8MaskSet).masks, &m.(*a8MaskSet).blockMasks
 	nb := cap(x.dx)
 	q := x.q[:cap(x.q)]
 	buf := make([]int8, 2*len(q))

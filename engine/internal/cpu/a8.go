@@ -215,25 +215,42 @@ func rowsA8Go(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int3
 
 // a8Batch is a few tokens of a prefill laid out for a kernel that
 // multiplies each row with all of them at once, loading and unpacking
-// its codes once: rows sets out[t·ldo+r−a] = w_r · x_t (no bias) for
-// rows [a, z) of a piece and the batch's n tokens, in the order above.
+// its codes once: put lays out its token t, rows sets out[t·ldo+r−a] =
+// w_r · x_t (no bias) for rows [a, z) of a piece and the batch's n
+// tokens, in the order above.
 type a8Batch interface {
 	tokens() int
+	put(t int, x *a8Acts)
 	rows(p *model.Piece, k, a, z int, out []float32, ldo int)
 }
 
+// makeA8Batch makes room for n tokens of nb blocks for format f's
+// prefill kernel, or gives nil where there is none: noA8Batch, or the
+// assembly's (kernel_amd64.go).
+var makeA8Batch = noA8Batch
+
+func noA8Batch(model.Format, int, int) a8Batch { return nil }
+
 // newA8Batch lays out tokens' activations for format f's prefill kernel,
-// or gives nil where there is none: noA8Batch, or the assembly's
-// (kernel_amd64.go).
-var newA8Batch = noA8Batch
+// or gives nil where there is none.
+func newA8Batch(f model.Format, acts []*a8Acts) a8Batch {
+	b := makeA8Batch(f, len(acts), len(acts[0].dx))
+	if b != nil {
+		for t, x := range acts {
+			b.put(t, x)
+		}
+	}
+	return b
+}
 
-func noA8Batch(model.Format, []*a8Acts) a8Batch { return nil }
+// a8Split is a prefill's tokens cut into batches, in order.
+type a8Split []a8Batch
 
-// a8Batches splits a prefill's T ≥ 2 tokens into batches of at most
-// a8Tokens, of sizes as even as can be, for matrix W's format; nil where
-// the pieces differ in format or it has no prefill kernel.
-func a8Batches(W *model.Matrix, acts []*a8Acts) []a8Batch {
-	T := len(acts)
+// a8Batches cuts a prefill's T ≥ 2 tokens of nb blocks into batches of
+// at most a8Tokens, of sizes as even as can be, for matrix W's format,
+// to be filled by put; nil where the pieces differ in format or it has
+// no prefill kernel.
+func a8Batches(W *model.Matrix, T, nb int) a8Split {
 	if T < 2 {
 		return nil
 	}
@@ -244,14 +261,26 @@ func a8Batches(W *model.Matrix, acts []*a8Acts) []a8Batch {
 		}
 	}
 	n := (T + a8Tokens - 1) / a8Tokens
-	out := make([]a8Batch, n)
+	out := make(a8Split, n)
 	for i := range n {
-		out[i] = newA8Batch(f, acts[i*T/n:(i+1)*T/n])
+		out[i] = makeA8Batch(f, (i+1)*T/n-i*T/n, nb)
 		if out[i] == nil {
 			return nil
 		}
 	}
 	return out
+}
+
+// put lays out the prefill's token t in its batch.
+func (s a8Split) put(t int, x *a8Acts) {
+	for _, b := range s {
+		if t < b.tokens() {
+			b.put(t, x)
+			return
+		}
+		t -= b.tokens()
+	}
+	panic("cpu: a8 token past its batches")
 }
 
 // matmulA8 is matmul with 8-bit activations (the order above) for a
@@ -265,13 +294,16 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
 	nbk := k / a8Block
 	shared := n*k*T >= serialWork
-	// A prefill's tokens are rounded on all the cores, as they are
-	// multiplied.
+	// A prefill's tokens are rounded and laid out for their batches on
+	// all the cores, as they are multiplied.
 	acts := make([]*a8Acts, T)
+	batches := a8Batches(W, T, nbk)
 	parallelBlocks(T, shared, 0, 0, func(t int, _ *scratch) {
 		acts[t] = newA8Acts(x[t*k : (t+1)*k])
+		if batches != nil {
+			batches.put(t, acts[t])
+		}
 	})
-	batches := a8Batches(W, acts)
 	rb := a8Rows
 	if T == 1 {
 		rb = streamBlock(W)

@@ -302,9 +302,14 @@ func TestA8BatchMatchGo(t *testing.T) {
 func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts []*a8Acts) {
 	t.Helper()
 	W := &model.Matrix{Rows: p.Rows, Cols: k, Pieces: []model.Piece{*p}}
-	batches := a8Batches(W, acts)
+	batches := a8Batches(W, len(acts), k/a8Block)
+	for tk, x := range acts {
+		if batches != nil {
+			batches.put(tk, x)
+		}
+	}
 	if len(acts) == 1 {
-		batches = []a8Batch{newA8Batch(p.Format, acts)}
+		batches = a8Split{newA8Batch(p.Format, acts)}
 	}
 	if batches == nil || batches[0] == nil {
 		t.Fatalf("%s: no prefill kernel", name)

@@ -133,7 +133,7 @@ func useAVX512() {
 	if cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
 		packA8 = packA8Acts
 		rowsA8 = rowsA8Asm
-		newA8Batch = newA8BatchAsm
+		makeA8Batch = makeA8BatchAsm
 	}
 	quantizeActs = func(x []float32, q []int8, dx []float32) {
 		if len(dx) == 0 {
@@ -257,73 +257,72 @@ type a8TokensKernel struct {
 	step, second int
 	c            int32
 	perm         func(int) int
-	masks        func(*a8Acts) unsafe.Pointer
+	masks        func(*a8MaskSet) unsafe.Pointer
 }
 
 // a8TokensKernels are the prefill kernels by format; ggml's take VPERMB
 // (AVX512_VBMI), as a8Q4_0AVX512 and a8Q8_0AVX512 do.
 var a8TokensKernels = map[model.Format]*a8TokensKernel{
 	{Scheme: quant.Q4}: {a8Q4TokensAVX512, func(x *a8Acts) []int8 { return x.nib }, 128, 64, 8, a8Perm,
-		func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.masks[0]) }},
+		func(m *a8MaskSet) unsafe.Pointer { return unsafe.Pointer(&m.masks[0]) }},
 	{Scheme: quant.Q8}: {a8Q8TokensAVX512, func(x *a8Acts) []int8 { return x.q[:cap(x.q)] }, 64, 256, 128, a8Q8Perm,
-		func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.masks[1]) }},
+		func(m *a8MaskSet) unsafe.Pointer { return unsafe.Pointer(&m.masks[1]) }},
 }
 
 func init() {
 	if cpu.X86.HasAVX512VBMI {
 		a8TokensKernels[model.Format{Type: ggml.Q4_0}] = &a8TokensKernel{a8Q4_0TokensAVX512, func(x *a8Acts) []int8 { return x.halves }, 128, 64, 8, a8Perm,
-			func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.blockMasks[0]) }}
+			func(m *a8MaskSet) unsafe.Pointer { return unsafe.Pointer(&m.blockMasks[0]) }}
 		a8TokensKernels[model.Format{Type: ggml.Q8_0}] = &a8TokensKernel{a8Q8_0TokensAVX512, func(x *a8Acts) []int8 { return x.q[:cap(x.q)] }, 64, 256, 128, a8Q8Perm,
-			func(x *a8Acts) unsafe.Pointer { return unsafe.Pointer(&x.blockMasks[1]) }}
+			func(m *a8MaskSet) unsafe.Pointer { return unsafe.Pointer(&m.blockMasks[1]) }}
 	}
 }
 
-// newA8BatchAsm lays out up to a8Tokens tokens for the prefill kernel of
-// format f, if any.
-func newA8BatchAsm(f model.Format, acts []*a8Acts) a8Batch {
+// makeA8BatchAsm makes room for n ≤ a8Tokens tokens of nb blocks for
+// the prefill kernel of format f, if any.
+func makeA8BatchAsm(f model.Format, n, nb int) a8Batch {
 	kt := a8TokensKernels[f]
-	if kt == nil || len(acts) > a8Tokens {
+	if kt == nil || n > a8Tokens {
 		return nil
 	}
-	n := len(acts)
-	chunks := cap(acts[0].dx) / lanes
-	b := &a8TokensBatch{
+	chunks := (nb + lanes - 1) / lanes
+	return &a8TokensBatch{
 		a8TokensKernel: kt,
 		format:         f,
 		n:              n,
-		nb:             len(acts[0].dx),
+		nb:             nb,
 		acts:           make([]int8, chunks*n*512),
 		sums:           make([]int32, chunks*n*lanes),
 		dx:             make([]float32, chunks*n*lanes),
-		maskSet:        kt.masks(acts[0]),
+		maskSet:        kt.masks(a8MasksFor(nb)),
+	}
+}
+
+func (b *a8TokensBatch) put(t int, x *a8Acts) {
+	chunks := (b.nb + lanes - 1) / lanes
+	if len(x.dx) != b.nb || cap(x.dx) != chunks*lanes {
+		panic("cpu: a8 batch of tokens of different lengths")
 	}
 	if chunks == 0 {
-		return b
+		return
 	}
-	for t, x := range acts {
-		if len(x.dx) != b.nb || cap(x.dx) != chunks*lanes {
-			panic("cpu: a8 batch of tokens of different lengths")
-		}
-		src := kt.acts(x)
-		_ = src[chunks*512-1]
-		a8TransposeAVX512(&src[0], chunks, &b.acts[t*512], n*512, kt.step, kt.second)
-		dx, sum := x.dx[:cap(x.dx)], x.sum[:chunks*lanes]
-		for c := range chunks {
-			o := (c*n + t) * lanes
-			for l := range lanes {
-				blk := c*lanes + kt.perm(l)
-				b.sums[o+l] = kt.c * sum[blk]
-				b.dx[o+l] = dx[blk]
-			}
+	src := b.a8TokensKernel.acts(x)
+	_ = src[chunks*512-1]
+	a8TransposeAVX512(&src[0], chunks, &b.acts[t*512], b.n*512, b.step, b.second)
+	dx, sum := x.dx[:cap(x.dx)], x.sum[:chunks*lanes]
+	for c := range chunks {
+		o := (c*b.n + t) * lanes
+		for l := range lanes {
+			blk := c*lanes + b.perm(l)
+			b.sums[o+l] = b.c * sum[blk]
+			b.dx[o+l] = dx[blk]
 		}
 	}
-	return b
 }
 
 // a8TokensBatch is n tokens laid out for a prefill kernel: per chunk,
 // each token's transposed activations, then per chunk each token's c·Σq
-// and dx in the kernel's permuted lanes; maskSet the kernel's masks
-// (the first token's a8Acts holds them).
+// and dx in the kernel's permuted lanes; maskSet the kernel's masks.
 type a8TokensBatch struct {
 	*a8TokensKernel
 	format  model.Format
@@ -429,6 +428,18 @@ type a8MaskSet struct {
 	blockMasks [2][2][32]uint64
 }
 
+// a8MasksFor is the masks of rows of nb blocks.
+func a8MasksFor(nb int) *a8MaskSet {
+	m, ok := a8MaskSets.Load(nb)
+	if !ok {
+		m, _ = a8MaskSets.LoadOrStore(nb, &a8MaskSet{
+			masks:      [2][2][16]uint16{a8Masks(nb, 16), a8Masks(nb, 32)},
+			blockMasks: [2][2][32]uint64{a8BlockMasks(nb, 18, 4), a8BlockMasks(nb, 34, 2)},
+		})
+	}
+	return m.(*a8MaskSet)
+}
+
 // packA8Acts lays out x for the a8 kernels (a8Acts): per 4 blocks, the
 // columns that meet the low nibbles of a 64-byte load of 4-bit codes,
 // then those that meet the high ones (quant's q4: a block's even columns,
@@ -436,15 +447,8 @@ type a8MaskSet struct {
 // 16), Σ q per block and the kernels' masks for rows of len(x.dx)
 // blocks; q and dx are already padded to whole chunks.
 func packA8Acts(x *a8Acts) {
-	m, ok := a8MaskSets.Load(len(x.dx))
-	if !ok {
-		nb := len(x.dx)
-		m, _ = a8MaskSets.LoadOrStore(nb, &a8MaskSet{
-			masks:      [2][2][16]uint16{a8Masks(nb, 16), a8Masks(nb, 32)},
-			blockMasks: [2][2][32]uint64{a8BlockMasks(nb, 18, 4), a8BlockMasks(nb, 34, 2)},
-		})
-	}
-	x.masks, x.blockMasks = &m.(*a8MaskSet).masks, &m.(*a8MaskSet).blockMasks
+	m := a8MasksFor(len(x.dx))
+	x.masks, x.blockMasks = &m.masks, &m.blockMasks
 	nb := cap(x.dx)
 	q := x.q[:cap(x.q)]
 	buf := make([]int8, 2*len(q))

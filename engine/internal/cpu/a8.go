@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 
 	"github.com/x448/float16"
 
@@ -186,17 +187,85 @@ type a8Acts struct {
 
 // newA8Acts rounds x (k,) as the order's step 1 says.
 func newA8Acts(x []float32) *a8Acts {
-	nb := len(x) / a8Block
+	a := makeA8Acts(nil, len(x))
+	a.round(x)
+	return a
+}
+
+// makeA8Acts makes room for a token of k activations from ar, padded
+// and packed where the assembly is installed (a8Acts).
+func makeA8Acts(ar *a8Arena, k int) *a8Acts {
+	nb := k / a8Block
 	padded := nb
 	if packA8 != nil {
 		padded = (nb + lanes - 1) / lanes * lanes
 	}
-	a := &a8Acts{q: make([]int8, padded*a8Block)[:len(x)], dx: make([]float32, padded)[:nb]}
+	a := &a8Acts{q: ar.int8s(padded * a8Block)[:k], dx: ar.float32s(padded)[:nb]}
+	if packA8 != nil {
+		n := padded * a8Block
+		buf := ar.int8s(2 * n)
+		a.nib, a.halves, a.sum = buf[:n], buf[n:], ar.int32s(padded)
+	}
+	return a
+}
+
+// round rounds x (k,) into a, as the order's step 1 says.
+func (a *a8Acts) round(x []float32) {
 	quantizeActs(x, a.q, a.dx)
 	if packA8 != nil {
 		packA8(a)
 	}
-	return a
+}
+
+// a8Arena hands out a product's activation memory (its tokens' a8Acts,
+// its prefill batches) from slabs that the next product reuses
+// (a8Arenas): rounding a prefill's tokens made about 3.5 KB of garbage
+// per token and product (k = 896), and the collector's work on it cost
+// four times the rounding. A nil arena makes each slice. One goroutine
+// at a time: a product takes what it needs before its work goes to the
+// cores.
+type a8Arena struct {
+	i8  []int8
+	i32 []int32
+	f32 []float32
+}
+
+var a8Arenas = sync.Pool{New: func() any { return new(a8Arena) }}
+
+func (ar *a8Arena) reset() { ar.i8, ar.i32, ar.f32 = ar.i8[:0], ar.i32[:0], ar.f32[:0] }
+
+func (ar *a8Arena) int8s(n int) []int8 {
+	if ar == nil {
+		return make([]int8, n)
+	}
+	return take(&ar.i8, n)
+}
+
+func (ar *a8Arena) int32s(n int) []int32 {
+	if ar == nil {
+		return make([]int32, n)
+	}
+	return take(&ar.i32, n)
+}
+
+func (ar *a8Arena) float32s(n int) []float32 {
+	if ar == nil {
+		return make([]float32, n)
+	}
+	return take(&ar.f32, n)
+}
+
+// take hands out the next n zeros of slab, on a larger one where it is
+// full (what was handed out keeps the old one).
+func take[T any](slab *[]T, n int) []T {
+	l := len(*slab)
+	if l+n > cap(*slab) {
+		*slab, l = make([]T, 0, max(2*cap(*slab), n)), 0
+	}
+	s := (*slab)[l : l+n : l+n]
+	*slab = (*slab)[:l+n]
+	clear(s)
+	return s
 }
 
 // packA8 lays out a token's activations for the assembly kernels, where
@@ -224,17 +293,17 @@ type a8Batch interface {
 	rows(p *model.Piece, k, a, z int, out []float32, ldo int)
 }
 
-// makeA8Batch makes room for n tokens of nb blocks for format f's
-// prefill kernel, or gives nil where there is none: noA8Batch, or the
-// assembly's (kernel_amd64.go).
+// makeA8Batch makes room from ar for n tokens of nb blocks for format
+// f's prefill kernel, or gives nil where there is none: noA8Batch, or
+// the assembly's (kernel_amd64.go).
 var makeA8Batch = noA8Batch
 
-func noA8Batch(model.Format, int, int) a8Batch { return nil }
+func noA8Batch(model.Format, int, int, *a8Arena) a8Batch { return nil }
 
 // newA8Batch lays out tokens' activations for format f's prefill kernel,
 // or gives nil where there is none.
 func newA8Batch(f model.Format, acts []*a8Acts) a8Batch {
-	b := makeA8Batch(f, len(acts), len(acts[0].dx))
+	b := makeA8Batch(f, len(acts), len(acts[0].dx), nil)
 	if b != nil {
 		for t, x := range acts {
 			b.put(t, x)
@@ -248,9 +317,9 @@ type a8Split []a8Batch
 
 // a8Batches cuts a prefill's T ≥ 2 tokens of nb blocks into batches of
 // at most a8Tokens, of sizes as even as can be, for matrix W's format,
-// to be filled by put; nil where the pieces differ in format or it has
-// no prefill kernel.
-func a8Batches(W *model.Matrix, T, nb int) a8Split {
+// to be filled by put, their memory from ar; nil where the pieces
+// differ in format or it has no prefill kernel.
+func a8Batches(W *model.Matrix, T, nb int, ar *a8Arena) a8Split {
 	if T < 2 {
 		return nil
 	}
@@ -263,7 +332,7 @@ func a8Batches(W *model.Matrix, T, nb int) a8Split {
 	n := (T + a8Tokens - 1) / a8Tokens
 	out := make(a8Split, n)
 	for i := range n {
-		out[i] = makeA8Batch(f, (i+1)*T/n-i*T/n, nb)
+		out[i] = makeA8Batch(f, (i+1)*T/n-i*T/n, nb, ar)
 		if out[i] == nil {
 			return nil
 		}
@@ -296,10 +365,16 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 	shared := n*k*T >= serialWork
 	// A prefill's tokens are rounded and laid out for their batches on
 	// all the cores, as they are multiplied.
+	ar := a8Arenas.Get().(*a8Arena)
+	ar.reset()
+	defer a8Arenas.Put(ar)
 	acts := make([]*a8Acts, T)
-	batches := a8Batches(W, T, nbk)
+	for t := range acts {
+		acts[t] = makeA8Acts(ar, k)
+	}
+	batches := a8Batches(W, T, nbk, ar)
 	parallelBlocks(T, shared, 0, 0, func(t int, _ *scratch) {
-		acts[t] = newA8Acts(x[t*k : (t+1)*k])
+		acts[t].round(x[t*k : (t+1)*k])
 		if batches != nil {
 			batches.put(t, acts[t])
 		}

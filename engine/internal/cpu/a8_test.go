@@ -302,7 +302,7 @@ func TestA8BatchMatchGo(t *testing.T) {
 func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts []*a8Acts) {
 	t.Helper()
 	W := &model.Matrix{Rows: p.Rows, Cols: k, Pieces: []model.Piece{*p}}
-	batches := a8Batches(W, len(acts), k/a8Block)
+	batches := a8Batches(W, len(acts), k/a8Block, nil)
 	for tk, x := range acts {
 		if batches != nil {
 			batches.put(tk, x)

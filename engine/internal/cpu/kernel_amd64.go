@@ -280,7 +280,7 @@ func init() {
 
 // makeA8BatchAsm makes room for n ≤ a8Tokens tokens of nb blocks for
 // the prefill kernel of format f, if any.
-func makeA8BatchAsm(f model.Format, n, nb int) a8Batch {
+func makeA8BatchAsm(f model.Format, n, nb int, ar *a8Arena) a8Batch {
 	kt := a8TokensKernels[f]
 	if kt == nil || n > a8Tokens {
 		return nil
@@ -291,9 +291,9 @@ func makeA8BatchAsm(f model.Format, n, nb int) a8Batch {
 		format:         f,
 		n:              n,
 		nb:             nb,
-		acts:           make([]int8, chunks*n*512),
-		sums:           make([]int32, chunks*n*lanes),
-		dx:             make([]float32, chunks*n*lanes),
+		acts:           ar.int8s(chunks * n * 512),
+		sums:           ar.int32s(chunks * n * lanes),
+		dx:             ar.float32s(chunks * n * lanes),
 		maskSet:        kt.masks(a8MasksFor(nb)),
 	}
 }
@@ -445,15 +445,13 @@ func a8MasksFor(nb int) *a8MaskSet {
 // then those that meet the high ones (quant's q4: a block's even columns,
 // then its odd ones; ggml's Q4_0: its first 16 columns, then its last
 // 16), Σ q per block and the kernels' masks for rows of len(x.dx)
-// blocks; q and dx are already padded to whole chunks.
+// blocks, into the room makeA8Acts made (q and dx padded to whole
+// chunks).
 func packA8Acts(x *a8Acts) {
 	m := a8MasksFor(len(x.dx))
 	x.masks, x.blockMasks = &m.masks, &m.blockMasks
 	nb := cap(x.dx)
 	q := x.q[:cap(x.q)]
-	buf := make([]int8, 2*len(q))
-	x.nib, x.halves = buf[:len(q)], buf[len(q):]
-	x.sum = make([]int32, nb)
 	if nb == 0 {
 		return
 	}

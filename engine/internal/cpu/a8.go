@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/x448/float16"
@@ -201,6 +202,9 @@ func makeA8Acts(ar *a8Arena, k int) *a8Acts {
 		padded = (nb + lanes - 1) / lanes * lanes
 	}
 	a := &a8Acts{q: ar.int8s(padded * a8Block)[:k], dx: ar.float32s(padded)[:nb]}
+	// Zeros past the ends (round writes the rest).
+	clear(a.q[k:cap(a.q)])
+	clear(a.dx[nb:cap(a.dx)])
 	if packA8 != nil {
 		n := padded * a8Block
 		buf := ar.int8s(2 * n)
@@ -219,7 +223,7 @@ func (a *a8Acts) round(x []float32) {
 
 // a8Arena hands out a product's activation memory (its tokens' a8Acts,
 // its prefill batches) from slabs that the next product reuses
-// (a8Arenas): rounding a prefill's tokens made about 3.5 KB of garbage
+// (a8Arenas), each slice to be written whole before it is read: rounding a prefill's tokens made about 3.5 KB of garbage
 // per token and product (k = 896), and the collector's work on it cost
 // four times the rounding. A nil arena makes each slice. One goroutine
 // at a time: a product takes what it needs before its work goes to the
@@ -255,8 +259,9 @@ func (ar *a8Arena) float32s(n int) []float32 {
 	return take(&ar.f32, n)
 }
 
-// take hands out the next n zeros of slab, on a larger one where it is
-// full (what was handed out keeps the old one).
+// take hands out the next n elements of slab, on a larger one where it
+// is full (what was handed out keeps the old one): not zeros, but what
+// the last product left there.
 func take[T any](slab *[]T, n int) []T {
 	l := len(*slab)
 	if l+n > cap(*slab) {
@@ -264,7 +269,6 @@ func take[T any](slab *[]T, n int) []T {
 	}
 	s := (*slab)[l : l+n : l+n]
 	*slab = (*slab)[:l+n]
-	clear(s)
 	return s
 }
 
@@ -373,10 +377,12 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 		acts[t] = makeA8Acts(ar, k)
 	}
 	batches := a8Batches(W, T, nbk, ar)
-	parallelBlocks(T, shared, 0, 0, func(t int, _ *scratch) {
-		acts[t].round(x[t*k : (t+1)*k])
-		if batches != nil {
-			batches.put(t, acts[t])
+	parallel(T, max(1, T/runtime.GOMAXPROCS(0)), func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			acts[t].round(x[t*k : (t+1)*k])
+			if batches != nil {
+				batches.put(t, acts[t])
+			}
 		}
 	})
 	rb := a8Rows

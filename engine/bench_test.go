@@ -88,9 +88,9 @@ func decodePresets() []synth.Preset {
 
 // BenchmarkDecode measures KV-cache decode steps (one token in, one logit
 // row out, positions 32..288 after a 32-token prefill) for each preset,
-// variant (q4+a8: q4 with 8-bit activations, on the CPU) and device, with
-// tokens/s, the effective weight bandwidth and,
-// on the GPU, the dispatches one step records.
+// variant (q4+a8: q4 with 8-bit activations, on the CPU) and device,
+// with tokens/s, the effective weight bandwidth and, on the GPU, the
+// dispatches one step records.
 func BenchmarkDecode(b *testing.B) {
 	for _, preset := range decodePresets() {
 		for _, vname := range []string{"f32", "q4", "q4+a8"} {

@@ -223,11 +223,11 @@ func (a *a8Acts) round(x []float32) {
 
 // a8Arena hands out a product's activation memory (its tokens' a8Acts,
 // its prefill batches) from slabs that the next product reuses
-// (a8Arenas), each slice to be written whole before it is read: rounding a prefill's tokens made about 3.5 KB of garbage
-// per token and product (k = 896), and the collector's work on it cost
-// four times the rounding. A nil arena makes each slice. One goroutine
-// at a time: a product takes what it needs before its work goes to the
-// cores.
+// (a8Arenas), each slice written whole before it is read: rounding a
+// prefill's tokens made about 3.5 KB of garbage per token and product
+// (k = 896), and the collector's work on it cost four times the
+// rounding. A nil arena makes each slice. One goroutine at a time: a
+// product takes what it needs before its work goes to the cores.
 type a8Arena struct {
 	i8  []int8
 	i32 []int32

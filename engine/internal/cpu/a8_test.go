@@ -303,8 +303,8 @@ func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts 
 	t.Helper()
 	W := &model.Matrix{Rows: p.Rows, Cols: k, Pieces: []model.Piece{*p}}
 	batches := a8Batches(W, len(acts), k/a8Block, nil)
-	for tk, x := range acts {
-		if batches != nil {
+	if batches != nil {
+		for tk, x := range acts {
 			batches.put(tk, x)
 		}
 	}

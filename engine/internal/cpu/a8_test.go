@@ -287,7 +287,7 @@ func TestA8BatchMatchGo(t *testing.T) {
 			k := nb * a8Block
 			p := &model.Piece{Rows: rows, Format: f, Data: a8Weights(t, rng, f, rows, k)}
 			var acts []*a8Acts
-			for T := 1; T <= 17; T++ {
+			for T := 1; T <= a8Tokens+1; T++ {
 				acts = append(acts, newA8Acts(a8TestActs(rng, nb, T%3+T)))
 				for _, span := range [][2]int{{0, rows}, {1, rows}, {rows - 1, rows}, {3, 8}, {2, 4}} {
 					sameA8Batches(t, fmt.Sprintf("%v/%d blocks/T=%d/rows %d..%d", f, nb, T, span[0], span[1]), p, k, span[0], span[1], acts)

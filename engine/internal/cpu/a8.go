@@ -168,6 +168,15 @@ func a8Format(f model.Format, k int) bool {
 	return false
 }
 
+// takesA8 is whether every piece of W takes 8-bit activations.
+func takesA8(W *model.Matrix) bool {
+	ok := W.Data == nil && len(W.Pieces) > 0
+	for _, p := range W.Pieces {
+		ok = ok && a8Format(p.Format, W.Cols)
+	}
+	return ok
+}
+
 // a8Acts is one token's activations rounded as the order's step 1 says:
 // q (k,) and dx (k/32,). Where the assembly is installed, packA8 also
 // lays them out as its kernels read them (kernel_amd64.go): q and dx

@@ -34,15 +34,9 @@ func (s *State) Acts8() { s.acts8 = true }
 // matmul is the package's matmul, or matmulA8 where the state rounds
 // activations and every piece of W takes them.
 func (s *State) matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
-	if s.acts8 && W.Data == nil && len(W.Pieces) > 0 {
-		ok := true
-		for _, p := range W.Pieces {
-			ok = ok && a8Format(p.Format, W.Cols)
-		}
-		if ok {
-			matmulA8(out, x, W, b, T)
-			return
-		}
+	if s.acts8 && takesA8(W) {
+		matmulA8(out, x, W, b, T)
+		return
 	}
 	matmul(out, x, W, b, T)
 }

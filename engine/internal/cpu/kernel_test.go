@@ -460,7 +460,7 @@ func benchMatmul(b *testing.B, formats []model.Format, mul func(out, x []float32
 // model's sizes (normal floats of 0.02, as if quantized from them):
 // random bytes would hold subnormal values, which cost the FMA units a
 // hundred cycles each.
-func benchMatrix(b *testing.B, rng *rand.Rand, f model.Format, rows, cols int) *model.Matrix {
+func benchMatrix(b testing.TB, rng *rand.Rand, f model.Format, rows, cols int) *model.Matrix {
 	if f.Scheme != "" {
 		m, _ := stored(b, rng, f, rows, cols)
 		return m

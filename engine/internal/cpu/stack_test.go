@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"logitscope/ggml"
 	"logitscope/model"
 	"logitscope/quant"
 )
@@ -18,6 +19,7 @@ func TestStack(t *testing.T) {
 	b, _ := stored(t, rng, q4, 5, 64)
 	c, _ := stored(t, rng, q4, 3, 32)
 	f32 := &model.Matrix{Rows: 2, Cols: 64, Data: randomValues(rng, 128, 0)}
+	bf16 := benchMatrix(t, rng, model.Format{Type: ggml.BF16}, 2, 64)
 	ba, bb := randomValues(rng, 9, 0), randomValues(rng, 5, 0)
 	for _, refused := range []struct {
 		name string
@@ -27,6 +29,7 @@ func TestStack(t *testing.T) {
 		{"float32 rows", []*model.Matrix{a, f32}, [][]float32{nil, nil}},
 		{"other columns", []*model.Matrix{a, c}, [][]float32{nil, nil}},
 		{"one bias of two", []*model.Matrix{a, b}, [][]float32{ba, nil}},
+		{"8-bit activations for one part only", []*model.Matrix{a, bf16}, [][]float32{nil, nil}},
 	} {
 		if _, _, ok := stack(refused.ws, refused.bs); ok {
 			t.Errorf("%s: stacked", refused.name)

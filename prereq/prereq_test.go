@@ -65,6 +65,7 @@ var notSetup = map[string]struct {
 }{
 	"engine/internal/cpu/kernel_test.go":             {2, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
 	"engine/internal/cpu/a8_test.go":                 {3, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
+	"engine/internal/cpu/exp_test.go":                {2, "the exponential's assembly needs AVX-512 DQ, which the CI machine's CPU may lack"},
 	"engine/internal/cpu/a8_amd64_test.go":           {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
 	"engine/internal/cpu/kernel_linux_amd64_test.go": {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
 	"gpu/native/misuse_test.go":                      {1, "the no-driver test cannot hide a driver that the loader finds anyway"},

@@ -77,8 +77,12 @@ func siluMulGo(out, g, u []float32) {
 	}
 }
 
-// siluMul is siluMulGo, or assembly where the CPU has it.
-var siluMul = siluMulGo
+// siluMul is siluMulGo, or assembly where the CPU has it (then
+// expAsm is set).
+var (
+	siluMul = siluMulGo
+	expAsm  bool
+)
 
 // expShiftGo: out[i] = e^(x[i] − sub), the difference in float32.
 func expShiftGo(out []float64, x []float32, sub float32) {

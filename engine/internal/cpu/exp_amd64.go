@@ -11,7 +11,7 @@ func expShiftAVX512(x *float32, sub float32, n int, out *float64)
 func init() {
 	// DQ: the conversions between float64 and int64 lanes.
 	if hasAVX512 && cpu.X86.HasAVX512DQ {
-		siluMul, expShift = siluMulAsm, expShiftAsm
+		siluMul, expShift, expAsm = siluMulAsm, expShiftAsm, true
 	}
 }
 

@@ -68,8 +68,8 @@ func expBig(x float64) float64 {
 // The assembly gives silu(x)·u the Go's bits, on random activations of
 // every scale and the edges of exp64's cases.
 func TestSiluMul(t *testing.T) {
-	if !asmKernels() {
-		t.Skip("no assembly kernels on this CPU")
+	if !expAsm {
+		t.Skip("no exponential assembly on this CPU (AVX-512 F, VL and DQ)")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	edges := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-9, -1e-9, 1.0 / (1 << 28), -1.0 / (1 << 28),
@@ -101,8 +101,8 @@ func TestSiluMul(t *testing.T) {
 
 // The assembly gives softmax's exponentials the Go's float64 bits.
 func TestExpShift(t *testing.T) {
-	if !asmKernels() {
-		t.Skip("no assembly kernels on this CPU")
+	if !expAsm {
+		t.Skip("no exponential assembly on this CPU (AVX-512 F, VL and DQ)")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, scale := range []float64{0.01, 1, 30, 300} {

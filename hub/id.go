@@ -104,6 +104,13 @@ func checkRevision(rev string) error {
 	case strings.Contains(rev, ".."), strings.HasPrefix(rev, "/"), strings.HasSuffix(rev, "/"), strings.Contains(rev, "//"):
 		return fmt.Errorf("not a git branch, tag or commit")
 	}
+	// git's ref names have no component that begins with a dot: "." would
+	// name the folder it is in.
+	for _, seg := range strings.Split(rev, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return fmt.Errorf("not a git branch, tag or commit")
+		}
+	}
 	return nil
 }
 

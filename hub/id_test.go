@@ -41,6 +41,8 @@ func TestParseErrors(t *testing.T) {
 		{"hf:org/m@a b", "not a git branch"},
 		{"hf:org/m@../x", "not a git branch"},
 		{"hf:org/m@refs/", "not a git branch"},
+		{"hf:org/m@.", "not a git branch"},
+		{"hf:org/m@refs/.x", "not a git branch"},
 		{"hf:org/m/model.safetensors", "only a .gguf file runs by itself; name the repo (hf:org/m)"},
 		{"hf:org/m/../x.gguf", `file "../x.gguf": not a file path`},
 		{"hf:org/m//x.gguf", "not a file path"},

@@ -259,6 +259,34 @@ fn dot2x8(v: vec2<f32>, xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
     return mat2x4<f32>(fma(vec4<f32>(v.y), hi[0], v.x * lo[0]), fma(vec4<f32>(v.y), hi[1], v.x * lo[1]));
 }
 
+// wrun is W's four float32 words from element base.
+fn wrun(base: u32) -> vec4<f32> {
+    return vec4<f32>(bitcast<f32>(w[base]), bitcast<f32>(w[base + 1u]), bitcast<f32>(w[base + 2u]), bitcast<f32>(w[base + 3u]));
+}
+
+// half2 is the two bf16 or f16 weights a word packs, the low half first.
+fn half2(word: u32) -> vec2<f32> {
+    if (FORMAT == F16) {
+        return unpack2x16float(word);
+    }
+    return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+}
+
+// q4code is code j of a q4 word (nibble j, less 8); q6code is code j of a
+// q6 word, its two high bits from hi (less 32).
+fn q4code(word: u32, j: u32) -> f32 {
+    return f32(i32((word >> (4u * j)) & 0xfu) - 8);
+}
+
+fn q6code(word: u32, hi: u32, j: u32) -> f32 {
+    return f32(i32(((word >> (4u * j)) & 0xfu) | (((hi >> (2u * j)) & 0x3u) << 4u)) - 32);
+}
+
+// gqrun is the decoded ggml group's four floats from k on.
+fn gqrun(k: u32) -> vec4<f32> {
+    return vec4<f32>(gq[k], gq[k + 1u], gq[k + 2u], gq[k + 3u]);
+}
+
 // group_dot is Σ_k weight_at(r, g, k) · x[xb + k] over a full group of 32,
 // reading each u32 once and decoding all the values it packs. For 16-bit
 // formats the group must start on a word (r*cols even).
@@ -267,18 +295,12 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
     if (FORMAT == F32) {
         let base = w0 + r * cols + g * 32u;
         for (var k = 0u; k < 32u; k += 4u) {
-            let wv = vec4<f32>(bitcast<f32>(w[base + k]), bitcast<f32>(w[base + k + 1u]),
-                               bitcast<f32>(w[base + k + 2u]), bitcast<f32>(w[base + k + 3u]));
-            s += dot(wv, vec4<f32>(x[xb + k], x[xb + k + 1u], x[xb + k + 2u], x[xb + k + 3u]));
+            s += dot(wrun(base + k), xrun(xb + k));
         }
     } else if (FORMAT == BF16 || FORMAT == F16) {
         let base = w0 + (r * cols + g * 32u) / 2u;
         for (var k = 0u; k < 16u; k++) {
-            let word = w[base + k];
-            var v = vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
-            if (FORMAT == F16) {
-                v = unpack2x16float(word);
-            }
+            let v = half2(w[base + k]);
             // Not dot(v, …): lavapipe fused dot's two products in one
             // order here and in the other in main8 (dot2x8), an ulp apart.
             s += fma(v.y, x[xb + 2u * k + 1u], v.x * x[xb + 2u * k]);
@@ -287,14 +309,14 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
         let base = w0 + (r * groups + g) * 8u;
         for (var k = 0u; k < 8u; k++) {
             let q = vec4<f32>(unpack4xI8(w[base + k]));
-            s += dot(q, vec4<f32>(x[xb + 4u * k], x[xb + 4u * k + 1u], x[xb + 4u * k + 2u], x[xb + 4u * k + 3u]));
+            s += dot(q, xrun(xb + 4u * k));
         }
     } else if (FORMAT == Q4) {
         let base = w0 + (r * groups + g) * 4u;
         for (var k = 0u; k < 4u; k++) {
             let word = w[base + k];
             for (var j = 0u; j < 8u; j++) {
-                s += f32(i32((word >> (4u * j)) & 0xfu) - 8) * x[xb + 8u * k + j];
+                s += q4code(word, j) * x[xb + 8u * k + j];
             }
         }
     } else {
@@ -303,8 +325,7 @@ fn group_dot(r: u32, g: u32, cols: u32, groups: u32, xb: u32) -> f32 {
             let word = w[base + k];
             let hi = w[base + 4u + k / 2u] >> (16u * (k % 2u));
             for (var j = 0u; j < 8u; j++) {
-                let u = ((word >> (4u * j)) & 0xfu) | (((hi >> (2u * j)) & 0x3u) << 4u);
-                s += f32(i32(u) - 32) * x[xb + 8u * k + j];
+                s += q6code(word, hi, j) * x[xb + 8u * k + j];
             }
         }
     }
@@ -318,19 +339,12 @@ fn group_dot8(r: u32, g: u32, cols: u32, groups: u32, xa: vec4<u32>, xc: vec4<u3
     if (FORMAT == F32) {
         let base = w0 + r * cols + g * 32u;
         for (var k = 0u; k < 32u; k += 4u) {
-            let wv = vec4<f32>(bitcast<f32>(w[base + k]), bitcast<f32>(w[base + k + 1u]),
-                               bitcast<f32>(w[base + k + 2u]), bitcast<f32>(w[base + k + 3u]));
-            s += dot8(wv, xa, xc, k);
+            s += dot8(wrun(base + k), xa, xc, k);
         }
     } else if (FORMAT == BF16 || FORMAT == F16) {
         let base = w0 + (r * cols + g * 32u) / 2u;
         for (var k = 0u; k < 16u; k++) {
-            let word = w[base + k];
-            var v = vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
-            if (FORMAT == F16) {
-                v = unpack2x16float(word);
-            }
-            s += dot2x8(v, xa, xc, 2u * k);
+            s += dot2x8(half2(w[base + k]), xa, xc, 2u * k);
         }
     } else if (FORMAT == Q8) {
         let base = w0 + (r * groups + g) * 8u;
@@ -342,7 +356,7 @@ fn group_dot8(r: u32, g: u32, cols: u32, groups: u32, xa: vec4<u32>, xc: vec4<u3
         for (var k = 0u; k < 4u; k++) {
             let word = w[base + k];
             for (var j = 0u; j < 8u; j++) {
-                s += f32(i32((word >> (4u * j)) & 0xfu) - 8) * x8(xa, xc, 8u * k + j);
+                s += q4code(word, j) * x8(xa, xc, 8u * k + j);
             }
         }
     } else {
@@ -351,8 +365,7 @@ fn group_dot8(r: u32, g: u32, cols: u32, groups: u32, xa: vec4<u32>, xc: vec4<u3
             let word = w[base + k];
             let hi = w[base + 4u + k / 2u] >> (16u * (k % 2u));
             for (var j = 0u; j < 8u; j++) {
-                let u = ((word >> (4u * j)) & 0xfu) | (((hi >> (2u * j)) & 0x3u) << 4u);
-                s += f32(i32(u) - 32) * x8(xa, xc, 8u * k + j);
+                s += q6code(word, hi, j) * x8(xa, xc, 8u * k + j);
             }
         }
     }
@@ -365,8 +378,7 @@ fn ggml_dot(r: u32, g: u32, cols: u32, xb: u32) -> f32 {
     ggml_group(r, g, cols);
     var s = 0.0;
     for (var k = 0u; k < 32u; k += 4u) {
-        s += dot(vec4<f32>(gq[k], gq[k + 1u], gq[k + 2u], gq[k + 3u]),
-                 vec4<f32>(x[xb + k], x[xb + k + 1u], x[xb + k + 2u], x[xb + k + 3u]));
+        s += dot(gqrun(k), xrun(xb + k));
     }
     return s;
 }
@@ -377,7 +389,7 @@ fn ggml_dot8(r: u32, g: u32, cols: u32, xa: vec4<u32>, xc: vec4<u32>) -> mat2x4<
     ggml_group(r, g, cols);
     var s = mat2x4<f32>();
     for (var k = 0u; k < 32u; k += 4u) {
-        s += dot8(vec4<f32>(gq[k], gq[k + 1u], gq[k + 2u], gq[k + 3u]), xa, xc, k);
+        s += dot8(gqrun(k), xa, xc, k);
     }
     return s;
 }

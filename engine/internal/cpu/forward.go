@@ -23,6 +23,8 @@ type State struct {
 
 	gate, up []float32 // mlp's scratch: (T, ff) and (T, 2ff), grown to the largest seen
 
+	stacks map[*model.Matrix]stacked // stack's results by their first part, made once
+
 	acts8 bool // weight products round the activations to 8 bits (a8.go)
 }
 
@@ -47,7 +49,7 @@ func New(m *model.Model, capacity int) (*State, error) {
 		return nil, err
 	}
 	kvDim := m.KVHeads * m.HeadDim
-	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers)}
+	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers), stacks: map[*model.Matrix]stacked{}}
 	for l := range s.k {
 		s.k[l] = make([]float32, capacity*kvDim)
 		s.v[l] = make([]float32, capacity*kvDim)
@@ -132,7 +134,7 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 		// Keys and values go straight into the cache at positions pos..pos+T.
 		kNew := s.k[l][s.pos*kvDim : (s.pos+T)*kvDim]
 		vNew := s.v[l][s.pos*kvDim : (s.pos+T)*kvDim]
-		if W, b, ok := stack([]*model.Matrix{L.Wq, L.Wk, L.Wv}, [][]float32{L.Bq, L.Bk, L.Bv}); ok {
+		if W, b, ok := s.stack([]*model.Matrix{L.Wq, L.Wk, L.Wv}, [][]float32{L.Bq, L.Bk, L.Bv}); ok {
 			qkv := make([]float32, T*W.Rows)
 			s.matmul(qkv, h, W, b, T)
 			unstack(qkv, T, q, kNew, vNew)
@@ -209,7 +211,7 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 	// gate (T,ff) and up (T,ff) from one product where they stack: row t
 	// of gu is (gate_t, up_t), so g and u stride 2ff.
 	gate, g, u, stride := s.gate[:n], s.gate[:n], s.up[:n], ff
-	if W, b, ok := stack([]*model.Matrix{e.Wgate, e.Wup}, [][]float32{bg, bu}); ok {
+	if W, b, ok := s.stack([]*model.Matrix{e.Wgate, e.Wup}, [][]float32{bg, bu}); ok {
 		gu := s.up[:2*n]
 		s.matmul(gu, x, W, b, T)
 		g, u, stride = gu, gu[ff:], 2*ff

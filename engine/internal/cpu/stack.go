@@ -30,6 +30,24 @@ func stack(ws []*model.Matrix, bs [][]float32) (st *model.Matrix, b []float32, o
 	return st, b, true
 }
 
+// stacked is what stack gave.
+type stacked struct {
+	W  *model.Matrix
+	b  []float32
+	ok bool
+}
+
+// stack is the package's stack, made once per first part and kept: the
+// same layers are stacked at every step, and the biases copied each time.
+func (s *State) stack(ws []*model.Matrix, bs [][]float32) (*model.Matrix, []float32, bool) {
+	st, hit := s.stacks[ws[0]]
+	if !hit {
+		st.W, st.b, st.ok = stack(ws, bs)
+		s.stacks[ws[0]] = st
+	}
+	return st.W, st.b, st.ok
+}
+
 // unstack copies y (T, Σ widths), the product with a stack, into each
 // out (T, width) of its parts.
 func unstack(y []float32, T int, outs ...[]float32) {

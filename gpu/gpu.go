@@ -40,6 +40,11 @@ type Info struct {
 	Backend   string // e.g. "vulkan"
 	Limits    Limits
 	Subgroups bool // the subgroups feature is usable from WGSL
+	// Software: the adapter runs on the CPU (lavapipe, SwiftShader),
+	// executing a workgroup's invocations a SIMD lane each, where every
+	// load an invocation makes costs a loop over the lanes. The engine
+	// then takes kernels that load less per invocation.
+	Software bool
 }
 
 // Binding binds [Offset, Offset+Size) of a buffer at @binding(Binding);

@@ -28,17 +28,23 @@
 // order as main's for that token alone (KV-cache decode, T = 1, must equal
 // teacher forcing bit for bit): an invocation sums main's LANES lanes one
 // after another (lane l: groups l, l+LANES, … from zero), then adds the
-// LANES sums in main's tree. Every invocation of the workgroup walks the
-// groups in that same order, so X's index is uniform: lavapipe loads each
-// X element once for the workgroup, where main's lanes (a group per lane)
-// make it load per invocation, and one decode serves eight tokens.
-// Measured on lavapipe at T = 32: half main's time with four tokens per
-// invocation, a further 10–30% with eight; keeping main's lanes across
-// invocations with four tokens each was no faster than main. The shader
-// compiler may fuse a product into a sum (lavapipe does, depending on the
-// expression's shape): both kernels write each product-sum in the same
-// shape, 16-bit weights' with an explicit fma. Tokens past p.tokens read
-// token p.tokens-1's X and are not written.
+// LANES sums in main's tree.
+// rows4 and rows4x8 are main and main8 with four rows per invocation:
+// (min(B4, GRID_X), ceil(B4/GRID_X), T or ceil(T/8)) where B4 =
+// ceil(n_rows/(4*WG)), invocation i of workgroup (x, y, z) computing rows
+// 4((y*GRID_X + x)*WG + i) .. +3, each of them in main8's order, so again
+// the same bits. They are for software adapters (lavapipe, SwiftShader),
+// which run a workgroup's invocations as SIMD lanes and make every load
+// from a buffer a loop over the lanes, even where all lanes read the same
+// element: there the loads of X cost most (main8 makes one per product),
+// and rows4 shares each one among four rows. On lavapipe rows4 takes a
+// third of main's time for q4 and q8 at T = 1, rows4x8 half of main8's at
+// T = 32 (engine/internal/gpuengine's BenchmarkPrefillKernel).
+// The shader compiler may fuse a product into a sum (lavapipe does,
+// depending on the expression's shape): every kernel writes each
+// product-sum in the same shape, 16-bit weights' with an explicit fma.
+// Tokens past p.tokens read token p.tokens-1's X and are not written; rows
+// past n_rows (rows4, rows4x8) read row n_rows-1 and are not written.
 // expert: (B, K, T): workgroup (x, k, t) computes rows from x*ROWS of
 // token t's k-th expert when the bank holds it, and returns at once when
 // it does not (every bank of a matrix is dispatched; each slot's expert is
@@ -48,7 +54,7 @@
 // then each row's LANES partial sums are added in a tree. Few
 // invocations per row keep the workgroup count (and barriers) low, which
 // software Vulkan (lavapipe) needs; real GPUs would prefer more lanes.
-// Interleave (main only): llama.cpp's converter permutes the rows of
+// Interleave (all but expert): llama.cpp's converter permutes the rows of
 // Llama's q_proj and k_proj within each head of hd rows, so that GGUF row
 // j of a head holds Hugging Face's row (j%2)*(hd/2) + j/2. With interleave
 // = hd (0: none; the piece starting on a head boundary), piece row n = h*hd
@@ -72,9 +78,9 @@ struct Params {
     stride: u32,     // words from one expert's piece to the next
     topk: u32,       // K, route slots per token
     x_slot: u32,     // 1: X has a row per (token, slot); 0: one per token
-    // main only:
+    // all but expert:
     interleave: u32, // head dim of the q/k row interleave; 0 for none
-    tokens: u32,     // main8 only: T
+    tokens: u32,     // main8 and rows4x8 only: T
     _pad2: u32,
 }
 
@@ -115,25 +121,11 @@ fn main8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     if (n < p.n_rows) {
         // main's order: lane l's sum of groups l, l+LANES, … from zero,
         // then main's tree over the LANES sums, here in one invocation.
-        var part: array<mat2x4<f32>, LANES>;
+        var part = array<mat2x4<f32>, LANES>();
         for (var l = 0u; l < LANES; l++) {
             var acc = mat2x4<f32>();
             for (var g = l; g < p.groups; g += LANES) {
-                let c0 = vec4<u32>(g * 32u);
-                var s = mat2x4<f32>();
-                if (is_ggml()) {
-                    s = ggml_dot8(n, g, p.cols, xa + c0, xc + c0);
-                } else if (g * 32u + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
-                    s = group_dot8(n, g, p.cols, p.groups, xa + c0, xc + c0);
-                } else {
-                    for (var k = 0u; k < p.cols - g * 32u && k < 32u; k++) {
-                        s += weight_at(n, g, k, p.cols, p.groups) * x8(xa + c0, xc + c0, k);
-                    }
-                }
-                if (is_quantized()) {
-                    s *= group_scale(n, g, p.groups, p.scale_base);
-                }
-                acc += s;
+                acc += group_sum8(n, g, xa, xc);
             }
             part[l] = acc;
         }
@@ -153,6 +145,235 @@ fn main8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
             y[at + i * p.ldy] = o[i / 4u][i % 4u];
         }
     }
+}
+
+@compute @workgroup_size(WG)
+fn rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    w0 = 0u;
+    let n = ((wid.y * GRID_X + wid.x) * WG + lid) * 4u;
+    let t = wid.z;
+    let xrow = p.x_off + t * p.cols;
+    if (n < p.n_rows) {
+        // Rows past n_rows repeat the last one and are not written.
+        let r = min(vec4<u32>(n) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.n_rows - 1u));
+        // main's order, row by row: as main8.
+        var part = array<vec4<f32>, LANES>();
+        for (var l = 0u; l < LANES; l++) {
+            var acc = vec4<f32>();
+            for (var g = l; g < p.groups; g += LANES) {
+                acc += group_sum4(r, g, xrow);
+            }
+            part[l] = acc;
+        }
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            for (var i = 0u; i < stride; i++) {
+                part[i] += part[i + stride];
+            }
+        }
+        for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
+            let col = out_col(n + i);
+            var o = part[0][i];
+            if (p.has_bias != 0u) {
+                o += b[p.col0 + col];
+            }
+            y[p.y_off + t * p.ldy + p.col0 + col] = o;
+        }
+    }
+}
+
+// group_sum4 is group_sum for rows r: the same products and sums per row,
+// each element of X loaded once for the four.
+fn group_sum4(r: vec4<u32>, g: u32, xrow: u32) -> vec4<f32> {
+    let xb = xrow + g * 32u;
+    var s = vec4<f32>();
+    if (is_ggml()) {
+        // As ggml_dot, row by row, X's group loaded once.
+        var xg = array<vec4<f32>, 8>();
+        for (var k = 0u; k < 8u; k++) {
+            xg[k] = xrun(xb + 4u * k);
+        }
+        for (var i = 0u; i < 4u; i++) {
+            ggml_group(r[i], g, p.cols);
+            for (var k = 0u; k < 32u; k += 4u) {
+                s[i] += dot(gqrun(k), xg[k / 4u]);
+            }
+        }
+        return s;
+    }
+    if (!whole_group4(r, g)) {
+        return vec4<f32>(group_sum(r.x, g, xrow), group_sum(r.y, g, xrow), group_sum(r.z, g, xrow), group_sum(r.w, g, xrow));
+    }
+    if (FORMAT == F32) {
+        let base = vec4<u32>(w0) + r * p.cols + vec4<u32>(g * 32u);
+        for (var k = 0u; k < 32u; k += 4u) {
+            let xv = xrun(xb + k);
+            s += vec4<f32>(dot(wrun(base.x + k), xv), dot(wrun(base.y + k), xv), dot(wrun(base.z + k), xv), dot(wrun(base.w + k), xv));
+        }
+    } else if (FORMAT == BF16 || FORMAT == F16) {
+        let base = vec4<u32>(w0) + (r * p.cols + vec4<u32>(g * 32u)) / 2u;
+        for (var k = 0u; k < 16u; k++) {
+            let v = half2x4(vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]));
+            s += fma(v[1], vec4<f32>(x[xb + 2u * k + 1u]), v[0] * x[xb + 2u * k]);
+        }
+    } else if (FORMAT == Q8) {
+        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 8u;
+        for (var k = 0u; k < 8u; k++) {
+            let xv = xrun(xb + 4u * k);
+            s += vec4<f32>(dot(vec4<f32>(unpack4xI8(w[base.x + k])), xv), dot(vec4<f32>(unpack4xI8(w[base.y + k])), xv),
+                dot(vec4<f32>(unpack4xI8(w[base.z + k])), xv), dot(vec4<f32>(unpack4xI8(w[base.w + k])), xv));
+        }
+    } else if (FORMAT == Q4) {
+        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 4u;
+        for (var k = 0u; k < 4u; k++) {
+            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
+            for (var j = 0u; j < 8u; j++) {
+                s += q4code4(word, j) * x[xb + 8u * k + j];
+            }
+        }
+    } else {
+        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 6u;
+        for (var k = 0u; k < 4u; k++) {
+            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
+            let h = base + vec4<u32>(4u + k / 2u);
+            let hi = vec4<u32>(w[h.x], w[h.y], w[h.z], w[h.w]) >> vec4<u32>(16u * (k % 2u));
+            for (var j = 0u; j < 8u; j++) {
+                s += q6code4(word, hi, j) * x[xb + 8u * k + j];
+            }
+        }
+    }
+    if (is_quantized()) {
+        s *= vec4<f32>(group_scale(r.x, g, p.groups, p.scale_base), group_scale(r.y, g, p.groups, p.scale_base),
+            group_scale(r.z, g, p.groups, p.scale_base), group_scale(r.w, g, p.groups, p.scale_base));
+    }
+    return s;
+}
+
+@compute @workgroup_size(WG)
+fn rows4x8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    w0 = 0u;
+    let n = ((wid.y * GRID_X + wid.x) * WG + lid) * 4u;
+    let t0 = wid.z * 8u;
+    let last = vec4<u32>(p.tokens - 1u);
+    let xa = vec4<u32>(p.x_off) + min(vec4<u32>(t0) + vec4<u32>(0u, 1u, 2u, 3u), last) * p.cols;
+    let xc = vec4<u32>(p.x_off) + min(vec4<u32>(t0) + vec4<u32>(4u, 5u, 6u, 7u), last) * p.cols;
+    if (n < p.n_rows) {
+        let r = min(vec4<u32>(n) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.n_rows - 1u));
+        // main's order, row by row and token by token: as main8.
+        var part = array<array<mat2x4<f32>, 4>, LANES>();
+        for (var l = 0u; l < LANES; l++) {
+            var acc = array<mat2x4<f32>, 4>();
+            for (var g = l; g < p.groups; g += LANES) {
+                let s = group_sum4x8(r, g, xa, xc);
+                for (var i = 0u; i < 4u; i++) {
+                    acc[i] += s[i];
+                }
+            }
+            part[l] = acc;
+        }
+        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+            for (var i = 0u; i < stride; i++) {
+                for (var q = 0u; q < 4u; q++) {
+                    part[i][q] += part[i + stride][q];
+                }
+            }
+        }
+        for (var q = 0u; q < 4u && n + q < p.n_rows; q++) {
+            let col = out_col(n + q);
+            var o = part[0][q];
+            if (p.has_bias != 0u) {
+                let bias = vec4<f32>(b[p.col0 + col]);
+                o += mat2x4<f32>(bias, bias);
+            }
+            let at = p.y_off + t0 * p.ldy + p.col0 + col;
+            for (var i = 0u; i < 8u && t0 + i < p.tokens; i++) {
+                y[at + i * p.ldy] = o[i / 4u][i % 4u];
+            }
+        }
+    }
+}
+
+// group_sum4x8 is group_sum8 for rows r: the same products and sums per
+// row and token, each element of X loaded once for the four rows.
+fn group_sum4x8(r: vec4<u32>, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> array<mat2x4<f32>, 4> {
+    let c0 = vec4<u32>(g * 32u);
+    let ya = xa + c0;
+    let yc = xc + c0;
+    var s = array<mat2x4<f32>, 4>();
+    if (is_ggml()) {
+        // As ggml_dot8, row by row, X's groups loaded once.
+        var xg = array<array<vec4<f32>, 8>, 8>();
+        for (var k = 0u; k < 8u; k++) {
+            xg[k] = xruns8(ya, yc, 4u * k);
+        }
+        for (var i = 0u; i < 4u; i++) {
+            ggml_group(r[i], g, p.cols);
+            for (var k = 0u; k < 32u; k += 4u) {
+                s[i] += dots8(gqrun(k), xg[k / 4u]);
+            }
+        }
+        return s;
+    }
+    if (!whole_group4(r, g)) {
+        return array<mat2x4<f32>, 4>(group_sum8(r.x, g, xa, xc), group_sum8(r.y, g, xa, xc), group_sum8(r.z, g, xa, xc), group_sum8(r.w, g, xa, xc));
+    }
+    if (FORMAT == F32) {
+        let base = vec4<u32>(w0) + r * p.cols + c0;
+        for (var k = 0u; k < 32u; k += 4u) {
+            let xr = xruns8(ya, yc, k);
+            for (var i = 0u; i < 4u; i++) {
+                s[i] += dots8(wrun(base[i] + k), xr);
+            }
+        }
+    } else if (FORMAT == BF16 || FORMAT == F16) {
+        let base = vec4<u32>(w0) + (r * p.cols + c0) / 2u;
+        for (var k = 0u; k < 16u; k++) {
+            let lo = x8(ya, yc, 2u * k);
+            let hi = x8(ya, yc, 2u * k + 1u);
+            for (var i = 0u; i < 4u; i++) {
+                s[i] += fma2x8(half2(w[base[i] + k]), lo, hi);
+            }
+        }
+    } else if (FORMAT == Q8) {
+        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 8u;
+        for (var k = 0u; k < 8u; k++) {
+            let xr = xruns8(ya, yc, 4u * k);
+            for (var i = 0u; i < 4u; i++) {
+                s[i] += dots8(vec4<f32>(unpack4xI8(w[base[i] + k])), xr);
+            }
+        }
+    } else if (FORMAT == Q4) {
+        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 4u;
+        for (var k = 0u; k < 4u; k++) {
+            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
+            for (var j = 0u; j < 8u; j++) {
+                let xv = x8(ya, yc, 8u * k + j);
+                let q = q4code4(word, j);
+                for (var i = 0u; i < 4u; i++) {
+                    s[i] += q[i] * xv;
+                }
+            }
+        }
+    } else {
+        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 6u;
+        for (var k = 0u; k < 4u; k++) {
+            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
+            let h = base + vec4<u32>(4u + k / 2u);
+            let hi = vec4<u32>(w[h.x], w[h.y], w[h.z], w[h.w]) >> vec4<u32>(16u * (k % 2u));
+            for (var j = 0u; j < 8u; j++) {
+                let xv = x8(ya, yc, 8u * k + j);
+                let q = q6code4(word, hi, j);
+                for (var i = 0u; i < 4u; i++) {
+                    s[i] += q[i] * xv;
+                }
+            }
+        }
+    }
+    if (is_quantized()) {
+        for (var i = 0u; i < 4u; i++) {
+            s[i] *= group_scale(r[i], g, p.groups, p.scale_base);
+        }
+    }
+    return s;
 }
 
 // out_col is the column (less col0) of Y that piece row n goes to: n, or
@@ -193,22 +414,7 @@ fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
     var acc = 0.0;
     if (n < p.n_rows) {
         for (var g = lane; g < p.groups; g += LANES) {
-            let c0 = g * 32u;
-            var s = 0.0;
-            if (is_ggml()) {
-                s = ggml_dot(n, g, p.cols, xrow + c0);
-            } else if (c0 + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u)) {
-                s = group_dot(n, g, p.cols, p.groups, xrow + c0);
-            } else {
-                // The short last group, or 16-bit rows that start mid-word.
-                for (var k = 0u; k < p.cols - c0 && k < 32u; k++) {
-                    s += weight_at(n, g, k, p.cols, p.groups) * x[xrow + c0 + k];
-                }
-            }
-            if (is_quantized()) {
-                s *= group_scale(n, g, p.groups, p.scale_base);
-            }
-            acc += s;
+            acc += group_sum(n, g, xrow);
         }
     }
     partial[lid] = acc;
@@ -220,6 +426,56 @@ fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
         workgroupBarrier();
     }
     return partial[lid];
+}
+
+// group_sum is W row n's group g · X's from element xrow + g*32, scaled.
+fn group_sum(n: u32, g: u32, xrow: u32) -> f32 {
+    let c0 = g * 32u;
+    var s = 0.0;
+    if (is_ggml()) {
+        s = ggml_dot(n, g, p.cols, xrow + c0);
+    } else if (whole_group(n, g)) {
+        s = group_dot(n, g, p.cols, p.groups, xrow + c0);
+    } else {
+        // The short last group, or 16-bit rows that start mid-word.
+        for (var k = 0u; k < p.cols - c0 && k < 32u; k++) {
+            s += weight_at(n, g, k, p.cols, p.groups) * x[xrow + c0 + k];
+        }
+    }
+    if (is_quantized()) {
+        s *= group_scale(n, g, p.groups, p.scale_base);
+    }
+    return s;
+}
+
+// group_sum8 is group_sum for main8's eight tokens, their X rows from
+// elements xa and xc.
+fn group_sum8(n: u32, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> mat2x4<f32> {
+    let c0 = vec4<u32>(g * 32u);
+    var s = mat2x4<f32>();
+    if (is_ggml()) {
+        s = ggml_dot8(n, g, p.cols, xa + c0, xc + c0);
+    } else if (whole_group(n, g)) {
+        s = group_dot8(n, g, p.cols, p.groups, xa + c0, xc + c0);
+    } else {
+        for (var k = 0u; k < p.cols - g * 32u && k < 32u; k++) {
+            s += weight_at(n, g, k, p.cols, p.groups) * x8(xa + c0, xc + c0, k);
+        }
+    }
+    if (is_quantized()) {
+        s *= group_scale(n, g, p.groups, p.scale_base);
+    }
+    return s;
+}
+
+// whole_group is whether group g of row n takes group_dot: 32 weights,
+// and for 16-bit formats starting on a word; whole_group4, of each row r.
+fn whole_group(n: u32, g: u32) -> bool {
+    return g * 32u + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u);
+}
+
+fn whole_group4(r: vec4<u32>, g: u32) -> bool {
+    return whole_group(r.x, g) && whole_group(r.y, g) && whole_group(r.z, g) && whole_group(r.w, g);
 }
 
 // The helpers below serve main8, whose eight tokens' X rows start at
@@ -241,21 +497,31 @@ fn xrun(i: u32) -> vec4<f32> {
     return vec4<f32>(x[i], x[i + 1u], x[i + 2u], x[i + 3u]);
 }
 
-// dot4 is v · X's four elements from xb[i] + k on, for each token i.
-fn dot4(v: vec4<f32>, xb: vec4<u32>, k: u32) -> vec4<f32> {
-    return vec4<f32>(dot(v, xrun(xb.x + k)), dot(v, xrun(xb.y + k)), dot(v, xrun(xb.z + k)), dot(v, xrun(xb.w + k)));
+// dot8 is v · X's four elements from k on, for each of the eight tokens:
+// dots8 of xruns8.
+fn dot8(v: vec4<f32>, xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
+    return dots8(v, xruns8(xa, xc, k));
 }
 
-// dot8 is dot4 for the eight tokens.
-fn dot8(v: vec4<f32>, xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
-    return mat2x4<f32>(dot4(v, xa, k), dot4(v, xc, k));
+// xruns8 is each token's four elements of X from k on.
+fn xruns8(xa: vec4<u32>, xc: vec4<u32>, k: u32) -> array<vec4<f32>, 8> {
+    return array<vec4<f32>, 8>(xrun(xa.x + k), xrun(xa.y + k), xrun(xa.z + k), xrun(xa.w + k),
+        xrun(xc.x + k), xrun(xc.y + k), xrun(xc.z + k), xrun(xc.w + k));
+}
+
+// dots8 is v · each token's run xr[i], as group_dot computes it.
+fn dots8(v: vec4<f32>, xr: array<vec4<f32>, 8>) -> mat2x4<f32> {
+    return mat2x4<f32>(vec4<f32>(dot(v, xr[0]), dot(v, xr[1]), dot(v, xr[2]), dot(v, xr[3])),
+        vec4<f32>(dot(v, xr[4]), dot(v, xr[5]), dot(v, xr[6]), dot(v, xr[7])));
 }
 
 // dot2x8 is v · X's two elements from k on, for each token, as group_dot
-// computes it.
+// computes it: fma2x8 of the tokens' elements k and k+1.
 fn dot2x8(v: vec2<f32>, xa: vec4<u32>, xc: vec4<u32>, k: u32) -> mat2x4<f32> {
-    let lo = x8(xa, xc, k);
-    let hi = x8(xa, xc, k + 1u);
+    return fma2x8(v, x8(xa, xc, k), x8(xa, xc, k + 1u));
+}
+
+fn fma2x8(v: vec2<f32>, lo: mat2x4<f32>, hi: mat2x4<f32>) -> mat2x4<f32> {
     return mat2x4<f32>(fma(vec4<f32>(v.y), hi[0], v.x * lo[0]), fma(vec4<f32>(v.y), hi[1], v.x * lo[1]));
 }
 
@@ -272,6 +538,18 @@ fn half2(word: u32) -> vec2<f32> {
     return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
 }
 
+// half2x4 is half2 of four words: the low halves, then the high ones.
+fn half2x4(word: vec4<u32>) -> mat2x4<f32> {
+    if (FORMAT == F16) {
+        let a = unpack2x16float(word.x);
+        let b = unpack2x16float(word.y);
+        let c = unpack2x16float(word.z);
+        let d = unpack2x16float(word.w);
+        return mat2x4<f32>(vec4<f32>(a.x, b.x, c.x, d.x), vec4<f32>(a.y, b.y, c.y, d.y));
+    }
+    return mat2x4<f32>(bitcast<vec4<f32>>(word << vec4<u32>(16u)), bitcast<vec4<f32>>(word & vec4<u32>(0xffff0000u)));
+}
+
 // q4code is code j of a q4 word (nibble j, less 8); q6code is code j of a
 // q6 word, its two high bits from hi (less 32).
 fn q4code(word: u32, j: u32) -> f32 {
@@ -280,6 +558,16 @@ fn q4code(word: u32, j: u32) -> f32 {
 
 fn q6code(word: u32, hi: u32, j: u32) -> f32 {
     return f32(i32(((word >> (4u * j)) & 0xfu) | (((hi >> (2u * j)) & 0x3u) << 4u)) - 32);
+}
+
+// q4code4 and q6code4 are q4code and q6code of four rows' words.
+fn q4code4(word: vec4<u32>, j: u32) -> vec4<f32> {
+    return vec4<f32>(vec4<i32>((word >> vec4<u32>(4u * j)) & vec4<u32>(0xfu)) - vec4<i32>(8));
+}
+
+fn q6code4(word: vec4<u32>, hi: vec4<u32>, j: u32) -> vec4<f32> {
+    let lo = (word >> vec4<u32>(4u * j)) & vec4<u32>(0xfu);
+    return vec4<f32>(vec4<i32>(lo | (((hi >> vec4<u32>(2u * j)) & vec4<u32>(0x3u)) << vec4<u32>(4u))) - vec4<i32>(32));
 }
 
 // gqrun is the decoded ggml group's four floats from k on.

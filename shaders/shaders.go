@@ -50,6 +50,9 @@ const (
 	// matmul (main8) takes: fixed by its WGSL (a mat2x4 of sums), stated
 	// here for the dispatches.
 	MatmulTokens = 8
+	// MatmulRows4 is the output rows of one workgroup of matmul.wgsl's
+	// rows4 (decode on software adapters): four per invocation.
+	MatmulRows4 = 4 * Workgroup
 	// GridX is the most matmul workgroups along x: larger matrices wrap
 	// onto y (WebGPU allows 65535 per dimension).
 	GridX = 32768
@@ -123,8 +126,9 @@ func (f Format) String() string {
 	return fmt.Sprintf("Format(%d)", f)
 }
 
-// Matmul is the weight-decoding matrix product for format f: entry point
-// main for one matrix, expert for a bank of routed experts.
+// Matmul is the weight-decoding matrix product for format f: entry points
+// main, main8, rows4 and rows4x8 for one matrix, expert for a bank of
+// routed experts.
 func Matmul(f Format) string { return withFormat(f, matmul) }
 
 // Embed is the weight-decoding row gather for format f.

@@ -49,6 +49,12 @@ var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm 
 	typedef typeid typename typeof union unless unorm unsafe unsized use using varying virtual volatile wgsl
 	where with writeonly yield`)
 
+// files is every WGSL file by name.
+func files() map[string]string {
+	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe}
+}
+
 // TestTintRules: what Chromium's WGSL compiler refuses and naga does not.
 func TestTintRules(t *testing.T) {
 	words := map[string]bool{}
@@ -57,8 +63,9 @@ func TestTintRules(t *testing.T) {
 	}
 	comment := regexp.MustCompile(`//[^\n]*`)
 	ident := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	for name, src := range map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
-		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "prelude": prelude} {
+	srcs := files()
+	srcs["prelude"] = prelude
+	for name, src := range srcs {
 		code := comment.ReplaceAllString(src, "")
 		for _, id := range ident.FindAllString(code, -1) {
 			if words[id] {
@@ -78,8 +85,7 @@ func TestTintRules(t *testing.T) {
 var floatLit = regexp.MustCompile(`[0-9]+\.[0-9]*[eE][+-]?[0-9]+`)
 
 func TestHeaders(t *testing.T) {
-	for name, src := range map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
-		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe} {
+	for name, src := range files() {
 		if !strings.HasPrefix(src, "// "+name+".wgsl — ") || !strings.Contains(src, "Binding") && name != "weights" && name != "ggml" {
 			t.Errorf("%s.wgsl lacks its header comment (name, bindings, shapes)", name)
 		}
@@ -110,6 +116,18 @@ func TestEntryPointsSetW0(t *testing.T) {
 			if !strings.HasPrefix(strings.TrimSpace(body), "w0 = ") {
 				t.Errorf("%s.wgsl: entry point %s does not set w0 first", name, p[:strings.Index(p, "(")])
 			}
+		}
+	}
+}
+
+// A function's var declared without an initializer held garbage on
+// lavapipe, not WGSL's zero (gogpu's naga emits no initializer): every
+// local var is initialized where it is declared.
+func TestLocalsInitialized(t *testing.T) {
+	bare := regexp.MustCompile(`(?m)^\s+var\s+\w+\s*:[^=\n]*;`)
+	for name, src := range files() {
+		for _, m := range bare.FindAllString(src, -1) {
+			t.Errorf("%s.wgsl: %q has no initializer", name, strings.TrimSpace(m))
 		}
 	}
 }

@@ -101,8 +101,9 @@ func (d *device) open() error {
 	d.queue = d.dev.Queue()
 	d.limits = d.dev.Limits()
 	d.info = gpu.Info{
-		Adapter: info.Name,
-		Backend: "vulkan",
+		Adapter:  info.Name,
+		Backend:  "vulkan",
+		Software: info.DeviceType == gputypes.DeviceTypeCPU,
 		Limits: gpu.Limits{
 			MaxStorageBufferBindingSize:       int64(d.limits.MaxStorageBufferBindingSize),
 			MaxBufferSize:                     int64(d.limits.MaxBufferSize),

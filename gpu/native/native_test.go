@@ -1,6 +1,7 @@
 package native
 
 import (
+	"strings"
 	"testing"
 
 	"logitscope/gpu"
@@ -9,10 +10,15 @@ import (
 func TestInfo(t *testing.T) {
 	d := openDevice(t)
 	info := d.Info()
-	t.Logf("adapter %q backend %s subgroups %v (size %d)", info.Adapter, info.Backend, info.Subgroups, d.(*device).subgroupSz)
+	t.Logf("adapter %q backend %s subgroups %v (size %d) software %v", info.Adapter, info.Backend, info.Subgroups, d.(*device).subgroupSz, info.Software)
 	t.Logf("limits %+v", info.Limits)
 	if info.Backend != "vulkan" || info.Adapter == "" {
 		t.Errorf("Info = %+v", info)
+	}
+	// Mesa's lavapipe names itself llvmpipe: the engine's kernels for
+	// software adapters depend on knowing it is one.
+	if strings.HasPrefix(info.Adapter, "llvmpipe") != info.Software {
+		t.Errorf("adapter %q: Software = %v", info.Adapter, info.Software)
 	}
 	if info.Limits.MaxStorageBufferBindingSize < 128<<20 || info.Limits.MaxBufferSize < 256<<20 {
 		t.Errorf("limits below WebGPU defaults: %+v", info.Limits)

@@ -140,6 +140,11 @@ func TestABIInBrowser(t *testing.T) {
 		if !info.JSPI {
 			t.Errorf("Chromium 156 has JSPI, the page found none: ls_probe could not reach read_buffer")
 		}
+		// Headless Chromium's adapter here is SwiftShader: the engine
+		// takes its kernels for software adapters only if it knows.
+		if strings.Contains(strings.ToLower(info.Adapter), "swiftshader") && !info.Info.Software {
+			t.Errorf("adapter %q: gpu info says Software false", info.Adapter)
+		}
 	})
 
 	runs := Eval[[]browserRun](b, `window.identical.runs`)

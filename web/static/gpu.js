@@ -69,6 +69,14 @@
     return "/" + out.join("/");
   }
 
+  // softwareAdapter says whether a GPUAdapterInfo is a CPU implementation
+  // (Chrome's SwiftShader fallback, Mesa's lavapipe): gpu.Info.Software.
+  function softwareAdapter(info) {
+    if (!info) return false;
+    const words = [info.vendor, info.architecture, info.device, info.description].join(" ");
+    return !!info.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe/i.test(words);
+  }
+
   function adapterName(info) {
     if (!info) return "WebGPU adapter";
     const parts = [info.vendor, info.architecture, info.device].filter((s) => s);
@@ -353,6 +361,7 @@
           MinUniformBufferOffsetAlignment: l.minUniformBufferOffsetAlignment || 0,
         },
         Subgroups: !!(this.device && this.device.features.has("subgroups")),
+        Software: softwareAdapter(this.device && this.device.adapterInfo),
       };
     }
 

@@ -176,7 +176,8 @@ func BenchmarkGPU(b *testing.B) {
 }
 
 // BenchmarkMatmulKernel times one decode-shaped matmul (T = 1) at
-// Qwen2.5-0.5B's MLP shape, per weight format.
+// Qwen2.5-0.5B's MLP shape, per weight format, through the entry point the
+// engine takes on this device (matmulEntries).
 func BenchmarkMatmulKernel(b *testing.B) {
 	dev := nativetest.Device(b)
 	const rows, cols = 4864, 896
@@ -196,7 +197,8 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := dev.CreateComputePipeline("bench", m, "main")
+			entry, perGroup, _, _ := matmulEntries(f, dev.Info().Software)
+			p, err := dev.CreateComputePipeline("bench", m, entry)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -209,7 +211,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := dev.Dispatch(p, []gpu.BindGroup{g}, uint32((rows+shaders.MatmulRows-1)/shaders.MatmulRows), 1, 1); err != nil {
+				if err := dev.Dispatch(p, []gpu.BindGroup{g}, ceilDiv(rows, perGroup), 1, 1); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
@@ -222,19 +224,21 @@ func BenchmarkMatmulKernel(b *testing.B) {
 }
 
 // BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32, and T
-// = manyFrom, where the engine starts to take main8), per weight format at
-// Qwen2.5-0.5B's MLP up shape and for q8 (q4 too for down) at its other
-// shapes (down, q/o, k/v), both ways in turn in each iteration (so that the
-// machine's load weighs on both alike): main, one token per workgroup, and
-// main8, eight per invocation; the best of b.N each, and main's time over
-// main8's.
+// = manyFrom, where the engine starts to take eight tokens per
+// invocation), per weight format at Qwen2.5-0.5B's MLP up shape and for q8
+// (q4 too for down) at its other shapes (down, q/o, k/v), each entry point
+// in turn in each iteration (so that the machine's load weighs on all
+// alike): main (one token per workgroup, LANES invocations per row), rows4
+// (four rows per invocation), main8 (a row and eight tokens per
+// invocation) and rows4x8 (four rows and eight tokens); the best of b.N
+// each.
 func BenchmarkPrefillKernel(b *testing.B) {
 	dev := nativetest.Device(b)
 	type matmul struct {
 		f          shaders.Format
 		rows, cols int
 	}
-	cases := []matmul{{shaders.BF16, 4864, 896}, {shaders.Q8, 4864, 896}, {shaders.Q4, 4864, 896}, {shaders.Q8_0, 4864, 896},
+	cases := []matmul{{shaders.F32, 4864, 896}, {shaders.BF16, 4864, 896}, {shaders.Q8, 4864, 896}, {shaders.Q4, 4864, 896}, {shaders.Q8_0, 4864, 896},
 		{shaders.Q4_0, 4864, 896}, {shaders.Q8, 896, 4864}, {shaders.Q4, 896, 4864}, {shaders.Q8, 896, 896}, {shaders.Q8, 128, 896}}
 	for _, c := range cases {
 		f, rows, cols := c.f, c.rows, c.cols
@@ -244,6 +248,8 @@ func BenchmarkPrefillKernel(b *testing.B) {
 			raw = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(1, uint64(ty))), true)
 		} else if f == shaders.BF16 {
 			raw = safetensors.EncodeBF16(r.fill(rows*cols, 0.05))
+		} else if f == shaders.F32 {
+			raw = bytesOf(r.fill(rows*cols, 0.05))
 		} else {
 			raw, _ = quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
 		}
@@ -279,17 +285,29 @@ func BenchmarkPrefillKernel(b *testing.B) {
 						return time.Since(t0)
 					}
 				}
-				one, eight := run("main", shaders.MatmulRows, uint32(T)), run("main8", shaders.Workgroup, ceilDiv(T, shaders.MatmulTokens))
-				one()
-				eight()
-				bestOne, bestEight := time.Hour, time.Hour
+				z8 := ceilDiv(T, shaders.MatmulTokens)
+				kernels := []struct {
+					entry string
+					run   func() time.Duration
+					best  time.Duration
+				}{
+					{"main", run("main", shaders.MatmulRows, uint32(T)), time.Hour},
+					{"rows4", run("rows4", shaders.MatmulRows4, uint32(T)), time.Hour},
+					{"main8", run("main8", shaders.Workgroup, z8), time.Hour},
+					{"rows4x8", run("rows4x8", shaders.MatmulRows4, z8), time.Hour},
+				}
+				for _, k := range kernels {
+					k.run()
+				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					bestOne, bestEight = min(bestOne, one()), min(bestEight, eight())
+					for j := range kernels {
+						kernels[j].best = min(kernels[j].best, kernels[j].run())
+					}
 				}
-				b.ReportMetric(bestOne.Seconds()*1e3, "main-ms")
-				b.ReportMetric(bestEight.Seconds()*1e3, "main8-ms")
-				b.ReportMetric(bestOne.Seconds()/bestEight.Seconds(), "main/main8")
+				for _, k := range kernels {
+					b.ReportMetric(k.best.Seconds()*1e3, k.entry+"-ms")
+				}
 			})
 		}
 	}

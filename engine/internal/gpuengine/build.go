@@ -285,13 +285,35 @@ func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 	return p
 }
 
+// matmulEntries are the matmul.wgsl entry points that multiply format f's
+// pieces, one token at a time and eight at a time, and the output rows of
+// a workgroup of each. Every one gives the same bits. On a real GPU: main
+// (LANES invocations per row) and main8 (a row per invocation). A software
+// adapter runs a workgroup's invocations as SIMD lanes, where each load
+// from a buffer is a loop over the lanes, and loads of X dominate: rows4
+// and rows4x8 load each element of X once for four rows. On lavapipe
+// (BenchmarkPrefillKernel) rows4 takes a third of main's time for q4 and
+// q8 (0.4–0.6 for ggml's blocks) but longer for the float formats, which
+// stay on main; rows4x8 takes about half of main8's time for every format.
+func matmulEntries(f shaders.Format, software bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
+	if !software {
+		return "main", shaders.MatmulRows, "main8", shaders.Workgroup
+	}
+	if f == shaders.F32 || f == shaders.BF16 || f == shaders.F16 {
+		return "main", shaders.MatmulRows, "rows4x8", shaders.MatmulRows4
+	}
+	return "rows4", shaders.MatmulRows4, "rows4x8", shaders.MatmulRows4
+}
+
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
 func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
 	var out []pending
+	software := e.dev.Info().Software
 	for i, p := range W.pieces {
 		kernel, src := "matmul-"+p.Format.String(), shaders.Matmul(p.Format)
-		pipe := e.kernel(kernel, src, "main")
+		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Format, software)
+		pipe := e.kernel(kernel, src, entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
 		hasBias := uint32(0)
@@ -302,7 +324,7 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 			op: op{
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) {
-					blocks := (p.Rows + shaders.MatmulRows - 1) / shaders.MatmulRows
+					blocks := (p.Rows + perGroup - 1) / perGroup
 					return uint32(min(blocks, shaders.GridX)), ceilDiv(blocks, shaders.GridX), uint32(tokens(s))
 				},
 				params: func(s step) []uint32 {
@@ -310,7 +332,7 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
 						uint32(yOff(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s))}
 				},
-				many: &manyTokens{name: kernel, src: src, blocks: (p.Rows + shaders.Workgroup - 1) / shaders.Workgroup},
+				many: &manyTokens{name: kernel, src: src, entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
 			},
 			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},
 			paramsAt: 4,

@@ -11,21 +11,7 @@ import (
 // buf uploads data (float32, uint32 or raw bytes) into a new buffer.
 func buf(t testing.TB, dev gpu.Device, data any) gpu.Buffer {
 	t.Helper()
-	var b []byte
-	switch v := data.(type) {
-	case []float32:
-		b = make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-		}
-	case []uint32:
-		b = make([]byte, 4*len(v))
-		for i, x := range v {
-			binary.LittleEndian.PutUint32(b[4*i:], x)
-		}
-	case []byte:
-		b = append(v[:len(v):len(v)], make([]byte, (4-len(v)%4)%4)...)
-	}
+	b := bytesOf(data)
 	if len(b) < 256 {
 		b = append(b, make([]byte, 256-len(b))...) // room for a uniform Params slot
 	}
@@ -38,6 +24,25 @@ func buf(t testing.TB, dev gpu.Device, data any) gpu.Buffer {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// bytesOf is data (float32, uint32 or raw bytes) little-endian, padded to
+// whole words.
+func bytesOf(data any) []byte {
+	var b []byte
+	switch v := data.(type) {
+	case []float32:
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+	case []uint32:
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+	case []byte:
+		b = append(v[:len(v):len(v)], make([]byte, (4-len(v)%4)%4)...)
+	}
+	return b
 }
 
 // params packs uniform values (uint32 or float32), zero-padded to 32 bytes

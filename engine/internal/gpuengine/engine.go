@@ -71,17 +71,18 @@ type op struct {
 	dims   func(s step) (x, y, z uint32)
 	params func(s step) []uint32
 	// many, for the matmuls, is the pipeline that takes eight tokens per
-	// invocation (matmul.wgsl's main8), dispatched instead, with its own
+	// invocation (matmul.wgsl's main8 or rows4x8), dispatched instead, with its own
 	// grid, when dims' z (the op's tokens) is at least manyFrom; nil for
 	// the other ops.
 	many *manyTokens
 }
 
-// manyFrom is the fewest tokens that a matmul takes through main8: one
-// dispatch of it, up to eight tokens, costs on lavapipe about what main
+// manyFrom is the fewest tokens that a matmul takes eight at a time: one
+// dispatch of main8, up to eight tokens, costs on lavapipe about what main
 // costs for four (MLP up, q/o, k/v) to six (MLP down, 896x4864); summed
-// over a Qwen2.5-0.5B layer's matmuls, main8 is ahead from five
-// (BenchmarkPrefillKernel). Both give the same bits.
+// over a Qwen2.5-0.5B layer's matmuls, main8 is ahead from five. rows4x8
+// against rows4 (q4, q8) breaks even at three to five
+// (BenchmarkPrefillKernel). All give the same bits.
 const manyFrom = 5
 
 // manyTokens is an op's prefill pipeline, compiled with its bind group at
@@ -89,11 +90,11 @@ const manyFrom = 5
 // every pipeline) does not wait for it, and a decode-only session never
 // compiles it.
 type manyTokens struct {
-	name, src string
-	blocks    int           // workgroups per eight tokens: one row per invocation
-	bindings  []gpu.Binding // the op's, params included
-	pipe      gpu.Pipeline
-	group     gpu.BindGroup
+	name, src, entry string
+	blocks           int           // workgroups per eight tokens
+	bindings         []gpu.Binding // the op's, params included
+	pipe             gpu.Pipeline
+	group            gpu.BindGroup
 }
 
 // Options for New.
@@ -213,7 +214,7 @@ func (e *State) dispatch(o op, s step) error {
 	pipe, group := o.pipe, o.group
 	if m := o.many; m != nil && z >= manyFrom {
 		if m.pipe == 0 {
-			p, err := e.pipeline(m.name, m.src, "main8")
+			p, err := e.pipeline(m.name, m.src, m.entry)
 			if err == nil {
 				m.group, err = e.dev.CreateBindGroup(p, 0, m.bindings)
 			}

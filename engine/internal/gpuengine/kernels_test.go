@@ -1,7 +1,6 @@
 package gpuengine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -617,10 +616,11 @@ func TestExpertMatmulKernel(t *testing.T) {
 }
 
 // main8, the prefill path (eight tokens per invocation, each group of W
-// decoded once), must give each token's row bit for bit what main gives
-// that token alone, as KV-cache decode = teacher forcing requires: through
-// the engine's own ops, a T-token product (T = 1..9, 17, 32; below
-// manyFrom the engine takes main, so main8 is dispatched directly as well;
+// decoded once), must give each token's row bit for bit what main (or
+// rows4, on a software adapter) gives that token alone, as KV-cache decode
+// = teacher forcing requires: through the engine's own ops, a T-token
+// product (T = 1..9, 17, 32; below manyFrom the engine takes main or
+// rows4, so main, rows4 and main8 are dispatched directly as well;
 // 1..7, 9 and 17 leave the last slice of eight short) against the T
 // one-token products (steps of T = 1 at positions 0..T-1), for every
 // format, 130 rows (two workgroups of main8, the second short), columns
@@ -719,32 +719,62 @@ func TestMatmul8Kernel(t *testing.T) {
 				}
 			}
 			reset := func() {
-				if err := dev.WriteBuffer(y, 0, f32bytes(blank)); err != nil {
+				if err := dev.WriteBuffer(y, 0, bytesOf(blank)); err != nil {
 					t.Fatal(err)
 				}
 			}
+			// Below manyFrom the engine takes main or rows4: each entry
+			// point itself too, compiled once, its params rewritten per T.
 			base, _ := piece.scaleBase()
+			paramsFor := func(T int) []uint32 {
+				return params(rows, cols, (cols+31)/32, base, ldy, 0, yOff, 1, xOff, 0, 0, 0, 0, 0, 0, T)
+			}
+			pb := buf(t, dev, paramsFor(1))
+			m, err := dev.CreateShaderModule("test", shaders.Matmul(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct := []struct {
+				entry   string
+				perZ    int // tokens per workgroup along z
+				perRows int // rows per workgroup
+				pipe    gpu.Pipeline
+				group   gpu.BindGroup
+			}{{entry: "main", perZ: 1, perRows: shaders.MatmulRows}, {entry: "rows4", perZ: 1, perRows: shaders.MatmulRows4},
+				{entry: "main8", perZ: shaders.MatmulTokens, perRows: shaders.Workgroup},
+				{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulRows4}}
+			for i := range direct {
+				d := &direct[i]
+				if d.pipe, err = dev.CreateComputePipeline(d.entry, m, d.entry); err == nil {
+					d.group, err = dev.CreateBindGroup(d.pipe, 0, []gpu.Binding{{Binding: 0, Buffer: w.bufs[0]}, {Binding: 1, Buffer: xb},
+						{Binding: 2, Buffer: y}, {Binding: 3, Buffer: bb}, {Binding: 4, Buffer: pb}})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
 				reset()
 				runStep(t, e, step{T: T})
 				check(T, "engine")
-				if T < manyFrom { // the engine took main: main8 itself too
+				if T >= manyFrom {
+					continue
+				}
+				if err := dev.WriteBuffer(pb, 0, bytesOf(paramsFor(T))); err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range direct {
 					reset()
-					dispatch(t, dev, shaders.Matmul(f), "main8", []gpu.Buffer{w.bufs[0], xb, y, bb,
-						buf(t, dev, params(rows, cols, (cols+31)/32, base, ldy, 0, yOff, 1, xOff, 0, 0, 0, 0, 0, 0, T))},
-						ceilDiv(rows, shaders.Workgroup), 1, ceilDiv(T, shaders.MatmulTokens))
-					check(T, "main8")
+					err := dev.Dispatch(d.pipe, []gpu.BindGroup{d.group}, ceilDiv(rows, d.perRows), 1, ceilDiv(T, d.perZ))
+					if err == nil {
+						err = dev.Submit()
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					check(T, d.entry)
 				}
 			}
 		})
 	}
-}
-
-// f32bytes is v little-endian.
-func f32bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
 }

@@ -29,7 +29,10 @@
 // teacher forcing bit for bit): an invocation sums main's LANES lanes one
 // after another (lane l: groups l, l+LANES, … from zero), then adds the
 // LANES sums in main's tree.
-// rows4 and rows4x8 are main and main8 with four rows per invocation:
+// rows4 and rows4x8 are main and main8 with four rows per invocation, for
+// cols a multiple of 32 only (every group whole: code for the other groups
+// in the same shader, even never run, made rows4 take 5.2 ms instead of
+// 3.2 on a q4 4864x896 matrix on lavapipe):
 // (min(B4, GRID_X), ceil(B4/GRID_X), T or ceil(T/8)) where B4 =
 // ceil(n_rows/(4*WG)), invocation i of workgroup (x, y, z) computing rows
 // 4((y*GRID_X + x)*WG + i) .. +3, each of them in main8's order, so again
@@ -37,9 +40,9 @@
 // which run a workgroup's invocations as SIMD lanes and make every load
 // from a buffer a loop over the lanes, even where all lanes read the same
 // element: there the loads of X cost most (main8 makes one per product),
-// and rows4 shares each one among four rows. On lavapipe rows4 takes a
-// third of main's time for q4 and q8 at T = 1, rows4x8 half of main8's at
-// T = 32 (engine/internal/gpuengine's BenchmarkPrefillKernel).
+// and rows4 shares each one among four rows. On lavapipe, at 4864x896,
+// rows4 takes 0.3–0.5 of main's time and rows4x8 0.3–0.4 of main8's
+// (engine/internal/gpuengine's BenchmarkPrefillKernel).
 // The shader compiler may fuse a product into a sum (lavapipe does,
 // depending on the expression's shape): every kernel writes each
 // product-sum in the same shape, 16-bit weights' with an explicit fma.
@@ -181,8 +184,8 @@ fn rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     }
 }
 
-// group_sum4 is group_sum for rows r: the same products and sums per row,
-// each element of X loaded once for the four.
+// group_sum4 is group_sum for rows r (cols a multiple of 32): the same
+// products and sums per row, each element of X loaded once for the four.
 fn group_sum4(r: vec4<u32>, g: u32, xrow: u32) -> vec4<f32> {
     let xb = xrow + g * 32u;
     var s = vec4<f32>();
@@ -199,9 +202,6 @@ fn group_sum4(r: vec4<u32>, g: u32, xrow: u32) -> vec4<f32> {
             }
         }
         return s;
-    }
-    if (!whole_group4(r, g)) {
-        return vec4<f32>(group_sum(r.x, g, xrow), group_sum(r.y, g, xrow), group_sum(r.z, g, xrow), group_sum(r.w, g, xrow));
     }
     if (FORMAT == F32) {
         let base = vec4<u32>(w0) + r * p.cols + vec4<u32>(g * 32u);
@@ -292,8 +292,9 @@ fn rows4x8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     }
 }
 
-// group_sum4x8 is group_sum8 for rows r: the same products and sums per
-// row and token, each element of X loaded once for the four rows.
+// group_sum4x8 is group_sum8 for rows r (cols a multiple of 32): the same
+// products and sums per row and token, each element of X loaded once for
+// the four rows.
 fn group_sum4x8(r: vec4<u32>, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> array<mat2x4<f32>, 4> {
     let c0 = vec4<u32>(g * 32u);
     let ya = xa + c0;
@@ -312,9 +313,6 @@ fn group_sum4x8(r: vec4<u32>, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> array<mat
             }
         }
         return s;
-    }
-    if (!whole_group4(r, g)) {
-        return array<mat2x4<f32>, 4>(group_sum8(r.x, g, xa, xc), group_sum8(r.y, g, xa, xc), group_sum8(r.z, g, xa, xc), group_sum8(r.w, g, xa, xc));
     }
     if (FORMAT == F32) {
         let base = vec4<u32>(w0) + r * p.cols + c0;
@@ -469,14 +467,11 @@ fn group_sum8(n: u32, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> mat2x4<f32> {
 }
 
 // whole_group is whether group g of row n takes group_dot: 32 weights,
-// and for 16-bit formats starting on a word; whole_group4, of each row r.
+// and for 16-bit formats starting on a word.
 fn whole_group(n: u32, g: u32) -> bool {
     return g * 32u + 32u <= p.cols && (FORMAT == F32 || is_quantized() || (n * p.cols) % 2u == 0u);
 }
 
-fn whole_group4(r: vec4<u32>, g: u32) -> bool {
-    return whole_group(r.x, g) && whole_group(r.y, g) && whole_group(r.z, g) && whole_group(r.w, g);
-}
 
 // The helpers below serve main8, whose eight tokens' X rows start at
 // elements xa (tokens 0..3) and xc (4..7): their sums are a mat2x4, token

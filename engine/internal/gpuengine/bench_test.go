@@ -197,7 +197,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			entry, perGroup, _, _ := matmulEntries(f, dev.Info().Software)
+			entry, perGroup, _, _ := matmulEntries(cols, dev.Info().Software)
 			p, err := dev.CreateComputePipeline("bench", m, entry)
 			if err != nil {
 				b.Fatal(err)

@@ -285,24 +285,21 @@ func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 	return p
 }
 
-// matmulEntries are the matmul.wgsl entry points that multiply format f's
-// pieces, one token at a time and eight at a time, and the output rows of
-// a workgroup of each. Every one gives the same bits. On a real GPU: main
-// (LANES invocations per row) and main8 (a row per invocation). A software
-// adapter runs a workgroup's invocations as SIMD lanes, where each load
-// from a buffer is a loop over the lanes, and loads of X dominate: rows4
-// and rows4x8 load each element of X once for four rows. On lavapipe
-// (BenchmarkPrefillKernel) rows4 takes a third of main's time for q4 and
-// q8 (0.4–0.6 for ggml's blocks) but longer for the float formats, which
-// stay on main; rows4x8 takes about half of main8's time for every format.
-func matmulEntries(f shaders.Format, software bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
-	if !software {
-		return "main", shaders.MatmulRows, "main8", shaders.Workgroup
+// matmulEntries are the matmul.wgsl entry points that multiply a piece of
+// format f with cols columns, one token at a time and eight at a time, and
+// the output rows of a workgroup of each. Every one gives the same bits.
+// On a real GPU: main (LANES invocations per row) and main8 (a row per
+// invocation). A software adapter runs a workgroup's invocations as SIMD
+// lanes, where each load from a buffer is a loop over the lanes, and loads
+// of X dominate: rows4 and rows4x8 (cols a multiple of 32) load each
+// element of X once for four rows. On lavapipe (BenchmarkPrefillKernel,
+// 4864x896) rows4 takes 0.3–0.5 of main's time, rows4x8 0.3–0.4 of
+// main8's (0.7 for ggml's blocks).
+func matmulEntries(cols int, software bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
+	if software && cols%32 == 0 {
+		return "rows4", shaders.MatmulRows4, "rows4x8", shaders.MatmulRows4
 	}
-	if f == shaders.F32 || f == shaders.BF16 || f == shaders.F16 {
-		return "main", shaders.MatmulRows, "rows4x8", shaders.MatmulRows4
-	}
-	return "rows4", shaders.MatmulRows4, "rows4x8", shaders.MatmulRows4
+	return "main", shaders.MatmulRows, "main8", shaders.Workgroup
 }
 
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
@@ -312,7 +309,7 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 	software := e.dev.Info().Software
 	for i, p := range W.pieces {
 		kernel, src := "matmul-"+p.Format.String(), shaders.Matmul(p.Format)
-		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Format, software)
+		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Cols, software)
 		pipe := e.kernel(kernel, src, entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)

@@ -615,20 +615,22 @@ func TestExpertMatmulKernel(t *testing.T) {
 	}
 }
 
-// main8, the prefill path (eight tokens per invocation, each group of W
-// decoded once), must give each token's row bit for bit what main (or
-// rows4, on a software adapter) gives that token alone, as KV-cache decode
-// = teacher forcing requires: through the engine's own ops, a T-token
-// product (T = 1..9, 17, 32; below manyFrom the engine takes main or
-// rows4, so main, rows4 and main8 are dispatched directly as well;
-// 1..7, 9 and 17 leave the last slice of eight short) against the T
-// one-token products (steps of T = 1 at positions 0..T-1), for every
-// format, 130 rows (two workgroups of main8, the second short), columns
-// that give main's LANES lanes none, one or several groups (75 and 603 for
-// the float and quant formats: a short last group, 16-bit rows starting
-// mid-word), a bias. The one-token rows are checked against float64 first,
-// so that two wrong kernels cannot agree. Everything of Y but the T rows'
-// first 130 columns keeps its sentinel.
+// main8 and rows4x8, the prefill paths (eight tokens per invocation, each
+// group of W decoded once), must give each token's row bit for bit what
+// main or rows4 (decode) gives that token alone, as KV-cache decode =
+// teacher forcing requires. Through the engine's own ops (on lavapipe, a
+// software adapter: rows4 and rows4x8 where cols is a multiple of 32), a
+// T-token product (T = 1..9, 17, 32; 1..7, 9 and 17 leave the last slice
+// of eight short) against the T one-token products (steps of T = 1 at
+// positions 0..T-1); and below manyFrom each entry point dispatched
+// directly (rows4 and rows4x8 only where cols is a multiple of 32). For
+// every format, 130 rows (two workgroups of main8, the second short; a
+// short last quad of rows4), columns that give main's LANES lanes none,
+// one or several groups (75, 603 and 608 for the float and quant formats:
+// a short last group, 16-bit rows starting mid-word, whole groups), a
+// bias. The one-token rows are checked against float64 first, so that two
+// wrong kernels cannot agree. Everything of Y but the T rows' first 130
+// columns keeps its sentinel.
 func TestMatmul8Kernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const rows, ldy, xOff, yOff, maxT, sentinel = 130, 133, 5, 7, 32, -7
@@ -646,7 +648,7 @@ func TestMatmul8Kernel(t *testing.T) {
 			shapes = append(shapes, shape{f, cols})
 			continue
 		}
-		shapes = append(shapes, shape{f, 75}, shape{f, 603})
+		shapes = append(shapes, shape{f, 75}, shape{f, 603}, shape{f, 608})
 	}
 	for _, sh := range shapes {
 		f, cols := sh.f, sh.cols
@@ -734,15 +736,19 @@ func TestMatmul8Kernel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct := []struct {
+			type entry struct {
 				entry   string
 				perZ    int // tokens per workgroup along z
 				perRows int // rows per workgroup
 				pipe    gpu.Pipeline
 				group   gpu.BindGroup
-			}{{entry: "main", perZ: 1, perRows: shaders.MatmulRows}, {entry: "rows4", perZ: 1, perRows: shaders.MatmulRows4},
-				{entry: "main8", perZ: shaders.MatmulTokens, perRows: shaders.Workgroup},
-				{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulRows4}}
+			}
+			direct := []entry{{entry: "main", perZ: 1, perRows: shaders.MatmulRows},
+				{entry: "main8", perZ: shaders.MatmulTokens, perRows: shaders.Workgroup}}
+			if cols%32 == 0 {
+				direct = append(direct, entry{entry: "rows4", perZ: 1, perRows: shaders.MatmulRows4},
+					entry{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulRows4})
+			}
 			for i := range direct {
 				d := &direct[i]
 				if d.pipe, err = dev.CreateComputePipeline(d.entry, m, d.entry); err == nil {

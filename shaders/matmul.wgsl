@@ -212,40 +212,64 @@ fn group_sum4(r: vec4<u32>, g: u32, xrow: u32) -> vec4<f32> {
     } else if (FORMAT == BF16 || FORMAT == F16) {
         let base = vec4<u32>(w0) + (r * p.cols + vec4<u32>(g * 32u)) / 2u;
         for (var k = 0u; k < 16u; k++) {
-            let v = half2x4(vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]));
+            let v = half2x4(words4(base, k));
             s += fma(v[1], vec4<f32>(x[xb + 2u * k + 1u]), v[0] * x[xb + 2u * k]);
         }
     } else if (FORMAT == Q8) {
-        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 8u;
+        let base = quant_base4(r, g);
         for (var k = 0u; k < 8u; k++) {
             let xv = xrun(xb + 4u * k);
             s += vec4<f32>(dot(vec4<f32>(unpack4xI8(w[base.x + k])), xv), dot(vec4<f32>(unpack4xI8(w[base.y + k])), xv),
                 dot(vec4<f32>(unpack4xI8(w[base.z + k])), xv), dot(vec4<f32>(unpack4xI8(w[base.w + k])), xv));
         }
-    } else if (FORMAT == Q4) {
-        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 4u;
-        for (var k = 0u; k < 4u; k++) {
-            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
-            for (var j = 0u; j < 8u; j++) {
-                s += q4code4(word, j) * x[xb + 8u * k + j];
-            }
-        }
     } else {
-        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 6u;
+        // q4 and q6: eight codes a word.
+        let base = quant_base4(r, g);
         for (var k = 0u; k < 4u; k++) {
-            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
-            let h = base + vec4<u32>(4u + k / 2u);
-            let hi = vec4<u32>(w[h.x], w[h.y], w[h.z], w[h.w]) >> vec4<u32>(16u * (k % 2u));
+            let word = words4(base, k);
+            let hi = q6high4(base, k);
             for (var j = 0u; j < 8u; j++) {
-                s += q6code4(word, hi, j) * x[xb + 8u * k + j];
+                s += codes4(word, hi, j) * x[xb + 8u * k + j];
             }
         }
     }
     if (is_quantized()) {
-        s *= vec4<f32>(group_scale(r.x, g, p.groups, p.scale_base), group_scale(r.y, g, p.groups, p.scale_base),
-            group_scale(r.z, g, p.groups, p.scale_base), group_scale(r.w, g, p.groups, p.scale_base));
+        s *= scales4(r, g);
     }
     return s;
+}
+
+// quant_base4 is the first word of group g of rows r (quant's formats).
+fn quant_base4(r: vec4<u32>, g: u32) -> vec4<u32> {
+    return vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * group_words();
+}
+
+// words4 is word k of W from each of base.
+fn words4(base: vec4<u32>, k: u32) -> vec4<u32> {
+    return vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
+}
+
+// q6high4 is the q6 high bits for word k of the groups from base, as
+// group_dot's hi (0 for q4).
+fn q6high4(base: vec4<u32>, k: u32) -> vec4<u32> {
+    if (FORMAT != Q6) {
+        return vec4<u32>();
+    }
+    return words4(base, 4u + k / 2u) >> vec4<u32>(16u * (k % 2u));
+}
+
+// codes4 is code j of q4 or q6 words of four rows (hi: q6high4).
+fn codes4(word: vec4<u32>, hi: vec4<u32>, j: u32) -> vec4<f32> {
+    if (FORMAT == Q4) {
+        return q4code4(word, j);
+    }
+    return q6code4(word, hi, j);
+}
+
+// scales4 is the scales of group g of rows r.
+fn scales4(r: vec4<u32>, g: u32) -> vec4<f32> {
+    return vec4<f32>(group_scale(r.x, g, p.groups, p.scale_base), group_scale(r.y, g, p.groups, p.scale_base),
+        group_scale(r.z, g, p.groups, p.scale_base), group_scale(r.w, g, p.groups, p.scale_base));
 }
 
 @compute @workgroup_size(WG)
@@ -332,34 +356,21 @@ fn group_sum4x8(r: vec4<u32>, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> array<mat
             }
         }
     } else if (FORMAT == Q8) {
-        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 8u;
+        let base = quant_base4(r, g);
         for (var k = 0u; k < 8u; k++) {
             let xr = xruns8(ya, yc, 4u * k);
             for (var i = 0u; i < 4u; i++) {
                 s[i] += dots8(vec4<f32>(unpack4xI8(w[base[i] + k])), xr);
             }
         }
-    } else if (FORMAT == Q4) {
-        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 4u;
-        for (var k = 0u; k < 4u; k++) {
-            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
-            for (var j = 0u; j < 8u; j++) {
-                let xv = x8(ya, yc, 8u * k + j);
-                let q = q4code4(word, j);
-                for (var i = 0u; i < 4u; i++) {
-                    s[i] += q[i] * xv;
-                }
-            }
-        }
     } else {
-        let base = vec4<u32>(w0) + (r * p.groups + vec4<u32>(g)) * 6u;
+        let base = quant_base4(r, g);
         for (var k = 0u; k < 4u; k++) {
-            let word = vec4<u32>(w[base.x + k], w[base.y + k], w[base.z + k], w[base.w + k]);
-            let h = base + vec4<u32>(4u + k / 2u);
-            let hi = vec4<u32>(w[h.x], w[h.y], w[h.z], w[h.w]) >> vec4<u32>(16u * (k % 2u));
+            let word = words4(base, k);
+            let hi = q6high4(base, k);
             for (var j = 0u; j < 8u; j++) {
                 let xv = x8(ya, yc, 8u * k + j);
-                let q = q6code4(word, hi, j);
+                let q = codes4(word, hi, j);
                 for (var i = 0u; i < 4u; i++) {
                     s[i] += q[i] * xv;
                 }
@@ -367,8 +378,9 @@ fn group_sum4x8(r: vec4<u32>, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> array<mat
         }
     }
     if (is_quantized()) {
+        let sc = scales4(r, g);
         for (var i = 0u; i < 4u; i++) {
-            s[i] *= group_scale(r[i], g, p.groups, p.scale_base);
+            s[i] *= sc[i];
         }
     }
     return s;

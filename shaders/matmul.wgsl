@@ -51,7 +51,7 @@
 // expert: (B, K, T): workgroup (x, k, t) computes rows from x*ROWS of
 // token t's k-th expert when the bank holds it, and returns at once when
 // it does not (every bank of a matrix is dispatched; each slot's expert is
-// in exactly one of them).
+// in exactly one of them). expert4: see below.
 // Each invocation sums whole groups of 32 (quantized formats scale once per
 // group; ggml's block types decode a group to its 32 floats, ggml.wgsl),
 // then each row's LANES partial sums are added in a tree. Few
@@ -155,33 +155,37 @@ fn rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     w0 = 0u;
     let n = ((wid.y * GRID_X + wid.x) * WG + lid) * 4u;
     let t = wid.z;
-    let xrow = p.x_off + t * p.cols;
     if (n < p.n_rows) {
-        // Rows past n_rows repeat the last one and are not written.
-        let r = min(vec4<u32>(n) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.n_rows - 1u));
-        // main's order, row by row: as main8.
-        var part = array<vec4<f32>, LANES>();
-        for (var l = 0u; l < LANES; l++) {
-            var acc = vec4<f32>();
-            for (var g = l; g < p.groups; g += LANES) {
-                acc += group_sum4(r, g, xrow);
-            }
-            part[l] = acc;
-        }
-        for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-            for (var i = 0u; i < stride; i++) {
-                part[i] += part[i + stride];
-            }
-        }
+        let v = rows4_dot(n, p.x_off + t * p.cols);
         for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
             let col = out_col(n + i);
-            var o = part[0][i];
+            var o = v[i];
             if (p.has_bias != 0u) {
                 o += b[p.col0 + col];
             }
             y[p.y_off + t * p.ldy + p.col0 + col] = o;
         }
     }
+}
+
+// rows4_dot is W rows n..n+3 · X from element xrow (n < n_rows; rows past
+// n_rows repeat the last one), each in main's order, as main8 sums it.
+fn rows4_dot(n: u32, xrow: u32) -> vec4<f32> {
+    let r = min(vec4<u32>(n) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(p.n_rows - 1u));
+    var part = array<vec4<f32>, LANES>();
+    for (var l = 0u; l < LANES; l++) {
+        var acc = vec4<f32>();
+        for (var g = l; g < p.groups; g += LANES) {
+            acc += group_sum4(r, g, xrow);
+        }
+        part[l] = acc;
+    }
+    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+        for (var i = 0u; i < stride; i++) {
+            part[i] += part[i + stride];
+        }
+    }
+    return part[0];
 }
 
 // group_sum4 is group_sum for rows r (cols a multiple of 32): the same
@@ -413,6 +417,24 @@ fn expert(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let v = row_dot(n, lid, p.x_off + select(t, slot, p.x_slot != 0u) * p.cols);
     if (lid % LANES == 0u && n < p.n_rows) {
         y[p.y_off + slot * p.ldy + p.col0 + n] = v;
+    }
+}
+
+// expert4 is expert with rows4's four rows per invocation (cols a
+// multiple of 32), for software adapters: (ceil(n_rows/(4*WG)), K, T).
+@compute @workgroup_size(WG)
+fn expert4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    w0 = 0u;
+    let slot = wid.z * p.topk + wid.y;
+    let id = route[slot];
+    let n = (wid.x * WG + lid) * 4u;
+    if (id < p.first || id - p.first >= p.count || n >= p.n_rows) {
+        return;
+    }
+    w0 = (id - p.first) * p.stride;
+    let v = rows4_dot(n, p.x_off + select(wid.z, slot, p.x_slot != 0u) * p.cols);
+    for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
+        y[p.y_off + slot * p.ldy + p.col0 + n + i] = v[i];
     }
 }
 

@@ -533,22 +533,25 @@ func TestCombineKernel(t *testing.T) {
 	}
 }
 
-// The expert entry point of matmul: 5 experts of W (41, 75) (odd rows and
-// columns: 16-bit rows start mid-word, a bf16 expert is not a whole number
-// of words) in every format, each split into two row-pieces, the experts
-// of each piece in two banks ([0, 3) and [3, 5)); 3 tokens routed to 2
-// experts each, expert 2 to none. Both input layouts: one X row per token
-// (gate, up) and one per (token, slot) (down). Every (token, slot) row of
-// Y is the routed expert's product; the columns past the matrix stay 0.
+// The expert entry points of matmul: 5 experts of W (41, cols) in every
+// format, each split into two row-pieces, the experts of each piece in two
+// banks ([0, 3) and [3, 5)); 3 tokens routed to 2 experts each, expert 2
+// to none. cols 75 (odd rows and columns: 16-bit rows start mid-word, a
+// bf16 expert is not a whole number of words) through expert, and 96
+// through expert and expert4 (software adapters), which must agree bit
+// for bit. Both input layouts: one X row per token (gate, up) and one per
+// (token, slot) (down). Every (token, slot) row of Y is the routed
+// expert's product; the columns past the matrix stay 0.
 func TestExpertMatmulKernel(t *testing.T) {
-	const E, rows, cols, T, K, ldy = 5, 41, 75, 3, 2, 44
+	const E, rows, T, K, ldy = 5, 41, 3, 2, 44
 	route := []uint32{1, 4, 0, 3, 3, 4}
 	banks := [][2]int{{0, 3}, {3, 5}}
 	pieces := [][2]int{{0, 24}, {24, rows}}
 	dev := nativetest.Device(t)
 	for f := shaders.F32; f <= shaders.Q4; f++ {
-		for _, perSlot := range []int{0, 1} {
-			t.Run(fmt.Sprintf("%s/x_slot%d", f, perSlot), func(t *testing.T) {
+		for _, c := range [][2]int{{75, 0}, {75, 1}, {96, 0}, {96, 1}} {
+			cols, perSlot := c[0], c[1]
+			t.Run(fmt.Sprintf("%s/cols%d/x_slot%d", f, cols, perSlot), func(t *testing.T) {
 				r := rnd(f + 31)
 				xRows := T
 				if perSlot == 1 {
@@ -561,8 +564,12 @@ func TestExpertMatmulKernel(t *testing.T) {
 					w[e] = r.fill(rows*cols, 0.5)
 					deq[e] = make([]float32, 0, rows*cols)
 				}
-				y := buf(t, dev, make([]float32, T*K*ldy))
 				xb, rb := buf(t, dev, x), buf(t, dev, route)
+				type bankRun struct {
+					n            int
+					bank, params gpu.Buffer
+				}
+				var runs []bankRun
 				for _, pc := range pieces {
 					n := pc[1] - pc[0]
 					raws := make([][]byte, E)
@@ -579,11 +586,25 @@ func TestExpertMatmulKernel(t *testing.T) {
 							bank = append(bank, make([]byte, stride-len(raws[e]))...)
 						}
 						p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, pc[0], 0, 0, 0, bk[0], bk[1]-bk[0], stride/4, K, perSlot))
-						dispatch(t, dev, shaders.Matmul(f), "expert", []gpu.Buffer{buf(t, dev, bank), xb, y, 0, p, rb},
-							uint32(n+shaders.MatmulRows-1)/shaders.MatmulRows, K, T)
+						runs = append(runs, bankRun{n, buf(t, dev, bank), p})
 					}
 				}
-				got := read(t, dev, y, T*K*ldy)
+				// run dispatches every bank through entry into a zeroed Y.
+				run := func(entry string, perGroup int) []float32 {
+					y := buf(t, dev, make([]float32, T*K*ldy))
+					for _, r := range runs {
+						dispatch(t, dev, shaders.Matmul(f), entry, []gpu.Buffer{r.bank, xb, y, 0, r.params, rb}, ceilDiv(r.n, perGroup), K, T)
+					}
+					return read(t, dev, y, T*K*ldy)
+				}
+				got := run("expert", shaders.MatmulRows)
+				if cols%32 == 0 {
+					for i, g := range run("expert4", shaders.MatmulRows4) {
+						if math.Float32bits(g) != math.Float32bits(got[i]) {
+							t.Fatalf("expert4: element %d is %g, expert's %g", i, g, got[i])
+						}
+					}
+				}
 				var want []float64
 				var gotVals []float32
 				for tk := 0; tk < T; tk++ {

@@ -206,12 +206,14 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 		xSlot = 1
 	}
 	var out []pending
+	software := e.dev.Info().Software
 	for i, b := range banks {
 		p := b.piece
-		pipe := e.kernel("matmul-"+p.Format.String(), shaders.Matmul(p.Format), "expert")
+		entry, perGroup := expertEntry(p.Cols, software)
+		pipe := e.kernel("matmul-"+p.Format.String(), shaders.Matmul(p.Format), entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
-		blocks := ceilDiv(p.Rows, shaders.MatmulRows)
+		blocks := ceilDiv(p.Rows, perGroup)
 		out = append(out, pending{
 			op: op{
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
@@ -226,6 +228,16 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 		})
 	}
 	return out
+}
+
+// expertEntry is the matmul.wgsl entry point for a bank of experts with
+// cols columns, and the output rows of its workgroup: expert, or on a
+// software adapter expert4, four rows per invocation (see matmulEntries).
+func expertEntry(cols int, software bool) (string, int) {
+	if software && cols%32 == 0 {
+		return "expert4", shaders.MatmulRows4
+	}
+	return "expert", shaders.MatmulRows
 }
 
 // checkMoE refuses what the sparse kernels cannot dispatch.

@@ -285,9 +285,9 @@ func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 	return p
 }
 
-// matmulEntries are the matmul.wgsl entry points that multiply a piece of
-// format f with cols columns, one token at a time and eight at a time, and
-// the output rows of a workgroup of each. Every one gives the same bits.
+// matmulEntries are the matmul.wgsl entry points that multiply a piece
+// with cols columns, one token at a time and eight at a time, and the
+// output rows of a workgroup of each. Every one gives the same bits.
 // On a real GPU: main (LANES invocations per row) and main8 (a row per
 // invocation). A software adapter runs a workgroup's invocations as SIMD
 // lanes, where each load from a buffer is a loop over the lanes, and loads

@@ -71,9 +71,9 @@ type op struct {
 	dims   func(s step) (x, y, z uint32)
 	params func(s step) []uint32
 	// many, for the matmuls, is the pipeline that takes eight tokens per
-	// invocation (matmul.wgsl's main8 or rows4x8), dispatched instead, with its own
-	// grid, when dims' z (the op's tokens) is at least manyFrom; nil for
-	// the other ops.
+	// invocation (matmul.wgsl's main8 or rows4x8), dispatched instead,
+	// with its own grid, when dims' z (the op's tokens) is at least
+	// manyFrom; nil for the other ops.
 	many *manyTokens
 }
 

@@ -175,6 +175,19 @@ func BenchmarkGPU(b *testing.B) {
 	}
 }
 
+// timed is one dispatch of p with g and the wait for it, a 4-byte
+// readback of y.
+func timed(b *testing.B, dev gpu.Device, p gpu.Pipeline, g gpu.BindGroup, y gpu.Buffer, x, yy, z uint32) time.Duration {
+	t0 := time.Now()
+	if err := dev.Dispatch(p, []gpu.BindGroup{g}, x, yy, z); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(t0)
+}
+
 // BenchmarkMatmulKernel times one decode-shaped matmul (T = 1) at
 // Qwen2.5-0.5B's MLP shape, per weight format, through the entry point the
 // engine takes on this device (matmulEntries).
@@ -193,30 +206,13 @@ func BenchmarkMatmulKernel(b *testing.B) {
 				raw, _ = quant.Quantize(quant.Scheme(f.String()), w, rows, cols)
 			}
 			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
-			m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
-			if err != nil {
-				b.Fatal(err)
-			}
 			entry, perGroup, _, _ := matmulEntries(cols, dev.Info().Software)
-			p, err := dev.CreateComputePipeline("bench", m, entry)
-			if err != nil {
-				b.Fatal(err)
-			}
 			y := buf(b, dev, make([]float32, rows))
-			g, err := dev.CreateBindGroup(p, 0, []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, raw)}, {Binding: 1, Buffer: buf(b, dev, r.fill(cols, 1))},
-				{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
-				{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			p, g := bound(b, dev, shaders.Matmul(f), entry, []gpu.Buffer{buf(b, dev, raw), buf(b, dev, r.fill(cols, 1)), y,
+				buf(b, dev, make([]float32, rows)), buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := dev.Dispatch(p, []gpu.BindGroup{g}, ceilDiv(rows, perGroup), 1, 1); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
-					b.Fatal(err)
-				}
+				timed(b, dev, p, g, y, ceilDiv(rows, perGroup), 1, 1)
 			}
 			b.ReportMetric(float64(len(raw))*float64(b.N)/b.Elapsed().Seconds()/1e9, "weightGB/s")
 		})
@@ -258,32 +254,11 @@ func BenchmarkPrefillKernel(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%dx%d/T%d", f, rows, cols, T), func(b *testing.B) {
 				base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
 				y := buf(b, dev, make([]float32, T*rows))
-				bindings := []gpu.Binding{{Binding: 0, Buffer: w}, {Binding: 1, Buffer: buf(b, dev, r.fill(T*cols, 1))},
-					{Binding: 2, Buffer: y}, {Binding: 3, Buffer: buf(b, dev, make([]float32, rows))},
-					{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}}
+				bufs := []gpu.Buffer{w, buf(b, dev, r.fill(T*cols, 1)), y, buf(b, dev, make([]float32, rows)),
+					buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}
 				run := func(entry string, rowsPerGroup int, z uint32) func() time.Duration {
-					m, err := dev.CreateShaderModule("bench", shaders.Matmul(f))
-					if err != nil {
-						b.Fatal(err)
-					}
-					p, err := dev.CreateComputePipeline("bench", m, entry)
-					if err != nil {
-						b.Fatal(err)
-					}
-					g, err := dev.CreateBindGroup(p, 0, bindings)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return func() time.Duration {
-						t0 := time.Now()
-						if err := dev.Dispatch(p, []gpu.BindGroup{g}, ceilDiv(rows, rowsPerGroup), 1, z); err != nil {
-							b.Fatal(err)
-						}
-						if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
-							b.Fatal(err)
-						}
-						return time.Since(t0)
-					}
+					p, g := bound(b, dev, shaders.Matmul(f), entry, bufs)
+					return func() time.Duration { return timed(b, dev, p, g, y, ceilDiv(rows, rowsPerGroup), 1, z) }
 				}
 				z8 := ceilDiv(T, shaders.MatmulTokens)
 				kernels := []struct {
@@ -333,12 +308,8 @@ func BenchmarkExpertKernel(b *testing.B) {
 	route := []uint32{0, 2, 4, 6, 8, 10, 12, 14}
 	base, _ := Piece{Rows: rows, Cols: cols, Format: shaders.Q4}.scaleBase()
 	y := buf(b, dev, make([]float32, K*rows))
-	bindings := []gpu.Binding{{Binding: 0, Buffer: buf(b, dev, bank)}, {Binding: 1, Buffer: buf(b, dev, r.fill(cols, 1))}, {Binding: 2, Buffer: y},
-		{Binding: 4, Buffer: buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, E, stride/4, K, 0))}, {Binding: 5, Buffer: buf(b, dev, route)}}
-	m, err := dev.CreateShaderModule("bench", shaders.Matmul(shaders.Q4))
-	if err != nil {
-		b.Fatal(err)
-	}
+	bufs := []gpu.Buffer{buf(b, dev, bank), buf(b, dev, r.fill(cols, 1)), y, 0,
+		buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, E, stride/4, K, 0)), buf(b, dev, route)}
 	kernels := []struct {
 		entry    string
 		perGroup int
@@ -347,25 +318,13 @@ func BenchmarkExpertKernel(b *testing.B) {
 		best     time.Duration
 	}{{entry: "expert", perGroup: shaders.MatmulRows, best: time.Hour}, {entry: "expert4", perGroup: shaders.MatmulRows4, best: time.Hour}}
 	for i := range kernels {
-		k := &kernels[i]
-		if k.pipe, err = dev.CreateComputePipeline(k.entry, m, k.entry); err == nil {
-			k.group, err = dev.CreateBindGroup(k.pipe, 0, bindings)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
+		kernels[i].pipe, kernels[i].group = bound(b, dev, shaders.Matmul(shaders.Q4), kernels[i].entry, bufs)
 	}
 	for i := 0; i <= b.N; i++ {
 		for j, k := range kernels {
-			t0 := time.Now()
-			if err := dev.Dispatch(k.pipe, []gpu.BindGroup{k.group}, ceilDiv(rows, k.perGroup), K, 1); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := dev.ReadBuffer(y, 0, 4); err != nil {
-				b.Fatal(err)
-			}
+			d := timed(b, dev, k.pipe, k.group, y, ceilDiv(rows, k.perGroup), K, 1)
 			if i > 0 { // not the first, which runs each kernel cold
-				kernels[j].best = min(k.best, time.Since(t0))
+				kernels[j].best = min(k.best, d)
 			}
 		}
 	}

@@ -66,14 +66,15 @@ func params(vals ...any) []uint32 {
 	return out
 }
 
-// dispatch compiles src, binds bufs at @binding(0..) and runs it once.
-func dispatch(t testing.TB, dev gpu.Device, src, entry string, bufs []gpu.Buffer, x, y, z uint32) {
+// bound compiles src's entry point and binds bufs at @binding(0..) (a
+// zero buffer leaves its binding out): a pipeline to dispatch many times.
+func bound(t testing.TB, dev gpu.Device, src, entry string, bufs []gpu.Buffer) (gpu.Pipeline, gpu.BindGroup) {
 	t.Helper()
-	m, err := dev.CreateShaderModule("test", src)
+	m, err := dev.CreateShaderModule(entry, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := dev.CreateComputePipeline("test", m, entry)
+	p, err := dev.CreateComputePipeline(entry, m, entry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +88,19 @@ func dispatch(t testing.TB, dev gpu.Device, src, entry string, bufs []gpu.Buffer
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, g
+}
+
+// dispatch compiles src, binds bufs at @binding(0..) and runs it once.
+func dispatch(t testing.TB, dev gpu.Device, src, entry string, bufs []gpu.Buffer, x, y, z uint32) {
+	t.Helper()
+	p, g := bound(t, dev, src, entry, bufs)
+	submit(t, dev, p, g, x, y, z)
+}
+
+// submit records one dispatch of p with g and submits it.
+func submit(t testing.TB, dev gpu.Device, p gpu.Pipeline, g gpu.BindGroup, x, y, z uint32) {
+	t.Helper()
 	if err := dev.Dispatch(p, []gpu.BindGroup{g}, x, y, z); err != nil {
 		t.Fatal(err)
 	}

@@ -753,10 +753,6 @@ func TestMatmul8Kernel(t *testing.T) {
 				return params(rows, cols, (cols+31)/32, base, ldy, 0, yOff, 1, xOff, 0, 0, 0, 0, 0, 0, T)
 			}
 			pb := buf(t, dev, paramsFor(1))
-			m, err := dev.CreateShaderModule("test", shaders.Matmul(f))
-			if err != nil {
-				t.Fatal(err)
-			}
 			type entry struct {
 				entry   string
 				perZ    int // tokens per workgroup along z
@@ -771,14 +767,7 @@ func TestMatmul8Kernel(t *testing.T) {
 					entry{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulRows4})
 			}
 			for i := range direct {
-				d := &direct[i]
-				if d.pipe, err = dev.CreateComputePipeline(d.entry, m, d.entry); err == nil {
-					d.group, err = dev.CreateBindGroup(d.pipe, 0, []gpu.Binding{{Binding: 0, Buffer: w.bufs[0]}, {Binding: 1, Buffer: xb},
-						{Binding: 2, Buffer: y}, {Binding: 3, Buffer: bb}, {Binding: 4, Buffer: pb}})
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				direct[i].pipe, direct[i].group = bound(t, dev, shaders.Matmul(f), direct[i].entry, []gpu.Buffer{w.bufs[0], xb, y, bb, pb})
 			}
 			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
 				reset()
@@ -792,13 +781,7 @@ func TestMatmul8Kernel(t *testing.T) {
 				}
 				for _, d := range direct {
 					reset()
-					err := dev.Dispatch(d.pipe, []gpu.BindGroup{d.group}, ceilDiv(rows, d.perRows), 1, ceilDiv(T, d.perZ))
-					if err == nil {
-						err = dev.Submit()
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
+					submit(t, dev, d.pipe, d.group, ceilDiv(rows, d.perRows), 1, ceilDiv(T, d.perZ))
 					check(T, d.entry)
 				}
 			}

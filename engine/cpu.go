@@ -22,7 +22,7 @@ type cpuEngine struct {
 	st            *cpu.State
 	vocab, routes int
 	rows          []float32 // (≤ Chunk, Vocab+Routes): the last submission's rows
-	release       func()    // unmaps the weights' files
+	release       func()    // frees the weights' memory
 	// pending: tokens submitted without rows (a prefill's chunks before
 	// its last), not yet run: they run with the next submission, up to
 	// prefillTokens() at once, so that a prefill's matmuls decode each
@@ -120,20 +120,21 @@ func (c *cpuEngine) Read(r Region) ([][]float32, error) {
 }
 
 // loadCPU builds the CPU engine's model from the pieces src serves the GPU
-// too: every matrix as stored, its bytes mapped from the file where the
-// system can (so that the weights take no heap, cost nothing to load and
-// are shared with the page cache) or else read, rows a GGUF interleaves
-// put back in Hugging Face's order in a copy; float32 rows as float32 (in
-// place where mapped), vectors as float32. progress, if set, is told the
-// bytes loaded so far of w's stored total. The files' mappings end with
-// release.
+// too: every matrix as stored, its bytes read into a weight arena (huge
+// pages, arena_linux.go) where the system has one and the memory, else
+// mapped from the file where the system can (so that the weights take no
+// heap and are shared with the page cache) or else read; rows a GGUF
+// interleaves put back in Hugging Face's order in a copy; float32 rows
+// as float32 (in place), vectors as float32. progress, if set, is told
+// the bytes loaded so far of w's stored total. The arena and the files'
+// mappings end with release.
 func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, progress func(done, total int64)) (m *model.Model, release func(), err error) {
 	var done, total int64
 	for _, s := range g.Specs() {
 		_, _, size, _ := w.Shape(s.Name)
 		total += size
 	}
-	files := &weightFiles{mapped: map[string][]byte{}}
+	files := &weightFiles{mapped: map[string][]byte{}, arena: newWeightArena(total)}
 	m, err = model.Assemble(g, func(s model.Spec) (*model.Matrix, error) {
 		m, err := files.tensor(s, src)
 		if err != nil {
@@ -149,19 +150,29 @@ func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, progress f
 		files.release()
 		return nil, nil, err
 	}
+	if files.arena != nil {
+		files.arena.seal()
+	}
 	return m, files.release, nil
 }
 
 // weightFiles serves the bytes of the weights' files (bytes).
 type weightFiles struct {
+	arena  *weightArena      // nil: none
 	mapped map[string][]byte // by path: the file mapped, or nil where it cannot be
 	unmap  []func()
 }
 
-// bytes returns n bytes at off of path: a slice of the file's read-only
-// mapping, or, where the file cannot be mapped or the caller will write
-// them, the bytes read into a fresh buffer.
+// bytes returns n bytes at off of path: read into the arena where there
+// is one; else a slice of the file's read-only mapping, or, where the
+// file cannot be mapped or the caller will write them, the bytes read
+// into a fresh buffer.
 func (f *weightFiles) bytes(path string, off, n int64, write bool) ([]byte, error) {
+	if f.arena != nil {
+		if buf := f.arena.alloc(n); buf != nil {
+			return buf, readAt(path, buf, off)
+		}
+	}
 	b, seen := f.mapped[path]
 	if !seen {
 		var unmap func()
@@ -184,8 +195,11 @@ func (f *weightFiles) bytes(path string, off, n int64, write bool) ([]byte, erro
 	return buf, readAt(path, buf, off)
 }
 
-// release unmaps the files.
+// release frees the arena and unmaps the files.
 func (f *weightFiles) release() {
+	if f.arena != nil {
+		f.arena.release()
+	}
 	for _, u := range f.unmap {
 		u()
 	}

@@ -299,11 +299,11 @@ func rowsA8Go(p *model.Piece, k, a, z int, x *a8Acts, out []float32, sums []int3
 // multiplies each row with all of them at once, loading and unpacking
 // its codes once: put lays out its token t, rows sets out[t·ldo+r−a] =
 // w_r · x_t (no bias) for rows [a, z) of a piece and the batch's n
-// tokens, in the order above.
+// tokens, in the order above, on the worker's scratch sc.
 type a8Batch interface {
 	tokens() int
 	put(t int, x *a8Acts)
-	rows(p *model.Piece, k, a, z int, out []float32, ldo int)
+	rows(p *model.Piece, k, a, z int, out []float32, ldo int, sc *scratch)
 }
 
 // makeA8Batch makes room from ar for n tokens of nb blocks for format
@@ -403,7 +403,7 @@ func matmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
 		if batches != nil {
 			t0 := 0
 			for _, bt := range batches {
-				bt.rows(p, k, a, z, out[t0*n+p.Row0+a:], n)
+				bt.rows(p, k, a, z, out[t0*n+p.Row0+a:], n, sc)
 				t0 += bt.tokens()
 			}
 			if b != nil {

@@ -38,7 +38,7 @@ func BenchmarkA8Batch(b *testing.B) {
 					b.Run(fmt.Sprintf("%v/k=%d/n=%d/%s", f, k, n, path), func(b *testing.B) {
 						for b.Loop() {
 							if path == "batch" {
-								batch.rows(p, k, 0, a8Rows, y, a8Rows)
+								batch.rows(p, k, 0, a8Rows, y, a8Rows, &scratch{})
 								continue
 							}
 							for _, x := range acts {

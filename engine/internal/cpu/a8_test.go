@@ -317,6 +317,13 @@ func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts 
 	nb := k / a8Block
 	want := make([]float32, z-a)
 	t0 := 0
+	// One worker's scratch for every batch, NaNs from the start: the
+	// kernels must not read lanes they have not written.
+	sc := &scratch{}
+	l := sc.a8Lanes()
+	for i := range l {
+		l[i] = float32(math.NaN())
+	}
 	for _, b := range batches {
 		// Token tk's outputs at got[tk·ldo:], ldo past the rows: the
 		// gaps keep their NaNs.
@@ -325,7 +332,7 @@ func sameA8Batches(t *testing.T, name string, p *model.Piece, k, a, z int, acts 
 		for i := range got {
 			got[i] = float32(math.NaN())
 		}
-		b.rows(p, k, a, z, got, ldo)
+		b.rows(p, k, a, z, got, ldo, sc)
 		for tk := range n {
 			rowsA8Go(p, k, a, z, acts[t0+tk], want, make([]int32, nb), make([]float32, nb))
 			sameBits(t, fmt.Sprintf("%s/token %d", name, t0+tk), got[tk*ldo:tk*ldo+z-a], want)

@@ -335,7 +335,7 @@ type a8TokensBatch struct {
 
 func (b *a8TokensBatch) tokens() int { return b.n }
 
-func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int) {
+func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int, sc *scratch) {
 	nb := k / a8Block
 	if nb != b.nb || p.Format != b.format {
 		panic("cpu: a8 batch of another format or length than the rows")
@@ -367,8 +367,8 @@ func (b *a8TokensBatch) rows(p *model.Piece, k, a, z int, out []float32, ldo int
 	_, _, _ = b.acts[chunks*b.n*512-1], b.sums[chunks*b.n*lanes-1], b.dx[chunks*b.n*lanes-1]
 	// Two rows a call, the last of an odd count twice (stride 0) into
 	// last.
-	var acc [2 * a8Tokens * lanes]float32
-	var last [2 * a8Tokens]float32
+	scr := sc.a8Lanes()
+	acc, last := scr[:2*a8Tokens*lanes], scr[2*a8Tokens*lanes:]
 	for i := 0; i+2 <= n; i += 2 {
 		b.kern(&codes[i*qw], qw, &scales[i*sw], sw, chunks, &b.acts[0], &b.sums[0], &b.dx[0], b.n, b.maskSet, &acc[0], &out[i], ldo)
 	}

@@ -309,13 +309,18 @@ func (b *a8TokensBatch) put(t int, x *a8Acts) {
 	src := b.a8TokensKernel.acts(x)
 	_ = src[chunks*512-1]
 	a8TransposeAVX512(&src[0], chunks, &b.acts[t*512], b.n*512, b.step, b.second)
+	var perm [lanes]int
+	for l := range perm {
+		perm[l] = b.perm(l) & (lanes - 1)
+	}
 	dx, sum := x.dx[:cap(x.dx)], x.sum[:chunks*lanes]
 	for c := range chunks {
 		o := (c*b.n + t) * lanes
-		for l := range lanes {
-			blk := c*lanes + b.perm(l)
-			b.sums[o+l] = b.c * sum[blk]
-			b.dx[o+l] = dx[blk]
+		ts, tdx := b.sums[o:o+lanes:o+lanes], b.dx[o:o+lanes:o+lanes]
+		cs, cdx := sum[c*lanes:(c+1)*lanes:(c+1)*lanes], dx[c*lanes:(c+1)*lanes:(c+1)*lanes]
+		for l, blk := range perm {
+			ts[l] = b.c * cs[blk]
+			tdx[l] = cdx[blk]
 		}
 	}
 }

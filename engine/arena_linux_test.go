@@ -100,8 +100,9 @@ func thpEligible(t *testing.T, addr uintptr) (eligible, ok bool) {
 }
 
 // TestWeightFilesArena: with an arena, a piece's bytes are the file's,
-// read into the arena; bytes past the file's end are an error that names
-// it.
+// read into the arena; without one (a model over half the available
+// memory), a slice of the file's mapping, or a copy for a caller that
+// writes them; bytes past the file's end are an error that names it.
 func TestWeightFilesArena(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shard.bin")
 	content := make([]byte, 10000)
@@ -128,5 +129,24 @@ func TestWeightFilesArena(t *testing.T) {
 	}
 	if _, err := f.bytes(path, 9000, 2000, false); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("bytes past the end: %v, want an error naming %s", err, path)
+	}
+
+	mapped := &weightFiles{mapped: map[string][]byte{}}
+	defer mapped.release()
+	for _, write := range []bool{false, true} {
+		b, err := mapped.bytes(path, 1234, 5000, write)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, content[1234:6234]) {
+			t.Errorf("write %v: the bytes differ from the file's", write)
+		}
+		m := mapped.mapped[path]
+		if inMap := len(m) > 0 && address(b) >= address(m) && address(b) < address(m)+uintptr(len(m)); inMap == write {
+			t.Errorf("write %v: the bytes in the file's mapping: %v", write, inMap)
+		}
+	}
+	if _, err := mapped.bytes(path, 9000, 2000, false); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("mapped bytes past the end: %v, want an error naming %s", err, path)
 	}
 }

@@ -46,7 +46,9 @@ func shaderSources() map[string]string {
 		"rope.wgsl":        shaders.RoPE(),
 	}
 	for f := shaders.F32; f <= shaders.Q6_K; f++ {
-		src["matmul-"+f.String()+".wgsl"] = shaders.Matmul(f)
+		for _, v := range shaders.MatmulVariants {
+			src[v.Name(f)+".wgsl"] = shaders.Matmul(f, v)
+		}
 		src["embed-"+f.String()+".wgsl"] = shaders.Embed(f)
 	}
 	return src

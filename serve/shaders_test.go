@@ -29,8 +29,8 @@ func TestShaders(t *testing.T) {
 		{"rope.wgsl", shaders.RoPE()},
 		{"attention.wgsl", shaders.Attention()},
 		{"elementwise.wgsl", shaders.Elementwise()},
-		{"matmul-f32.wgsl", shaders.Matmul(shaders.F32)},
-		{"matmul-q4.wgsl", shaders.Matmul(shaders.Q4)},
+		{"matmul-f32.wgsl", shaders.Matmul(shaders.F32, shaders.MatmulVariant{})},
+		{"matmul-q4.wgsl", shaders.Matmul(shaders.Q4, shaders.MatmulVariant{})},
 		{"embed-bf16.wgsl", shaders.Embed(shaders.BF16)},
 	}
 	for _, tc := range tests {
@@ -63,7 +63,7 @@ func TestShaders(t *testing.T) {
 			t.Errorf("%s: %d", name, c)
 		}
 	}
-	if len(names) != 4+2*int(shaders.Q6_K+1) {
+	if len(names) != 4+(1+len(shaders.MatmulVariants))*int(shaders.Q6_K+1) {
 		t.Errorf("%d shaders listed", len(names))
 	}
 }

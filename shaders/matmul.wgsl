@@ -12,7 +12,11 @@
 //   2 y: array<f32>     Y, element (r, col0 + n) at y_off + r*ldy + col0 + n,
 //                       r = t (main) or t*K + k (expert: (T, K, ldy));
 //                       main with interleave = hd: piece row n goes to
-//                       column col0 + o(n) instead (below)
+//                       column col0 + o(n) instead (below). main, main8,
+//                       rows4 and rows4x8 store through put, which this
+//                       file leaves to the one that follows it:
+//                       matmul_out.wgsl (this Y) or matmul_stacked.wgsl
+//                       (a stacked piece's rows to three Ys, bindings 6, 7)
 //   3 b: array<f32>     bias for the whole matrix, in Y's column order
 //                       (indexed col0 + n, or col0 + o(n)); read only when has_bias (main)
 //   4 p: Params
@@ -84,7 +88,14 @@ struct Params {
     // all but expert:
     interleave: u32, // head dim of the q/k row interleave; 0 for none
     tokens: u32,     // main8 and rows4x8 only: T
-    _pad2: u32,
+    // main, main8, rows4 and rows4x8 of a stacked piece (matmul_stacked.wgsl):
+    plain_from: u32, // rows from here on are not interleaved (v below q and k); 0: all are
+    split1: u32,     // first row of the second matrix
+    split2: u32,     // first row of the third; 0: none
+    y1_off: u32,     // the second matrix's Y: element (t, c) at y1_off + t*ld1 + c
+    ld1: u32,
+    y2_off: u32,     // the third's
+    ld2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
@@ -109,7 +120,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (p.has_bias != 0u) {
             o += b[p.col0 + col];
         }
-        y[p.y_off + t * p.ldy + p.col0 + col] = o;
+        put(col, t, o);
     }
 }
 
@@ -143,9 +154,8 @@ fn main8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
             let bias = vec4<f32>(b[p.col0 + col]);
             o += mat2x4<f32>(bias, bias);
         }
-        let at = p.y_off + t0 * p.ldy + p.col0 + col;
         for (var i = 0u; i < 8u && t0 + i < p.tokens; i++) {
-            y[at + i * p.ldy] = o[i / 4u][i % 4u];
+            put(col, t0 + i, o[i / 4u][i % 4u]);
         }
     }
 }
@@ -163,7 +173,7 @@ fn rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
             if (p.has_bias != 0u) {
                 o += b[p.col0 + col];
             }
-            y[p.y_off + t * p.ldy + p.col0 + col] = o;
+            put(col, t, o);
         }
     }
 }
@@ -312,9 +322,8 @@ fn rows4x8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 let bias = vec4<f32>(b[p.col0 + col]);
                 o += mat2x4<f32>(bias, bias);
             }
-            let at = p.y_off + t0 * p.ldy + p.col0 + col;
             for (var i = 0u; i < 8u && t0 + i < p.tokens; i++) {
-                y[at + i * p.ldy] = o[i / 4u][i % 4u];
+                put(col, t0 + i, o[i / 4u][i % 4u]);
             }
         }
     }
@@ -393,7 +402,7 @@ fn group_sum4x8(r: vec4<u32>, g: u32, xa: vec4<u32>, xc: vec4<u32>) -> array<mat
 // out_col is the column (less col0) of Y that piece row n goes to: n, or
 // o(n) with interleave.
 fn out_col(n: u32) -> u32 {
-    if (p.interleave == 0u) {
+    if (p.interleave == 0u || (p.plain_from != 0u && n >= p.plain_from)) {
         return n;
     }
     let j = n % p.interleave;

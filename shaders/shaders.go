@@ -17,6 +17,10 @@ var (
 	ggmlBlocks string
 	//go:embed matmul.wgsl
 	matmul string
+	//go:embed matmul_out.wgsl
+	matmulOut string
+	//go:embed matmul_stacked.wgsl
+	matmulStacked string
 	//go:embed embed.wgsl
 	embed string
 	//go:embed rmsnorm.wgsl
@@ -128,8 +132,35 @@ func (f Format) String() string {
 
 // Matmul is the weight-decoding matrix product for format f: entry points
 // main, main8, rows4 and rows4x8 for one matrix, expert for a bank of
-// routed experts.
-func Matmul(f Format) string { return withFormat(f, matmul) }
+// routed experts; v picks the variant.
+func Matmul(f Format, v MatmulVariant) string {
+	out := matmulOut
+	if v.Stacked {
+		out = matmulStacked
+	}
+	return withFormat(f, matmul+"\n"+out)
+}
+
+// MatmulVariant is a choice among matmul.wgsl's companions; the zero value
+// is the plain kernel, in core WGSL. Every variant gives the same bits.
+type MatmulVariant struct {
+	// Stacked: the piece stacks two or three matrices, each with its own Y
+	// (matmul_stacked.wgsl: bindings 6 and 7 besides the plain kernel's).
+	Stacked bool
+}
+
+// MatmulVariants is every variant.
+var MatmulVariants = []MatmulVariant{{}, {Stacked: true}}
+
+// Name names the variant's kernel for format f: "matmul-q4",
+// "matmul-stacked-q4".
+func (v MatmulVariant) Name(f Format) string {
+	name := "matmul-"
+	if v.Stacked {
+		name += "stacked-"
+	}
+	return name + f.String()
+}
 
 // Embed is the weight-decoding row gather for format f.
 func Embed(f Format) string { return withFormat(f, embed) }

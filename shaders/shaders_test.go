@@ -20,7 +20,9 @@ func TestCompile(t *testing.T) {
 		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
 	}
 	for f := F32; f <= Q6_K; f++ {
-		sources["matmul/"+f.String()] = Matmul(f)
+		for _, v := range MatmulVariants {
+			sources[v.Name(f)] = Matmul(f, v)
+		}
 		sources["embed/"+f.String()] = Embed(f)
 	}
 	for name, src := range sources {
@@ -51,7 +53,7 @@ var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm 
 
 // files is every WGSL file by name.
 func files() map[string]string {
-	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "embed": embed, "rmsnorm": rmsnorm,
+	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "matmul_out": matmulOut, "matmul_stacked": matmulStacked, "embed": embed, "rmsnorm": rmsnorm,
 		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe}
 }
 
@@ -98,7 +100,7 @@ func TestGeometry(t *testing.T) {
 	if Workgroup&(Workgroup-1) != 0 || MatmulLanes&(MatmulLanes-1) != 0 || Workgroup%MatmulLanes != 0 {
 		t.Fatalf("workgroup %d, lanes %d: both must be powers of two", Workgroup, MatmulLanes)
 	}
-	if !strings.Contains(Matmul(Q4), "const WG: u32 = 64u;") || !strings.HasPrefix(RMSNorm(), prelude) {
+	if !strings.Contains(Matmul(Q4, MatmulVariant{}), "const WG: u32 = 64u;") || !strings.HasPrefix(RMSNorm(), prelude) {
 		t.Fatal("a kernel lacks the geometry prelude")
 	}
 }

@@ -208,7 +208,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
 			entry, perGroup, _, _ := matmulEntries(cols, dev.Info().Software)
 			y := buf(b, dev, make([]float32, rows))
-			p, g := bound(b, dev, shaders.Matmul(f), entry, []gpu.Buffer{buf(b, dev, raw), buf(b, dev, r.fill(cols, 1)), y,
+			p, g := bound(b, dev, shaders.Matmul(f, shaders.MatmulVariant{}), entry, []gpu.Buffer{buf(b, dev, raw), buf(b, dev, r.fill(cols, 1)), y,
 				buf(b, dev, make([]float32, rows)), buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -257,7 +257,7 @@ func BenchmarkPrefillKernel(b *testing.B) {
 				bufs := []gpu.Buffer{w, buf(b, dev, r.fill(T*cols, 1)), y, buf(b, dev, make([]float32, rows)),
 					buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))}
 				run := func(entry string, rowsPerGroup int, z uint32) func() time.Duration {
-					p, g := bound(b, dev, shaders.Matmul(f), entry, bufs)
+					p, g := bound(b, dev, shaders.Matmul(f, shaders.MatmulVariant{}), entry, bufs)
 					return func() time.Duration { return timed(b, dev, p, g, y, ceilDiv(rows, rowsPerGroup), 1, z) }
 				}
 				z8 := ceilDiv(T, shaders.MatmulTokens)
@@ -318,7 +318,7 @@ func BenchmarkExpertKernel(b *testing.B) {
 		best     time.Duration
 	}{{entry: "expert", perGroup: shaders.MatmulRows, best: time.Hour}, {entry: "expert4", perGroup: shaders.MatmulRows4, best: time.Hour}}
 	for i := range kernels {
-		kernels[i].pipe, kernels[i].group = bound(b, dev, shaders.Matmul(shaders.Q4), kernels[i].entry, bufs)
+		kernels[i].pipe, kernels[i].group = bound(b, dev, shaders.Matmul(shaders.Q4, shaders.MatmulVariant{}), kernels[i].entry, bufs)
 	}
 	for i := 0; i <= b.N; i++ {
 		for j, k := range kernels {

@@ -3,16 +3,38 @@ package gpuengine
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"logitscope/gpu"
 	"logitscope/model"
 	"logitscope/shaders"
 )
 
-// matrix is an uploaded weight matrix: one buffer per row-piece.
+// matrix is an uploaded weight matrix: one buffer per row-piece. A
+// stacked matrix is two or three matrices in one piece, one above the
+// other (stackPieces): splits are the rows where the second and third
+// begin, plain the first row not interleaved (0: every row is, if any).
 type matrix struct {
 	pieces []Piece
 	bufs   []gpu.Buffer
+	splits []int
+	plain  int
+}
+
+// out is where a product's rows go: Y (T, ld) from element off of buf.
+type out struct {
+	buf gpu.Buffer
+	off func(step) int
+	ld  int
+}
+
+// mlp is a (SwiGLU or GeGLU) MLP's uploaded weights: gate and up as one
+// stacked matrix or as two, their biases alike, then down.
+type mlp struct {
+	gateUp     []matrix
+	gateUpBias []gpu.Buffer
+	down       matrix
+	downBias   gpu.Buffer
 }
 
 // pending is an op before its bind group exists: the params buffer is
@@ -50,6 +72,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	e.logits = alloc("logits", c*int64(g.Vocab+g.Routes())*f)
 	e.scores = alloc("scores", c*int64(g.Heads*e.capacity)*f)
 	e.none = alloc("no-bias", 4)
+	e.spare = alloc("no-output", 4)
 	if g.SparseLayers() > 0 {
 		K, eff := int64(g.TopK), int64(g.ExpertIntermediate)
 		e.router = alloc("router", c*int64(g.Experts)*f)
@@ -88,11 +111,12 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if g.SandwichNorm {
 			postAttnNorm, postMLPNorm = up.vector(n.PostAttnNorm), up.vector(n.PostMLPNorm)
 		}
-		wq, wk, wv, wo := up.matrix(n.Wq), up.matrix(n.Wk), up.matrix(n.Wv), up.matrix(n.Wo)
-		bq, bk, bv, bo := e.none, e.none, e.none, e.none
+		var qkvBias []string
 		if g.QKVBias {
-			bq, bk, bv = up.vector(n.Bq), up.vector(n.Bk), up.vector(n.Bv)
+			qkvBias = []string{n.Bq, n.Bk, n.Bv}
 		}
+		qkv, bqkv := up.stack([]string{n.Wq, n.Wk, n.Wv}, qkvBias)
+		wo, bo := up.matrix(n.Wo), e.none
 		if g.OBias {
 			bo = up.vector(n.Bo)
 		}
@@ -102,16 +126,16 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		}
 		sparse := g.Sparse != nil && g.Sparse[l]
 		var moe moeLayer
-		var wg, wu, wd matrix
-		bg, bu, bd := e.none, e.none, e.none
+		var dense mlp
 		if sparse {
 			moe = up.moe(n, sparseSeen)
 			sparseSeen++
 		} else {
-			wg, wu, wd = up.matrix(n.Wgate), up.matrix(n.Wup), up.matrix(n.Wdown)
+			var biases [3]string
 			if g.MLPBias {
-				bg, bu, bd = up.vector(n.Bgate), up.vector(n.Bup), up.vector(n.Bdown)
+				biases = [3]string{n.Bgate, n.Bup, n.Bdown}
 			}
+			dense = up.mlp([3]string{n.Wgate, n.Wup, n.Wdown}, biases)
 		}
 		if up.err != nil {
 			return up.err
@@ -120,9 +144,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		zero := func(step) int { return 0 }
 		T := func(s step) int { return s.T }
 		prog = append(prog, e.rmsnormOp("attn-norm", e.x, attnNorm, e.h, T, zero))
-		prog = append(prog, e.matmulOps("q", wq, e.h, zero, e.q, zero, qDim, bq, T)...)
-		prog = append(prog, e.matmulOps("k", wk, e.h, zero, e.kc[l], kvOff, kvDim, bk, T)...)
-		prog = append(prog, e.matmulOps("v", wv, e.h, zero, e.vc[l], kvOff, kvDim, bv, T)...)
+		prog = append(prog, e.stackOps([]string{"q", "k", "v"}, qkv, bqkv, []out{{e.q, zero, qDim}, {e.kc[l], kvOff, kvDim}, {e.vc[l], kvOff, kvDim}}, T)...)
 		if g.QKNorm {
 			prog = append(prog, e.headNormOp("q-norm", e.q, qNorm, g.Heads, zero), e.headNormOp("k-norm", e.kc[l], kNorm, g.KVHeads, kvOff))
 		}
@@ -142,7 +164,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if sparse {
 			prog = append(prog, e.moeOps(moe, act)...)
 		} else {
-			prog = append(prog, e.swigluOps("", [3]matrix{wg, wu, wd}, [3]gpu.Buffer{bg, bu, bd}, g.Intermediate, act, e.o)...)
+			prog = append(prog, e.swigluOps("", dense, g.Intermediate, act, e.o)...)
 		}
 		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm)...)
 	}
@@ -166,13 +188,26 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 // swigluOps: out (T, d) = Wdown (act(Wgate h + bg) ⊙ (Wup h + bu)) + bd,
 // through gate and up (T, ff); name prefixes the ops' names ("shared-"
 // for Qwen2-MoE's shared expert).
-func (e *State) swigluOps(name string, w [3]matrix, b [3]gpu.Buffer, ff int, act string, out gpu.Buffer) []pending {
+func (e *State) swigluOps(name string, m mlp, ff int, act string, y gpu.Buffer) []pending {
 	zero := func(step) int { return 0 }
 	T := func(s step) int { return s.T }
-	prog := e.matmulOps(name+"gate", w[0], e.h, zero, e.gate, zero, ff, b[0], T)
-	prog = append(prog, e.matmulOps(name+"up", w[1], e.h, zero, e.up, zero, ff, b[1], T)...)
+	prog := e.stackOps([]string{name + "gate", name + "up"}, m.gateUp, m.gateUpBias, []out{{e.gate, zero, ff}, {e.up, zero, ff}}, T)
 	prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
-	return append(prog, e.matmulOps(name+"down", w[2], e.gate, zero, out, zero, e.g.Dim, b[2], T)...)
+	return append(prog, e.matmulOps(name+"down", m.down, e.gate, zero, y, zero, e.g.Dim, m.downBias, T)...)
+}
+
+// stackOps: ys[i] = h @ W_iᵀ + b_i for the matrices that up.stack
+// uploaded for names, in one dispatch where it stacked them.
+func (e *State) stackOps(names []string, ms []matrix, biases []gpu.Buffer, ys []out, tokens func(step) int) []pending {
+	zero := func(step) int { return 0 }
+	if len(ms) == 1 && len(names) > 1 {
+		return e.productOps(strings.Join(names, "+"), ms[0], e.h, zero, ys, biases[0], tokens)
+	}
+	var prog []pending
+	for i, m := range ms {
+		prog = append(prog, e.productOps(names[i], m, e.h, zero, ys[i:i+1], biases[i], tokens)...)
+	}
+	return prog
 }
 
 // finish sizes the params buffer and creates each op's bind group.
@@ -260,6 +295,77 @@ func (u *uploader) matrix(name string) matrix {
 	return m
 }
 
+// stack uploads matrices that multiply the same X (q, k and v; gate and
+// up) and their biases (nil: none): as one stacked matrix and one stacked
+// bias where stackPieces can lay the matrices out, else each alone.
+func (u *uploader) stack(names, biases []string) ([]matrix, []gpu.Buffer) {
+	if u.err != nil {
+		return nil, nil
+	}
+	var pieces []Piece
+	for _, name := range names {
+		ps, err := u.src.Matrix(name, u.e.maxPiece)
+		if err != nil {
+			u.err = err
+			return nil, nil
+		}
+		pieces = append(pieces, ps...)
+	}
+	st, ok := stackPieces(pieces, u.e.maxPiece)
+	if len(pieces) != len(names) || !ok {
+		ms, bs := make([]matrix, len(names)), make([]gpu.Buffer, len(names))
+		for i, name := range names {
+			ms[i], bs[i] = u.matrix(name), u.e.none
+			if biases != nil {
+				bs[i] = u.vector(biases[i])
+			}
+		}
+		return ms, bs
+	}
+	m := matrix{pieces: []Piece{st.piece}, splits: st.splits, plain: st.plain}
+	label := strings.Join(names, "+")
+	b, err := u.e.buffer(label, (st.piece.Length+3)/4*4)
+	for at, i := int64(0), 0; err == nil && i < len(st.regions); i++ {
+		err = u.e.writePiece(b, at, label, st.regions[i])
+		at += st.regions[i].Length
+	}
+	m.bufs, u.err = []gpu.Buffer{b}, err
+	for range names {
+		u.tick()
+	}
+	bias := u.e.none
+	if biases != nil && u.err == nil {
+		var v []float32
+		for _, name := range biases {
+			part, err := u.src.Vector(name)
+			if err != nil {
+				u.err = err
+				return nil, nil
+			}
+			v = append(v, part...)
+			u.tick()
+		}
+		bias, u.err = u.e.uploadF32(label+".bias", v)
+	}
+	return []matrix{m}, []gpu.Buffer{bias}
+}
+
+// mlp uploads gate, up and down (names) and their biases (empty: none),
+// gate and up stacked where they can be.
+func (u *uploader) mlp(names, biases [3]string) mlp {
+	var m mlp
+	var stackBias []string
+	if biases[0] != "" {
+		stackBias = biases[:2]
+	}
+	m.gateUp, m.gateUpBias = u.stack(names[:2], stackBias)
+	m.down, m.downBias = u.matrix(names[2]), u.e.none
+	if biases[2] != "" {
+		m.downBias = u.vector(biases[2])
+	}
+	return m
+}
+
 func (u *uploader) vector(name string) gpu.Buffer {
 	if u.err != nil {
 		return 0
@@ -302,13 +408,25 @@ func matmulEntries(cols int, software bool) (entry string, perGroup int, entry8 
 	return "main", shaders.MatmulRows, "main8", shaders.Workgroup
 }
 
+// matmulVariant is the matmul kernel a product takes: stacked or not.
+func (e *State) matmulVariant(stacked bool) shaders.MatmulVariant {
+	return shaders.MatmulVariant{Stacked: stacked}
+}
+
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
 func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
-	var out []pending
+	return e.productOps(name, W, x, xOff, []out{{y, yOff, ldy}}, bias, tokens)
+}
+
+// productOps is matmulOps with a Y per matrix of a stacked W (ys[0] alone
+// otherwise).
+func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, ys []out, bias gpu.Buffer, tokens func(step) int) []pending {
+	var prog []pending
 	software := e.dev.Info().Software
+	variant := e.matmulVariant(len(W.splits) > 0)
 	for i, p := range W.pieces {
-		kernel, src := "matmul-"+p.Format.String(), shaders.Matmul(p.Format)
+		kernel, src := variant.Name(p.Format), shaders.Matmul(p.Format, variant)
 		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Cols, software)
 		pipe := e.kernel(kernel, src, entry)
 		base, _ := p.scaleBase()
@@ -317,7 +435,19 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 		if bias != e.none {
 			hasBias = 1
 		}
-		out = append(out, pending{
+		bindings := []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: ys[0].buf}, {Binding: 3, Buffer: bias}}
+		// A stacked piece's second and third Y; a third never written
+		// when there are two matrices, bound to a buffer of its own
+		// (WebGPU refuses a writable binding that aliases another).
+		split := [2]uint32{}
+		more := []out{{buf: e.spare, off: func(step) int { return 0 }}, {buf: e.spare, off: func(step) int { return 0 }}}
+		for j, at := range W.splits {
+			split[j], more[j] = uint32(at), ys[j+1]
+		}
+		if variant.Stacked {
+			bindings = append(bindings, gpu.Binding{Binding: 6, Buffer: more[0].buf}, gpu.Binding{Binding: 7, Buffer: more[1].buf})
+		}
+		prog = append(prog, pending{
 			op: op{
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) {
@@ -326,16 +456,17 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 				},
 				params: func(s step) []uint32 {
 					// The expert fields (first … x_slot) stay 0.
-					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ldy), uint32(p.Row0),
-						uint32(yOff(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s))}
+					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ys[0].ld), uint32(p.Row0),
+						uint32(ys[0].off(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s)),
+						uint32(W.plain), split[0], split[1], uint32(more[0].off(s)), uint32(more[0].ld), uint32(more[1].off(s)), uint32(more[1].ld)}
 				},
 				many: &manyTokens{name: kernel, src: src, entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
 			},
-			bindings: []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: y}, {Binding: 3, Buffer: bias}},
+			bindings: bindings,
 			paramsAt: 4,
 		})
 	}
-	return out
+	return prog
 }
 
 func (e *State) embedOps(E matrix) []pending {

@@ -40,6 +40,7 @@ type State struct {
 	ids, x, h, q, att, o, gate, up, logits, scores, rope, params gpu.Buffer
 	kc, vc                                                       []gpu.Buffer
 	none                                                         gpu.Buffer // bound where an op has no bias
+	spare                                                        gpu.Buffer // a stacked product's third Y when it has two
 	ropeLocal                                                    gpu.Buffer // Gemma 3's sliding layers' table; 0 without
 
 	// Sparse layers' scratch (0 for dense models): router logits (T, E),

@@ -80,7 +80,7 @@ func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
 		deq = append(deq, d...)
 		base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
 		p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff))
-		dispatch(t, dev, shaders.Matmul(f), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+shaders.MatmulRows-1)/shaders.MatmulRows, 1, uint32(T))
+		dispatch(t, dev, shaders.Matmul(f, shaders.MatmulVariant{}), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+shaders.MatmulRows-1)/shaders.MatmulRows, 1, uint32(T))
 	}
 	got := read(t, dev, y, yOff+T*ldy)
 	var want []float64
@@ -590,16 +590,16 @@ func TestExpertMatmulKernel(t *testing.T) {
 					}
 				}
 				// run dispatches every bank through entry into a zeroed Y.
-				run := func(entry string, perGroup int) []float32 {
+				run := func(entry string, perGroup int, v shaders.MatmulVariant) []float32 {
 					y := buf(t, dev, make([]float32, T*K*ldy))
 					for _, r := range runs {
-						dispatch(t, dev, shaders.Matmul(f), entry, []gpu.Buffer{r.bank, xb, y, 0, r.params, rb}, ceilDiv(r.n, perGroup), K, T)
+						dispatch(t, dev, shaders.Matmul(f, v), entry, []gpu.Buffer{r.bank, xb, y, 0, r.params, rb}, ceilDiv(r.n, perGroup), K, T)
 					}
 					return read(t, dev, y, T*K*ldy)
 				}
-				got := run("expert", shaders.MatmulRows)
+				got := run("expert", shaders.MatmulRows, shaders.MatmulVariant{})
 				if cols%32 == 0 {
-					for i, g := range run("expert4", shaders.MatmulRows4) {
+					for i, g := range run("expert4", shaders.MatmulRows4, shaders.MatmulVariant{}) {
 						if math.Float32bits(g) != math.Float32bits(got[i]) {
 							t.Fatalf("expert4: element %d is %g, expert's %g", i, g, got[i])
 						}
@@ -767,7 +767,7 @@ func TestMatmul8Kernel(t *testing.T) {
 					entry{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulRows4})
 			}
 			for i := range direct {
-				direct[i].pipe, direct[i].group = bound(t, dev, shaders.Matmul(f), direct[i].entry, []gpu.Buffer{w.bufs[0], xb, y, bb, pb})
+				direct[i].pipe, direct[i].group = bound(t, dev, shaders.Matmul(f, shaders.MatmulVariant{}), direct[i].entry, []gpu.Buffer{w.bufs[0], xb, y, bb, pb})
 			}
 			for _, T := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, maxT} {
 				reset()

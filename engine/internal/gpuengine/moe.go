@@ -32,9 +32,9 @@ type bank struct {
 type moeLayer struct {
 	router         matrix
 	gate, up, down []bank
-	shared         *[3]matrix // Qwen2-MoE's shared expert: gate, up, down; nil without
-	sharedGate     matrix     // (1, d)
-	sparse         int        // the layer's index among the sparse layers
+	shared         *mlp   // Qwen2-MoE's shared expert; nil without
+	sharedGate     matrix // (1, d)
+	sparse         int    // the layer's index among the sparse layers
 }
 
 func (u *uploader) moe(n model.LayerNames, sparse int) moeLayer {
@@ -51,7 +51,8 @@ func (u *uploader) moe(n model.LayerNames, sparse int) moeLayer {
 	L.up = u.experts(names(func(x model.ExpertNames) string { return x.Wup }))
 	L.down = u.experts(names(func(x model.ExpertNames) string { return x.Wdown }))
 	if g.SharedIntermediate > 0 {
-		L.shared = &[3]matrix{u.matrix(n.Shared.Wgate), u.matrix(n.Shared.Wup), u.matrix(n.Shared.Wdown)}
+		shared := u.mlp([3]string{n.Shared.Wgate, n.Shared.Wup, n.Shared.Wdown}, [3]string{})
+		L.shared = &shared
 		L.sharedGate = u.matrix(n.SharedGate)
 	}
 	return L
@@ -144,7 +145,7 @@ func (e *State) moeOps(L moeLayer, act string) []pending {
 	shared, sgate := e.none, e.none
 	if L.shared != nil {
 		shared, sgate = e.shared, e.sgate
-		prog = append(prog, e.swigluOps("shared-", *L.shared, [3]gpu.Buffer{e.none, e.none, e.none}, g.SharedIntermediate, act, e.shared)...)
+		prog = append(prog, e.swigluOps("shared-", *L.shared, g.SharedIntermediate, act, e.shared)...)
 		prog = append(prog, e.matmulOps("shared-expert-gate", L.sharedGate, e.h, zero, e.sgate, zero, 1, e.none, T)...)
 	}
 	return append(prog, e.combineOp(L, shared, sgate))
@@ -210,7 +211,8 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 	for i, b := range banks {
 		p := b.piece
 		entry, perGroup := expertEntry(p.Cols, software)
-		pipe := e.kernel("matmul-"+p.Format.String(), shaders.Matmul(p.Format), entry)
+		v := e.matmulVariant(false)
+		pipe := e.kernel(v.Name(p.Format), shaders.Matmul(p.Format, v), entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
 		blocks := ceilDiv(p.Rows, perGroup)

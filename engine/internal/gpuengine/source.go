@@ -131,16 +131,85 @@ func (s varSource) Vector(name string) ([]float32, error) {
 // scaleBase is the first word of a quantized piece's scale region (0 for
 // float formats, which have none).
 func (p Piece) scaleBase() (uint32, error) {
-	for s, f := range schemeFormats {
-		if f == p.Format {
-			l, err := quant.NewLayout(s, p.Rows, p.Cols)
-			if err != nil {
-				return 0, err
-			}
-			return uint32(l.QuantBytes() / 4), nil
+	if s, ok := p.scheme(); ok {
+		l, err := quant.NewLayout(s, p.Rows, p.Cols)
+		if err != nil {
+			return 0, err
 		}
+		return uint32(l.QuantBytes() / 4), nil
 	}
 	return 0, nil
+}
+
+// scheme is the quantization scheme of a piece in one of package quant's
+// formats.
+func (p Piece) scheme() (quant.Scheme, bool) {
+	for s, f := range schemeFormats {
+		if f == p.Format {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// stacking is matrices of one format and width laid one above the other
+// in a single piece, as one matrix of all their rows would lie: the
+// piece, the file regions that fill its buffer one after another, the
+// rows where the second and third matrices begin, and the first row that
+// is not interleaved (0: all rows are, if any).
+type stacking struct {
+	piece   Piece
+	regions []Piece
+	splits  []int
+	plain   int
+}
+
+// stackPieces stacks two or three whole matrices (one piece each) into one
+// piece of at most maxBytes, or reports that it cannot: formats or widths
+// differ, a matrix is interleaved unlike the first (only a last one that is
+// not may follow: v below q and k), or a matrix's bytes do not end on a
+// word. A quantized format's piece is two regions, codes then scales
+// (quant.Layout), so the stack is every matrix's codes, then every
+// matrix's scales; the other formats' rows are runs of bytes, so their
+// matrices simply follow one another.
+func stackPieces(ps []Piece, maxBytes int64) (stacking, bool) {
+	if len(ps) < 2 || len(ps) > 3 {
+		return stacking{}, false
+	}
+	first := ps[0]
+	st := stacking{piece: Piece{Cols: first.Cols, Format: first.Format, File: first.File, Interleaved: first.Interleaved}}
+	var scales []Piece
+	for i, p := range ps {
+		if p.Row0 != 0 || p.Format != first.Format || p.Cols != first.Cols || p.Length%4 != 0 {
+			return stacking{}, false
+		}
+		if p.Interleaved != first.Interleaved {
+			if i != len(ps)-1 || p.Interleaved != 0 {
+				return stacking{}, false
+			}
+			st.plain = st.piece.Rows
+		}
+		if i > 0 {
+			st.splits = append(st.splits, st.piece.Rows)
+		}
+		st.piece.Rows += p.Rows
+		st.piece.Length += p.Length
+		codes := p
+		if s, ok := p.scheme(); ok {
+			l, err := quant.NewLayout(s, p.Rows, p.Cols)
+			if err != nil || int64(l.Bytes()) != p.Length {
+				return stacking{}, false
+			}
+			codes.Length = int64(l.QuantBytes())
+			scales = append(scales, Piece{File: p.File, Offset: p.Offset + codes.Length, Length: p.Length - codes.Length})
+		}
+		st.regions = append(st.regions, codes)
+	}
+	st.regions = append(st.regions, scales...)
+	if st.piece.Length > min(maxBytes, maxAddressed) || st.piece.check() != nil {
+		return stacking{}, false
+	}
+	return st, true
 }
 
 // maxAddressed is the most bytes a piece may have: ggml.wgsl addresses

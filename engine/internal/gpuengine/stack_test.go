@@ -1,0 +1,176 @@
+package gpuengine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"logitscope/gpu"
+	"logitscope/gpu/native/nativetest"
+	"logitscope/shaders"
+)
+
+// pieceSource serves matrices as given pieces and vectors as given.
+type pieceSource struct {
+	pieces  map[string][]Piece
+	vectors map[string][]float32
+}
+
+func (s pieceSource) Matrix(name string, _ int64) ([]Piece, error) {
+	if ps, ok := s.pieces[name]; ok {
+		return ps, nil
+	}
+	return nil, fmt.Errorf("no tensor %s", name)
+}
+
+func (s pieceSource) Vector(name string) ([]float32, error) {
+	if v, ok := s.vectors[name]; ok {
+		return v, nil
+	}
+	return nil, fmt.Errorf("no tensor %s", name)
+}
+
+// hardware is a device that says it is not a software adapter, so that the
+// engine takes the real GPU's matmul entry points (main, main8) on
+// lavapipe.
+type hardware struct{ gpu.Device }
+
+func (h hardware) Info() gpu.Info {
+	info := h.Device.Info()
+	info.Software = false
+	return info
+}
+
+// A stacked product (q, k and v, or gate and up, in one dispatch) gives
+// each matrix's Y bit for bit what that matrix's own product gives, and
+// writes nothing else of it: through the engine's own upload (stack) and
+// ops (stackOps), against the same matrices uploaded and multiplied one by
+// one, on a software adapter's entry points (rows4, rows4x8) and a real
+// GPU's (main, main8), for one token and for several (the eight-token
+// kernels from manyFrom on). Three matrices (48, 16 and 16 rows) with
+// biases, the GGUF formats' first two interleaved in heads of 8 rows as
+// Llama's q and k are; and two (40 rows each) without.
+func TestStackedMatmul(t *testing.T) {
+	base := nativetest.Device(t)
+	formats := []shaders.Format{shaders.F32, shaders.BF16, shaders.Q8, shaders.Q6, shaders.Q4, shaders.Q8_0, shaders.Q4_K}
+	for _, dev := range []gpu.Device{base, hardware{base}} {
+		for _, f := range formats {
+			for _, rows := range [][]int{{48, 16, 16}, {40, 40}} {
+				name := fmt.Sprintf("software=%v/%s/%d", dev.Info().Software, f, len(rows))
+				t.Run(name, func(t *testing.T) { testStacked(t, dev, f, rows) })
+			}
+		}
+	}
+}
+
+func testStacked(t *testing.T, dev gpu.Device, f shaders.Format, rows []int) {
+	const maxT, sentinel = 17, -7
+	ty, isGGML := f.GGML()
+	cols := 96
+	if isGGML {
+		cols = ggmlCols(ty)
+	}
+	r := rnd(f + 40)
+	src := pieceSource{pieces: map[string][]Piece{}, vectors: map[string][]float32{}}
+	var names, biases []string
+	var ys []out
+	var blanks [][]float32
+	for i, n := range rows {
+		name := fmt.Sprintf("w%d", i)
+		var data []byte
+		if isGGML {
+			data = randomBlocks(ty, n*cols, rand.New(rand.NewPCG(uint64(i), uint64(ty))), true)
+		} else {
+			data, _ = encode(t, f, r.fill(n*cols, 0.5), n, cols)
+		}
+		file, off := ggmlFile(t, data)
+		p := Piece{Rows: n, Cols: cols, Format: f, File: file, Offset: off, Length: int64(len(data))}
+		if isGGML && len(rows) == 3 && i < 2 {
+			p.Interleaved = 8
+		}
+		src.pieces[name] = []Piece{p}
+		names = append(names, name)
+		if len(rows) == 3 {
+			src.vectors[name+".bias"] = r.fill(n, 0.1)
+			biases = append(biases, name+".bias")
+		}
+		// Y (maxT, n+3) from element 5+i: room to see a stray write.
+		ld, off0 := n+3, 5+i
+		ys = append(ys, out{off: func(s step) int { return off0 + s.pos0*ld }, ld: ld})
+		blanks = append(blanks, slices.Repeat([]float32{sentinel}, off0+maxT*ld))
+	}
+	x := r.fill(maxT*cols, 1)
+
+	// build makes the product of W (stacked or not) on a State of its own;
+	// run takes a step of T tokens and returns each matrix's Y.
+	build := func(stacked bool) (*State, []out) {
+		e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30}
+		t.Cleanup(e.Close)
+		e.none, e.spare = buf(t, dev, []float32{float32(math.NaN())}), buf(t, dev, []float32{0})
+		e.ids, e.h = buf(t, dev, make([]uint32, maxT)), buf(t, dev, x)
+		up := uploader{e: e, src: src}
+		var ms []matrix
+		var bs []gpu.Buffer
+		if stacked {
+			ms, bs = up.stack(names, biases)
+			if len(ms) != 1 || len(ms[0].splits) != len(rows)-1 {
+				t.Fatalf("%s matrices of %v rows were not stacked", f, rows)
+			}
+		} else {
+			for i, name := range names {
+				ms, bs = append(ms, up.matrix(name)), append(bs, e.none)
+				if biases != nil {
+					bs[i] = up.vector(biases[i])
+				}
+			}
+		}
+		if up.err != nil {
+			t.Fatal(up.err)
+		}
+		outs := slices.Clone(ys)
+		for i := range outs {
+			outs[i].buf = buf(t, dev, blanks[i])
+		}
+		if err := e.finish(e.stackOps(names, ms, bs, outs, func(s step) int { return s.T })); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 1, false: len(rows)}[stacked]; len(e.prog) != want {
+			t.Fatalf("stacked %v: %d dispatches, want %d", stacked, len(e.prog), want)
+		}
+		return e, outs
+	}
+	run := func(e *State, outs []out, T int) [][]float32 {
+		for i, o := range outs {
+			if err := dev.WriteBuffer(o.buf, 0, bytesOf(blanks[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runStep(t, e, step{T: T})
+		var got [][]float32
+		for i, o := range outs {
+			got = append(got, read(t, dev, o.buf, len(blanks[i])))
+		}
+		return got
+	}
+	eAlone, outsAlone := build(false)
+	eStacked, outsStacked := build(true)
+	for _, T := range []int{1, 3, manyFrom, maxT} {
+		alone, stacked := run(eAlone, outsAlone, T), run(eStacked, outsStacked, T)
+		for i := range rows {
+			written := 0
+			for j, v := range alone[i] {
+				if math.Float32bits(stacked[i][j]) != math.Float32bits(v) {
+					t.Fatalf("T %d, matrix %d: element %d is %g stacked, %g alone", T, i, j, stacked[i][j], v)
+				}
+				if v != sentinel {
+					written++
+				}
+			}
+			if written != T*rows[i] {
+				t.Fatalf("T %d, matrix %d: %d elements written, want %d", T, i, written, T*rows[i])
+			}
+		}
+	}
+}

@@ -40,6 +40,11 @@ type Info struct {
 	Backend   string // e.g. "vulkan"
 	Limits    Limits
 	Subgroups bool // the subgroups feature is usable from WGSL
+	// SubgroupMinSize is the fewest invocations a subgroup of a compute
+	// shader holds, when Subgroups (0 otherwise), its subgroups laid along
+	// local_invocation_index. The engine's subgroup kernels need a
+	// matmul row's invocations in one subgroup.
+	SubgroupMinSize uint32
 	// Software: the adapter runs on the CPU (lavapipe, SwiftShader),
 	// executing a workgroup's invocations a SIMD lane each, where every
 	// load an invocation makes costs a loop over the lanes. The engine

@@ -17,6 +17,9 @@
 //                       file leaves to the one that follows it:
 //                       matmul_out.wgsl (this Y) or matmul_stacked.wgsl
 //                       (a stacked piece's rows to three Ys, bindings 6, 7)
+// A row's LANES partial sums (main, expert) are added by lanes_sum, in
+// workgroup memory (matmul_lanes.wgsl) or in a subgroup
+// (matmul_subgroup.wgsl): the same additions in the same order.
 //   3 b: array<f32>     bias for the whole matrix, in Y's column order
 //                       (indexed col0 + n, or col0 + o(n)); read only when has_bias (main)
 //   4 p: Params
@@ -106,7 +109,6 @@ struct Params {
 @group(0) @binding(5) var<storage, read> route: array<u32>;
 
 const ROWS: u32 = WG / LANES;
-var<workgroup> partial: array<f32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -451,22 +453,13 @@ fn expert4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
 // LANES invocations (rows past n_rows give 0). Every invocation of the
 // workgroup must call it: it holds barriers.
 fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
-    let lane = lid % LANES;
     var acc = 0.0;
     if (n < p.n_rows) {
-        for (var g = lane; g < p.groups; g += LANES) {
+        for (var g = lid % LANES; g < p.groups; g += LANES) {
             acc += group_sum(n, g, xrow);
         }
     }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    return partial[lid];
+    return lanes_sum(acc, lid);
 }
 
 // group_sum is W row n's group g · X's from element xrow + g*32, scaled.

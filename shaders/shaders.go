@@ -21,6 +21,10 @@ var (
 	matmulOut string
 	//go:embed matmul_stacked.wgsl
 	matmulStacked string
+	//go:embed matmul_lanes.wgsl
+	matmulLanes string
+	//go:embed matmul_subgroup.wgsl
+	matmulSubgroup string
 	//go:embed embed.wgsl
 	embed string
 	//go:embed rmsnorm.wgsl
@@ -134,11 +138,14 @@ func (f Format) String() string {
 // main, main8, rows4 and rows4x8 for one matrix, expert for a bank of
 // routed experts; v picks the variant.
 func Matmul(f Format, v MatmulVariant) string {
-	out := matmulOut
+	out, lanes, enable := matmulOut, matmulLanes, ""
 	if v.Stacked {
 		out = matmulStacked
 	}
-	return withFormat(f, matmul+"\n"+out)
+	if v.Subgroups {
+		lanes, enable = matmulSubgroup, "enable subgroups;\n\n"
+	}
+	return enable + withFormat(f, matmul+"\n"+out+"\n"+lanes)
 }
 
 // MatmulVariant is a choice among matmul.wgsl's companions; the zero value
@@ -147,17 +154,24 @@ type MatmulVariant struct {
 	// Stacked: the piece stacks two or three matrices, each with its own Y
 	// (matmul_stacked.wgsl: bindings 6 and 7 besides the plain kernel's).
 	Stacked bool
+	// Subgroups: main and expert add a row's lanes in a subgroup
+	// (matmul_subgroup.wgsl), for devices with the subgroups feature and
+	// subgroups of at least MatmulLanes invocations.
+	Subgroups bool
 }
 
 // MatmulVariants is every variant.
-var MatmulVariants = []MatmulVariant{{}, {Stacked: true}}
+var MatmulVariants = []MatmulVariant{{}, {Stacked: true}, {Subgroups: true}, {Stacked: true, Subgroups: true}}
 
 // Name names the variant's kernel for format f: "matmul-q4",
-// "matmul-stacked-q4".
+// "matmul-stacked-subgroups-q4".
 func (v MatmulVariant) Name(f Format) string {
 	name := "matmul-"
 	if v.Stacked {
 		name += "stacked-"
+	}
+	if v.Subgroups {
+		name += "subgroups-"
 	}
 	return name + f.String()
 }

@@ -53,7 +53,8 @@ var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm 
 
 // files is every WGSL file by name.
 func files() map[string]string {
-	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "matmul_out": matmulOut, "matmul_stacked": matmulStacked, "embed": embed, "rmsnorm": rmsnorm,
+	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "matmul_out": matmulOut, "matmul_stacked": matmulStacked,
+		"matmul_lanes": matmulLanes, "matmul_subgroup": matmulSubgroup, "embed": embed, "rmsnorm": rmsnorm,
 		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe}
 }
 

@@ -34,13 +34,12 @@ type device struct {
 	pipelines table[*pipeline]
 	groups    table[*bindGroup]
 
-	rec        recorder
-	staging    *wgpu.Buffer   // MapRead buffer reused by every ReadBuffer
-	subgroupSz uint32         // measured by probeSubgroups; 0 if unusable
-	epoch      uint64         // successful queue submissions so far
-	doneEpoch  uint64         // submissions known to have completed
-	doomed     []*wgpu.Buffer // destroyed, released once the GPU is idle
-	closed     bool
+	rec       recorder
+	staging   *wgpu.Buffer   // MapRead buffer reused by every ReadBuffer
+	epoch     uint64         // successful queue submissions so far
+	doneEpoch uint64         // submissions known to have completed
+	doomed    []*wgpu.Buffer // destroyed, released once the GPU is idle
+	closed    bool
 }
 
 // Open opens the high-performance Vulkan adapter with its own limits.
@@ -117,8 +116,12 @@ func (d *device) open() error {
 	}
 	// gogpu's Vulkan adapter does not advertise the subgroups feature even
 	// where the driver has it (lavapipe), yet naga compiles subgroup
-	// built-ins and they run; so ask the device itself.
-	d.info.Subgroups = d.dev.Features().Contains(gputypes.FeatureSubgroupOperations) || d.probeSubgroups()
+	// built-ins and they run; so ask the device itself, which also tells
+	// the size (Vulkan's compute subgroups have one size per device unless
+	// a pipeline asks otherwise, which gogpu's never does).
+	if size, err := d.subgroupSize(); err == nil && size > 0 {
+		d.info.Subgroups, d.info.SubgroupMinSize = true, size
+	}
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 func TestInfo(t *testing.T) {
 	d := openDevice(t)
 	info := d.Info()
-	t.Logf("adapter %q backend %s subgroups %v (size %d) software %v", info.Adapter, info.Backend, info.Subgroups, d.(*device).subgroupSz, info.Software)
+	t.Logf("adapter %q backend %s subgroups %v (size %d) software %v", info.Adapter, info.Backend, info.Subgroups, info.SubgroupMinSize, info.Software)
 	t.Logf("limits %+v", info.Limits)
 	if info.Backend != "vulkan" || info.Adapter == "" {
 		t.Errorf("Info = %+v", info)
@@ -19,6 +19,11 @@ func TestInfo(t *testing.T) {
 	// software adapters depend on knowing it is one.
 	if strings.HasPrefix(info.Adapter, "llvmpipe") != info.Software {
 		t.Errorf("adapter %q: Software = %v", info.Adapter, info.Software)
+	}
+	// lavapipe's compute subgroups hold 8 invocations (shared/DESIGN.md):
+	// the probe must find them usable.
+	if info.Software && (!info.Subgroups || info.SubgroupMinSize != 8) {
+		t.Errorf("adapter %q: subgroups %v of %d, want 8", info.Adapter, info.Subgroups, info.SubgroupMinSize)
 	}
 	if info.Limits.MaxStorageBufferBindingSize < 128<<20 || info.Limits.MaxBufferSize < 256<<20 {
 		t.Errorf("limits below WebGPU defaults: %+v", info.Limits)

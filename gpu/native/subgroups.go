@@ -6,29 +6,26 @@ import (
 	"logitscope/gpu"
 )
 
-// subgroupProbe sums 1 over each subgroup; every invocation must see the
-// subgroup size, which must be at least 1. A driver or compiler that gets
-// subgroups wrong fails this, not just one that lacks them.
+// subgroupProbe sums 1 over each subgroup and records the size and each
+// invocation's index in its subgroup. A driver or compiler that gets
+// subgroups wrong fails it, not just one that lacks them.
 const subgroupProbe = `
 enable subgroups;
 
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 
 @compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32) {
+fn main(@builtin(local_invocation_index) i: u32, @builtin(subgroup_size) n: u32, @builtin(subgroup_invocation_id) s: u32) {
     out[i] = subgroupAdd(1u);
     out[64u + i] = n;
+    out[128u + i] = s;
 }
 `
 
-// probeSubgroups reports whether subgroup built-ins compile and compute the
-// right thing on this device. It leaves no objects behind.
-func (d *device) probeSubgroups() bool {
-	size, err := d.subgroupSize()
-	d.subgroupSz = size
-	return err == nil && size > 0
-}
-
+// subgroupSize runs the probe: the subgroup size, which every invocation
+// must see and every subgroup must sum to, its subgroups laid along the
+// invocation index (invocation i is lane i % size) as the engine's
+// subgroup kernels assume. It leaves no objects behind.
 func (d *device) subgroupSize() (uint32, error) {
 	m, err := d.CreateShaderModule("subgroup probe", subgroupProbe)
 	if err != nil {
@@ -40,7 +37,7 @@ func (d *device) subgroupSize() (uint32, error) {
 		return 0, err
 	}
 	defer d.destroyPipeline(p)
-	buf, err := d.CreateBuffer("subgroup probe", 128*4)
+	buf, err := d.CreateBuffer("subgroup probe", 192*4)
 	if err != nil {
 		return 0, err
 	}
@@ -53,15 +50,18 @@ func (d *device) subgroupSize() (uint32, error) {
 	if err := d.Dispatch(p, []gpu.BindGroup{g}, 1, 1, 1); err != nil {
 		return 0, err
 	}
-	raw, err := d.ReadBuffer(buf, 0, 128*4)
+	raw, err := d.ReadBuffer(buf, 0, 192*4)
 	if err != nil {
 		return 0, err
 	}
-	size := binary.LittleEndian.Uint32(raw[64*4:])
+	word := func(i int) uint32 { return binary.LittleEndian.Uint32(raw[4*i:]) }
+	size := word(64)
+	if size == 0 {
+		return 0, errSubgroupsWrong
+	}
 	for i := range 64 {
-		sum := binary.LittleEndian.Uint32(raw[i*4:])
-		n := binary.LittleEndian.Uint32(raw[(64+i)*4:])
-		if n != size || sum != size {
+		// A subgroup wider than the workgroup (Adreno's 128) holds all 64.
+		if word(i) != min(size, 64) || word(64+i) != size || word(128+i) != uint32(i)%size {
 			return 0, errSubgroupsWrong
 		}
 	}

@@ -145,6 +145,13 @@ func TestABIInBrowser(t *testing.T) {
 		if strings.Contains(strings.ToLower(info.Adapter), "swiftshader") && !info.Info.Software {
 			t.Errorf("adapter %q: gpu info says Software false", info.Adapter)
 		}
+		// Its subgroups hold 4 invocations (shared/DESIGN.md), fewer than
+		// a matmul row's 8 lanes: the engine must not take its subgroup
+		// kernels, so the page must say so.
+		if info.Info.Subgroups != (info.Info.SubgroupMinSize > 0) ||
+			strings.Contains(strings.ToLower(info.Adapter), "swiftshader") && info.Info.SubgroupMinSize != 4 {
+			t.Errorf("adapter %q: subgroups %v, min size %d; SwiftShader's are 4", info.Adapter, info.Info.Subgroups, info.Info.SubgroupMinSize)
+		}
 	})
 
 	runs := Eval[[]browserRun](b, `window.identical.runs`)

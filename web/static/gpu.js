@@ -347,6 +347,7 @@
 
     info() {
       const l = this.device ? this.device.limits : {};
+      const subgroups = !!(this.device && this.device.features.has("subgroups"));
       return {
         Adapter: this.device ? this.adapterName : "none (device cpu)",
         Backend: this.device ? "webgpu" : "none",
@@ -360,7 +361,10 @@
           MinStorageBufferOffsetAlignment: l.minStorageBufferOffsetAlignment || 0,
           MinUniformBufferOffsetAlignment: l.minUniformBufferOffsetAlignment || 0,
         },
-        Subgroups: !!(this.device && this.device.features.has("subgroups")),
+        Subgroups: subgroups,
+        // Chromium reports the range of sizes; the engine's subgroup
+        // kernels need the smallest to hold a matmul row's lanes.
+        SubgroupMinSize: subgroups ? (this.device.adapterInfo && this.device.adapterInfo.subgroupMinSize) || 0 : 0,
         Software: softwareAdapter(this.device && this.device.adapterInfo),
       };
     }

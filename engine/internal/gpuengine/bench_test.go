@@ -219,6 +219,49 @@ func BenchmarkMatmulKernel(b *testing.B) {
 	}
 }
 
+// BenchmarkLanesKernel times main, one decode-shaped matmul (T = 1) at
+// Qwen2.5-0.5B's MLP shape in q4 and bf16, with a row's lanes added in
+// workgroup memory (core-ms) and in a subgroup (subgroups-ms), in turn
+// in each iteration; the best of b.N each.
+func BenchmarkLanesKernel(b *testing.B) {
+	dev := nativetest.Device(b)
+	if info := dev.Info(); !info.Subgroups || info.SubgroupMinSize < shaders.MatmulLanes {
+		b.Skipf("adapter %q: no subgroups of %d invocations", info.Adapter, shaders.MatmulLanes)
+	}
+	const rows, cols = 4864, 896
+	for _, f := range []shaders.Format{shaders.BF16, shaders.Q4} {
+		b.Run(f.String(), func(b *testing.B) {
+			r := rnd(1)
+			w := r.fill(rows*cols, 0.05)
+			raw, _ := quant.Quantize(quant.Q4, w, rows, cols)
+			if f == shaders.BF16 {
+				raw = safetensors.EncodeBF16(w)
+			}
+			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
+			y := buf(b, dev, make([]float32, rows))
+			bufs := []gpu.Buffer{buf(b, dev, raw), buf(b, dev, r.fill(cols, 1)), y,
+				buf(b, dev, make([]float32, rows)), buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))}
+			names := []string{"core-ms", "subgroups-ms"}
+			best := []time.Duration{time.Hour, time.Hour}
+			var pipes []gpu.Pipeline
+			var groups []gpu.BindGroup
+			for _, v := range []shaders.MatmulVariant{{}, {Subgroups: true}} {
+				p, g := bound(b, dev, shaders.Matmul(f, v), "main", bufs)
+				pipes, groups = append(pipes, p), append(groups, g)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for k := range pipes {
+					best[k] = min(best[k], timed(b, dev, pipes[k], groups[k], y, ceilDiv(rows, shaders.MatmulRows), 1, 1))
+				}
+			}
+			for k, name := range names {
+				b.ReportMetric(float64(best[k].Microseconds())/1e3, name)
+			}
+		})
+	}
+}
+
 // BenchmarkPrefillKernel times one prefill-shaped matmul (T = 32, and T
 // = manyFrom, where the engine starts to take eight tokens per
 // invocation), per weight format at Qwen2.5-0.5B's MLP up shape and for q8

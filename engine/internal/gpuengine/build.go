@@ -408,9 +408,12 @@ func matmulEntries(cols int, software bool) (entry string, perGroup int, entry8 
 	return "main", shaders.MatmulRows, "main8", shaders.Workgroup
 }
 
-// matmulVariant is the matmul kernel a product takes: stacked or not.
+// matmulVariant is the matmul kernel a product takes: stacked or not, and
+// adding a row's lanes in a subgroup (no workgroup memory, no barriers:
+// the same bits) where the device's subgroups hold a row's lanes.
 func (e *State) matmulVariant(stacked bool) shaders.MatmulVariant {
-	return shaders.MatmulVariant{Stacked: stacked}
+	info := e.dev.Info()
+	return shaders.MatmulVariant{Stacked: stacked, Subgroups: info.Subgroups && info.SubgroupMinSize >= shaders.MatmulLanes}
 }
 
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one

@@ -598,6 +598,12 @@ func TestExpertMatmulKernel(t *testing.T) {
 					return read(t, dev, y, T*K*ldy)
 				}
 				got := run("expert", shaders.MatmulRows, shaders.MatmulVariant{})
+				// A row's lanes added in a subgroup: the same bits.
+				for i, g := range run("expert", shaders.MatmulRows, shaders.MatmulVariant{Subgroups: true}) {
+					if math.Float32bits(g) != math.Float32bits(got[i]) {
+						t.Fatalf("expert with subgroups: element %d is %g, without %g", i, g, got[i])
+					}
+				}
 				if cols%32 == 0 {
 					for i, g := range run("expert4", shaders.MatmulRows4, shaders.MatmulVariant{}) {
 						if math.Float32bits(g) != math.Float32bits(got[i]) {

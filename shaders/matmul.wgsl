@@ -99,6 +99,8 @@ struct Params {
     ld1: u32,
     y2_off: u32,     // the third's
     ld2: u32,
+    // main, main8, rows4 and rows4x8 of one Y (matmul_out.wgsl):
+    add: u32,        // 1: Y += the product (the residual stream), else Y =
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;

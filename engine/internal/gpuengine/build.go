@@ -21,11 +21,13 @@ type matrix struct {
 	plain  int
 }
 
-// out is where a product's rows go: Y (T, ld) from element off of buf.
+// out is where a product's rows go: Y (T, ld) from element off of buf;
+// with add, Y += the product (a stacked product's Ys never add).
 type out struct {
 	buf gpu.Buffer
 	off func(step) int
 	ld  int
+	add bool
 }
 
 // mlp is a (SwiGLU or GeGLU) MLP's uploaded weights: gate and up as one
@@ -144,7 +146,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		zero := func(step) int { return 0 }
 		T := func(s step) int { return s.T }
 		prog = append(prog, e.rmsnormOp("attn-norm", e.x, attnNorm, e.h, T, zero))
-		prog = append(prog, e.stackOps([]string{"q", "k", "v"}, qkv, bqkv, []out{{e.q, zero, qDim}, {e.kc[l], kvOff, kvDim}, {e.vc[l], kvOff, kvDim}}, T)...)
+		prog = append(prog, e.stackOps([]string{"q", "k", "v"}, qkv, bqkv, []out{{e.q, zero, qDim, false}, {e.kc[l], kvOff, kvDim, false}, {e.vc[l], kvOff, kvDim, false}}, T)...)
 		if g.QKNorm {
 			prog = append(prog, e.headNormOp("q-norm", e.q, qNorm, g.Heads, zero), e.headNormOp("k-norm", e.kc[l], kNorm, g.KVHeads, kvOff))
 		}
@@ -154,19 +156,22 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		}
 		prog = append(prog, e.ropeOp("rope-q", e.q, table, g.Heads, zero, qDim), e.ropeOp("rope-k", e.kc[l], table, g.KVHeads, kvOff, kvDim))
 		prog = append(prog, e.attentionOp(l))
-		prog = append(prog, e.matmulOps("o", wo, e.att, zero, e.o, zero, d, bo, T)...)
-		prog = append(prog, e.residualOps("post-attn-norm", postAttnNorm)...)
+		attnOut := e.blockOut(postAttnNorm)
+		prog = append(prog, e.productOps("o", wo, e.att, zero, []out{attnOut}, bo, T)...)
+		prog = append(prog, e.residualOps("post-attn-norm", postAttnNorm, attnOut)...)
 		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero))
 		act := "silu_mul"
 		if g.GeluTanh {
 			act = "gelu_tanh_mul"
 		}
+		mlpOut := out{e.o, zero, d, false}
 		if sparse {
 			prog = append(prog, e.moeOps(moe, act)...)
 		} else {
-			prog = append(prog, e.swigluOps("", dense, g.Intermediate, act, e.o)...)
+			mlpOut = e.blockOut(postMLPNorm)
+			prog = append(prog, e.swigluOps("", dense, g.Intermediate, act, mlpOut)...)
 		}
-		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm)...)
+		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm, mlpOut)...)
 	}
 	norm := up.vector(model.NormName)
 	head := embed
@@ -188,12 +193,12 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 // swigluOps: out (T, d) = Wdown (act(Wgate h + bg) ⊙ (Wup h + bu)) + bd,
 // through gate and up (T, ff); name prefixes the ops' names ("shared-"
 // for Qwen2-MoE's shared expert).
-func (e *State) swigluOps(name string, m mlp, ff int, act string, y gpu.Buffer) []pending {
+func (e *State) swigluOps(name string, m mlp, ff int, act string, y out) []pending {
 	zero := func(step) int { return 0 }
 	T := func(s step) int { return s.T }
-	prog := e.stackOps([]string{name + "gate", name + "up"}, m.gateUp, m.gateUpBias, []out{{e.gate, zero, ff}, {e.up, zero, ff}}, T)
+	prog := e.stackOps([]string{name + "gate", name + "up"}, m.gateUp, m.gateUpBias, []out{{e.gate, zero, ff, false}, {e.up, zero, ff, false}}, T)
 	prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
-	return append(prog, e.matmulOps(name+"down", m.down, e.gate, zero, y, zero, e.g.Dim, m.downBias, T)...)
+	return append(prog, e.productOps(name+"down", m.down, e.gate, zero, []out{y}, m.downBias, T)...)
 }
 
 // stackOps: ys[i] = h @ W_iᵀ + b_i for the matrices that up.stack
@@ -419,7 +424,7 @@ func (e *State) matmulVariant(stacked bool) shaders.MatmulVariant {
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
 func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
-	return e.productOps(name, W, x, xOff, []out{{y, yOff, ldy}}, bias, tokens)
+	return e.productOps(name, W, x, xOff, []out{{y, yOff, ldy, false}}, bias, tokens)
 }
 
 // productOps is matmulOps with a Y per matrix of a stacked W (ys[0] alone
@@ -442,7 +447,10 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 		// A stacked piece's second and third Y; a third never written
 		// when there are two matrices, bound to a buffer of its own
 		// (WebGPU refuses a writable binding that aliases another).
-		split := [2]uint32{}
+		split, add := [2]uint32{}, uint32(0)
+		if ys[0].add {
+			add = 1
+		}
 		more := []out{{buf: e.spare, off: func(step) int { return 0 }}, {buf: e.spare, off: func(step) int { return 0 }}}
 		for j, at := range W.splits {
 			split[j], more[j] = uint32(at), ys[j+1]
@@ -461,7 +469,7 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 					// The expert fields (first … x_slot) stay 0.
 					return []uint32{uint32(p.Rows), uint32(p.Cols), groups, base, uint32(ys[0].ld), uint32(p.Row0),
 						uint32(ys[0].off(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s)),
-						uint32(W.plain), split[0], split[1], uint32(more[0].off(s)), uint32(more[0].ld), uint32(more[1].off(s)), uint32(more[1].ld)}
+						uint32(W.plain), split[0], split[1], uint32(more[0].off(s)), uint32(more[0].ld), uint32(more[1].off(s)), uint32(more[1].ld), add}
 				},
 				many: &manyTokens{name: kernel, src: src, entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
 			},
@@ -493,13 +501,29 @@ func (e *State) embedOps(E matrix) []pending {
 	return out
 }
 
-// residualOps adds the block output in o to the residual stream x; with
-// a post norm (Gemma 3's post_attention_layernorm and
-// post_feedforward_layernorm), x += norm(o) through h.
-func (e *State) residualOps(name string, postNorm gpu.Buffer) []pending {
-	d := e.g.Dim
+// blockOut is where a block's last product (attention's o, the MLP's
+// down) goes: onto the residual stream x itself, x += W h + b, the add
+// kernel's one rounding without its dispatch; into o where a post norm
+// (Gemma 3's post_attention_layernorm and post_feedforward_layernorm)
+// comes between.
+func (e *State) blockOut(postNorm gpu.Buffer) out {
+	zero := func(step) int { return 0 }
 	if postNorm == 0 {
-		return []pending{e.elementwiseOp("add", e.x, e.o, d)}
+		return out{e.x, zero, e.g.Dim, true}
+	}
+	return out{e.o, zero, e.g.Dim, false}
+}
+
+// residualOps adds the block output y to the residual stream x, unless
+// the product added itself (blockOut); with a post norm, x += norm(o)
+// through h.
+func (e *State) residualOps(name string, postNorm gpu.Buffer, y out) []pending {
+	d := e.g.Dim
+	if y.add {
+		return nil
+	}
+	if postNorm == 0 {
+		return []pending{e.elementwiseOp("add", e.x, y.buf, d)}
 	}
 	T, zero := func(s step) int { return s.T }, func(step) int { return 0 }
 	return []pending{e.rmsnormOp(name, e.o, postNorm, e.h, T, zero), e.elementwiseOp("add", e.x, e.h, d)}

@@ -190,9 +190,9 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	return e.finish(prog)
 }
 
-// swigluOps: out (T, d) = Wdown (act(Wgate h + bg) ⊙ (Wup h + bu)) + bd,
-// through gate and up (T, ff); name prefixes the ops' names ("shared-"
-// for Qwen2-MoE's shared expert).
+// swigluOps: y (T, d) = Wdown (act(Wgate h + bg) ⊙ (Wup h + bu)) + bd
+// (y.add: y +=), through gate and up (T, ff); name prefixes the ops'
+// names ("shared-" for Qwen2-MoE's shared expert).
 func (e *State) swigluOps(name string, m mlp, ff int, act string, y out) []pending {
 	zero := func(step) int { return 0 }
 	T := func(s step) int { return s.T }
@@ -433,6 +433,17 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 	var prog []pending
 	software := e.dev.Info().Software
 	variant := e.matmulVariant(len(W.splits) > 0)
+	// A stacked piece's second and third Y; a third never written when
+	// there are two matrices, bound to a buffer of its own (WebGPU refuses
+	// a writable binding that aliases another).
+	split, add := [2]uint32{}, uint32(0)
+	if ys[0].add {
+		add = 1
+	}
+	more := []out{{buf: e.spare, off: func(step) int { return 0 }}, {buf: e.spare, off: func(step) int { return 0 }}}
+	for j, at := range W.splits {
+		split[j], more[j] = uint32(at), ys[j+1]
+	}
 	for i, p := range W.pieces {
 		kernel, src := variant.Name(p.Format), shaders.Matmul(p.Format, variant)
 		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Cols, software)
@@ -444,17 +455,6 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 			hasBias = 1
 		}
 		bindings := []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: ys[0].buf}, {Binding: 3, Buffer: bias}}
-		// A stacked piece's second and third Y; a third never written
-		// when there are two matrices, bound to a buffer of its own
-		// (WebGPU refuses a writable binding that aliases another).
-		split, add := [2]uint32{}, uint32(0)
-		if ys[0].add {
-			add = 1
-		}
-		more := []out{{buf: e.spare, off: func(step) int { return 0 }}, {buf: e.spare, off: func(step) int { return 0 }}}
-		for j, at := range W.splits {
-			split[j], more[j] = uint32(at), ys[j+1]
-		}
 		if variant.Stacked {
 			bindings = append(bindings, gpu.Binding{Binding: 6, Buffer: more[0].buf}, gpu.Binding{Binding: 7, Buffer: more[1].buf})
 		}

@@ -154,7 +154,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		if g.LocalRope(l) {
 			table = e.ropeLocal
 		}
-		prog = append(prog, e.ropeOp("rope-q", e.q, table, g.Heads, zero, qDim), e.ropeOp("rope-k", e.kc[l], table, g.KVHeads, kvOff, kvDim))
+		prog = append(prog, e.ropeOp(table, e.kc[l], kvOff))
 		prog = append(prog, e.attentionOp(l))
 		attnOut := e.blockOut(postAttnNorm)
 		prog = append(prog, e.productOps("o", wo, e.att, zero, []out{attnOut}, bo, T)...)
@@ -572,18 +572,22 @@ func (e *State) headNormOp(name string, v, w gpu.Buffer, heads int, off func(ste
 	}
 }
 
-// ropeOp rotates v's T*heads head vectors with the cos/sin table.
-func (e *State) ropeOp(name string, v, table gpu.Buffer, heads int, off func(step) int, ld int) pending {
-	hd := e.g.HeadDim
+// ropeOp rotates q's T*Heads head vectors and those of the k rows from
+// kOff (KVHeads a row) with the cos/sin table, in one dispatch.
+func (e *State) ropeOp(table, k gpu.Buffer, kOff func(step) int) pending {
+	g := e.g
+	hd, qDim, kvDim := g.HeadDim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
 	return pending{
 		op: op{
-			name: name, family: "rope", pipe: e.kernel("rope", shaders.RoPE(), "main"),
-			dims: func(s step) (uint32, uint32, uint32) { return ceilDiv(heads*hd/2, shaders.Workgroup), uint32(s.T), 1 },
+			name: "rope", family: "rope", pipe: e.kernel("rope", shaders.RoPE(), "main"),
+			dims: func(s step) (uint32, uint32, uint32) {
+				return ceilDiv((g.Heads+g.KVHeads)*hd/2, shaders.Workgroup), uint32(s.T), 1
+			},
 			params: func(s step) []uint32 {
-				return []uint32{uint32(heads), uint32(hd), uint32(s.pos0), uint32(off(s)), uint32(ld)}
+				return []uint32{uint32(g.Heads), uint32(hd), uint32(s.pos0), 0, uint32(qDim), uint32(g.KVHeads), uint32(kOff(s)), uint32(kvDim)}
 			},
 		},
-		bindings: []gpu.Binding{{Binding: 0, Buffer: v}, {Binding: 1, Buffer: table}},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: e.q}, {Binding: 1, Buffer: table}, {Binding: 3, Buffer: k}},
 		paramsAt: 2,
 	}
 }

@@ -203,7 +203,9 @@ func TestRMSNormInPlaceKernel(t *testing.T) {
 func TestRoPEKernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	g := model.Geometry{HeadDim: 16, RopeTheta: 1e6}
-	const heads, T, pos0 = 3, 3, 5
+	// q: 3 heads a row from element 0; k: 2 heads a row of 40 from
+	// element 7 (a KV cache's rows from a position on).
+	const heads, kHeads, T, pos0, kOff, kLd = 3, 2, 3, 5, 7, 40
 	ld := heads * g.HeadDim
 	inv := g.InvFreq()
 	var tab []float32
@@ -214,23 +216,31 @@ func TestRoPEKernel(t *testing.T) {
 		}
 	}
 	r := rnd(9)
-	v := r.fill(T*ld, 1)
-	vb := buf(t, dev, v)
-	dispatch(t, dev, shaders.RoPE(), "main", []gpu.Buffer{vb, buf(t, dev, tab), buf(t, dev, params(heads, g.HeadDim, pos0, 0, ld))}, 1, T, 1)
-	got := read(t, dev, vb, T*ld)
-	want := make([]float64, T*ld)
+	q, k := r.fill(T*ld, 1), r.fill(kOff+T*kLd, 1)
+	qb, kb := buf(t, dev, q), buf(t, dev, k)
+	groups := ceilDiv((heads+kHeads)*g.HeadDim/2, shaders.Workgroup)
+	dispatch(t, dev, shaders.RoPE(), "main", []gpu.Buffer{qb, buf(t, dev, tab), buf(t, dev, params(heads, g.HeadDim, pos0, 0, ld, kHeads, kOff, kLd)), kb}, groups, T, 1)
 	half := g.HeadDim / 2
-	for tk := 0; tk < T; tk++ {
-		for h := 0; h < heads; h++ {
-			for i := 0; i < half; i++ {
-				c, s := float64(tab[((pos0+tk)*half+i)*2]), float64(tab[((pos0+tk)*half+i)*2+1])
-				a := tk*ld + h*g.HeadDim + i
-				x1, x2 := float64(v[a]), float64(v[a+half])
-				want[a], want[a+half] = x1*c-x2*s, x2*c+x1*s
+	// want rotates v's heads a row of ld from off; the rest stays.
+	want := func(v []float32, heads, off, ld int) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		for tk := 0; tk < T; tk++ {
+			for h := 0; h < heads; h++ {
+				for i := 0; i < half; i++ {
+					c, s := float64(tab[((pos0+tk)*half+i)*2]), float64(tab[((pos0+tk)*half+i)*2+1])
+					a := off + tk*ld + h*g.HeadDim + i
+					x1, x2 := float64(v[a]), float64(v[a+half])
+					out[a], out[a+half] = x1*c-x2*s, x2*c+x1*s
+				}
 			}
 		}
+		return out
 	}
-	check(t, "rope", got, want, 1e-12, 1e-6)
+	check(t, "rope q", read(t, dev, qb, len(q)), want(q, heads, 0, ld), 1e-12, 1e-6)
+	check(t, "rope k", read(t, dev, kb, len(k)), want(k, kHeads, kOff, kLd), 1e-12, 1e-6)
 }
 
 // Grouped-query attention for a 3-token chunk at position 5 of the cache,

@@ -48,6 +48,19 @@ func encode(t *testing.T, f shaders.Format, w []float32, rows, cols int) ([]byte
 	return raw, deq
 }
 
+// randomWeights is a random (rows, cols) matrix stored in format f:
+// random blocks of moderate scale for GGUF's types (randomBlocks), else
+// random values in [-0.5, 0.5) encoded.
+func randomWeights(t *testing.T, f shaders.Format, rows, cols int, seed uint64) []byte {
+	t.Helper()
+	if ty, ok := f.GGML(); ok {
+		return randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(seed, uint64(ty))), true)
+	}
+	r := rnd(seed)
+	raw, _ := encode(t, f, r.fill(rows*cols, 0.5), rows, cols)
+	return raw
+}
+
 // Y = X @ Wᵀ + b for every format, with W split in two row-pieces (the
 // split-tensor path), 130 rows and 70 or 300 columns (not multiples of the
 // workgroup size nor of the 32-wide groups; 300 gives an invocation

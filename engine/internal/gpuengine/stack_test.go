@@ -3,7 +3,6 @@ package gpuengine
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -85,12 +84,7 @@ func testStacked(t *testing.T, dev gpu.Device, f shaders.Format, rows []int) {
 	var blanks [][]float32
 	for i, n := range rows {
 		name := fmt.Sprintf("w%d", i)
-		var data []byte
-		if isGGML {
-			data = randomBlocks(ty, n*cols, rand.New(rand.NewPCG(uint64(i), uint64(ty))), true)
-		} else {
-			data, _ = encode(t, f, r.fill(n*cols, 0.5), n, cols)
-		}
+		data := randomWeights(t, f, n, cols, uint64(40+i))
 		file, off := ggmlFile(t, data)
 		p := Piece{Rows: n, Cols: cols, Format: f, File: file, Offset: off, Length: int64(len(data))}
 		if isGGML && len(rows) == 3 && i < 2 {
@@ -198,12 +192,7 @@ func TestMatmulAddsOntoY(t *testing.T) {
 					n = ggmlCols(ty)
 				}
 				r := rnd(f + 60)
-				var data []byte
-				if isGGML {
-					data = randomBlocks(ty, rows*n, rand.New(rand.NewPCG(60, uint64(ty))), true)
-				} else {
-					data, _ = encode(t, f, r.fill(rows*n, 0.5), rows, n)
-				}
+				data := randomWeights(t, f, rows, n, 60)
 				file, off := ggmlFile(t, data)
 				src := pieceSource{pieces: map[string][]Piece{"w": {{Rows: rows, Cols: n, Format: f, File: file, Offset: off, Length: int64(len(data))}}},
 					vectors: map[string][]float32{"b": r.fill(rows, 0.1)}}

@@ -3,7 +3,6 @@ package gpuengine
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"logitscope/gpu"
@@ -33,12 +32,7 @@ func TestMatmulSubgroups(t *testing.T) {
 		for _, cols := range colsList {
 			t.Run(fmt.Sprintf("%s/cols%d", f, cols), func(t *testing.T) {
 				r := rnd(f + 50)
-				var raw []byte
-				if isGGML {
-					raw = randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(50, uint64(ty))), true)
-				} else {
-					raw, _ = encode(t, f, r.fill(rows*cols, 0.5), rows, cols)
-				}
+				raw := randomWeights(t, f, rows, cols, 50)
 				base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
 				w, x, none := buf(t, dev, raw), buf(t, dev, r.fill(T*cols, 1)), buf(t, dev, []float32{0})
 				p := buf(t, dev, params(rows, cols, (cols+31)/32, base, rows, 0, 0, 0, 0))

@@ -68,6 +68,7 @@ var notSetup = map[string]struct {
 	"engine/internal/cpu/exp_test.go":                {2, "the exponential's assembly needs AVX-512 DQ, which the CI machine's CPU may lack"},
 	"engine/internal/cpu/a8_amd64_test.go":           {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
 	"engine/internal/cpu/kernel_linux_amd64_test.go": {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
+	"engine/internal/gpuengine/bench_test.go":        {1, "the subgroup lanes' benchmark needs subgroups of at least a matmul row's 8 lanes, which a device may lack (SwiftShader's are 4)"},
 	"gpu/native/misuse_test.go":                      {1, "the no-driver test cannot hide a driver that the loader finds anyway"},
 	"gpu/native/bind_test.go":                        {2, "a device's limits (offset alignment, buffer size) below what the test exercises"},
 	"llamacpp/llamacpp.go":                           {2, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere; its Vulkan build is for benchmarks, which CI does not install"},

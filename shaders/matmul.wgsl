@@ -17,13 +17,13 @@
 //                       file leaves to the one that follows it:
 //                       matmul_out.wgsl (this Y) or matmul_stacked.wgsl
 //                       (a stacked piece's rows to three Ys, bindings 6, 7)
-// A row's LANES partial sums (main, expert) are added by lanes_sum, in
-// workgroup memory (matmul_lanes.wgsl) or in a subgroup
-// (matmul_subgroup.wgsl): the same additions in the same order.
 //   3 b: array<f32>     bias for the whole matrix, in Y's column order
 //                       (indexed col0 + n, or col0 + o(n)); read only when has_bias (main)
 //   4 p: Params
 //   5 route: array<u32> expert: (T, K) the experts each token is routed to (route in moe.wgsl)
+// A row's LANES partial sums (main, expert) are added by lanes_sum, in
+// workgroup memory (matmul_lanes.wgsl) or in a subgroup
+// (matmul_subgroup.wgsl): the same additions in the same order.
 // Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64),
 // where B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
 // starting at (y*GRID_X + x)*ROWS for token t, LANES invocations per row.

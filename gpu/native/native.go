@@ -119,7 +119,7 @@ func (d *device) open() error {
 	// built-ins and they run; so ask the device itself, which also tells
 	// the size (Vulkan's compute subgroups have one size per device unless
 	// a pipeline asks otherwise, which gogpu's never does).
-	if size, err := d.subgroupSize(); err == nil && size > 0 {
+	if size, err := d.subgroupSize(); err == nil {
 		d.info.Subgroups, d.info.SubgroupMinSize = true, size
 	}
 	return nil

@@ -280,15 +280,28 @@ func (u *uploader) tick() {
 }
 
 func (u *uploader) matrix(name string) matrix {
-	var m matrix
 	if u.err != nil {
-		return m
+		return matrix{}
 	}
-	m.pieces, u.err = u.src.Matrix(name, u.e.maxPiece)
-	for i, p := range m.pieces {
-		if u.err == nil {
-			u.err = p.check()
+	return u.upload(name, u.pieces(name))
+}
+
+// pieces are matrix name's pieces as the source serves them, each checked.
+func (u *uploader) pieces(name string) []Piece {
+	ps, err := u.src.Matrix(name, u.e.maxPiece)
+	for _, p := range ps {
+		if err == nil {
+			err = p.check()
 		}
+	}
+	u.err = err
+	return ps
+}
+
+// upload uploads matrix name's pieces, a buffer each.
+func (u *uploader) upload(name string, ps []Piece) matrix {
+	m := matrix{pieces: ps}
+	for i, p := range ps {
 		if u.err != nil {
 			break
 		}
@@ -307,20 +320,19 @@ func (u *uploader) stack(names, biases []string) ([]matrix, []gpu.Buffer) {
 	if u.err != nil {
 		return nil, nil
 	}
+	each := make([][]Piece, len(names))
 	var pieces []Piece
-	for _, name := range names {
-		ps, err := u.src.Matrix(name, u.e.maxPiece)
-		if err != nil {
-			u.err = err
+	for i, name := range names {
+		if each[i] = u.pieces(name); u.err != nil {
 			return nil, nil
 		}
-		pieces = append(pieces, ps...)
+		pieces = append(pieces, each[i]...)
 	}
 	st, ok := stackPieces(pieces, u.e.maxPiece)
 	if len(pieces) != len(names) || !ok {
 		ms, bs := make([]matrix, len(names)), make([]gpu.Buffer, len(names))
 		for i, name := range names {
-			ms[i], bs[i] = u.matrix(name), u.e.none
+			ms[i], bs[i] = u.upload(name, each[i]), u.e.none
 			if biases != nil {
 				bs[i] = u.vector(biases[i])
 			}

@@ -42,6 +42,17 @@ func (h hardware) Info() gpu.Info {
 	return info
 }
 
+// productState is a State with what a product's ops need for steps of up
+// to maxT tokens: X in h, the ids, no bias (NaN, never read) and the
+// spare output.
+func productState(t *testing.T, dev gpu.Device, x []float32, maxT int) *State {
+	e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30}
+	t.Cleanup(e.Close)
+	e.none, e.spare = buf(t, dev, []float32{float32(math.NaN())}), buf(t, dev, []float32{0})
+	e.ids, e.h = buf(t, dev, make([]uint32, maxT)), buf(t, dev, x)
+	return e
+}
+
 // A stacked product (q, k and v, or gate and up, in one dispatch) gives
 // each matrix's Y bit for bit what that matrix's own product gives, and
 // writes nothing else of it: through the engine's own upload (stack) and
@@ -106,10 +117,7 @@ func testStacked(t *testing.T, dev gpu.Device, f shaders.Format, rows []int) {
 	// build makes the product of W (stacked or not) on a State of its own;
 	// run takes a step of T tokens and returns each matrix's Y.
 	build := func(stacked bool) (*State, []out) {
-		e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30}
-		t.Cleanup(e.Close)
-		e.none, e.spare = buf(t, dev, []float32{float32(math.NaN())}), buf(t, dev, []float32{0})
-		e.ids, e.h = buf(t, dev, make([]uint32, maxT)), buf(t, dev, x)
+		e := productState(t, dev, x, maxT)
 		up := uploader{e: e, src: src}
 		var ms []matrix
 		var bs []gpu.Buffer
@@ -196,10 +204,7 @@ func TestMatmulAddsOntoY(t *testing.T) {
 				file, off := ggmlFile(t, data)
 				src := pieceSource{pieces: map[string][]Piece{"w": {{Rows: rows, Cols: n, Format: f, File: file, Offset: off, Length: int64(len(data))}}},
 					vectors: map[string][]float32{"b": r.fill(rows, 0.1)}}
-				e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30}
-				t.Cleanup(e.Close)
-				e.none, e.spare = buf(t, dev, []float32{0}), buf(t, dev, []float32{0})
-				e.ids, e.h = buf(t, dev, make([]uint32, maxT)), buf(t, dev, r.fill(maxT*n, 1))
+				e := productState(t, dev, r.fill(maxT*n, 1), maxT)
 				up := uploader{e: e, src: src}
 				w, b := up.matrix("w"), up.vector("b")
 				if up.err != nil {

@@ -35,7 +35,7 @@ type Options struct {
 	Engine  string    // engine.wasm for the wasm runtime (EnginePath)
 	Log     io.Writer // which device and runtime run, and why
 	// Activations is engine.Options.Activations: f32 (or ""), or q8,
-	// which runs natively on the CPU (auto picks them).
+	// which runs natively (auto picks it).
 	Activations string
 	// Progress shows loading the weights and running the request's
 	// tokens (nil: nothing shown).
@@ -76,7 +76,7 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	// Opened natively on either runtime: verified against the checkpoint
 	// before anything runs, and its seal (a GGUF's sha256) goes into the
 	// receipt.
-	if err := engine.CheckActivations(opt.Activations, false); err != nil {
+	if err := engine.CheckActivations(opt.Activations); err != nil {
 		return nil, err
 	}
 	eo := engine.Options{Capacity: req.Capacity(), Progress: loading(opt.Progress), Activations: opt.Activations}
@@ -162,8 +162,8 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 	return err
 }
 
-// acts8Device is what a receipt adds to the CPU's name when the products
-// took 8-bit activations.
+// acts8Device is what a receipt adds to the device's name when the
+// products took 8-bit activations.
 const acts8Device = ", activations q8"
 
 // runtimeFor is the runtime opt asks for, made concrete: auto picks one
@@ -241,12 +241,6 @@ func openDevice(opt Options, name func(gpu.Device) string) (gpu.Device, string, 
 // probeDevice opens the native WebGPU for gpu or auto, none (nil: the
 // CPU) for cpu or for auto without an adapter, saying why then.
 func probeDevice(opt Options) (dev gpu.Device, why string, err error) {
-	switch {
-	case opt.Activations == engine.ActsQ8 && opt.Device == "gpu":
-		return nil, "", fmt.Errorf("--activations %s runs on the CPU only: the GPU multiplies float32 activations", engine.ActsQ8)
-	case opt.Activations == engine.ActsQ8 && opt.Device == "auto":
-		return nil, "8-bit activations run on the CPU", nil
-	}
 	switch opt.Device {
 	case "gpu", "auto":
 		d, err := native.Open()

@@ -88,7 +88,7 @@ func decodePresets() []synth.Preset {
 
 // BenchmarkDecode measures KV-cache decode steps (one token in, one logit
 // row out, positions 32..288 after a 32-token prefill) for each preset,
-// variant (q4+a8: q4 with 8-bit activations, on the CPU) and device,
+// variant (q4+a8: q4 with 8-bit activations) and device,
 // with tokens/s, the effective weight bandwidth and, on the GPU, the
 // dispatches one step records.
 func BenchmarkDecode(b *testing.B) {
@@ -96,9 +96,6 @@ func BenchmarkDecode(b *testing.B) {
 		for _, vname := range []string{"f32", "q4", "q4+a8"} {
 			for _, dname := range []string{"cpu", "gpu"} {
 				base, a8 := strings.CutSuffix(vname, "+a8")
-				if a8 && dname == "gpu" {
-					continue // 8-bit activations are the CPU's only
-				}
 				acts := engine.ActsF32
 				if a8 {
 					acts = engine.ActsQ8
@@ -192,7 +189,9 @@ func BenchmarkCPU(b *testing.B) {
 
 // BenchmarkVulkan measures the GPU engine on the native WebGPU (Vulkan)
 // beside llama.cpp's Vulkan build (make bench-deps) on the same weights
-// and tokens, q8 and q4 (see benchPeer). By default both run on lavapipe,
+// and tokens, q8 and q4, with float32 activations and with 8-bit ones
+// (q8+a8, q4+a8: packed 8-bit dot products, matmul_a8.wgsl; see
+// benchPeer). By default both run on lavapipe,
 // Mesa's CPU Vulkan driver, which llama.cpp uses only when told
 // (GGML_VK_VISIBLE_DEVICES=0); with LOGITSCOPE_BENCH_GPU=real both must
 // run on a real GPU, and a CPU driver on either side fails the benchmark
@@ -208,7 +207,7 @@ func BenchmarkVulkan(b *testing.B) {
 	}
 	warned := false
 	for _, preset := range peerPresets() {
-		for _, vname := range []string{"q8", "q4"} {
+		for _, vname := range []string{"q8", "q4", "q8+a8", "q4+a8"} {
 			b.Run(preset.Name+"/"+vname+"/vulkan", func(b *testing.B) {
 				dev := nativetest.Device(b)
 				if err := checkDevice("ours", dev.Info().Adapter, onGPU); err != nil {

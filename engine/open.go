@@ -36,9 +36,9 @@ type Options struct {
 	// device's binding limit asks (tests exercise the split path with it).
 	MaxPieceBytes int64
 	// Activations is how products with quantized weights take their
-	// activations: "" or ActsF32, as float32 (what the GPU does too), or
-	// ActsQ8, rounded to 8-bit blocks first as llama.cpp's CPU backend
-	// does for its quantized types (CPU only).
+	// activations: "" or ActsF32, as float32, or ActsQ8, rounded to 8-bit
+	// blocks first as llama.cpp's CPU backend does for its quantized types
+	// (on the GPU too, with packed 8-bit dot products, for dense models).
 	Activations string
 }
 
@@ -49,14 +49,10 @@ const (
 )
 
 // CheckActivations refuses an Activations value that is not one of the
-// above, and 8-bit activations anywhere but the CPU (gpu: whether the
-// engine runs on a device).
-func CheckActivations(acts string, gpu bool) error {
-	switch {
-	case acts != "" && acts != ActsF32 && acts != ActsQ8:
+// above.
+func CheckActivations(acts string) error {
+	if acts != "" && acts != ActsF32 && acts != ActsQ8 {
 		return fmt.Errorf("activations %q: want %s (float32) or %s (8-bit blocks, llama.cpp's CPU arithmetic)", acts, ActsF32, ActsQ8)
-	case acts == ActsQ8 && gpu:
-		return fmt.Errorf("activations %s run on the CPU engine only: the GPU multiplies float32 activations", ActsQ8)
 	}
 	return nil
 }
@@ -87,7 +83,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		return nil, err
 	}
-	if err := CheckActivations(opt.Activations, opt.Device != nil); err != nil {
+	if err := CheckActivations(opt.Activations); err != nil {
 		return nil, err
 	}
 	progress := func(unit string) func(done, total int64) {
@@ -104,7 +100,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return newCPU(m, opt.Capacity, opt.Activations == ActsQ8, release)
 	}
 	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
-		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors")})
+		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors"), Acts8: opt.Activations == ActsQ8})
 	if err != nil {
 		return nil, err
 	}

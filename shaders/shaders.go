@@ -25,6 +25,10 @@ var (
 	matmulLanes string
 	//go:embed matmul_subgroup.wgsl
 	matmulSubgroup string
+	//go:embed matmul_a8.wgsl
+	matmulA8 string
+	//go:embed quantize.wgsl
+	quantize string
 	//go:embed embed.wgsl
 	embed string
 	//go:embed rmsnorm.wgsl
@@ -136,7 +140,8 @@ func (f Format) String() string {
 
 // Matmul is the weight-decoding matrix product for format f: entry points
 // main, main8, rows4 and rows4x8 for one matrix, expert for a bank of
-// routed experts; v picks the variant.
+// routed experts, and a8rows4 and a8rows4x8 with 8-bit activations
+// (formats with A8); v picks the variant.
 func Matmul(f Format, v MatmulVariant) string {
 	out, lanes, enable := matmulOut, matmulLanes, ""
 	if v.Stacked {
@@ -145,7 +150,18 @@ func Matmul(f Format, v MatmulVariant) string {
 	if v.Subgroups {
 		lanes, enable = matmulSubgroup, "enable subgroups;\n\n"
 	}
-	return enable + withFormat(f, matmul+"\n"+out+"\n"+lanes)
+	return enable + withFormat(f, matmul+"\n"+out+"\n"+lanes+"\n"+matmulA8)
+}
+
+// A8 is whether Matmul's a8 entry points take format f: integer codes in
+// blocks of 32 with a scale each, the formats that the CPU engine
+// multiplies with 8-bit activations.
+func (f Format) A8() bool {
+	switch f {
+	case Q8, Q6, Q4, Q8_0, Q4_0:
+		return true
+	}
+	return false
 }
 
 // MatmulVariant is a choice among matmul.wgsl's companions; the zero value
@@ -193,3 +209,7 @@ func RoPE() string        { return prelude + rope }
 func Attention() string   { return prelude + attention }
 func Elementwise() string { return prelude + elementwise }
 func MoE() string         { return prelude + moe }
+
+// Quantize rounds activations to 8-bit blocks for Matmul's a8 entry
+// points.
+func Quantize() string { return prelude + quantize }

@@ -17,7 +17,7 @@ import (
 // for every weight format: a syntax or type error fails here without a GPU.
 func TestCompile(t *testing.T) {
 	sources := map[string]string{
-		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
+		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(), "quantize": Quantize(),
 	}
 	for f := F32; f <= Q6_K; f++ {
 		for _, v := range MatmulVariants {
@@ -55,7 +55,7 @@ var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm 
 func files() map[string]string {
 	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "matmul_out": matmulOut, "matmul_stacked": matmulStacked,
 		"matmul_lanes": matmulLanes, "matmul_subgroup": matmulSubgroup, "embed": embed, "rmsnorm": rmsnorm,
-		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe}
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "matmul_a8": matmulA8, "quantize": quantize}
 }
 
 // TestTintRules: what Chromium's WGSL compiler refuses and naga does not.
@@ -109,7 +109,7 @@ func TestGeometry(t *testing.T) {
 // weights.wgsl's w0 has no working initializer (naga drops it): every
 // entry point of a kernel that decodes weights sets it first.
 func TestEntryPointsSetW0(t *testing.T) {
-	for name, src := range map[string]string{"matmul": matmul, "embed": embed} {
+	for name, src := range map[string]string{"matmul": matmul, "matmul_a8": matmulA8, "embed": embed} {
 		parts := strings.Split(src, "@compute @workgroup_size(WG)\nfn ")
 		if len(parts) < 2 {
 			t.Fatalf("%s.wgsl: no entry point found", name)
@@ -171,5 +171,20 @@ func TestGGMLFormat(t *testing.T) {
 		if _, ok := f.GGML(); ok {
 			t.Errorf("%v claims a ggml block type", f)
 		}
+	}
+}
+
+// quantize.wgsl's AMAX_MIN is the least float32 a whose 127/a, as Go
+// divides float32s (rounded to nearest), is finite: the CPU engine's
+// bound for rounding a block at all.
+func TestQuantizeBound(t *testing.T) {
+	m := regexp.MustCompile(`const AMAX_MIN: u32 = 0x([0-9a-f]+)u;`).FindStringSubmatch(quantize)
+	if m == nil {
+		t.Fatal("quantize.wgsl: no AMAX_MIN")
+	}
+	bits, _ := strconv.ParseUint(m[1], 16, 32)
+	at, below := math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits)-1)
+	if 127/at > math.MaxFloat32 || 127/below <= math.MaxFloat32 {
+		t.Fatalf("AMAX_MIN %g: 127/it is %g, 127/the float below is %g", at, 127/at, 127/below)
 	}
 }

@@ -41,7 +41,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
 	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
-	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (rounded to 8-bit blocks first, as llama.cpp's CPU backend does for its quantized types; native CPU engine only)")
+	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (rounded to 8-bit blocks first, as llama.cpp's CPU backend does for its quantized types; native engine, CPU or GPU)")
 	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+capture.DefaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {

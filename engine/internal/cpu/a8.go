@@ -452,3 +452,22 @@ var quantizeActs = quantizeActsGo
 // rowsA8 is the kernel in use: rowsA8Go, or assembly where the CPU has
 // it (kernel_amd64.go).
 var rowsA8 = rowsA8Go
+
+// MatmulA8 is out (T, n) = x (T, k) @ Wᵀ + b (b nil: none) with 8-bit
+// activations, in this file's order: the reference that the GPU's a8
+// kernels are checked against. Every piece of W must take them (a
+// format with integer codes, k a multiple of 32).
+func MatmulA8(out, x []float32, W *model.Matrix, b []float32, T int) {
+	if !takesA8(W) {
+		panic("cpu: MatmulA8 of a matrix without integer codes in whole blocks")
+	}
+	matmulA8(out, x, W, b, T)
+}
+
+// RoundActs is x (k,) rounded as this file's step 1 says: q (k,) and dx
+// (k/32,).
+func RoundActs(x []float32) (q []int8, dx []float32) {
+	q, dx = make([]int8, len(x)), make([]float32, len(x)/a8Block)
+	quantizeActs(x, q, dx)
+	return q, dx
+}

@@ -97,7 +97,8 @@ func BenchmarkOps(b *testing.B) {
 // Qwen2.5-0.5B's layers cut to two (the tiny vocabulary, so that the head
 // weighs little): a 64-token prefill in chunks of 32 with no logit rows
 // (the matmuls take eight tokens per invocation, main8), then 16 decode
-// steps of one token and its logit row, each read back; the best of b.N
+// steps of one token and its logit row, each read back (q8+a8, q4+a8:
+// with 8-bit activations); the best of b.N
 // passes after a warm-up, with the dispatches per token of each. Each pass
 // first runs the prefill with main only (one token per workgroup, as
 // before main8), so that the machine's load weighs on both alike:
@@ -105,10 +106,11 @@ func BenchmarkOps(b *testing.B) {
 func BenchmarkGPU(b *testing.B) {
 	const prompt, gen = 64, 16
 	preset := synth.TwoLayer("qwen2.5-0.5b")
-	for _, vname := range []string{"f32", "q8", "q4"} {
+	for _, vname := range []string{"f32", "q8", "q4", "q8+a8", "q4+a8"} {
 		b.Run(preset.Name+"/"+vname, func(b *testing.B) {
-			g, src := benchModel(b, preset, vname)
-			e, err := New(nativetest.Device(b), g, src, Options{Capacity: prompt + gen})
+			base, a8 := strings.CutSuffix(vname, "+a8")
+			g, src := benchModel(b, preset, base)
+			e, err := New(nativetest.Device(b), g, src, Options{Capacity: prompt + gen, Acts8: a8})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -206,7 +208,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 				raw, _ = quant.Quantize(quant.Scheme(f.String()), w, rows, cols)
 			}
 			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
-			entry, perGroup, _, _ := matmulEntries(cols, dev.Info().Software)
+			entry, perGroup, _, _ := matmulEntries(cols, dev.Info().Software, false)
 			y := buf(b, dev, make([]float32, rows))
 			p, g := bound(b, dev, shaders.Matmul(f, shaders.MatmulVariant{}), entry, []gpu.Buffer{buf(b, dev, raw), buf(b, dev, r.fill(cols, 1)), y,
 				buf(b, dev, make([]float32, rows)), buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))})
@@ -373,5 +375,54 @@ func BenchmarkExpertKernel(b *testing.B) {
 	}
 	for _, k := range kernels {
 		b.ReportMetric(k.best.Seconds()*1e3, k.entry+"-ms")
+	}
+}
+
+// BenchmarkA8Kernel times a product with float32 activations (rows4 at T
+// = 1, rows4x8 at T = 32: float-ms) against the same with 8-bit ones:
+// quantize.wgsl then a8rows4 or a8rows4x8 (a8-ms), and the product alone
+// (a8-product-ms), at Qwen2.5-0.5B's MLP up and down shapes in q8 and q4,
+// each in turn in each iteration; the best of b.N each.
+func BenchmarkA8Kernel(b *testing.B) {
+	dev := nativetest.Device(b)
+	for _, shape := range [][2]int{{4864, 896}, {896, 4864}} {
+		for _, f := range []shaders.Format{shaders.Q8, shaders.Q4} {
+			for _, T := range []int{1, 32} {
+				rows, cols := shape[0], shape[1]
+				b.Run(fmt.Sprintf("%dx%d/%s/T%d", rows, cols, f, T), func(b *testing.B) {
+					r := rnd(1)
+					raw, _ := quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
+					base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
+					x, y, xq, xd := buf(b, dev, r.fill(T*cols, 1)), buf(b, dev, make([]float32, T*rows)), buf(b, dev, make([]uint32, T*cols/2)), buf(b, dev, make([]float32, T*cols/16))
+					p := buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T))
+					src := shaders.Matmul(f, shaders.MatmulVariant{})
+					entry, entryA8 := "rows4", "a8rows4"
+					z := uint32(T)
+					if T > 1 {
+						entry, entryA8, z = "rows4x8", "a8rows4x8", ceilDiv(T, shaders.MatmulTokens)
+					}
+					wb := buf(b, dev, raw)
+					fp, fg := bound(b, dev, src, entry, []gpu.Buffer{wb, x, y, buf(b, dev, make([]float32, rows)), p})
+					ap, ag := bound(b, dev, src, entryA8, []gpu.Buffer{wb, 0, y, buf(b, dev, make([]float32, rows)), p, 0, 0, 0, xq, xd})
+					qp, qg := bound(b, dev, shaders.Quantize(), "main", []gpu.Buffer{x, xq, xd, buf(b, dev, params(cols, 0))})
+					groups := ceilDiv(rows, shaders.MatmulRows4)
+					best := [3]time.Duration{time.Hour, time.Hour, time.Hour}
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						best[0] = min(best[0], timed(b, dev, fp, fg, y, groups, 1, z))
+						t0 := time.Now()
+						if err := dev.Dispatch(qp, []gpu.BindGroup{qg}, ceilDiv(cols/32, shaders.Workgroup), uint32(T), 1); err != nil {
+							b.Fatal(err)
+						}
+						timed(b, dev, ap, ag, y, groups, 1, z)
+						best[1] = min(best[1], time.Since(t0))
+						best[2] = min(best[2], timed(b, dev, ap, ag, y, groups, 1, z))
+					}
+					for k, name := range []string{"float-ms", "a8-ms", "a8-product-ms"} {
+						b.ReportMetric(float64(best[k].Microseconds())/1e3, name)
+					}
+				})
+			}
+		}
 	}
 }

@@ -75,6 +75,11 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	e.scores = alloc("scores", c*int64(g.Heads*e.capacity)*f)
 	e.none = alloc("no-bias", 4)
 	e.spare = alloc("no-output", 4)
+	if e.acts8 {
+		cols := int64(max(d, qDim, ff))
+		e.xq = alloc("x-q8", c*cols*2)
+		e.xd = alloc("x-q8-scales", c*cols/32*8)
+	}
 	if g.SparseLayers() > 0 {
 		K, eff := int64(g.TopK), int64(g.ExpertIntermediate)
 		e.router = alloc("router", c*int64(g.Experts)*f)
@@ -417,8 +422,13 @@ func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 // of X dominate: rows4 and rows4x8 (cols a multiple of 32) load each
 // element of X once for four rows. On lavapipe (BenchmarkPrefillKernel,
 // 4864x896) rows4 takes 0.3–0.5 of main's time, rows4x8 0.3–0.4 of
-// main8's (0.7 for ggml's blocks).
-func matmulEntries(cols int, software bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
+// main8's (0.7 for ggml's blocks). With 8-bit activations (a8):
+// matmul_a8.wgsl's a8rows4 and a8rows4x8, rows4's shape, on every
+// adapter.
+func matmulEntries(cols int, software, a8 bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
+	if a8 {
+		return "a8rows4", shaders.MatmulRows4, "a8rows4x8", shaders.MatmulRows4
+	}
 	if software && cols%32 == 0 {
 		return "rows4", shaders.MatmulRows4, "rows4x8", shaders.MatmulRows4
 	}
@@ -445,6 +455,10 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 	var prog []pending
 	software := e.dev.Info().Software
 	variant := e.matmulVariant(len(W.splits) > 0)
+	a8 := e.acts8 && takesA8(W)
+	if a8 {
+		prog = append(prog, e.quantizeOp(x, xOff, W.pieces[0].Cols, tokens))
+	}
 	// A stacked piece's second and third Y; a third never written when
 	// there are two matrices, bound to a buffer of its own (WebGPU refuses
 	// a writable binding that aliases another).
@@ -458,7 +472,7 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 	}
 	for i, p := range W.pieces {
 		kernel, src := variant.Name(p.Format), shaders.Matmul(p.Format, variant)
-		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Cols, software)
+		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Cols, software, a8)
 		pipe := e.kernel(kernel, src, entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
@@ -466,7 +480,12 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 		if bias != e.none {
 			hasBias = 1
 		}
-		bindings := []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 1, Buffer: x}, {Binding: 2, Buffer: ys[0].buf}, {Binding: 3, Buffer: bias}}
+		bindings := []gpu.Binding{{Binding: 0, Buffer: W.bufs[i]}, {Binding: 2, Buffer: ys[0].buf}, {Binding: 3, Buffer: bias}}
+		if a8 {
+			bindings = append(bindings, gpu.Binding{Binding: 8, Buffer: e.xq}, gpu.Binding{Binding: 9, Buffer: e.xd})
+		} else {
+			bindings = append(bindings, gpu.Binding{Binding: 1, Buffer: x})
+		}
 		if variant.Stacked {
 			bindings = append(bindings, gpu.Binding{Binding: 6, Buffer: more[0].buf}, gpu.Binding{Binding: 7, Buffer: more[1].buf})
 		}
@@ -490,6 +509,33 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 		})
 	}
 	return prog
+}
+
+// takesA8 is whether every piece of W has a format that the a8 entry
+// points take, in whole blocks: as the CPU engine's takesA8.
+func takesA8(W matrix) bool {
+	for _, p := range W.pieces {
+		if !p.Format.A8() || p.Cols%32 != 0 {
+			return false
+		}
+	}
+	return len(W.pieces) > 0
+}
+
+// quantizeOp rounds X (T, cols) from element xOff(s) to 8-bit blocks
+// into xq and xd, for the a8 products that follow.
+func (e *State) quantizeOp(x gpu.Buffer, xOff func(step) int, cols int, tokens func(step) int) pending {
+	return pending{
+		op: op{
+			name: "quantize", family: "quantize", pipe: e.kernel("quantize", shaders.Quantize(), "main"),
+			dims: func(s step) (uint32, uint32, uint32) {
+				return ceilDiv(cols/32, shaders.Workgroup), uint32(tokens(s)), 1
+			},
+			params: func(s step) []uint32 { return []uint32{uint32(cols), uint32(xOff(s))} },
+		},
+		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: e.xq}, {Binding: 2, Buffer: e.xd}},
+		paramsAt: 3,
+	}
 }
 
 func (e *State) embedOps(E matrix) []pending {

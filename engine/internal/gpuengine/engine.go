@@ -43,6 +43,12 @@ type State struct {
 	spare                                                        gpu.Buffer // a stacked product's third Y when it has two
 	ropeLocal                                                    gpu.Buffer // Gemma 3's sliding layers' table; 0 without
 
+	// With 8-bit activations (Options.Acts8): a product's X rounded by
+	// quantize.wgsl, (chunk, cols/2) words and (chunk, cols/32) (dx, Σq),
+	// cols the widest product's; 0 without.
+	acts8  bool
+	xq, xd gpu.Buffer
+
 	// Sparse layers' scratch (0 for dense models): router logits (T, E),
 	// the chosen experts and their weights (T, K), the experts' gate, up
 	// (T, K, ExpertIntermediate) and outputs (T, K, d), Qwen2-MoE's shared
@@ -108,6 +114,11 @@ type Options struct {
 	MaxPieceBytes int64
 	// Progress, if not nil, is told the tensors uploaded so far.
 	Progress func(done, total int64)
+	// Acts8 multiplies the weights with integer codes (Format.A8) by
+	// activations rounded to 8-bit blocks, as the CPU engine's Acts8 does
+	// (matmul_a8.wgsl); float32 and 16-bit weights keep float32
+	// activations. Dense models only.
+	Acts8 bool
 }
 
 // New uploads the model described by g from src and prepares its KV cache.
@@ -120,7 +131,10 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	if err := checkMoE(g, lim); err != nil {
 		return nil, err
 	}
-	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}}
+	if opt.Acts8 && g.SparseLayers() > 0 {
+		return nil, fmt.Errorf("8-bit activations on the GPU: the mixture-of-experts kernels take float32 activations only")
+	}
+	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}, acts8: opt.Acts8}
 	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)
 	if opt.MaxPieceBytes > 0 {
 		e.maxPiece = min(e.maxPiece, opt.MaxPieceBytes)

@@ -1,21 +1,28 @@
 // elementwise.wgsl — the residual add, the gated products of the MLP and
-// a scale by a constant.
+// a scale by a constant; and rounding to 8-bit blocks (quantize.wgsl).
 //
 // Bindings (group 0):
 //   0 a: array<f32>  read_write, (n,)
-//   1 b: array<f32>  read, (n,) (not bound for scale)
+//   1 b: array<f32>  read, (n,) (not bound for scale and quantize)
 //   2 p: Params
+//   4, 5 xq, xd: quantize.wgsl's, for quantize and the *_q8 entry points
 // Dispatch: (ceil(n/WG), 1, 1) workgroups of WG (64).
 //   add:           a[i] = a[i] + b[i]                     (residual stream)
 //   silu_mul:      a[i] = a[i] / (1 + exp(-a[i])) * b[i]  (a = gate, b = up)
 //   gelu_tanh_mul: a[i] = gelu_tanh(a[i]) * b[i]          (Gemma's MLP)
 //   scale:         a[i] = a[i] * s                        (Gemma's embeddings)
+// And (ceil(n/32/WG), 1, 1), an invocation per block of 32 of a's (T,
+// cols) rows (n = T*cols) from element off (cols a multiple of 32):
+//   quantize:           a rounded to 8-bit blocks, for the products that follow
+//   silu_mul_q8,
+//   gelu_tanh_mul_q8:   silu_mul and gelu_tanh_mul, the values they write
+//                       rounded as quantize rounds a
 
 struct Params {
     n: u32,
-    s: f32, // scale only
-    _pad1: u32,
-    _pad2: u32,
+    s: f32,    // scale only
+    cols: u32, // quantize and *_q8 only: the width of a's rows
+    off: u32,  // quantize and *_q8 only: the element of a and b where row 0 starts
 }
 
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
@@ -32,9 +39,13 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>) {
 @compute @workgroup_size(WG)
 fn silu_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < p.n) {
-        let g = a[gid.x];
-        a[gid.x] = g / (1.0 + exp(-g)) * b[gid.x];
+        a[gid.x] = silu_mul_at(gid.x);
     }
+}
+
+fn silu_mul_at(i: u32) -> f32 {
+    let g = a[i];
+    return g / (1.0 + exp(-g)) * b[i];
 }
 
 // gelu_tanh is gelu_pytorch_tanh, ½x(1 + tanh(u)) with
@@ -49,8 +60,54 @@ fn gelu_tanh(x: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn gelu_tanh_mul(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < p.n) {
-        a[gid.x] = gelu_tanh(a[gid.x]) * b[gid.x];
+        a[gid.x] = gelu_tanh_mul_at(gid.x);
     }
+}
+
+fn gelu_tanh_mul_at(i: u32) -> f32 {
+    return gelu_tanh(a[i]) * b[i];
+}
+
+@compute @workgroup_size(WG)
+fn quantize(@builtin(global_invocation_id) gid: vec3<u32>) {
+    round_block(gid.x);
+}
+
+// silu_mul_q8 and gelu_tanh_mul_q8 write their block's values with the
+// same expressions as silu_mul and gelu_tanh_mul (so the same bits), then
+// round them.
+@compute @workgroup_size(WG)
+fn silu_mul_q8(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < p.n / 32u) {
+        for (var e = p.off + gid.x * 32u; e < p.off + gid.x * 32u + 32u; e++) {
+            a[e] = silu_mul_at(e);
+        }
+    }
+    round_block(gid.x);
+}
+
+@compute @workgroup_size(WG)
+fn gelu_tanh_mul_q8(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < p.n / 32u) {
+        for (var e = p.off + gid.x * 32u; e < p.off + gid.x * 32u + 32u; e++) {
+            a[e] = gelu_tanh_mul_at(e);
+        }
+    }
+    round_block(gid.x);
+}
+
+// round_block rounds block i of a's blocks (row i / (cols/32)) to 8 bits.
+fn round_block(i: u32) {
+    let per = p.cols / 32u;
+    if (i >= p.n / 32u) {
+        return;
+    }
+    let at = p.off + i * 32u;
+    var v = array<vec4<f32>, 8>();
+    for (var k = 0u; k < 8u; k++) {
+        v[k] = vec4<f32>(a[at + 4u * k], a[at + 4u * k + 1u], a[at + 4u * k + 2u], a[at + 4u * k + 3u]);
+    }
+    quantize_block(v, i / per, i % per, p.cols);
 }
 
 @compute @workgroup_size(WG)

@@ -8,34 +8,28 @@
 // comes out NaN); a block whose 127/amax overflows f32 (amax below
 // AMAX_MIN) zeros with dx 0.
 //
-// Bindings (group 0):
-//   0 x:  array<f32>        X (T, cols) from element x_off; cols a multiple of 32
-//   1 xq: array<u32>        out: token t's rounded X from word t*cols/2, four
+// Bindings (group 0) of the kernels that hold this file (rmsnorm.wgsl's
+// main_q8, elementwise.wgsl's quantize and *_mul_q8):
+//   4 xq: array<u32>        out: token t's rounded X from word t*cols/2, four
 //                           int8 a word (pack4xI8, column 4k+i in byte i of
 //                           word k): cols/4 words in column order, then the
 //                           same values in 4-bit codes' order: per 8 columns
 //                           c..c+7, the even ones (c, c+2, c+4, c+6) in one
 //                           word, then the odd ones, as quant's q4 and q6
 //                           hold their nibbles
-//   2 xd: array<vec2<f32>>  out: (T, cols/32): each block's dx, and Σ_j q_j
+//   5 xd: array<vec2<f32>>  out: (T, cols/32): each block's dx, and Σ_j q_j
 //                           (exact in f32: at most 32·127 in magnitude)
-//   3 p:  Params
-// Dispatch: (ceil(cols/32 / WG), T, 1), an invocation per block.
+// cols is a multiple of 32. quantize_block rounds one block; the kernel
+// that calls it computed the block's 32 values, so X need not round-trip
+// through memory first.
 //
 // WGSL's division may be 2.5 ulp off, so the two quotients are corrected
 // to the nearest float with fma's exact remainder (div_rn). Where a device
 // flushes f32 subnormals, an element below 1.2e-38 in a block whose amax
 // is below about 3e-36 rounds to 0 where the CPU may round it to ±1.
 
-struct Params {
-    cols: u32,
-    x_off: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> xq: array<u32>;
-@group(0) @binding(2) var<storage, read_write> xd: array<vec2<f32>>;
-@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(4) var<storage, read_write> xq: array<u32>;
+@group(0) @binding(5) var<storage, read_write> xd: array<vec2<f32>>;
 
 const INF_BITS: u32 = 0x7f800000u;
 const NAN_BITS: u32 = 0x7fc00000u;
@@ -43,21 +37,16 @@ const NAN_BITS: u32 = 0x7fc00000u;
 // (3.7321948e-37; shaders_test.go checks it against Go's division).
 const AMAX_MIN: u32 = 0x02fe0001u;
 
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let groups = p.cols / 32u;
-    let b = gid.x;
-    let t = gid.y;
-    if (b >= groups) {
-        return;
-    }
-    let x0 = p.x_off + t * p.cols + b * 32u;
+// quantize_block rounds v (columns 4k..4k+3 in v[k]), block b (columns
+// 32b..32b+31) of token t's row of cols values, into xq and xd.
+fn quantize_block(v: array<vec4<f32>, 8>, t: u32, b: u32, cols: u32) {
     // |x| as bits orders as the floats do, NaN above infinity.
-    var amax = 0u;
-    for (var j = 0u; j < 32u; j++) {
-        amax = max(amax, bitcast<u32>(x[x0 + j]) & 0x7fffffffu);
+    var m = vec4<u32>();
+    for (var k = 0u; k < 8u; k++) {
+        m = max(m, bitcast<vec4<u32>>(v[k]) & vec4<u32>(0x7fffffffu));
     }
-    var q = array<i32, 32>();
+    let amax = max(max(m.x, m.y), max(m.z, m.w));
+    var q = array<vec4<i32>, 8>();
     var dx = 0.0;
     if (amax >= INF_BITS) {
         dx = bitcast<f32>(NAN_BITS);
@@ -65,24 +54,24 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let a = bitcast<f32>(amax);
         let id = div_rn(127.0, a);
         dx = f16_round(div_rn(a, 127.0));
-        for (var j = 0u; j < 32u; j++) {
-            q[j] = i32(round(x[x0 + j] * id));
+        for (var k = 0u; k < 8u; k++) {
+            q[k] = vec4<i32>(round(v[k] * id));
         }
     }
-    let cols = t * p.cols / 2u + b * 8u;
-    let nibbles = cols + p.cols / 4u;
+    let inOrder = t * cols / 2u + b * 8u;
+    let nibbles = inOrder + cols / 4u;
     var sum = 0;
     for (var k = 0u; k < 8u; k++) {
-        let c = 4u * k;
-        xq[cols + k] = pack4xI8(vec4<i32>(q[c], q[c + 1u], q[c + 2u], q[c + 3u]));
-        sum += q[c] + q[c + 1u] + q[c + 2u] + q[c + 3u];
+        xq[inOrder + k] = pack4xI8(q[k]);
+        sum += dot(q[k], vec4<i32>(1));
     }
-    for (var m = 0u; m < 4u; m++) {
-        let c = 8u * m;
-        xq[nibbles + 2u * m] = pack4xI8(vec4<i32>(q[c], q[c + 2u], q[c + 4u], q[c + 6u]));
-        xq[nibbles + 2u * m + 1u] = pack4xI8(vec4<i32>(q[c + 1u], q[c + 3u], q[c + 5u], q[c + 7u]));
+    for (var k = 0u; k < 8u; k += 2u) {
+        let lo = q[k];
+        let hi = q[k + 1u];
+        xq[nibbles + k] = pack4xI8(vec4<i32>(lo.x, lo.z, hi.x, hi.z));
+        xq[nibbles + k + 1u] = pack4xI8(vec4<i32>(lo.y, lo.w, hi.y, hi.w));
     }
-    xd[t * groups + b] = vec2<f32>(dx, f32(sum));
+    xd[t * cols / 32u + b] = vec2<f32>(dx, f32(sum));
 }
 
 // div_rn is a / b rounded to the nearest float (a, b positive and

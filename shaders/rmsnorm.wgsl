@@ -4,6 +4,11 @@
 //
 // Entry points:
 //   main      normalizes rows of X into out.
+//   main_q8   main, each row also rounded to 8-bit blocks for the
+//             products that follow (quantize.wgsl's xq and xd at bindings
+//             4 and 5; out's rows from 0, d a multiple of 32): an
+//             invocation per block, the values it writes to out rounded
+//             without a dispatch of their own.
 //   in_place  normalizes rows of out where they lie (Qwen3's q_norm and
 //             k_norm, one row per head, on q and on the KV cache): WebGPU
 //             forbids binding one buffer as both read and read_write
@@ -15,6 +20,7 @@
 //   2 out: array<f32>  main: (T, d), row t at out_off + t*d;
 //                      in_place: X itself, row t at x_off + t*d
 //   3 p:   Params
+//   4, 5 xq, xd: main_q8 only (quantize.wgsl)
 // Dispatch: (T, 1, 1) workgroups of WG (64); workgroup t normalizes row t.
 
 struct Params {
@@ -70,6 +76,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let dst = p.out_off + wid.x * p.d;
     for (var i = lid; i < p.d; i += WG) {
         out[dst + i] = scale(i) * (x[row + i] * r);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row = p.x_off + wid.x * p.d;
+    var ss = 0.0;
+    for (var i = lid; i < p.d; i += WG) {
+        let v = x[row + i];
+        ss += v * v;
+    }
+    let r = inv_rms(lid, ss);
+    let dst = p.out_off + wid.x * p.d;
+    for (var blk = lid; blk < p.d / 32u; blk += WG) {
+        var v = array<vec4<f32>, 8>();
+        for (var j = 0u; j < 32u; j++) {
+            let i = blk * 32u + j;
+            v[j / 4u][j % 4u] = scale(i) * (x[row + i] * r);
+            out[dst + i] = v[j / 4u][j % 4u];
+        }
+        quantize_block(v, wid.x, blk, p.d);
     }
 }
 

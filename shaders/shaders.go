@@ -201,15 +201,14 @@ func withFormat(f Format, kernel string) string {
 	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s", prelude, f, weights, ggmlBlocks, kernel)
 }
 
-// RMSNorm, RoPE, Attention, Elementwise (entry points add, silu_mul,
-// gelu_tanh_mul and scale) and MoE (route and combine) need no weight
-// decoding.
-func RMSNorm() string     { return prelude + rmsnorm }
+// RMSNorm (with main_q8), RoPE, Attention, Elementwise (entry points
+// add, silu_mul, gelu_tanh_mul, scale, and quantize and the *_q8 ones,
+// which round activations to 8-bit blocks for Matmul's a8 entry points:
+// quantize.wgsl, which comes first: naga lowers a function called before
+// its declaration without the constants declared after the call) and MoE
+// (route and combine) need no weight decoding.
+func RMSNorm() string     { return prelude + quantize + "\n" + rmsnorm }
 func RoPE() string        { return prelude + rope }
 func Attention() string   { return prelude + attention }
-func Elementwise() string { return prelude + elementwise }
+func Elementwise() string { return prelude + quantize + "\n" + elementwise }
 func MoE() string         { return prelude + moe }
-
-// Quantize rounds activations to 8-bit blocks for Matmul's a8 entry
-// points.
-func Quantize() string { return prelude + quantize }

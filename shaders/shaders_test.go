@@ -17,7 +17,7 @@ import (
 // for every weight format: a syntax or type error fails here without a GPU.
 func TestCompile(t *testing.T) {
 	sources := map[string]string{
-		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(), "quantize": Quantize(),
+		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
 	}
 	for f := F32; f <= Q6_K; f++ {
 		for _, v := range MatmulVariants {

@@ -12,9 +12,10 @@ import (
 	"logitscope/model"
 	"logitscope/quant"
 	"logitscope/shaders"
+	"logitscope/synth"
 )
 
-// quantize.wgsl rounds X to 8-bit blocks bit for bit as the CPU engine
+// elementwise.wgsl's quantize (quantize.wgsl) rounds X to 8-bit blocks bit for bit as the CPU engine
 // does (cpu.RoundActs): the codes in both of xq's orders, dx and Σq, for
 // random blocks and the edges: a block of zeros, amax just above and
 // just below the bound where 127/amax overflows, ties of x·127/amax
@@ -43,10 +44,7 @@ func TestQuantizeKernel(t *testing.T) {
 	}
 	T := len(x) / cols
 	const xOff = 3
-	xq, xd := buf(t, dev, make([]uint32, T*cols/2)), buf(t, dev, make([]float32, T*cols/16))
-	dispatch(t, dev, shaders.Quantize(), "main", []gpu.Buffer{buf(t, dev, append(make([]float32, xOff), x...)), xq, xd, buf(t, dev, params(cols, xOff))},
-		ceilDiv(cols/32, shaders.Workgroup), uint32(T), 1)
-	words, scales := read(t, dev, xq, T*cols/2), read(t, dev, xd, T*cols/16)
+	words, scales := quantizeOnGPU(t, dev, append(make([]float32, xOff), x...), xOff, cols)
 	for tk := range T {
 		q, dx := cpu.RoundActs(x[tk*cols : (tk+1)*cols])
 		row := words[tk*cols/2 : (tk+1)*cols/2]
@@ -73,6 +71,16 @@ func TestQuantizeKernel(t *testing.T) {
 	}
 }
 
+// quantizeOnGPU runs elementwise.wgsl's quantize on the (T, cols) rows
+// of x from element off, and returns xq and xd (as float32 bits).
+func quantizeOnGPU(t *testing.T, dev gpu.Device, x []float32, off, cols int) (xq, xd []float32) {
+	T := (len(x) - off) / cols
+	q, d := buf(t, dev, make([]uint32, T*cols/2)), buf(t, dev, make([]float32, T*cols/16))
+	dispatch(t, dev, shaders.Elementwise(), "quantize", []gpu.Buffer{buf(t, dev, x), 0, buf(t, dev, params(T*cols, 0, cols, off)), 0, q, d},
+		ceilDiv(T*cols/32, shaders.Workgroup), 1, 1)
+	return read(t, dev, q, T*cols/2), read(t, dev, d, T*cols/16)
+}
+
 // spread is a block whose amax is a: a, then smaller values of both signs.
 func spread(a float32) []float32 {
 	return []float32{a, -a / 3, a / 5, -a * 0.75}
@@ -85,8 +93,8 @@ func byteOf(w float32, i int) int8 {
 	return int8(b[i])
 }
 
-// A product with 8-bit activations (matmul_a8.wgsl behind quantize.wgsl,
-// as productOps lays them out) gives the CPU engine's product with 8-bit
+// A product with 8-bit activations (matmul_a8.wgsl behind elementwise.wgsl's
+// quantize, as productOps lays them out) gives the CPU engine's product with 8-bit
 // activations (cpu.MatmulA8), and each token's row is the same bits
 // whether the token comes alone (a8rows4, KV-cache decode) or among
 // others (a8rows4x8 from manyFrom tokens: teacher forcing). Every format
@@ -113,7 +121,7 @@ func TestA8Matmul(t *testing.T) {
 			}
 			y := buf(t, dev, make([]float32, maxT*rows))
 			xOff := func(s step) int { return s.pos0 * cols }
-			if err := e.finish(e.productOps("w", w, e.h, xOff, []out{{y, func(step) int { return 0 }, rows, false}}, b, func(s step) int { return s.T })); err != nil {
+			if err := e.finish(e.productOps("w", w, e.h, xOff, []out{{y, func(step) int { return 0 }, rows, false}}, b, func(s step) int { return s.T }, false)); err != nil {
 				t.Fatal(err)
 			}
 			if len(e.prog) != 2 || e.prog[0].family != "quantize" {
@@ -157,4 +165,86 @@ func cpuMatrix(f shaders.Format, rows, cols int, data []byte) *model.Matrix {
 		mf = model.Format{Type: ty}
 	}
 	return &model.Matrix{Rows: rows, Cols: cols, Pieces: []model.Piece{{Rows: rows, Format: mf, Data: data}}}
+}
+
+// The ops that round their output for the a8 products that follow
+// (rmsnorm.wgsl's main_q8, elementwise.wgsl's silu_mul_q8 and
+// gelu_tanh_mul_q8) write the same bits as the ops they stand in for, and
+// round them as quantize rounds them.
+func TestRoundingOps(t *testing.T) {
+	dev := nativetest.Device(t)
+	const T, d = 3, 96
+	r := rnd(95)
+	x, w, up := r.fill(T*d, 2), r.fill(d, 1), r.fill(T*d, 3)
+	x[7] = 30
+	newQ := func() (gpu.Buffer, gpu.Buffer) {
+		return buf(t, dev, make([]uint32, T*d/2)), buf(t, dev, make([]float32, T*d/16))
+	}
+	for _, c := range []struct{ entry, rounding string }{{"main", "main_q8"}, {"silu_mul", "silu_mul_q8"}, {"gelu_tanh_mul", "gelu_tanh_mul_q8"}} {
+		t.Run(c.rounding, func(t *testing.T) {
+			xq, xd := newQ()
+			var plain, rounded []float32
+			if c.entry == "main" {
+				p := buf(t, dev, params(d, float32(1e-6), 0, 0, 0))
+				a, b := buf(t, dev, make([]float32, T*d)), buf(t, dev, make([]float32, T*d))
+				dispatch(t, dev, shaders.RMSNorm(), c.entry, []gpu.Buffer{buf(t, dev, x), buf(t, dev, w), a, p}, T, 1, 1)
+				dispatch(t, dev, shaders.RMSNorm(), c.rounding, []gpu.Buffer{buf(t, dev, x), buf(t, dev, w), b, p, xq, xd}, T, 1, 1)
+				plain, rounded = read(t, dev, a, T*d), read(t, dev, b, T*d)
+			} else {
+				a, b := buf(t, dev, x), buf(t, dev, x)
+				p := buf(t, dev, params(T*d, 0, d, 0))
+				dispatch(t, dev, shaders.Elementwise(), c.entry, []gpu.Buffer{a, buf(t, dev, up), p}, ceilDiv(T*d, shaders.Workgroup), 1, 1)
+				dispatch(t, dev, shaders.Elementwise(), c.rounding, []gpu.Buffer{b, buf(t, dev, up), p, 0, xq, xd}, ceilDiv(T*d/32, shaders.Workgroup), 1, 1)
+				plain, rounded = read(t, dev, a, T*d), read(t, dev, b, T*d)
+			}
+			if !slices.EqualFunc(plain, rounded, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+				t.Fatalf("%s writes other values than %s", c.rounding, c.entry)
+			}
+			wantQ, wantD := quantizeOnGPU(t, dev, plain, 0, d)
+			gotQ, gotD := read(t, dev, xq, T*d/2), read(t, dev, xd, T*d/16)
+			same := func(a, b []float32) bool {
+				return slices.EqualFunc(a, b, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) })
+			}
+			if !same(gotQ, wantQ) || !same(gotD, wantD) {
+				t.Fatalf("%s rounds its values otherwise than quantize", c.rounding)
+			}
+		})
+	}
+}
+
+// Where the norms round their own output for the products that follow
+// (a real GPU: normRounds), a model with 8-bit activations computes the
+// same bits as where a quantize dispatch does it after them (a software
+// adapter), in fewer dispatches: tiny (Qwen2: q/k/v biases, tied head)
+// in q4 and q8, a 6-token step and a decode step.
+func TestA8NormsRound(t *testing.T) {
+	dev := nativetest.Device(t)
+	for _, vname := range []string{"q4", "q8"} {
+		t.Run(vname, func(t *testing.T) {
+			g, src := benchModel(t, synth.Presets["tiny"], vname)
+			var logits [2][]float32
+			var dispatches [2]int64
+			for i, d := range []gpu.Device{dev, hardware{dev}} {
+				e, err := New(d, g, src, Options{Capacity: 16, Acts8: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				for _, step := range [][]int{{5, 17, 300, 2, 9, 41}, {77}} {
+					if err := e.Submit(step, len(step)); err != nil {
+						t.Fatal(err)
+					}
+					logits[i] = append(logits[i], read(t, dev, e.Logits(), len(step)*g.Vocab)...)
+				}
+				dispatches[i] = e.Dispatches()
+			}
+			if !slices.EqualFunc(logits[0], logits[1], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+				t.Fatal("the norms' rounding gives other logits than quantize after them")
+			}
+			// Per step: attn-norm and mlp-norm a layer, and the final norm.
+			if saved := dispatches[0] - dispatches[1]; saved != 2*int64(2*g.NumLayers+1) {
+				t.Fatalf("%d dispatches, %d with the norms rounding: want %d fewer", dispatches[0], dispatches[1], 2*(2*g.NumLayers+1))
+			}
+		})
+	}
 }

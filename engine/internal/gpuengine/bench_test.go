@@ -22,7 +22,7 @@ import (
 
 // benchModel opens a cached synthetic preset and, unless f32 is asked
 // for, its variant vname (written once into the cache).
-func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry, Source) {
+func benchModel(b testing.TB, preset synth.Preset, vname string) (model.Geometry, Source) {
 	dir, err := synth.CachedPreset(preset, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -56,10 +56,14 @@ func benchModel(b *testing.B, preset synth.Preset, vname string) (model.Geometry
 // BenchmarkDecode).
 func BenchmarkOps(b *testing.B) {
 	for _, preset := range []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"], synth.TwoLayer("qwen3-30b-a3b")} {
-		for _, vname := range []string{"f32", "q4"} {
+		for _, vname := range []string{"f32", "q4", "q4+a8"} {
 			b.Run(preset.Name+"/"+vname, func(b *testing.B) {
-				g, src := benchModel(b, preset, vname)
-				e, err := New(nativetest.Device(b), g, src, Options{Capacity: 64 + b.N})
+				base, a8 := strings.CutSuffix(vname, "+a8")
+				if a8 && preset.Experts > 0 {
+					return // 8-bit activations are for dense models
+				}
+				g, src := benchModel(b, preset, base)
+				e, err := New(nativetest.Device(b), g, src, Options{Capacity: 64 + b.N, Acts8: a8})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -380,7 +384,7 @@ func BenchmarkExpertKernel(b *testing.B) {
 
 // BenchmarkA8Kernel times a product with float32 activations (rows4 at T
 // = 1, rows4x8 at T = 32: float-ms) against the same with 8-bit ones:
-// quantize.wgsl then a8rows4 or a8rows4x8 (a8-ms), and the product alone
+// elementwise.wgsl's quantize then a8rows4 or a8rows4x8 (a8-ms), and the product alone
 // (a8-product-ms), at Qwen2.5-0.5B's MLP up and down shapes in q8 and q4,
 // each in turn in each iteration; the best of b.N each.
 func BenchmarkA8Kernel(b *testing.B) {
@@ -404,14 +408,14 @@ func BenchmarkA8Kernel(b *testing.B) {
 					wb := buf(b, dev, raw)
 					fp, fg := bound(b, dev, src, entry, []gpu.Buffer{wb, x, y, buf(b, dev, make([]float32, rows)), p})
 					ap, ag := bound(b, dev, src, entryA8, []gpu.Buffer{wb, 0, y, buf(b, dev, make([]float32, rows)), p, 0, 0, 0, xq, xd})
-					qp, qg := bound(b, dev, shaders.Quantize(), "main", []gpu.Buffer{x, xq, xd, buf(b, dev, params(cols, 0))})
+					qp, qg := bound(b, dev, shaders.Elementwise(), "quantize", []gpu.Buffer{x, 0, buf(b, dev, params(T*cols, 0, cols, 0)), 0, xq, xd})
 					groups := ceilDiv(rows, shaders.MatmulRows4)
 					best := [3]time.Duration{time.Hour, time.Hour, time.Hour}
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						best[0] = min(best[0], timed(b, dev, fp, fg, y, groups, 1, z))
 						t0 := time.Now()
-						if err := dev.Dispatch(qp, []gpu.BindGroup{qg}, ceilDiv(cols/32, shaders.Workgroup), uint32(T), 1); err != nil {
+						if err := dev.Dispatch(qp, []gpu.BindGroup{qg}, ceilDiv(T*cols/32, shaders.Workgroup), 1, 1); err != nil {
 							b.Fatal(err)
 						}
 						timed(b, dev, ap, ag, y, groups, 1, z)

@@ -150,8 +150,9 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		kvOff := func(s step) int { return s.pos0 * kvDim }
 		zero := func(step) int { return 0 }
 		T := func(s step) int { return s.T }
-		prog = append(prog, e.rmsnormOp("attn-norm", e.x, attnNorm, e.h, T, zero))
-		prog = append(prog, e.stackOps([]string{"q", "k", "v"}, qkv, bqkv, []out{{e.q, zero, qDim, false}, {e.kc[l], kvOff, kvDim, false}, {e.vc[l], kvOff, kvDim, false}}, T)...)
+		rounded := e.normRounds(qkv...)
+		prog = append(prog, e.rmsnormOp("attn-norm", e.x, attnNorm, e.h, T, zero, rounded))
+		prog = append(prog, e.stackOps([]string{"q", "k", "v"}, qkv, bqkv, []out{{e.q, zero, qDim, false}, {e.kc[l], kvOff, kvDim, false}, {e.vc[l], kvOff, kvDim, false}}, T, rounded)...)
 		if g.QKNorm {
 			prog = append(prog, e.headNormOp("q-norm", e.q, qNorm, g.Heads, zero), e.headNormOp("k-norm", e.kc[l], kNorm, g.KVHeads, kvOff))
 		}
@@ -162,9 +163,10 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		prog = append(prog, e.ropeOp(table, e.kc[l], kvOff))
 		prog = append(prog, e.attentionOp(l))
 		attnOut := e.blockOut(postAttnNorm)
-		prog = append(prog, e.productOps("o", wo, e.att, zero, []out{attnOut}, bo, T)...)
+		prog = append(prog, e.productOps("o", wo, e.att, zero, []out{attnOut}, bo, T, false)...)
 		prog = append(prog, e.residualOps("post-attn-norm", postAttnNorm, attnOut)...)
-		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero))
+		rounded = !sparse && e.normRounds(dense.gateUp...)
+		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero, rounded))
 		act := "silu_mul"
 		if g.GeluTanh {
 			act = "gelu_tanh_mul"
@@ -174,7 +176,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 			prog = append(prog, e.moeOps(moe, act)...)
 		} else {
 			mlpOut = e.blockOut(postMLPNorm)
-			prog = append(prog, e.swigluOps("", dense, g.Intermediate, act, mlpOut)...)
+			prog = append(prog, e.swigluOps("", dense, g.Intermediate, act, mlpOut, rounded)...)
 		}
 		prog = append(prog, e.residualOps("post-mlp-norm", postMLPNorm, mlpOut)...)
 	}
@@ -189,33 +191,42 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 	// The final norm writes the rows whose logits are wanted to h's top.
 	rows := func(s step) int { return s.rows }
 	lastRows := func(s step) int { return (s.T - s.rows) * d }
-	prog = append(prog, e.rmsnormOp("final-norm", e.x, norm, e.h, rows, lastRows))
+	rounded := e.normRounds(head)
+	zero := func(step) int { return 0 }
+	prog = append(prog, e.rmsnormOp("final-norm", e.x, norm, e.h, rows, lastRows, rounded))
 	// Rows are Vocab + Routes wide: the route kernels filled the tails.
-	prog = append(prog, e.matmulOps("head", head, e.h, func(step) int { return 0 }, e.logits, func(step) int { return 0 }, g.Vocab+g.Routes(), e.none, rows)...)
+	prog = append(prog, e.productOps("head", head, e.h, zero, []out{{e.logits, zero, g.Vocab + g.Routes(), false}}, e.none, rows, rounded)...)
 	return e.finish(prog)
 }
 
 // swigluOps: y (T, d) = Wdown (act(Wgate h + bg) ⊙ (Wup h + bu)) + bd
 // (y.add: y +=), through gate and up (T, ff); name prefixes the ops'
-// names ("shared-" for Qwen2-MoE's shared expert).
-func (e *State) swigluOps(name string, m mlp, ff int, act string, y out) []pending {
+// names ("shared-" for Qwen2-MoE's shared expert); rounded: the norm
+// before rounded h for gate and up (e.rounds).
+func (e *State) swigluOps(name string, m mlp, ff int, act string, y out, rounded bool) []pending {
 	zero := func(step) int { return 0 }
 	T := func(s step) int { return s.T }
-	prog := e.stackOps([]string{name + "gate", name + "up"}, m.gateUp, m.gateUpBias, []out{{e.gate, zero, ff, false}, {e.up, zero, ff, false}}, T)
-	prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
-	return append(prog, e.productOps(name+"down", m.down, e.gate, zero, []out{y}, m.downBias, T)...)
+	prog := e.stackOps([]string{name + "gate", name + "up"}, m.gateUp, m.gateUpBias, []out{{e.gate, zero, ff, false}, {e.up, zero, ff, false}}, T, rounded)
+	down := e.rounds(m.down)
+	if down {
+		prog = append(prog, e.roundOp(act+"_q8", e.gate, e.up, ff, zero, T))
+	} else {
+		prog = append(prog, e.elementwiseOp(act, e.gate, e.up, ff))
+	}
+	return append(prog, e.productOps(name+"down", m.down, e.gate, zero, []out{y}, m.downBias, T, down)...)
 }
 
 // stackOps: ys[i] = h @ W_iᵀ + b_i for the matrices that up.stack
-// uploaded for names, in one dispatch where it stacked them.
-func (e *State) stackOps(names []string, ms []matrix, biases []gpu.Buffer, ys []out, tokens func(step) int) []pending {
+// uploaded for names, in one dispatch where it stacked them; rounded:
+// the norm before rounded h for them (e.rounds(ms...)).
+func (e *State) stackOps(names []string, ms []matrix, biases []gpu.Buffer, ys []out, tokens func(step) int, rounded bool) []pending {
 	zero := func(step) int { return 0 }
 	if len(ms) == 1 && len(names) > 1 {
-		return e.productOps(strings.Join(names, "+"), ms[0], e.h, zero, ys, biases[0], tokens)
+		return e.productOps(strings.Join(names, "+"), ms[0], e.h, zero, ys, biases[0], tokens, rounded)
 	}
 	var prog []pending
 	for i, m := range ms {
-		prog = append(prog, e.productOps(names[i], m, e.h, zero, ys[i:i+1], biases[i], tokens)...)
+		prog = append(prog, e.productOps(names[i], m, e.h, zero, ys[i:i+1], biases[i], tokens, rounded)...)
 	}
 	return prog
 }
@@ -446,18 +457,19 @@ func (e *State) matmulVariant(stacked bool) shaders.MatmulVariant {
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
 // dispatch per piece of W.
 func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, y gpu.Buffer, yOff func(step) int, ldy int, bias gpu.Buffer, tokens func(step) int) []pending {
-	return e.productOps(name, W, x, xOff, []out{{y, yOff, ldy, false}}, bias, tokens)
+	return e.productOps(name, W, x, xOff, []out{{y, yOff, ldy, false}}, bias, tokens, false)
 }
 
 // productOps is matmulOps with a Y per matrix of a stacked W (ys[0] alone
-// otherwise).
-func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, ys []out, bias gpu.Buffer, tokens func(step) int) []pending {
+// otherwise); rounded: the op before rounded X into xq and xd for it (W
+// takes 8-bit activations, e.rounds).
+func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, ys []out, bias gpu.Buffer, tokens func(step) int, rounded bool) []pending {
 	var prog []pending
 	software := e.dev.Info().Software
 	variant := e.matmulVariant(len(W.splits) > 0)
-	a8 := e.acts8 && takesA8(W)
-	if a8 {
-		prog = append(prog, e.quantizeOp(x, xOff, W.pieces[0].Cols, tokens))
+	a8 := e.rounds(W)
+	if a8 && !rounded {
+		prog = append(prog, e.roundOp("quantize", x, 0, W.pieces[0].Cols, xOff, tokens))
 	}
 	// A stacked piece's second and third Y; a third never written when
 	// there are two matrices, bound to a buffer of its own (WebGPU refuses
@@ -522,19 +534,47 @@ func takesA8(W matrix) bool {
 	return len(W.pieces) > 0
 }
 
-// quantizeOp rounds X (T, cols) from element xOff(s) to 8-bit blocks
-// into xq and xd, for the a8 products that follow.
-func (e *State) quantizeOp(x gpu.Buffer, xOff func(step) int, cols int, tokens func(step) int) pending {
+// rounds is whether the products of ms all take 8-bit activations, so
+// that the op making their X rounds it too (rmsnorm.wgsl's main_q8,
+// elementwise.wgsl's *_q8) and they skip their own quantize.
+func (e *State) rounds(ms ...matrix) bool {
+	for _, m := range ms {
+		if !e.acts8 || !takesA8(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// normRounds is rounds where a norm's rounding costs no more than the
+// quantize dispatch it saves: not on software adapters, where rmsnorm.wgsl's
+// main_q8 took 2–6 ms for one Qwen2.5-0.5B row on lavapipe against 0.08
+// for main and 0.08 for quantize (the work after its barrier runs slowly
+// there); on a real GPU one block of 32 an invocation is nothing beside a
+// dispatch.
+func (e *State) normRounds(ms ...matrix) bool {
+	return !e.dev.Info().Software && e.rounds(ms...)
+}
+
+// roundOp runs elementwise.wgsl's quantize (a (T, cols) from element
+// off(s) rounded to 8-bit blocks into xq and xd, for the a8 products that
+// follow) or a *_q8 entry point (silu_mul or gelu_tanh_mul, then the
+// same), an invocation per block.
+func (e *State) roundOp(entry string, a, b gpu.Buffer, cols int, off func(step) int, tokens func(step) int) pending {
+	bindings := []gpu.Binding{{Binding: 0, Buffer: a}, {Binding: 4, Buffer: e.xq}, {Binding: 5, Buffer: e.xd}}
+	if b != 0 {
+		bindings = append(bindings, gpu.Binding{Binding: 1, Buffer: b})
+	}
 	return pending{
 		op: op{
-			name: "quantize", family: "quantize", pipe: e.kernel("quantize", shaders.Quantize(), "main"),
+			name: entry, family: entry, pipe: e.kernel("elementwise", shaders.Elementwise(), entry),
 			dims: func(s step) (uint32, uint32, uint32) {
-				return ceilDiv(cols/32, shaders.Workgroup), uint32(tokens(s)), 1
+				return ceilDiv(tokens(s)*cols/32, shaders.Workgroup), 1, 1
 			},
-			params: func(s step) []uint32 { return []uint32{uint32(cols), uint32(xOff(s))} },
+			params: func(s step) []uint32 { return []uint32{uint32(tokens(s) * cols), 0, uint32(cols), uint32(off(s))} },
 		},
-		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: e.xq}, {Binding: 2, Buffer: e.xd}},
-		paramsAt: 3,
+		bindings: bindings,
+		paramsAt: 2,
 	}
 }
 
@@ -584,7 +624,7 @@ func (e *State) residualOps(name string, postNorm gpu.Buffer, y out) []pending {
 		return []pending{e.elementwiseOp("add", e.x, y.buf, d)}
 	}
 	T, zero := func(s step) int { return s.T }, func(step) int { return 0 }
-	return []pending{e.rmsnormOp(name, e.o, postNorm, e.h, T, zero), e.elementwiseOp("add", e.x, e.h, d)}
+	return []pending{e.rmsnormOp(name, e.o, postNorm, e.h, T, zero, false), e.elementwiseOp("add", e.x, e.h, d)}
 }
 
 // unit is rmsnorm.wgsl's unit param: 1 where norms scale by 1 + w.
@@ -596,18 +636,23 @@ func (e *State) unit() uint32 {
 }
 
 // rmsnormOp normalizes rows(s) rows of x starting at element xOff(s) into
-// out's first rows.
-func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int, xOff func(step) int) pending {
+// out's first rows; with round, also into xq and xd for the products that
+// follow (rmsnorm.wgsl's main_q8).
+func (e *State) rmsnormOp(name string, x, w, out gpu.Buffer, rows func(step) int, xOff func(step) int, round bool) pending {
 	d := e.g.Dim
+	entry, bindings := "main", []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: w}, {Binding: 2, Buffer: out}}
+	if round {
+		entry, bindings = "main_q8", append(bindings, gpu.Binding{Binding: 4, Buffer: e.xq}, gpu.Binding{Binding: 5, Buffer: e.xd})
+	}
 	return pending{
 		op: op{
-			name: name, family: "rmsnorm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), "main"),
+			name: name, family: "rmsnorm", pipe: e.kernel("rmsnorm", shaders.RMSNorm(), entry),
 			dims: func(s step) (uint32, uint32, uint32) { return uint32(rows(s)), 1, 1 },
 			params: func(s step) []uint32 {
 				return []uint32{uint32(d), math.Float32bits(e.g.NormEps), uint32(xOff(s)), 0, e.unit()}
 			},
 		},
-		bindings: []gpu.Binding{{Binding: 0, Buffer: x}, {Binding: 1, Buffer: w}, {Binding: 2, Buffer: out}},
+		bindings: bindings,
 		paramsAt: 3,
 	}
 }

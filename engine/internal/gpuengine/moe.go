@@ -145,7 +145,7 @@ func (e *State) moeOps(L moeLayer, act string) []pending {
 	shared, sgate := e.none, e.none
 	if L.shared != nil {
 		shared, sgate = e.shared, e.sgate
-		prog = append(prog, e.swigluOps("shared-", *L.shared, g.SharedIntermediate, act, out{e.shared, zero, d, false})...)
+		prog = append(prog, e.swigluOps("shared-", *L.shared, g.SharedIntermediate, act, out{e.shared, zero, d, false}, false)...)
 		prog = append(prog, e.matmulOps("shared-expert-gate", L.sharedGate, e.h, zero, e.sgate, zero, 1, e.none, T)...)
 	}
 	return append(prog, e.combineOp(L, shared, sgate))

@@ -141,7 +141,7 @@ func testStacked(t *testing.T, dev gpu.Device, f shaders.Format, rows []int) {
 		for i := range outs {
 			outs[i].buf = buf(t, dev, blanks[i])
 		}
-		if err := e.finish(e.stackOps(names, ms, bs, outs, func(s step) int { return s.T })); err != nil {
+		if err := e.finish(e.stackOps(names, ms, bs, outs, func(s step) int { return s.T }, false)); err != nil {
 			t.Fatal(err)
 		}
 		if want := map[bool]int{true: 1, false: len(rows)}[stacked]; len(e.prog) != want {
@@ -214,8 +214,8 @@ func TestMatmulAddsOntoY(t *testing.T) {
 				set, add := buf(t, dev, make([]float32, maxT*rows)), buf(t, dev, y0)
 				zero := func(step) int { return 0 }
 				T := func(s step) int { return s.T }
-				prog := e.productOps("set", w, e.h, zero, []out{{set, zero, rows, false}}, b, T)
-				prog = append(prog, e.productOps("add", w, e.h, zero, []out{{add, zero, rows, true}}, b, T)...)
+				prog := e.productOps("set", w, e.h, zero, []out{{set, zero, rows, false}}, b, T, false)
+				prog = append(prog, e.productOps("add", w, e.h, zero, []out{{add, zero, rows, true}}, b, T, false)...)
 				if err := e.finish(prog); err != nil {
 					t.Fatal(err)
 				}

@@ -78,22 +78,27 @@ fn quantize(@builtin(global_invocation_id) gid: vec3<u32>) {
 // round them.
 @compute @workgroup_size(WG)
 fn silu_mul_q8(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < p.n / 32u) {
-        for (var e = p.off + gid.x * 32u; e < p.off + gid.x * 32u + 32u; e++) {
-            a[e] = silu_mul_at(e);
-        }
-    }
-    round_block(gid.x);
+    gated_block(gid.x, false);
 }
 
 @compute @workgroup_size(WG)
 fn gelu_tanh_mul_q8(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < p.n / 32u) {
-        for (var e = p.off + gid.x * 32u; e < p.off + gid.x * 32u + 32u; e++) {
-            a[e] = gelu_tanh_mul_at(e);
+    gated_block(gid.x, true);
+}
+
+// gated_block sets block i of a to silu_mul's values (gelu:
+// gelu_tanh_mul's) and rounds it.
+fn gated_block(i: u32, gelu: bool) {
+    if (i < p.n / 32u) {
+        for (var e = p.off + i * 32u; e < p.off + i * 32u + 32u; e++) {
+            if (gelu) {
+                a[e] = gelu_tanh_mul_at(e);
+            } else {
+                a[e] = silu_mul_at(e);
+            }
         }
     }
-    round_block(gid.x);
+    round_block(i);
 }
 
 // round_block rounds block i of a's blocks (row i / (cols/32)) to 8 bits.

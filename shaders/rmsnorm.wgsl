@@ -64,15 +64,20 @@ fn scale(i: u32) -> f32 {
     return wt[i];
 }
 
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let row = p.x_off + wid.x * p.d;
+// x_inv_rms is inv_rms of X's row from element row.
+fn x_inv_rms(lid: u32, row: u32) -> f32 {
     var ss = 0.0;
     for (var i = lid; i < p.d; i += WG) {
         let v = x[row + i];
         ss += v * v;
     }
-    let r = inv_rms(lid, ss);
+    return inv_rms(lid, ss);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row = p.x_off + wid.x * p.d;
+    let r = x_inv_rms(lid, row);
     let dst = p.out_off + wid.x * p.d;
     for (var i = lid; i < p.d; i += WG) {
         out[dst + i] = scale(i) * (x[row + i] * r);
@@ -82,12 +87,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 @compute @workgroup_size(WG)
 fn main_q8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let row = p.x_off + wid.x * p.d;
-    var ss = 0.0;
-    for (var i = lid; i < p.d; i += WG) {
-        let v = x[row + i];
-        ss += v * v;
-    }
-    let r = inv_rms(lid, ss);
+    let r = x_inv_rms(lid, row);
     let dst = p.out_off + wid.x * p.d;
     for (var blk = lid; blk < p.d / 32u; blk += WG) {
         var v = array<vec4<f32>, 8>();

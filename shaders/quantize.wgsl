@@ -31,6 +31,8 @@
 @group(0) @binding(4) var<storage, read_write> xq: array<u32>;
 @group(0) @binding(5) var<storage, read_write> xd: array<vec2<f32>>;
 
+// Chromium's Tint refuses a constant expression whose value is infinite or
+// NaN, so these become floats only with a runtime operand (special).
 const INF_BITS: u32 = 0x7f800000u;
 const NAN_BITS: u32 = 0x7fc00000u;
 // The bits of the least amax whose f32(127 / amax) is finite
@@ -49,7 +51,7 @@ fn quantize_block(v: array<vec4<f32>, 8>, t: u32, b: u32, cols: u32) {
     var q = array<vec4<i32>, 8>();
     var dx = 0.0;
     if (amax >= INF_BITS) {
-        dx = bitcast<f32>(NAN_BITS);
+        dx = special(NAN_BITS, amax);
     } else if (amax >= AMAX_MIN) {
         let a = bitcast<f32>(amax);
         let id = div_rn(127.0, a);
@@ -100,11 +102,17 @@ fn div_rn(a: f32, b: f32) -> f32 {
 // (f16's subnormals), else the mantissa cut to 10 bits.
 fn f16_round(v: f32) -> f32 {
     if (v >= 65520.0) {
-        return bitcast<f32>(INF_BITS);
+        return special(INF_BITS, bitcast<u32>(v));
     }
     if (v < 6.103515625e-05) {
         return round(v * 16777216.0) * 5.9604644775390625e-08;
     }
     let bits = bitcast<u32>(v);
     return bitcast<f32>((bits + 0xfffu + ((bits >> 13u) & 1u)) & 0xffffe000u);
+}
+
+// special is the float of bits, an infinity or a NaN, made at run time
+// (any runtime value rt makes it so: Tint refuses such a constant).
+fn special(bits: u32, rt: u32) -> f32 {
+    return bitcast<f32>(bits | (rt & 0u));
 }

@@ -75,6 +75,15 @@ func TestTintRules(t *testing.T) {
 				t.Errorf("%s.wgsl uses %q, a reserved word in WGSL", name, id)
 			}
 		}
+		// Tint also refuses a constant expression that is infinite or NaN,
+		// such as bitcast<f32>(0x7f800000u) (quantize.wgsl's special); naga
+		// accepts it.
+		for _, m := range bitcastConst.FindAllStringSubmatch(code, -1) {
+			bits, ok := constBits(code, m[1])
+			if ok && bits&0x7f800000 == 0x7f800000 {
+				t.Errorf("%s.wgsl: bitcast<f32>(%s) is a constant infinity or NaN", name, m[1])
+			}
+		}
 		// Tint also refuses a float literal beyond f32's range, such as
 		// -3.4028235e38 (FLT_MAX rounded up); naga rounds it down.
 		for _, lit := range floatLit.FindAllString(code, -1) {
@@ -86,6 +95,19 @@ func TestTintRules(t *testing.T) {
 }
 
 var floatLit = regexp.MustCompile(`[0-9]+\.[0-9]*[eE][+-]?[0-9]+`)
+
+// bitcastConst is a bitcast to f32 of one literal or named constant.
+var bitcastConst = regexp.MustCompile(`bitcast<f32>\(\s*([A-Za-z0-9_]+)\s*\)`)
+
+// constBits is the value of operand, a u32 literal or a const of code
+// declared as one.
+func constBits(code, operand string) (uint64, bool) {
+	if m := regexp.MustCompile(`const ` + operand + `: u32 = (0x[0-9a-fA-F]+|[0-9]+)u;`).FindStringSubmatch(code); m != nil {
+		operand = m[1]
+	}
+	v, err := strconv.ParseUint(strings.TrimSuffix(operand, "u"), 0, 32)
+	return v, err == nil
+}
 
 func TestHeaders(t *testing.T) {
 	for name, src := range files() {

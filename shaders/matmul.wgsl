@@ -170,14 +170,35 @@ fn rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     let n = ((wid.y * GRID_X + wid.x) * WG + lid) * 4u;
     let t = wid.z;
     if (n < p.n_rows) {
-        let v = rows4_dot(n, p.x_off + t * p.cols);
-        for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
-            let col = out_col(n + i);
-            var o = v[i];
-            if (p.has_bias != 0u) {
-                o += b[p.col0 + col];
-            }
-            put(col, t, o);
+        put4(n, t, rows4_dot(n, p.x_off + t * p.cols));
+    }
+}
+
+// put4 stores rows n..n+3 (those below n_rows) of token t, row n+i's sum
+// in v[i], with the bias.
+fn put4(n: u32, t: u32, v: vec4<f32>) {
+    for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
+        let col = out_col(n + i);
+        var o = v[i];
+        if (p.has_bias != 0u) {
+            o += b[p.col0 + col];
+        }
+        put(col, t, o);
+    }
+}
+
+// put4x8 is put4 for tokens t0..t0+7 (those below p.tokens), row n+i's
+// sums in v[i] as main8 holds them (token j at [j / 4][j % 4]).
+fn put4x8(n: u32, t0: u32, v: array<mat2x4<f32>, 4>) {
+    for (var q = 0u; q < 4u && n + q < p.n_rows; q++) {
+        let col = out_col(n + q);
+        var o = v[q];
+        if (p.has_bias != 0u) {
+            let bias = vec4<f32>(b[p.col0 + col]);
+            o += mat2x4<f32>(bias, bias);
+        }
+        for (var i = 0u; i < 8u && t0 + i < p.tokens; i++) {
+            put(col, t0 + i, o[i / 4u][i % 4u]);
         }
     }
 }
@@ -319,17 +340,7 @@ fn rows4x8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 }
             }
         }
-        for (var q = 0u; q < 4u && n + q < p.n_rows; q++) {
-            let col = out_col(n + q);
-            var o = part[0][q];
-            if (p.has_bias != 0u) {
-                let bias = vec4<f32>(b[p.col0 + col]);
-                o += mat2x4<f32>(bias, bias);
-            }
-            for (var i = 0u; i < 8u && t0 + i < p.tokens; i++) {
-                put(col, t0 + i, o[i / 4u][i % 4u]);
-            }
-        }
+        put4x8(n, t0, part[0]);
     }
 }
 

@@ -61,14 +61,7 @@ fn a8rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         }
         tree[depth] = lane;
     }
-    for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
-        let col = out_col(n + i);
-        var o = tree[0][i];
-        if (p.has_bias != 0u) {
-            o += b[p.col0 + col];
-        }
-        put(col, t, o);
-    }
+    put4(n, t, tree[0]);
 }
 
 @compute @workgroup_size(WG)
@@ -109,17 +102,7 @@ fn a8rows4x8(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         }
         tree[depth] = lane;
     }
-    for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
-        let col = out_col(n + i);
-        var o = tree[0][i];
-        if (p.has_bias != 0u) {
-            let bias = vec4<f32>(b[p.col0 + col]);
-            o += mat2x4<f32>(bias, bias);
-        }
-        for (var j = 0u; j < 8u && t0 + j < p.tokens; j++) {
-            put(col, t0 + j, o[j / 4u][j % 4u]);
-        }
-    }
+    put4x8(n, t0, tree[0]);
 }
 
 // a8_term is a block's addition to its lane: S_b less the codes' offset

@@ -9,11 +9,13 @@
 // then the skipped tests grouped by reason: a missing component
 // (prereq.Missing's "missing COMPONENT: ...") as one group with its
 // reason, counts and packages, other reasons with the tests they skipped.
-// Its exit status is go test's.
+// Last come the slowest top-level tests (CI's time is bounded: this is
+// where to look first). Its exit status is go test's.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,6 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 	}
 	s.writeSkips()
+	s.writeSlowest(10)
 	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {
 		os.Exit(ee.ExitCode())
@@ -67,6 +70,12 @@ type summary struct {
 	w      io.Writer
 	output map[string][]string // package or package+" "+test: its output lines
 	skips  []skip
+	times  []timing // top-level tests that passed or failed
+}
+
+type timing struct {
+	test string // package+" "+test
+	secs float64
 }
 
 type skip struct{ pkg, test, reason string }
@@ -95,6 +104,9 @@ func (s *summary) event(e event) {
 	key := e.Package
 	if e.Test != "" {
 		key += " " + e.Test
+	}
+	if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && !strings.Contains(e.Test, "/") {
+		s.times = append(s.times, timing{key, e.Elapsed})
 	}
 	switch e.Action {
 	case "build-output":
@@ -209,6 +221,20 @@ func (s *summary) writeSkips() {
 			}
 			fmt.Fprintf(s.w, "      %s\n", tst)
 		}
+	}
+}
+
+// writeSlowest prints the n slowest top-level tests that took a second
+// or more, slowest first.
+func (s *summary) writeSlowest(n int) {
+	slow := slices.DeleteFunc(slices.Clone(s.times), func(t timing) bool { return t.secs < 1 })
+	if len(slow) == 0 {
+		return
+	}
+	slices.SortStableFunc(slow, func(a, b timing) int { return cmp.Compare(b.secs, a.secs) })
+	fmt.Fprintf(s.w, "\nslowest tests (of %s taking 1 s or more):\n", count(len(slow), "test"))
+	for _, t := range slow[:min(n, len(slow))] {
+		fmt.Fprintf(s.w, "  %7.1fs %s\n", t.secs, t.test)
 	}
 }
 

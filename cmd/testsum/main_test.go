@@ -13,7 +13,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // testdata/events.jsonl is go test -json of a module whose tests pass,
 // fail, and skip for missing components (as prereq.Missing words it) and
 // for other reasons: the summary prints what plain go test prints, then
-// the skips grouped by what was missing.
+// the skips grouped by what was missing, then the slowest top-level tests
+// (not subtests, not those under a second).
 func TestSummary(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "events.jsonl"))
 	if err != nil {
@@ -26,6 +27,7 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.writeSkips()
+	s.writeSlowest(10)
 	golden := filepath.Join("testdata", "summary.golden")
 	if *update {
 		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {

@@ -15,12 +15,13 @@ import (
 	"logitscope/synth"
 )
 
-// elementwise.wgsl's quantize (quantize.wgsl) rounds X to 8-bit blocks bit for bit as the CPU engine
-// does (cpu.RoundActs): the codes in both of xq's orders, dx and Σq, for
-// random blocks and the edges: a block of zeros, amax just above and
-// just below the bound where 127/amax overflows, ties of x·127/amax
-// (ties to even), dx exactly halfway between two f16s, dx among f16's
-// subnormals (halfway between two, and not) and past its largest float, an infinite and a NaN element.
+// elementwise.wgsl's quantize (quantize.wgsl) rounds X to 8-bit blocks
+// bit for bit as the CPU engine does (cpu.RoundActs): the codes in both
+// of xq's orders, dx and Σq, for random blocks and the edges: a block of
+// zeros, amax just above and just below the bound where 127/amax
+// overflows, ties of x·127/amax (ties to even), dx exactly halfway
+// between two f16s, dx among f16's subnormals (halfway between two, and
+// not) and past its largest float, an infinite and a NaN element.
 func TestQuantizeKernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const cols = 64
@@ -93,13 +94,15 @@ func byteOf(w float32, i int) int8 {
 	return int8(b[i])
 }
 
-// A product with 8-bit activations (matmul_a8.wgsl behind elementwise.wgsl's
-// quantize, as productOps lays them out) gives the CPU engine's product with 8-bit
-// activations (cpu.MatmulA8), and each token's row is the same bits
-// whether the token comes alone (a8rows4, KV-cache decode) or among
-// others (a8rows4x8 from manyFrom tokens: teacher forcing). Every format
-// with integer codes, 70 rows (a last quad of rows short), 37 blocks of
-// 32 (the 16 lanes hold two or three each), a bias; and q4 stacked.
+// A product with 8-bit activations (matmul_a8.wgsl behind
+// elementwise.wgsl's quantize, as productOps lays them out) gives the CPU
+// engine's product with 8-bit activations (cpu.MatmulA8), and each
+// token's row is the same bits whether the token comes alone (a8rows4,
+// KV-cache decode) or among others (a8rows4x8 from manyFrom tokens:
+// teacher forcing). Every format with integer codes, 70 rows (a last quad
+// of rows short), 37 blocks of 32 (the 16 lanes hold two or three each),
+// a bias. (Stacked q/k/v and gate/up with 8-bit activations run in
+// TestA8NormsRound and engine's TestActivationsQ8OnGPU.)
 func TestA8Matmul(t *testing.T) {
 	dev := nativetest.Device(t)
 	const rows, cols, maxT = 70, 37 * 32, 11

@@ -157,12 +157,12 @@ fn a8_codes(r: u32, g: u32) -> array<u32, 8> {
             c[k] = w[base + k];
         }
     } else if (FORMAT == Q8_0) {
-        let blk = (r * p.groups + g) * 34u + 2u;
+        let blk = a8_block(r, g) + 2u;
         for (var k = 0u; k < 8u; k++) {
             c[k] = ggml_u32(blk + 4u * k);
         }
     } else if (FORMAT == Q4_0) {
-        let blk = (r * p.groups + g) * 18u + 2u;
+        let blk = a8_block(r, g) + 2u;
         for (var k = 0u; k < 4u; k++) {
             let word = ggml_u32(blk + 4u * k);
             c[k] = word & 0x0f0f0f0fu;
@@ -189,11 +189,14 @@ fn a8_codes(r: u32, g: u32) -> array<u32, 8> {
 
 // a8_scale is block g of row r's scale.
 fn a8_scale(r: u32, g: u32) -> f32 {
-    if (FORMAT == Q8_0) {
-        return ggml_half((r * p.groups + g) * 34u);
-    }
-    if (FORMAT == Q4_0) {
-        return ggml_half((r * p.groups + g) * 18u);
+    if (is_ggml()) {
+        return ggml_half(a8_block(r, g));
     }
     return group_scale(r, g, p.groups, p.scale_base);
+}
+
+// a8_block is the first byte of row r's block g (Q8_0, Q4_0: a block of
+// 32 is a group, its f16 scale first).
+fn a8_block(r: u32, g: u32) -> u32 {
+    return (r * p.groups + g) * ggml_block_bytes();
 }

@@ -165,7 +165,7 @@ func (e *State) build(src Source, progress func(done, total int64)) error {
 		attnOut := e.blockOut(postAttnNorm)
 		prog = append(prog, e.productOps("o", wo, e.att, zero, []out{attnOut}, bo, T, false)...)
 		prog = append(prog, e.residualOps("post-attn-norm", postAttnNorm, attnOut)...)
-		rounded = !sparse && e.normRounds(dense.gateUp...)
+		rounded = e.normRounds(dense.gateUp...)
 		prog = append(prog, e.rmsnormOp("mlp-norm", e.x, mlpNorm, e.h, T, zero, rounded))
 		act := "silu_mul"
 		if g.GeluTanh {
@@ -534,12 +534,17 @@ func takesA8(W matrix) bool {
 	return len(W.pieces) > 0
 }
 
-// rounds is whether the products of ms all take 8-bit activations, so
-// that the op making their X rounds it too (rmsnorm.wgsl's main_q8,
-// elementwise.wgsl's *_q8) and they skip their own quantize.
+// rounds is whether there are products in ms and all take 8-bit
+// activations, so that the op making their X rounds it too
+// (rmsnorm.wgsl's main_q8, elementwise.wgsl's *_q8) and they skip their
+// own quantize (none: a sparse layer's MLP, whose dense matrices are
+// absent).
 func (e *State) rounds(ms ...matrix) bool {
+	if !e.acts8 || len(ms) == 0 {
+		return false
+	}
 	for _, m := range ms {
-		if !e.acts8 || !takesA8(m) {
+		if !takesA8(m) {
 			return false
 		}
 	}

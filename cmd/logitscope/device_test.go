@@ -209,7 +209,10 @@ func TestCaptureActivationsQ8(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]string{"f32": "", "q8": ", activations q8"}[acts]; !strings.HasPrefix(r.Device, device) || !strings.HasSuffix(r.Device, want) {
+		// "cpu" or "gpu: <adapter> (vulkan)", then ", activations q8" for q8 only.
+		suffix := map[string]string{"f32": "", "q8": ", activations q8"}[acts]
+		name, ok := strings.CutSuffix(r.Device, suffix)
+		if ok = ok && !strings.Contains(name, "activations") && (name == "cpu" && device == "cpu" || strings.HasPrefix(name, "gpu: ") && device == "gpu"); !ok {
 			t.Errorf("--activations %s --device %s: receipt device %q", acts, device, r.Device)
 		}
 	}

@@ -82,6 +82,11 @@ func quantizeOnGPU(t *testing.T, dev gpu.Device, x []float32, off, cols int) (xq
 	return read(t, dev, q, T*cols/2), read(t, dev, d, T*cols/16)
 }
 
+// sameBits is whether a and b hold the same float32 bits.
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
+}
+
 // spread is a block whose amax is a: a, then smaller values of both signs.
 func spread(a float32) []float32 {
 	return []float32{a, -a / 3, a / 5, -a * 0.75}
@@ -200,15 +205,12 @@ func TestRoundingOps(t *testing.T) {
 				dispatch(t, dev, shaders.Elementwise(), c.rounding, []gpu.Buffer{b, buf(t, dev, up), p, 0, xq, xd}, ceilDiv(T*d/32, shaders.Workgroup), 1, 1)
 				plain, rounded = read(t, dev, a, T*d), read(t, dev, b, T*d)
 			}
-			if !slices.EqualFunc(plain, rounded, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			if !sameBits(plain, rounded) {
 				t.Fatalf("%s writes other values than %s", c.rounding, c.entry)
 			}
 			wantQ, wantD := quantizeOnGPU(t, dev, plain, 0, d)
 			gotQ, gotD := read(t, dev, xq, T*d/2), read(t, dev, xd, T*d/16)
-			same := func(a, b []float32) bool {
-				return slices.EqualFunc(a, b, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) })
-			}
-			if !same(gotQ, wantQ) || !same(gotD, wantD) {
+			if !sameBits(gotQ, wantQ) || !sameBits(gotD, wantD) {
 				t.Fatalf("%s rounds its values otherwise than quantize", c.rounding)
 			}
 		})
@@ -241,7 +243,7 @@ func TestA8NormsRound(t *testing.T) {
 				}
 				dispatches[i] = e.Dispatches()
 			}
-			if !slices.EqualFunc(logits[0], logits[1], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			if !sameBits(logits[0], logits[1]) {
 				t.Fatal("the norms' rounding gives other logits than quantize after them")
 			}
 			// Per step: attn-norm and mlp-norm a layer, and the final norm.

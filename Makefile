@@ -86,7 +86,9 @@ $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.j
 #           same run) and the CPU matmul per format;
 #   gpu     the GPU engine on the native WebGPU beside llama.cpp's Vulkan
 #           build, both on lavapipe here (BenchmarkVulkan: q8, q4, and
-#           dispatches per token); llama.cpp's first run compiles its
+#           dispatches per token, the matmul workgroup sizes chosen), and
+#           each workgroup size's time at the MLP's shape
+#           (BenchmarkWorkgroupSizes); llama.cpp's first run compiles its
 #           shaders for about two minutes, then Mesa's shader cache keeps
 #           them; bench/gpu.sh runs it on a real GPU;
 #   page    the page in Chromium: on engine.wasm's CPU path beside wllama
@@ -109,7 +111,8 @@ BENCHTIME ?= 3x
 GOBENCH    = $(GO) test -run '^$$' -benchtime $(BENCHTIME) -timeout 120m
 bench_cpu    = $(GOBENCH) -bench 'CPU/$(PRESET)/' ./engine; \
                $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./engine/internal/cpu;
-bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./engine;
+bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./engine; \
+               $(GOBENCH) -bench 'WorkgroupSizes' ./engine/internal/gpuengine;
 bench_page   = $(GOBENCH) -bench 'PagePeers/$(PRESET)/' ./web/e2e; \
                $(GOBENCH) -bench '^BenchmarkPage$$' ./web/e2e;
 bench_decode = $(GOBENCH) -bench 'Decode/' ./engine/...;

@@ -327,6 +327,11 @@ func benchPeer(b *testing.B, preset synth.Preset, vname string, dev gpu.Device, 
 	if counter != nil {
 		b.ReportMetric(float64(dispatches)/gen, "dispatches/tok")
 	}
+	if wg, ok := s.(interface{ Workgroups() (int, int) }); ok {
+		decode, prefill := wg.Workgroups()
+		b.ReportMetric(float64(decode), "wg-decode")
+		b.ReportMetric(float64(prefill), "wg-prefill")
+	}
 	b.ReportMetric(float64(held)/1e6, "held-MB")
 	if rss > 0 {
 		b.ReportMetric(float64(rss)/1e6, "peakRSS-MB")

@@ -40,6 +40,10 @@ type Options struct {
 	// blocks first as llama.cpp's CPU backend does for its quantized types
 	// (on the GPU too, with packed 8-bit dot products, for dense models).
 	Activations string
+	// Workgroup, when not 0, fixes the GPU's matmul workgroup size (32,
+	// 64, 128 or 256); 0 lets the engine choose it per adapter, measuring
+	// on real GPUs. Every size gives the same logits, bit for bit.
+	Workgroup int
 }
 
 // The activations a product with quantized weights takes (Options).
@@ -100,7 +104,8 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return newCPU(m, opt.Capacity, opt.Activations == ActsQ8, release)
 	}
 	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
-		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors"), Acts8: opt.Activations == ActsQ8})
+		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors"), Acts8: opt.Activations == ActsQ8,
+		Workgroup: opt.Workgroup})
 	if err != nil {
 		return nil, err
 	}

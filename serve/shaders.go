@@ -37,7 +37,10 @@ type ShaderInfo struct {
 // weight-decoding kernels (matmul, embed) only as the engine compiles
 // them: with the FORMAT constant and weights.wgsl's decoders prepended.
 // So those are served per format ("matmul-q4.wgsl"), exactly the source
-// the engine hands to the GPU, and the others as their files.
+// the engine hands to the GPU, and the others as their files. The matmul
+// is served at the default workgroup size; on a real GPU the engine may
+// choose another (shaders.MatmulVariant.Workgroup: only the WG constant
+// differs).
 func shaderSources() map[string]string {
 	src := map[string]string{
 		"attention.wgsl":   shaders.Attention(),

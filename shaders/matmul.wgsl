@@ -472,7 +472,7 @@ fn row_dot(n: u32, lid: u32, xrow: u32) -> f32 {
             acc += group_sum(n, g, xrow);
         }
     }
-    return lanes_sum(acc, lid);
+    return lanes_sum(acc, lid, LANES);
 }
 
 // group_sum is W row n's group g · X's from element xrow + g*32, scaled.

@@ -20,14 +20,20 @@
 // (matmul_out.wgsl, or matmul_stacked.wgsl's 6 and 7):
 //   8 xq: array<u32>        quantize.wgsl's words, token t's from t*cols/2
 //   9 xd: array<vec2<f32>>  its (dx, Σq) per block, token t's from t*groups
-// Entry points (cols a multiple of 32), dispatched as rows4 and rows4x8:
+// Entry points (cols a multiple of 32):
 // a8rows4 (one token, z = T) and a8rows4x8 (eight tokens per invocation,
-// each block of the four rows' codes read once for the eight), invocation
-// i of workgroup (x, y, z) computing rows 4((y*GRID_X + x)*WG + i) .. +3.
-// Both hold each row's 16 lanes one after another, in the tree's leaf
-// order (0, 8, 4, 12, 2, …: lane reverseBits(m) for m = 0..15), adding
-// each finished pair of subtrees at once, so that five partial sums stand
-// in for the 16.
+// each block of the four rows' codes read once for the eight), dispatched
+// as rows4 and rows4x8: invocation i of workgroup (x, y, z) computing rows
+// 4((y*GRID_X + x)*WG + i) .. +3. Both hold each row's 16 lanes one after
+// another, in the tree's leaf order (0, 8, 4, 12, 2, …: lane
+// reverseBits(m) for m = 0..15), adding each finished pair of subtrees at
+// once, so that five partial sums stand in for the 16. They are for
+// software adapters, and for prefill everywhere.
+// a8main (one token, z = T) is main's shape, for decode on a real GPU,
+// where four rows an invocation leave most of it idle (896 rows are 224
+// invocations): each row's 16 lanes are 16 invocations, lane l summing
+// blocks l, l+16, …, and lanes_sum adds them in the same tree. Dispatch
+// (min(B, GRID_X), ceil(B/GRID_X), T) workgroups, B = ceil(n_rows/(WG/16)).
 
 @group(0) @binding(8) var<storage, read> xq: array<u32>;
 @group(0) @binding(9) var<storage, read> xd: array<vec2<f32>>;
@@ -62,6 +68,31 @@ fn a8rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         tree[depth] = lane;
     }
     put4(n, t, tree[0]);
+}
+
+const A8_ROWS: u32 = WG / A8_LANES;
+
+@compute @workgroup_size(WG)
+fn a8main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    w0 = 0u;
+    let n = (wid.y * GRID_X + wid.x) * A8_ROWS + lid / A8_LANES;
+    let t = wid.z;
+    // Rows past n_rows repeat the last one: every invocation reaches
+    // lanes_sum's barriers.
+    let r = min(n, p.n_rows - 1u);
+    var lane = 0.0;
+    for (var g = lid % A8_LANES; g < p.groups; g += A8_LANES) {
+        lane += a8_term(a8_dot(a8_codes(r, g), a8_x(t, g)), a8_scale(r, g), xd[t * p.groups + g]);
+    }
+    let v = lanes_sum(lane, lid, A8_LANES);
+    if (lid % A8_LANES == 0u && n < p.n_rows) {
+        let col = out_col(n);
+        var o = v;
+        if (p.has_bias != 0u) {
+            o += b[p.col0 + col];
+        }
+        put(col, t, o);
+    }
 }
 
 @compute @workgroup_size(WG)

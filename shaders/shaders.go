@@ -51,27 +51,29 @@ var (
 // (TODO(compute-constants) in its hal/vulkan/pipeline.go), so the value
 // travels in the source.
 const (
-	// Workgroup is every kernel's workgroup size. The reductions halve it
+	// Workgroup is every kernel's workgroup size, the matmul kernels'
+	// unless their MatmulVariant sets another. The reductions halve it
 	// down to one, so it must be a power of two.
 	Workgroup = 64
-	// MatmulLanes is how many invocations share one matmul output row;
-	// MatmulRows, the output rows of one matmul workgroup.
+	// MatmulLanes is how many invocations share one output row of
+	// matmul.wgsl's main and expert.
 	MatmulLanes = 8
-	MatmulRows  = Workgroup / MatmulLanes
 	// MatmulTokens is how many tokens one invocation of the prefill
 	// matmul (main8) takes: fixed by its WGSL (a mat2x4 of sums), stated
 	// here for the dispatches.
 	MatmulTokens = 8
-	// MatmulRows4 is the output rows of one workgroup of matmul.wgsl's
-	// rows4 (decode on software adapters): four per invocation.
-	MatmulRows4 = 4 * Workgroup
 	// GridX is the most matmul workgroups along x: larger matrices wrap
 	// onto y (WebGPU allows 65535 per dimension).
 	GridX = 32768
 )
 
 // prelude declares the geometry in WGSL.
-var prelude = fmt.Sprintf("const WG: u32 = %du;\nconst LANES: u32 = %du;\nconst GRID_X: u32 = %du;\n\n", Workgroup, MatmulLanes, GridX)
+var prelude = geometry(Workgroup)
+
+// geometry is the prelude for kernels of wg invocations a workgroup.
+func geometry(wg int) string {
+	return fmt.Sprintf("const WG: u32 = %du;\nconst LANES: u32 = %du;\nconst GRID_X: u32 = %du;\n\n", wg, MatmulLanes, GridX)
+}
 
 // Format is how a weight matrix's bytes are laid out: weights.wgsl's
 // float formats and package quant's schemes, ggml.wgsl's llama.cpp block
@@ -150,7 +152,7 @@ func Matmul(f Format, v MatmulVariant) string {
 	if v.Subgroups {
 		lanes, enable = matmulSubgroup, "enable subgroups;\n\n"
 	}
-	return enable + withFormat(f, matmul+"\n"+out+"\n"+lanes+"\n"+matmulA8)
+	return enable + withFormat(f, v.WG(), matmul+"\n"+out+"\n"+lanes+"\n"+matmulA8)
 }
 
 // A8 is whether Matmul's a8 entry points take format f: integer codes in
@@ -172,15 +174,41 @@ type MatmulVariant struct {
 	Stacked bool
 	// Subgroups: main and expert add a row's lanes in a subgroup
 	// (matmul_subgroup.wgsl), for devices with the subgroups feature and
-	// subgroups of at least MatmulLanes invocations.
+	// subgroups of at least MatmulLanes invocations (A8Lanes for a8main,
+	// which gpuengine never asks of it: see its matmulVariant).
 	Subgroups bool
+	// Workgroup is the invocations of a workgroup of every entry point
+	// (a power of two from A8Lanes to 256); 0 stands for Workgroup. It
+	// sets how many rows a workgroup computes, not how a row is summed:
+	// every size gives the same bits.
+	Workgroup int
 }
+
+// A8Lanes is how many invocations share one output row of a8main.
+const A8Lanes = 16
+
+// WG is the variant's workgroup size.
+func (v MatmulVariant) WG() int {
+	if v.Workgroup == 0 {
+		return Workgroup
+	}
+	return v.Workgroup
+}
+
+// Rows is the output rows of a workgroup of main and expert
+// (MatmulLanes invocations a row); Rows4, of rows4, rows4x8, expert4,
+// a8rows4 and a8rows4x8 (four rows an invocation); Rows8, of main8 (a
+// row an invocation); A8Rows, of a8main (A8Lanes invocations a row).
+func (v MatmulVariant) Rows() int   { return v.WG() / MatmulLanes }
+func (v MatmulVariant) Rows4() int  { return 4 * v.WG() }
+func (v MatmulVariant) Rows8() int  { return v.WG() }
+func (v MatmulVariant) A8Rows() int { return v.WG() / A8Lanes }
 
 // MatmulVariants is every variant.
 var MatmulVariants = []MatmulVariant{{}, {Stacked: true}, {Subgroups: true}, {Stacked: true, Subgroups: true}}
 
 // Name names the variant's kernel for format f: "matmul-q4",
-// "matmul-stacked-subgroups-q4".
+// "matmul-stacked-subgroups-wg128-q4".
 func (v MatmulVariant) Name(f Format) string {
 	name := "matmul-"
 	if v.Stacked {
@@ -189,16 +217,19 @@ func (v MatmulVariant) Name(f Format) string {
 	if v.Subgroups {
 		name += "subgroups-"
 	}
+	if v.WG() != Workgroup {
+		name += fmt.Sprintf("wg%d-", v.WG())
+	}
 	return name + f.String()
 }
 
 // Embed is the weight-decoding row gather for format f.
-func Embed(f Format) string { return withFormat(f, embed) }
+func Embed(f Format) string { return withFormat(f, Workgroup, embed) }
 
-// withFormat prepends the geometry, the format constant and the decoders
-// to a kernel.
-func withFormat(f Format, kernel string) string {
-	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s", prelude, f, weights, ggmlBlocks, kernel)
+// withFormat prepends the geometry for workgroups of wg, the format
+// constant and the decoders to a kernel.
+func withFormat(f Format, wg int, kernel string) string {
+	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s", geometry(wg), f, weights, ggmlBlocks, kernel)
 }
 
 // RMSNorm (with main_q8), RoPE, Attention, Elementwise (entry points

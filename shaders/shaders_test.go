@@ -14,7 +14,8 @@ import (
 )
 
 // Every kernel compiles to SPIR-V with naga, the compiler gogpu/wgpu uses,
-// for every weight format: a syntax or type error fails here without a GPU.
+// for every weight format (the matmul at every workgroup size for one):
+// a syntax or type error fails here without a GPU.
 func TestCompile(t *testing.T) {
 	sources := map[string]string{
 		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
@@ -24,6 +25,10 @@ func TestCompile(t *testing.T) {
 			sources[v.Name(f)] = Matmul(f, v)
 		}
 		sources["embed/"+f.String()] = Embed(f)
+	}
+	for _, wg := range []int{32, 128, 256} {
+		v := MatmulVariant{Stacked: true, Workgroup: wg}
+		sources[v.Name(Q4)] = Matmul(Q4, v)
 	}
 	for name, src := range sources {
 		t.Run(name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package gpuengine
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -102,58 +103,70 @@ func byteOf(w float32, i int) int8 {
 // A product with 8-bit activations (matmul_a8.wgsl behind
 // elementwise.wgsl's quantize, as productOps lays them out) gives the CPU
 // engine's product with 8-bit activations (cpu.MatmulA8), and each
-// token's row is the same bits whether the token comes alone (a8rows4,
-// KV-cache decode) or among others (a8rows4x8 from manyFrom tokens:
-// teacher forcing). Every format with integer codes, 70 rows (a last quad
-// of rows short), 37 blocks of 32 (the 16 lanes hold two or three each),
-// a bias. (Stacked q/k/v and gate/up with 8-bit activations run in
-// TestA8NormsRound and engine's TestActivationsQ8OnGPU.)
+// token's row is the same bits whether the token comes alone (KV-cache
+// decode) or among others (a8rows4x8 from manyFrom tokens: teacher
+// forcing). Every format with integer codes through a software adapter's
+// entry points (a8rows4 for one token), and two (q6's split codes, Q4_0's
+// unaligned blocks) through a real GPU's (a8main: its 16 lanes across
+// invocations), there in workgroups of the smallest size for one token
+// and the largest for eight: the size must not change a bit. 70 rows (a
+// last quad of rows short), 37 blocks of 32 (the 16 lanes hold two or
+// three each), a bias. (Stacked q/k/v and gate/up with 8-bit activations
+// run in TestA8NormsRound and engine's TestActivationsQ8OnGPU.)
 func TestA8Matmul(t *testing.T) {
-	dev := nativetest.Device(t)
+	base := nativetest.Device(t)
 	const rows, cols, maxT = 70, 37 * 32, 11
-	for _, f := range []shaders.Format{shaders.Q8, shaders.Q6, shaders.Q4, shaders.Q8_0, shaders.Q4_0} {
-		t.Run(f.String(), func(t *testing.T) {
-			r := rnd(f + 90)
-			data := randomWeights(t, f, rows, cols, 90)
-			file, off := ggmlFile(t, data)
-			bias := r.fill(rows, 0.1)
-			src := pieceSource{pieces: map[string][]Piece{"w": {{Rows: rows, Cols: cols, Format: f, File: file, Offset: off, Length: int64(len(data))}}},
-				vectors: map[string][]float32{"b": bias}}
-			x := r.fill(maxT*cols, 1)
-			x[5] = 40 // an outlier, as trained models' activations have
-			e := a8State(t, dev, x, maxT, cols)
-			up := uploader{e: e, src: src}
-			w, b := up.matrix("w"), up.vector("b")
-			if up.err != nil {
-				t.Fatal(up.err)
+	for _, dev := range []gpu.Device{base, hardware{base}} {
+		for _, f := range []shaders.Format{shaders.Q8, shaders.Q6, shaders.Q4, shaders.Q8_0, shaders.Q4_0} {
+			if !dev.Info().Software && f != shaders.Q6 && f != shaders.Q4_0 {
+				continue
 			}
-			y := buf(t, dev, make([]float32, maxT*rows))
-			xOff := func(s step) int { return s.pos0 * cols }
-			if err := e.finish(e.productOps("w", w, e.h, xOff, []out{{y, func(step) int { return 0 }, rows, false}}, b, func(s step) int { return s.T }, false)); err != nil {
-				t.Fatal(err)
-			}
-			if len(e.prog) != 2 || e.prog[0].family != "quantize" {
-				t.Fatalf("%d ops, want quantize and the product", len(e.prog))
-			}
+			t.Run(fmt.Sprintf("%s/software=%t", f, dev.Info().Software), func(t *testing.T) {
+				r := rnd(f + 90)
+				data := randomWeights(t, f, rows, cols, 90)
+				file, off := ggmlFile(t, data)
+				bias := r.fill(rows, 0.1)
+				src := pieceSource{pieces: map[string][]Piece{"w": {{Rows: rows, Cols: cols, Format: f, File: file, Offset: off, Length: int64(len(data))}}},
+					vectors: map[string][]float32{"b": bias}}
+				x := r.fill(maxT*cols, 1)
+				x[5] = 40 // an outlier, as trained models' activations have
+				e := a8State(t, dev, x, maxT, cols)
+				if !dev.Info().Software {
+					e.wg = sizes{workgroupSizes[0], workgroupSizes[len(workgroupSizes)-1]}
+				}
+				up := uploader{e: e, src: src}
+				w, b := up.matrix("w"), up.vector("b")
+				if up.err != nil {
+					t.Fatal(up.err)
+				}
+				y := buf(t, dev, make([]float32, maxT*rows))
+				xOff := func(s step) int { return s.pos0 * cols }
+				if err := e.finish(e.productOps("w", w, e.h, xOff, []out{{y, func(step) int { return 0 }, rows, false}}, b, func(s step) int { return s.T }, false)); err != nil {
+					t.Fatal(err)
+				}
+				if len(e.prog) != 2 || e.prog[0].family != "quantize" {
+					t.Fatalf("%d ops, want quantize and the product", len(e.prog))
+				}
 
-			want := make([]float32, maxT*rows)
-			cpu.MatmulA8(want, x, cpuMatrix(f, rows, cols, data), bias, maxT)
-			runStep(t, e, step{T: maxT})
-			all := read(t, dev, y, maxT*rows)
-			for tk := range maxT {
-				runStep(t, e, step{T: 1, pos0: tk})
-				alone := read(t, dev, y, rows)
-				for n := range rows {
-					i := tk*rows + n
-					if math.Float32bits(all[i]) != math.Float32bits(alone[n]) {
-						t.Fatalf("token %d row %d: %g among %d tokens, %g alone", tk, n, all[i], maxT, alone[n])
-					}
-					if math.Float32bits(all[i]) != math.Float32bits(want[i]) {
-						t.Errorf("token %d row %d: %g, the CPU %g", tk, n, all[i], want[i])
+				want := make([]float32, maxT*rows)
+				cpu.MatmulA8(want, x, cpuMatrix(f, rows, cols, data), bias, maxT)
+				runStep(t, e, step{T: maxT})
+				all := read(t, dev, y, maxT*rows)
+				for tk := range maxT {
+					runStep(t, e, step{T: 1, pos0: tk})
+					alone := read(t, dev, y, rows)
+					for n := range rows {
+						i := tk*rows + n
+						if math.Float32bits(all[i]) != math.Float32bits(alone[n]) {
+							t.Fatalf("token %d row %d: %g among %d tokens, %g alone", tk, n, all[i], maxT, alone[n])
+						}
+						if math.Float32bits(all[i]) != math.Float32bits(want[i]) {
+							t.Errorf("token %d row %d: %g, the CPU %g", tk, n, all[i], want[i])
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

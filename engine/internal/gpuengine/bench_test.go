@@ -177,6 +177,8 @@ func BenchmarkGPU(b *testing.B) {
 			b.ReportMetric(decode, "decode-tok/s")
 			b.ReportMetric(float64(prefillDispatches)/prompt, "prefill-dispatches/tok")
 			b.ReportMetric(float64(decodeDispatches)/gen, "decode-dispatches/tok")
+			b.ReportMetric(float64(e.wg.decode), "wg-decode")
+			b.ReportMetric(float64(e.wg.prefill), "wg-prefill")
 		})
 	}
 }
@@ -212,7 +214,7 @@ func BenchmarkMatmulKernel(b *testing.B) {
 				raw, _ = quant.Quantize(quant.Scheme(f.String()), w, rows, cols)
 			}
 			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
-			entry, perGroup, _, _ := matmulEntries(cols, dev.Info().Software, false)
+			entry, perGroup, _, _ := matmulEntries(shaders.MatmulVariant{}, cols, dev.Info().Software, false)
 			y := buf(b, dev, make([]float32, rows))
 			p, g := bound(b, dev, shaders.Matmul(f, shaders.MatmulVariant{}), entry, []gpu.Buffer{buf(b, dev, raw), buf(b, dev, r.fill(cols, 1)), y,
 				buf(b, dev, make([]float32, rows)), buf(b, dev, params(rows, cols, cols/32, base, rows, 0, 0, 0, 0))})
@@ -258,7 +260,7 @@ func BenchmarkLanesKernel(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for k := range pipes {
-					best[k] = min(best[k], timed(b, dev, pipes[k], groups[k], y, ceilDiv(rows, shaders.MatmulRows), 1, 1))
+					best[k] = min(best[k], timed(b, dev, pipes[k], groups[k], y, ceilDiv(rows, shaders.MatmulVariant{}.Rows()), 1, 1))
 				}
 			}
 			for k, name := range names {
@@ -315,10 +317,10 @@ func BenchmarkPrefillKernel(b *testing.B) {
 					run   func() time.Duration
 					best  time.Duration
 				}{
-					{"main", run("main", shaders.MatmulRows, uint32(T)), time.Hour},
-					{"rows4", run("rows4", shaders.MatmulRows4, uint32(T)), time.Hour},
+					{"main", run("main", shaders.MatmulVariant{}.Rows(), uint32(T)), time.Hour},
+					{"rows4", run("rows4", shaders.MatmulVariant{}.Rows4(), uint32(T)), time.Hour},
 					{"main8", run("main8", shaders.Workgroup, z8), time.Hour},
-					{"rows4x8", run("rows4x8", shaders.MatmulRows4, z8), time.Hour},
+					{"rows4x8", run("rows4x8", shaders.MatmulVariant{}.Rows4(), z8), time.Hour},
 				}
 				for _, k := range kernels {
 					k.run()
@@ -365,7 +367,7 @@ func BenchmarkExpertKernel(b *testing.B) {
 		pipe     gpu.Pipeline
 		group    gpu.BindGroup
 		best     time.Duration
-	}{{entry: "expert", perGroup: shaders.MatmulRows, best: time.Hour}, {entry: "expert4", perGroup: shaders.MatmulRows4, best: time.Hour}}
+	}{{entry: "expert", perGroup: shaders.MatmulVariant{}.Rows(), best: time.Hour}, {entry: "expert4", perGroup: shaders.MatmulVariant{}.Rows4(), best: time.Hour}}
 	for i := range kernels {
 		kernels[i].pipe, kernels[i].group = bound(b, dev, shaders.Matmul(shaders.Q4, shaders.MatmulVariant{}), kernels[i].entry, bufs)
 	}
@@ -409,7 +411,7 @@ func BenchmarkA8Kernel(b *testing.B) {
 					fp, fg := bound(b, dev, src, entry, []gpu.Buffer{wb, x, y, buf(b, dev, make([]float32, rows)), p})
 					ap, ag := bound(b, dev, src, entryA8, []gpu.Buffer{wb, 0, y, buf(b, dev, make([]float32, rows)), p, 0, 0, 0, xq, xd})
 					qp, qg := bound(b, dev, shaders.Elementwise(), "quantize", []gpu.Buffer{x, 0, buf(b, dev, params(T*cols, 0, cols, 0)), 0, xq, xd})
-					groups := ceilDiv(rows, shaders.MatmulRows4)
+					groups := ceilDiv(rows, shaders.MatmulVariant{}.Rows4())
 					best := [3]time.Duration{time.Hour, time.Hour, time.Hour}
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
@@ -428,5 +430,40 @@ func BenchmarkA8Kernel(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkWorkgroupSizes times what chooseSizes times at open (on real
+// GPUs; here it is made to on any adapter): a decode-shaped (T = 1) and a
+// prefill-shaped (T = MatmulTokens) product at Qwen2.5-0.5B's MLP up shape
+// in q4 and q8, with float32 and 8-bit activations, through the entry
+// points the engine takes on this device, at every workgroup size: the
+// best of tuneReps each (wg<size>-decode-ms, wg<size>-prefill-ms), and the
+// sizes it would choose.
+func BenchmarkWorkgroupSizes(b *testing.B) {
+	dev := nativetest.Device(b)
+	const rows, cols = 4864, 896
+	for _, vname := range []string{"q8", "q4", "q8+a8", "q4+a8"} {
+		b.Run(vname, func(b *testing.B) {
+			scheme, a8 := strings.CutSuffix(vname, "+a8")
+			raw, _ := quant.Quantize(quant.Scheme(scheme), make([]float32, rows*cols), rows, cols)
+			w := Piece{Rows: rows, Cols: cols, Format: map[string]shaders.Format{"q8": shaders.Q8, "q4": shaders.Q4}[scheme], Length: int64(len(raw))}
+			src := pieceSource{pieces: map[string][]Piece{model.NamesOf(0).Wup: {w}}}
+			var t timings
+			for i := 0; i < b.N; i++ {
+				e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30, acts8: a8}
+				if err := e.chooseSizes(Options{Tune: true}, src); err != nil {
+					b.Fatal(err)
+				}
+				t = e.tuned
+			}
+			for i, wg := range workgroupSizes {
+				b.ReportMetric(t.decode[i].Seconds()*1e3, fmt.Sprintf("wg%d-decode-ms", wg))
+				b.ReportMetric(t.prefill[i].Seconds()*1e3, fmt.Sprintf("wg%d-prefill-ms", wg))
+			}
+			best := t.best()
+			b.ReportMetric(float64(best.decode), "wg-decode")
+			b.ReportMetric(float64(best.prefill), "wg-prefill")
+		})
 	}
 }

@@ -426,32 +426,38 @@ func (e *State) kernel(name, src, entry string) gpu.Pipeline {
 
 // matmulEntries are the matmul.wgsl entry points that multiply a piece
 // with cols columns, one token at a time and eight at a time, and the
-// output rows of a workgroup of each. Every one gives the same bits.
-// On a real GPU: main (LANES invocations per row) and main8 (a row per
-// invocation). A software adapter runs a workgroup's invocations as SIMD
-// lanes, where each load from a buffer is a loop over the lanes, and loads
-// of X dominate: rows4 and rows4x8 (cols a multiple of 32) load each
-// element of X once for four rows. On lavapipe (BenchmarkPrefillKernel,
-// 4864x896) rows4 takes 0.3–0.5 of main's time, rows4x8 0.3–0.4 of
-// main8's (0.7 for ggml's blocks). With 8-bit activations (a8):
-// matmul_a8.wgsl's a8rows4 and a8rows4x8, rows4's shape, on every
-// adapter.
-func matmulEntries(cols int, software, a8 bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
-	if a8 {
-		return "a8rows4", shaders.MatmulRows4, "a8rows4x8", shaders.MatmulRows4
+// output rows of a workgroup of each in variant v. Every one gives the
+// same bits. On a real GPU: main (LANES invocations per row) and main8 (a
+// row per invocation). A software adapter runs a workgroup's invocations
+// as SIMD lanes, where each load from a buffer is a loop over the lanes,
+// and loads of X dominate: rows4 and rows4x8 (cols a multiple of 32) load
+// each element of X once for four rows. On lavapipe
+// (BenchmarkPrefillKernel, 4864x896) rows4 takes 0.3–0.5 of main's time,
+// rows4x8 0.3–0.4 of main8's (0.7 for ggml's blocks). With 8-bit
+// activations (a8): matmul_a8.wgsl's a8rows4x8 (rows4x8's shape)
+// everywhere, and for one token a8rows4 on software adapters and a8main
+// (main's shape, A8Lanes invocations a row) on the others.
+func matmulEntries(v shaders.MatmulVariant, cols int, software, a8 bool) (entry string, perGroup int, entry8 string, perGroup8 int) {
+	switch {
+	case a8 && software:
+		return "a8rows4", v.Rows4(), "a8rows4x8", v.Rows4()
+	case a8:
+		return "a8main", v.A8Rows(), "a8rows4x8", v.Rows4()
+	case software && cols%32 == 0:
+		return "rows4", v.Rows4(), "rows4x8", v.Rows4()
 	}
-	if software && cols%32 == 0 {
-		return "rows4", shaders.MatmulRows4, "rows4x8", shaders.MatmulRows4
-	}
-	return "main", shaders.MatmulRows, "main8", shaders.Workgroup
+	return "main", v.Rows(), "main8", v.Rows8()
 }
 
-// matmulVariant is the matmul kernel a product takes: stacked or not, and
+// matmulVariant is the matmul kernel a product takes: stacked or not;
 // adding a row's lanes in a subgroup (no workgroup memory, no barriers:
-// the same bits) where the device's subgroups hold a row's lanes.
-func (e *State) matmulVariant(stacked bool) shaders.MatmulVariant {
+// the same bits) where the device's subgroups hold a row's lanes; and of
+// workgroups of wg invocations. Products with 8-bit activations add
+// a8main's 16 lanes in workgroup memory: the subgroups here hold 8 (4 in
+// Chromium), so the shuffles could not be tested with 16.
+func (e *State) matmulVariant(stacked, a8 bool, wg int) shaders.MatmulVariant {
 	info := e.dev.Info()
-	return shaders.MatmulVariant{Stacked: stacked, Subgroups: info.Subgroups && info.SubgroupMinSize >= shaders.MatmulLanes}
+	return shaders.MatmulVariant{Stacked: stacked, Subgroups: !a8 && info.Subgroups && info.SubgroupMinSize >= shaders.MatmulLanes, Workgroup: wg}
 }
 
 // matmulOps: Y (T, ldy) at yOff = X (T, cols) at xOff @ Wᵀ + b, one
@@ -466,8 +472,9 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, ys []out, bias gpu.Buffer, tokens func(step) int, rounded bool) []pending {
 	var prog []pending
 	software := e.dev.Info().Software
-	variant := e.matmulVariant(len(W.splits) > 0)
 	a8 := e.rounds(W)
+	variant := e.matmulVariant(len(W.splits) > 0, a8, e.wg.decode)
+	variant8 := e.matmulVariant(len(W.splits) > 0, a8, e.wg.prefill)
 	if a8 && !rounded {
 		prog = append(prog, e.roundOp("quantize", x, 0, W.pieces[0].Cols, xOff, tokens))
 	}
@@ -484,7 +491,8 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 	}
 	for i, p := range W.pieces {
 		kernel, src := variant.Name(p.Format), shaders.Matmul(p.Format, variant)
-		entry, perGroup, entry8, perGroup8 := matmulEntries(p.Cols, software, a8)
+		entry, perGroup, _, _ := matmulEntries(variant, p.Cols, software, a8)
+		_, _, entry8, perGroup8 := matmulEntries(variant8, p.Cols, software, a8)
 		pipe := e.kernel(kernel, src, entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
@@ -514,7 +522,7 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 						uint32(ys[0].off(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s)),
 						uint32(W.plain), split[0], split[1], uint32(more[0].off(s)), uint32(more[0].ld), uint32(more[1].off(s)), uint32(more[1].ld), add}
 				},
-				many: &manyTokens{name: kernel, src: src, entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
+				many: &manyTokens{name: variant8.Name(p.Format), src: shaders.Matmul(p.Format, variant8), entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
 			},
 			bindings: bindings,
 			paramsAt: 4,

@@ -49,6 +49,11 @@ type State struct {
 	acts8  bool
 	xq, xd gpu.Buffer
 
+	// The matmul kernels' workgroup sizes (chooseSizes), and the times
+	// they were chosen by (none where they were not measured).
+	wg    sizes
+	tuned timings
+
 	// Sparse layers' scratch (0 for dense models): router logits (T, E),
 	// the chosen experts and their weights (T, K), the experts' gate, up
 	// (T, K, ExpertIntermediate) and outputs (T, K, d), Qwen2-MoE's shared
@@ -119,6 +124,13 @@ type Options struct {
 	// (matmul_a8.wgsl); float32 and 16-bit weights keep float32
 	// activations. Dense models only.
 	Acts8 bool
+	// Workgroup, when not 0, fixes the matmul kernels' workgroup size (32,
+	// 64, 128 or 256 invocations); else New chooses it per adapter
+	// (chooseSizes): 64 on software adapters, the fastest measured at
+	// open on the others, or on every adapter with Tune. Every size gives
+	// the same bits.
+	Workgroup int
+	Tune      bool
 }
 
 // New uploads the model described by g from src and prepares its KV cache.
@@ -146,6 +158,9 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	scratch := int64(max(g.Heads*e.capacity, g.TopK*max(g.Dim, g.ExpertIntermediate), g.Experts)) * 4
 	for e.chunk > 1 && int64(e.chunk)*scratch > lim.MaxStorageBufferBindingSize {
 		e.chunk /= 2
+	}
+	if err := e.chooseSizes(opt, src); err != nil {
+		return nil, err
 	}
 	if err := e.build(src, opt.Progress); err != nil {
 		e.Close()

@@ -93,7 +93,7 @@ func testMatmul(t *testing.T, f shaders.Format, cols, T int) {
 		deq = append(deq, d...)
 		base, _ := Piece{Rows: n, Cols: cols, Format: f}.scaleBase()
 		p := buf(t, dev, params(n, cols, (cols+31)/32, base, ldy, piece[0], yOff, 1, xOff))
-		dispatch(t, dev, shaders.Matmul(f, shaders.MatmulVariant{}), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, uint32(n+shaders.MatmulRows-1)/shaders.MatmulRows, 1, uint32(T))
+		dispatch(t, dev, shaders.Matmul(f, shaders.MatmulVariant{}), "main", []gpu.Buffer{buf(t, dev, raw), xb, y, bb, p}, ceilDiv(n, shaders.MatmulVariant{}.Rows()), 1, uint32(T))
 	}
 	got := read(t, dev, y, yOff+T*ldy)
 	var want []float64
@@ -620,15 +620,15 @@ func TestExpertMatmulKernel(t *testing.T) {
 					}
 					return read(t, dev, y, T*K*ldy)
 				}
-				got := run("expert", shaders.MatmulRows, shaders.MatmulVariant{})
+				got := run("expert", shaders.MatmulVariant{}.Rows(), shaders.MatmulVariant{})
 				// A row's lanes added in a subgroup: the same bits.
-				for i, g := range run("expert", shaders.MatmulRows, shaders.MatmulVariant{Subgroups: true}) {
+				for i, g := range run("expert", shaders.MatmulVariant{}.Rows(), shaders.MatmulVariant{Subgroups: true}) {
 					if math.Float32bits(g) != math.Float32bits(got[i]) {
 						t.Fatalf("expert with subgroups: element %d is %g, without %g", i, g, got[i])
 					}
 				}
 				if cols%32 == 0 {
-					for i, g := range run("expert4", shaders.MatmulRows4, shaders.MatmulVariant{}) {
+					for i, g := range run("expert4", shaders.MatmulVariant{}.Rows4(), shaders.MatmulVariant{}) {
 						if math.Float32bits(g) != math.Float32bits(got[i]) {
 							t.Fatalf("expert4: element %d is %g, expert's %g", i, g, got[i])
 						}
@@ -678,9 +678,10 @@ func TestExpertMatmulKernel(t *testing.T) {
 // short last quad of rows4), columns that give main's LANES lanes none,
 // one or several groups (75, 603 and 608 for the float and quant formats:
 // a short last group, 16-bit rows starting mid-word, whole groups), a
-// bias. The one-token rows are checked against float64 first, so that two
-// wrong kernels cannot agree. Everything of Y but the T rows' first 130
-// columns keeps its sentinel.
+// bias; at 603 columns the engine's workgroups are of other sizes than
+// the entry points'. The one-token rows are checked against float64
+// first, so that two wrong kernels cannot agree. Everything of Y but the
+// T rows' first 130 columns keeps its sentinel.
 func TestMatmul8Kernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const rows, ldy, xOff, yOff, maxT, sentinel = 130, 133, 5, 7, 32, -7
@@ -723,7 +724,14 @@ func TestMatmul8Kernel(t *testing.T) {
 			blank := slices.Repeat([]float32{sentinel}, yOff+maxT*ldy)
 
 			// A step's tokens start at token pos0 of X and row pos0 of Y.
+			// At 603 columns (main and main8 on every adapter) the engine
+			// takes the smallest workgroups for one token and the largest
+			// for eight, the entry points below the default size: the
+			// same bits.
 			e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}}
+			if cols == 603 {
+				e.wg = sizes{workgroupSizes[0], workgroupSizes[len(workgroupSizes)-1]}
+			}
 			t.Cleanup(e.Close)
 			e.none = buf(t, dev, []float32{float32(math.NaN())})
 			e.ids = buf(t, dev, make([]uint32, maxT))
@@ -789,11 +797,11 @@ func TestMatmul8Kernel(t *testing.T) {
 				pipe    gpu.Pipeline
 				group   gpu.BindGroup
 			}
-			direct := []entry{{entry: "main", perZ: 1, perRows: shaders.MatmulRows},
+			direct := []entry{{entry: "main", perZ: 1, perRows: shaders.MatmulVariant{}.Rows()},
 				{entry: "main8", perZ: shaders.MatmulTokens, perRows: shaders.Workgroup}}
 			if cols%32 == 0 {
-				direct = append(direct, entry{entry: "rows4", perZ: 1, perRows: shaders.MatmulRows4},
-					entry{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulRows4})
+				direct = append(direct, entry{entry: "rows4", perZ: 1, perRows: shaders.MatmulVariant{}.Rows4()},
+					entry{entry: "rows4x8", perZ: shaders.MatmulTokens, perRows: shaders.MatmulVariant{}.Rows4()})
 			}
 			for i := range direct {
 				direct[i].pipe, direct[i].group = bound(t, dev, shaders.Matmul(f, shaders.MatmulVariant{}), direct[i].entry, []gpu.Buffer{w.bufs[0], xb, y, bb, pb})

@@ -210,8 +210,8 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 	software := e.dev.Info().Software
 	for i, b := range banks {
 		p := b.piece
-		entry, perGroup := expertEntry(p.Cols, software)
-		v := e.matmulVariant(false)
+		v := e.matmulVariant(false, false, e.wg.decode)
+		entry, perGroup := expertEntry(v, p.Cols, software)
 		pipe := e.kernel(v.Name(p.Format), shaders.Matmul(p.Format, v), entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
@@ -235,11 +235,11 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 // expertEntry is the matmul.wgsl entry point for a bank of experts with
 // cols columns, and the output rows of its workgroup: expert, or on a
 // software adapter expert4, four rows per invocation (see matmulEntries).
-func expertEntry(cols int, software bool) (string, int) {
+func expertEntry(v shaders.MatmulVariant, cols int, software bool) (string, int) {
 	if software && cols%32 == 0 {
-		return "expert4", shaders.MatmulRows4
+		return "expert4", v.Rows4()
 	}
-	return "expert", shaders.MatmulRows
+	return "expert", v.Rows()
 }
 
 // checkMoE refuses what the sparse kernels cannot dispatch.
@@ -251,7 +251,9 @@ func checkMoE(g model.Geometry, lim gpu.Limits) error {
 	if maxDim == 0 {
 		maxDim = 65535
 	}
-	if rows := max(g.Dim, g.ExpertIntermediate); (rows+shaders.MatmulRows-1)/shaders.MatmulRows > maxDim {
+	// The most workgroups: main's, in the smallest workgroups.
+	per := shaders.MatmulVariant{Workgroup: workgroupSizes[0]}.Rows()
+	if rows := max(g.Dim, g.ExpertIntermediate); (rows+per-1)/per > maxDim {
 		return fmt.Errorf("%s: experts of %d rows need more than the device's %d workgroups per dimension", g.Arch, rows, maxDim)
 	}
 	if g.TopK > maxDim {

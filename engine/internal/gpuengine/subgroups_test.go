@@ -38,7 +38,7 @@ func TestMatmulSubgroups(t *testing.T) {
 				p := buf(t, dev, params(rows, cols, (cols+31)/32, base, rows, 0, 0, 0, 0))
 				run := func(v shaders.MatmulVariant) []float32 {
 					y := buf(t, dev, make([]float32, T*rows))
-					dispatch(t, dev, shaders.Matmul(f, v), "main", []gpu.Buffer{w, x, y, none, p}, ceilDiv(rows, shaders.MatmulRows), 1, T)
+					dispatch(t, dev, shaders.Matmul(f, v), "main", []gpu.Buffer{w, x, y, none, p}, ceilDiv(rows, shaders.MatmulVariant{}.Rows()), 1, T)
 					return read(t, dev, y, T*rows)
 				}
 				core, sub := run(shaders.MatmulVariant{}), run(shaders.MatmulVariant{Subgroups: true})

@@ -1,0 +1,202 @@
+package gpuengine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"logitscope/gpu"
+	"logitscope/shaders"
+)
+
+// workgroupSizes are the matmul workgroup sizes a State chooses among,
+// smallest first. The size sets how many rows a workgroup computes, never
+// how a row is summed, so every size gives the same bits.
+var workgroupSizes = []int{32, 64, 128, 256}
+
+// sizes are the matmul kernels' workgroup sizes: for one token a row
+// (decode: main, rows4, a8main, a8rows4, expert, expert4) and for eight
+// (prefill: main8, rows4x8, a8rows4x8).
+type sizes struct{ decode, prefill int }
+
+// defaultSizes are the sizes on software adapters, where they hardly
+// matter: on lavapipe (q4, Qwen2.5-0.5B's shapes, T = 1 and 32) 32, 64
+// and 128 took the same time within the machine's noise and 256 up to
+// 1.8× longer (a 896-row matrix is then one workgroup of rows4 for two
+// cores).
+var defaultSizes = sizes{shaders.Workgroup, shaders.Workgroup}
+
+// tuneReps is how many timed dispatches each candidate gets; the best
+// counts.
+const tuneReps = 3
+
+// chooseSizes sets e.wg: opt's size where it fixes one, the default on
+// software adapters (unless opt.Tune), else the fastest of
+// workgroupSizes measured on this device for a product of the shape and
+// format of the first piece of layer 0's MLP up projection (its q
+// projection in a sparse layer), one token and MatmulTokens, through the
+// entry points the engine takes for it; with zero weights: the work, not
+// the values, is timed.
+func (e *State) chooseSizes(opt Options, src Source) error {
+	info := e.dev.Info()
+	switch {
+	case opt.Workgroup != 0:
+		if !validSize(opt.Workgroup, info.Limits) {
+			return fmt.Errorf("matmul workgroup size %d: want one of %v within the device's %d invocations", opt.Workgroup, workgroupSizes, info.Limits.MaxComputeInvocationsPerWorkgroup)
+		}
+		e.wg = sizes{opt.Workgroup, opt.Workgroup}
+		return nil
+	case info.Software && !opt.Tune:
+		e.wg = defaultSizes
+		return nil
+	}
+	n := e.g.Names(0)
+	name := n.Wup
+	if e.g.Sparse != nil && e.g.Sparse[0] {
+		name = n.Wq
+	}
+	ps, err := src.Matrix(name, e.maxPiece)
+	if err != nil {
+		return err
+	}
+	W := ps[0]
+	t, err := e.timeSizes(W, e.rounds(matrix{pieces: ps}))
+	if err != nil {
+		return fmt.Errorf("choosing the matmul workgroup size on %s: %w", info.Adapter, err)
+	}
+	e.wg, e.tuned = t.best(), t
+	return nil
+}
+
+// Workgroups are the matmul kernels' workgroup sizes for one token and
+// for eight, as chosen at open: benchmarks report them.
+func (e *State) Workgroups() (decode, prefill int) { return e.wg.decode, e.wg.prefill }
+
+// validSize is whether wg is a candidate that the device runs.
+func validSize(wg int, lim gpu.Limits) bool {
+	for _, s := range workgroupSizes {
+		if s == wg && (lim.MaxComputeInvocationsPerWorkgroup == 0 || uint32(wg) <= lim.MaxComputeInvocationsPerWorkgroup) {
+			return true
+		}
+	}
+	return false
+}
+
+// timings are the best time of each workgroup size (workgroupSizes'
+// order; 0 where the device cannot run it) for one token and for
+// MatmulTokens.
+type timings struct{ decode, prefill []time.Duration }
+
+func (t timings) best() sizes {
+	pick := func(ds []time.Duration) int {
+		best := 0
+		for i, d := range ds {
+			if d > 0 && (ds[best] == 0 || d < ds[best]) {
+				best = i
+			}
+		}
+		return workgroupSizes[best]
+	}
+	return sizes{pick(t.decode), pick(t.prefill)}
+}
+
+// timeSizes dispatches a product of W's shape and format at every
+// workgroup size the device runs, tuneReps times after one untimed run,
+// with a wait after each.
+func (e *State) timeSizes(W Piece, a8 bool) (timings, error) {
+	var scratch []gpu.Buffer
+	defer func() {
+		for _, b := range scratch {
+			e.dev.DestroyBuffer(b)
+		}
+	}()
+	T, groups := shaders.MatmulTokens, (W.Cols+31)/32
+	base, err := W.scaleBase()
+	if err != nil {
+		return timings{}, err
+	}
+	// Y = X @ Wᵀ for T tokens (params as productOps writes them, the
+	// other fields 0), or for one (the second slot).
+	params := make([]byte, 2*paramSlot)
+	for slot, tokens := range []int{T, 1} {
+		for i, v := range map[int]int{0: W.Rows, 1: W.Cols, 2: groups, 3: int(base), 4: W.Rows, 15: tokens} {
+			binary.LittleEndian.PutUint32(params[slot*paramSlot+4*i:], uint32(v))
+		}
+	}
+	bufs := map[int][]byte{0: make([]byte, W.Length), 2: make([]byte, 4*T*W.Rows), 3: make([]byte, 4), 4: params}
+	if a8 {
+		bufs[8], bufs[9] = make([]byte, 2*T*W.Cols), make([]byte, 8*T*groups)
+	} else {
+		bufs[1] = make([]byte, 4*T*W.Cols)
+	}
+	bound := map[uint32]gpu.Buffer{}
+	for at, data := range bufs {
+		b, err := e.dev.CreateBuffer("workgroup tuning", int64(len(data)+3)/4*4)
+		if err != nil {
+			return timings{}, err
+		}
+		scratch = append(scratch, b)
+		if err := e.dev.WriteBuffer(b, 0, append(data, make([]byte, (4-len(data)%4)%4)...)); err != nil {
+			return timings{}, err
+		}
+		bound[uint32(at)] = b
+	}
+	software, lim := e.dev.Info().Software, e.dev.Info().Limits
+	t := timings{make([]time.Duration, len(workgroupSizes)), make([]time.Duration, len(workgroupSizes))}
+	for i, wg := range workgroupSizes {
+		if !validSize(wg, lim) {
+			continue
+		}
+		v := e.matmulVariant(false, a8, wg)
+		entry, per, entry8, per8 := matmulEntries(v, W.Cols, software, a8)
+		if t.decode[i], err = e.timeEntry(W.Format, v, entry, bound, paramSlot, ceilDiv(W.Rows, per)); err != nil {
+			return t, err
+		}
+		if t.prefill[i], err = e.timeEntry(W.Format, v, entry8, bound, 0, ceilDiv(W.Rows, per8)); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// timeEntry is the best of tuneReps timed dispatches of variant v's entry
+// over blocks workgroups (wrapped onto y past GridX), its params at
+// paramsAt of binding 4.
+func (e *State) timeEntry(f shaders.Format, v shaders.MatmulVariant, entry string, bound map[uint32]gpu.Buffer, paramsAt int64, blocks uint32) (time.Duration, error) {
+	name := v.Name(f) + " (tuning)"
+	m, err := e.dev.CreateShaderModule(name, shaders.Matmul(f, v))
+	if err != nil {
+		return 0, err
+	}
+	p, err := e.dev.CreateComputePipeline(name+"/"+entry, m, entry)
+	if err != nil {
+		return 0, err
+	}
+	var bindings []gpu.Binding
+	for at, b := range bound {
+		bd := gpu.Binding{Binding: at, Buffer: b}
+		if at == 4 {
+			bd.Offset, bd.Size = paramsAt, paramSlot
+		}
+		bindings = append(bindings, bd)
+	}
+	g, err := e.dev.CreateBindGroup(p, 0, bindings)
+	if err != nil {
+		return 0, err
+	}
+	defer e.dev.DestroyBindGroup(g)
+	var best time.Duration
+	for rep := 0; rep <= tuneReps; rep++ {
+		start := time.Now()
+		if err := e.dev.Dispatch(p, []gpu.BindGroup{g}, min(blocks, shaders.GridX), ceilDiv(int(blocks), shaders.GridX), 1); err != nil {
+			return 0, err
+		}
+		if _, err := e.dev.ReadBuffer(bound[2], 0, 4); err != nil { // submits and waits
+			return 0, err
+		}
+		if d := time.Since(start); rep > 0 && (best == 0 || d < best) {
+			best = d
+		}
+	}
+	return best, nil
+}

@@ -435,7 +435,7 @@ func BenchmarkA8Kernel(b *testing.B) {
 
 // BenchmarkWorkgroupSizes times what chooseSizes times at open (on real
 // GPUs; here it is made to on any adapter): a decode-shaped (T = 1) and a
-// prefill-shaped (T = MatmulTokens) product at Qwen2.5-0.5B's MLP up shape
+// prefill-shaped (T = MaxChunk) product at Qwen2.5-0.5B's MLP up shape
 // in q4 and q8, with float32 and 8-bit activations, through the entry
 // points the engine takes on this device, at every workgroup size: the
 // best of tuneReps each (wg<size>-decode-ms, wg<size>-prefill-ms), and the
@@ -451,7 +451,7 @@ func BenchmarkWorkgroupSizes(b *testing.B) {
 			src := pieceSource{pieces: map[string][]Piece{model.NamesOf(0).Wup: {w}}}
 			var t timings
 			for i := 0; i < b.N; i++ {
-				e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30, acts8: a8}
+				e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30, acts8: a8, chunk: MaxChunk}
 				if err := e.chooseSizes(Options{Tune: true}, src); err != nil {
 					b.Fatal(err)
 				}

@@ -14,9 +14,9 @@ import (
 // how a row is summed, so every size gives the same bits.
 var workgroupSizes = []int{32, 64, 128, 256}
 
-// sizes are the matmul kernels' workgroup sizes: for one token a row
-// (decode: main, rows4, a8main, a8rows4, expert, expert4) and for eight
-// (prefill: main8, rows4x8, a8rows4x8).
+// sizes are the matmul kernels' workgroup sizes: for one token an
+// invocation (decode: main, rows4, a8main, a8rows4, expert, expert4) and
+// for eight (prefill: main8, rows4x8, a8rows4x8).
 type sizes struct{ decode, prefill int }
 
 // defaultSizes are the sizes on software adapters, where they hardly
@@ -26,17 +26,22 @@ type sizes struct{ decode, prefill int }
 // cores).
 var defaultSizes = sizes{shaders.Workgroup, shaders.Workgroup}
 
-// tuneReps is how many timed dispatches each candidate gets; the best
-// counts.
-const tuneReps = 3
+// Each candidate is timed tuneReps times, the best counting, each time
+// over as many dispatches in one submission as make about tuneRun by the
+// untimed first one's time (at most tuneMaxDispatches).
+const (
+	tuneReps          = 3
+	tuneRun           = 2 * time.Millisecond
+	tuneMaxDispatches = 256
+)
 
 // chooseSizes sets e.wg: opt's size where it fixes one, the default on
 // software adapters (unless opt.Tune), else the fastest of
 // workgroupSizes measured on this device for a product of the shape and
 // format of the first piece of layer 0's MLP up projection (its q
-// projection in a sparse layer), one token and MatmulTokens, through the
-// entry points the engine takes for it; with zero weights: the work, not
-// the values, is timed.
+// projection in a sparse layer), for one token and for a prefill chunk,
+// through the entry points the engine takes for it; with zero weights:
+// the work, not the values, is timed.
 func (e *State) chooseSizes(opt Options, src Source) error {
 	info := e.dev.Info()
 	switch {
@@ -83,8 +88,8 @@ func validSize(wg int, lim gpu.Limits) bool {
 }
 
 // timings are the best time of each workgroup size (workgroupSizes'
-// order; 0 where the device cannot run it) for one token and for
-// MatmulTokens.
+// order; 0 where the device cannot run it) for one token and for a
+// prefill chunk.
 type timings struct{ decode, prefill []time.Duration }
 
 func (t timings) best() sizes {
@@ -100,9 +105,8 @@ func (t timings) best() sizes {
 	return sizes{pick(t.decode), pick(t.prefill)}
 }
 
-// timeSizes dispatches a product of W's shape and format at every
-// workgroup size the device runs, tuneReps times after one untimed run,
-// with a wait after each.
+// timeSizes times a product of W's shape and format at every workgroup
+// size the device runs (timeEntry).
 func (e *State) timeSizes(W Piece, a8 bool) (timings, error) {
 	var scratch []gpu.Buffer
 	defer func() {
@@ -110,7 +114,8 @@ func (e *State) timeSizes(W Piece, a8 bool) (timings, error) {
 			e.dev.DestroyBuffer(b)
 		}
 	}()
-	T, groups := shaders.MatmulTokens, (W.Cols+31)/32
+	// A prefill chunk of the engine's (at least eight tokens), and one.
+	T, groups := max(e.chunk, shaders.MatmulTokens), (W.Cols+31)/32
 	base, err := W.scaleBase()
 	if err != nil {
 		return timings{}, err
@@ -149,26 +154,23 @@ func (e *State) timeSizes(W Piece, a8 bool) (timings, error) {
 		}
 		v := e.matmulVariant(false, a8, wg)
 		entry, per, entry8, per8 := matmulEntries(v, W.Cols, software, a8)
-		if t.decode[i], err = e.timeEntry(W.Format, v, entry, bound, paramSlot, ceilDiv(W.Rows, per)); err != nil {
+		if t.decode[i], err = e.timeEntry(W.Format, v, entry, bound, paramSlot, ceilDiv(W.Rows, per), 1); err != nil {
 			return t, err
 		}
-		if t.prefill[i], err = e.timeEntry(W.Format, v, entry8, bound, 0, ceilDiv(W.Rows, per8)); err != nil {
+		if t.prefill[i], err = e.timeEntry(W.Format, v, entry8, bound, 0, ceilDiv(W.Rows, per8), ceilDiv(T, shaders.MatmulTokens)); err != nil {
 			return t, err
 		}
 	}
 	return t, nil
 }
 
-// timeEntry is the best of tuneReps timed dispatches of variant v's entry
-// over blocks workgroups (wrapped onto y past GridX), its params at
-// paramsAt of binding 4.
-func (e *State) timeEntry(f shaders.Format, v shaders.MatmulVariant, entry string, bound map[uint32]gpu.Buffer, paramsAt int64, blocks uint32) (time.Duration, error) {
-	name := v.Name(f) + " (tuning)"
-	m, err := e.dev.CreateShaderModule(name, shaders.Matmul(f, v))
-	if err != nil {
-		return 0, err
-	}
-	p, err := e.dev.CreateComputePipeline(name+"/"+entry, m, entry)
+// timeEntry is the time of one dispatch of variant v's entry over
+// (blocks, 1, z) workgroups (blocks wrapped onto y past GridX), its params
+// at paramsAt of binding 4, the best of tuneReps runs after an untimed
+// one. The pipeline is the engine's own (e.pipeline): the chosen size's
+// products reuse it.
+func (e *State) timeEntry(f shaders.Format, v shaders.MatmulVariant, entry string, bound map[uint32]gpu.Buffer, paramsAt int64, blocks, z uint32) (time.Duration, error) {
+	p, err := e.pipeline(v.Name(f), shaders.Matmul(f, v), entry)
 	if err != nil {
 		return 0, err
 	}
@@ -185,16 +187,34 @@ func (e *State) timeEntry(f shaders.Format, v shaders.MatmulVariant, entry strin
 		return 0, err
 	}
 	defer e.dev.DestroyBindGroup(g)
-	var best time.Duration
-	for rep := 0; rep <= tuneReps; rep++ {
+	// n dispatches in one submission, then the wait: per dispatch.
+	run := func(n int) (time.Duration, error) {
 		start := time.Now()
-		if err := e.dev.Dispatch(p, []gpu.BindGroup{g}, min(blocks, shaders.GridX), ceilDiv(int(blocks), shaders.GridX), 1); err != nil {
-			return 0, err
+		for range n {
+			if err := e.dev.Dispatch(p, []gpu.BindGroup{g}, min(blocks, shaders.GridX), ceilDiv(int(blocks), shaders.GridX), z); err != nil {
+				return 0, err
+			}
 		}
 		if _, err := e.dev.ReadBuffer(bound[2], 0, 4); err != nil { // submits and waits
 			return 0, err
 		}
-		if d := time.Since(start); rep > 0 && (best == 0 || d < best) {
+		return time.Since(start) / time.Duration(n), nil
+	}
+	// The untimed run sizes the timed ones: on a fast GPU one product
+	// takes microseconds, less than a submission and its wait, which
+	// would time the same for every size.
+	once, err := run(1)
+	if err != nil {
+		return 0, err
+	}
+	n := int(min(max(tuneRun/max(once, 1), 1), tuneMaxDispatches))
+	var best time.Duration
+	for range tuneReps {
+		d, err := run(n)
+		if err != nil {
+			return 0, err
+		}
+		if best == 0 || d < best {
 			best = d
 		}
 	}

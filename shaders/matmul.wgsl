@@ -119,12 +119,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let t = wid.z;
     let v = row_dot(n, lid, p.x_off + t * p.cols);
     if (lid % LANES == 0u && n < p.n_rows) {
-        let col = out_col(n);
-        var o = v;
-        if (p.has_bias != 0u) {
-            o += b[p.col0 + col];
-        }
-        put(col, t, o);
+        put_row(n, t, v);
     }
 }
 
@@ -174,16 +169,21 @@ fn rows4(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     }
 }
 
+// put_row stores row n's sum v for token t, with the bias.
+fn put_row(n: u32, t: u32, v: f32) {
+    let col = out_col(n);
+    var o = v;
+    if (p.has_bias != 0u) {
+        o += b[p.col0 + col];
+    }
+    put(col, t, o);
+}
+
 // put4 stores rows n..n+3 (those below n_rows) of token t, row n+i's sum
 // in v[i], with the bias.
 fn put4(n: u32, t: u32, v: vec4<f32>) {
     for (var i = 0u; i < 4u && n + i < p.n_rows; i++) {
-        let col = out_col(n + i);
-        var o = v[i];
-        if (p.has_bias != 0u) {
-            o += b[p.col0 + col];
-        }
-        put(col, t, o);
+        put_row(n + i, t, v[i]);
     }
 }
 

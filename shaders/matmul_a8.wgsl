@@ -86,12 +86,7 @@ fn a8main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     }
     let v = lanes_sum(lane, lid, A8_LANES);
     if (lid % A8_LANES == 0u && n < p.n_rows) {
-        let col = out_col(n);
-        var o = v;
-        if (p.has_bias != 0u) {
-            o += b[p.col0 + col];
-        }
-        put(col, t, o);
+        put_row(n, t, v);
     }
 }
 

@@ -24,7 +24,8 @@
 // A row's LANES partial sums (main, expert) are added by lanes_sum, in
 // workgroup memory (matmul_lanes.wgsl) or in a subgroup
 // (matmul_subgroup.wgsl): the same additions in the same order.
-// Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG (64),
+// Dispatch, main: (min(B, GRID_X), ceil(B/GRID_X), T) workgroups of WG
+// (64, or the size shaders.MatmulVariant.Workgroup gives the module),
 // where B = ceil(n_rows/ROWS): workgroup (x, y, t) computes ROWS output rows
 // starting at (y*GRID_X + x)*ROWS for token t, LANES invocations per row.
 // main8 (prefill): (min(B8, GRID_X), ceil(B8/GRID_X), ceil(T/8)) where

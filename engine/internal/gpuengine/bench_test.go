@@ -452,10 +452,10 @@ func BenchmarkWorkgroupSizes(b *testing.B) {
 			var t timings
 			for i := 0; i < b.N; i++ {
 				e := &State{dev: dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30, acts8: a8, chunk: MaxChunk}
-				if err := e.chooseSizes(Options{Tune: true}, src); err != nil {
+				var err error
+				if t, err = e.chooseSizes(Options{Tune: true}, src); err != nil {
 					b.Fatal(err)
 				}
-				t = e.tuned
 			}
 			for i, wg := range workgroupSizes {
 				b.ReportMetric(t.decode[i].Seconds()*1e3, fmt.Sprintf("wg%d-decode-ms", wg))

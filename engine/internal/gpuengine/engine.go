@@ -49,10 +49,8 @@ type State struct {
 	acts8  bool
 	xq, xd gpu.Buffer
 
-	// The matmul kernels' workgroup sizes (chooseSizes), and the times
-	// they were chosen by (none where they were not measured).
-	wg    sizes
-	tuned timings
+	// The matmul kernels' workgroup sizes (chooseSizes).
+	wg sizes
 
 	// Sparse layers' scratch (0 for dense models): router logits (T, E),
 	// the chosen experts and their weights (T, K), the experts' gate, up
@@ -159,7 +157,7 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	for e.chunk > 1 && int64(e.chunk)*scratch > lim.MaxStorageBufferBindingSize {
 		e.chunk /= 2
 	}
-	if err := e.chooseSizes(opt, src); err != nil {
+	if _, err := e.chooseSizes(opt, src); err != nil {
 		return nil, err
 	}
 	if err := e.build(src, opt.Progress); err != nil {

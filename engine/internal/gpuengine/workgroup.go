@@ -41,19 +41,20 @@ const (
 // format of the first piece of layer 0's MLP up projection (its q
 // projection in a sparse layer), for one token and for a prefill chunk,
 // through the entry points the engine takes for it; with zero weights:
-// the work, not the values, is timed.
-func (e *State) chooseSizes(opt Options, src Source) error {
+// the work, not the values, is timed. It returns the times measured
+// (none where it measured nothing), for tests and benchmarks.
+func (e *State) chooseSizes(opt Options, src Source) (timings, error) {
 	info := e.dev.Info()
 	switch {
 	case opt.Workgroup != 0:
 		if !validSize(opt.Workgroup, info.Limits) {
-			return fmt.Errorf("matmul workgroup size %d: want one of %v within the device's %d invocations", opt.Workgroup, workgroupSizes, info.Limits.MaxComputeInvocationsPerWorkgroup)
+			return timings{}, fmt.Errorf("matmul workgroup size %d: want one of %v within the device's %d invocations", opt.Workgroup, workgroupSizes, info.Limits.MaxComputeInvocationsPerWorkgroup)
 		}
 		e.wg = sizes{opt.Workgroup, opt.Workgroup}
-		return nil
+		return timings{}, nil
 	case info.Software && !opt.Tune:
 		e.wg = defaultSizes
-		return nil
+		return timings{}, nil
 	}
 	n := e.g.Names(0)
 	name := n.Wup
@@ -62,15 +63,14 @@ func (e *State) chooseSizes(opt Options, src Source) error {
 	}
 	ps, err := src.Matrix(name, e.maxPiece)
 	if err != nil {
-		return err
+		return timings{}, err
 	}
-	W := ps[0]
-	t, err := e.timeSizes(W, e.rounds(matrix{pieces: ps}))
+	t, err := e.timeSizes(ps[0], e.rounds(matrix{pieces: ps}))
 	if err != nil {
-		return fmt.Errorf("choosing the matmul workgroup size on %s: %w", info.Adapter, err)
+		return t, fmt.Errorf("choosing the matmul workgroup size on %s: %w", info.Adapter, err)
 	}
-	e.wg, e.tuned = t.best(), t
-	return nil
+	e.wg = t.best()
+	return t, nil
 }
 
 // Workgroups are the matmul kernels' workgroup sizes for one token and

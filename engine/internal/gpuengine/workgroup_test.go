@@ -55,7 +55,7 @@ func TestChooseSizes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := &State{dev: c.dev, pipes: map[string]gpu.Pipeline{}, maxPiece: 1 << 30, acts8: c.acts8}
-			err := e.chooseSizes(c.opt, src)
+			tuned, err := e.chooseSizes(c.opt, src)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want one containing %q", err, c.err)
@@ -66,19 +66,19 @@ func TestChooseSizes(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.want != (sizes{}) {
-				if e.wg != c.want || e.tuned.decode != nil {
-					t.Fatalf("sizes %+v (timings %v), want %+v unmeasured", e.wg, e.tuned, c.want)
+				if e.wg != c.want || tuned.decode != nil {
+					t.Fatalf("sizes %+v (timings %v), want %+v unmeasured", e.wg, tuned, c.want)
 				}
 				return
 			}
 			// 32 and 64 timed, 128 and 256 not (the device runs 64).
-			for _, ts := range [][]time.Duration{e.tuned.decode, e.tuned.prefill} {
+			for _, ts := range [][]time.Duration{tuned.decode, tuned.prefill} {
 				if len(ts) != 4 || ts[0] <= 0 || ts[1] <= 0 || ts[2] != 0 || ts[3] != 0 {
 					t.Fatalf("timings %v, want 32 and 64 timed only", ts)
 				}
 			}
-			if e.wg != e.tuned.best() || (e.wg.decode != 32 && e.wg.decode != 64) || (e.wg.prefill != 32 && e.wg.prefill != 64) {
-				t.Fatalf("sizes %+v, timings %v", e.wg, e.tuned)
+			if e.wg != tuned.best() || (e.wg.decode != 32 && e.wg.decode != 64) || (e.wg.prefill != 32 && e.wg.prefill != 64) {
+				t.Fatalf("sizes %+v, timings %v", e.wg, tuned)
 			}
 		})
 	}

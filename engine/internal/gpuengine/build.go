@@ -522,7 +522,7 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 						uint32(ys[0].off(s)), hasBias, uint32(xOff(s)), 0, 0, 0, 0, 0, uint32(p.Interleaved), uint32(tokens(s)),
 						uint32(W.plain), split[0], split[1], uint32(more[0].off(s)), uint32(more[0].ld), uint32(more[1].off(s)), uint32(more[1].ld), add}
 				},
-				many: &manyTokens{name: variant8.Name(p.Format), src: shaders.Matmul(p.Format, variant8), entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
+				many: &manyTokens{format: p.Format, variant: variant8, entry: entry8, blocks: (p.Rows + perGroup8 - 1) / perGroup8},
 			},
 			bindings: bindings,
 			paramsAt: 4,

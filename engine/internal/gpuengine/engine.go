@@ -95,16 +95,19 @@ type op struct {
 // (BenchmarkPrefillKernel). All give the same bits.
 const manyFrom = 5
 
-// manyTokens is an op's prefill pipeline, compiled with its bind group at
-// the first step that needs it: opening a model (in the page, compiling
-// every pipeline) does not wait for it, and a decode-only session never
-// compiles it.
+// manyTokens is a matmul op's prefill pipeline (entry of the matmul
+// kernel for format in variant), its source made and compiled with its
+// bind group at the first step that needs it: opening a model (in the
+// page, compiling every pipeline) does not wait for it, and a decode-only
+// session never compiles it.
 type manyTokens struct {
-	name, src, entry string
-	blocks           int           // workgroups per eight tokens
-	bindings         []gpu.Binding // the op's, params included
-	pipe             gpu.Pipeline
-	group            gpu.BindGroup
+	format   shaders.Format
+	variant  shaders.MatmulVariant
+	entry    string
+	blocks   int           // workgroups per eight tokens
+	bindings []gpu.Binding // the op's, params included
+	pipe     gpu.Pipeline
+	group    gpu.BindGroup
 }
 
 // Options for New.
@@ -242,7 +245,7 @@ func (e *State) dispatch(o op, s step) error {
 	pipe, group := o.pipe, o.group
 	if m := o.many; m != nil && z >= manyFrom {
 		if m.pipe == 0 {
-			p, err := e.pipeline(m.name, m.src, m.entry)
+			p, err := e.pipeline(m.variant.Name(m.format), shaders.Matmul(m.format, m.variant), m.entry)
 			if err == nil {
 				m.group, err = e.dev.CreateBindGroup(p, 0, m.bindings)
 			}

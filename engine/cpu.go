@@ -16,13 +16,12 @@ import (
 )
 
 // cpuEngine is the reference forward pass (package cpu) behind the seam. A
-// submission's rows are copied into one reused slice, so that memory
+// submission's rows lie in the state's reused buffer, so that memory
 // stays flat: a wasm host reads them where each Region says.
 type cpuEngine struct {
 	st            *cpu.State
 	vocab, routes int
-	rows          []float32 // (≤ Chunk, Vocab+Routes): the last submission's rows
-	release       func()    // frees the weights' memory
+	release       func() // frees the weights' memory
 	// pending: tokens submitted without rows (a prefill's chunks before
 	// its last), not yet run: they run with the next submission, up to
 	// prefillTokens() at once, so that a prefill's matmuls decode each
@@ -68,7 +67,7 @@ func (c *cpuEngine) Close() {
 	if c.release != nil {
 		c.release()
 	}
-	c.st, c.rows, c.release = nil, nil, nil
+	c.st, c.release = nil, nil
 }
 
 // Submit runs the tokens through the reference, after the pending ones;
@@ -97,16 +96,7 @@ func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 	if err != nil {
 		return Region{}, err
 	}
-	w, n := c.vocab+c.routes, len(rows)
-	if len(c.rows) < n*w {
-		// Grown to the most rows a submission has kept: a decode step's
-		// one row, not a chunk's worth (19 MB of a 151,936-token vocab).
-		c.rows = make([]float32, n*w)
-	}
-	for i, r := range rows {
-		copy(c.rows[i*w:(i+1)*w], r)
-	}
-	return Region{Rows: n, Size: int64(n * w * 4), Host: c.rows[:n*w]}, nil
+	return Region{Rows: len(rows) / (c.vocab + c.routes), Size: int64(len(rows) * 4), Host: rows}, nil
 }
 
 // Read copies the rows out: the next Submit overwrites them.

@@ -8,6 +8,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"logitscope/model"
 )
@@ -22,6 +23,11 @@ type State struct {
 	tap     func(layer int, h []float32) // tests: sees each layer's MLP input (T, d)
 
 	gate, up []float32 // mlp's scratch: (T, ff) and (T, 2ff), grown to the largest seen
+	// rows is Rows' value, (n, Vocab+Routes), grown to the most rows a
+	// call has kept and overwritten by the next: a chunk's logits are 19 MB
+	// at a 151,936-token vocab, which engine.wasm's memory would keep as
+	// garbage until a collection, once per chunk.
+	rows []float32
 
 	stacks map[*model.Matrix]stacked // stack's results by their first part, made once
 
@@ -68,14 +74,24 @@ func New(m *model.Model, capacity int) (*State, error) {
 // Pos is the number of tokens in the cache.
 func (s *State) Pos() int { return s.pos }
 
-// Forward appends tokens to the sequence and returns logit rows (Vocab,):
-// one per token when all is set (teacher forcing), else only the last.
+// Forward appends tokens to the sequence and returns rows (Vocab+Routes,)
+// of their own: one per token when all is set (teacher forcing), else
+// only the last.
 func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	first := len(tokens) - 1
 	if all {
 		first = 0
 	}
-	return s.forward(tokens, first)
+	rows, err := s.forward(tokens, first)
+	if err != nil {
+		return nil, err
+	}
+	w := s.m.Vocab + s.m.Routes()
+	out := make([][]float32, len(rows)/w)
+	for i := range out {
+		out[i] = slices.Clone(rows[i*w : (i+1)*w])
+	}
+	return out, nil
 }
 
 // Append appends tokens to the sequence and computes no logits: a
@@ -85,9 +101,11 @@ func (s *State) Append(tokens []int) error {
 	return err
 }
 
-// Rows appends tokens to the sequence and returns the logit rows of
-// tokens first..len(tokens)−1 (Vocab,).
-func (s *State) Rows(tokens []int, first int) ([][]float32, error) {
+// Rows appends tokens to the sequence and returns the rows of tokens
+// first..len(tokens)−1, (n, Vocab+Routes): each the token's logits, then
+// its routes (model.Geometry.Routes). They lie in the state's own buffer,
+// which the next call overwrites.
+func (s *State) Rows(tokens []int, first int) ([]float32, error) {
 	return s.forward(tokens, first)
 }
 
@@ -97,8 +115,8 @@ func (s *State) Check(tokens []int, pending int) error {
 	return s.m.CheckTokens(s.pos+pending, s.cap, tokens)
 }
 
-// forward appends tokens and returns the logit rows of tokens first..T-1.
-func (s *State) forward(tokens []int, first int) ([][]float32, error) {
+// forward appends tokens and returns the rows of tokens first..T-1 (Rows).
+func (s *State) forward(tokens []int, first int) ([]float32, error) {
 	m := s.m
 	T := len(tokens)
 	if T == 0 {
@@ -193,20 +211,20 @@ func (s *State) forward(tokens []int, first int) ([][]float32, error) {
 		return nil, nil
 	}
 	rmsnorm(h[:n*d], x[first*d:], m.Norm, d, eps, unit)
-	// Each row is the logits and then the token's routes (Geometry.Routes).
 	R := m.Routes()
 	w := m.Vocab + R
-	logits := make([]float32, n*m.Vocab)
-	s.matmul(logits, h[:n*d], m.Head, nil, n)
-	rows := make([][]float32, n)
-	for i := range rows {
-		if R == 0 {
-			rows[i] = logits[i*m.Vocab : (i+1)*m.Vocab : (i+1)*m.Vocab]
-			continue
+	if cap(s.rows) < n*w {
+		s.rows = make([]float32, n*w)
+	}
+	rows := s.rows[:n*w]
+	// logits (n, Vocab) at the start, then each row moved to its place,
+	// last first (row i only moves up), and its routes after it.
+	s.matmul(rows[:n*m.Vocab], h[:n*d], m.Head, nil, n)
+	if R > 0 {
+		for i := n - 1; i >= 0; i-- {
+			copy(rows[i*w:i*w+m.Vocab], rows[i*m.Vocab:(i+1)*m.Vocab])
+			copy(rows[i*w+m.Vocab:(i+1)*w], routes[(first+i)*R:(first+i+1)*R])
 		}
-		rows[i] = make([]float32, w)
-		copy(rows[i], logits[i*m.Vocab:(i+1)*m.Vocab])
-		copy(rows[i][m.Vocab:], routes[(first+i)*R:(first+i+1)*R])
 	}
 	return rows, nil
 }

@@ -110,21 +110,22 @@ func (c *cpuEngine) Read(r Region) ([][]float32, error) {
 }
 
 // loadCPU builds the CPU engine's model from the pieces src serves the GPU
-// too: every matrix as stored, its bytes read into a weight arena (huge
-// pages, arena_linux.go) where the system has one and the memory, else
-// mapped from the file where the system can (so that the weights take no
-// heap and are shared with the page cache) or else read; rows a GGUF
-// interleaves put back in Hugging Face's order in a copy; float32 rows
-// as float32 (in place), vectors as float32. progress, if set, is told
-// the bytes loaded so far of w's stored total. The arena and the files'
-// mappings end with release.
-func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, progress func(done, total int64)) (m *model.Model, release func(), err error) {
+// too: every matrix as stored, its bytes sliced from inMemory (files
+// already in memory, by path) where they are there, else read into a
+// weight arena (huge pages, arena_linux.go) where the system has one and
+// the memory, else mapped from the file where the system can (so that the
+// weights take no heap and are shared with the page cache) or else read;
+// rows a GGUF interleaves put back in Hugging Face's order in a copy;
+// float32 rows as float32 (in place), vectors as float32. progress, if
+// set, is told the bytes loaded so far of w's stored total. The arena and
+// the files' mappings end with release.
+func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, inMemory map[string][]byte, progress func(done, total int64)) (m *model.Model, release func(), err error) {
 	var done, total int64
 	for _, s := range g.Specs() {
 		_, _, size, _ := w.Shape(s.Name)
 		total += size
 	}
-	files := &weightFiles{mapped: map[string][]byte{}, arena: newWeightArena(total)}
+	files := &weightFiles{inMemory: inMemory, mapped: map[string][]byte{}, arena: newWeightArena(total)}
 	m, err = model.Assemble(g, func(s model.Spec) (*model.Matrix, error) {
 		m, err := files.tensor(s, src)
 		if err != nil {
@@ -148,22 +149,27 @@ func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, progress f
 
 // weightFiles serves the bytes of the weights' files (bytes).
 type weightFiles struct {
-	arena  *weightArena      // nil: none
-	mapped map[string][]byte // by path: the file mapped, or nil where it cannot be
-	unmap  []func()
+	inMemory map[string][]byte // by path: the files the caller holds in memory
+	arena    *weightArena      // nil: none
+	mapped   map[string][]byte // by path: the file mapped, or nil where it cannot be
+	unmap    []func()
 }
 
-// bytes returns n bytes at off of path: read into the arena where there
-// is one; else a slice of the file's read-only mapping, or, where the
-// file cannot be mapped or the caller will write them, the bytes read
-// into a fresh buffer.
+// bytes returns n bytes at off of path: a slice of the file where the
+// caller holds it in memory, else read into the arena where there is
+// one, else a slice of the file's read-only mapping; where the file is
+// none of these or the caller will write them, the bytes read into a
+// fresh buffer.
 func (f *weightFiles) bytes(path string, off, n int64, write bool) ([]byte, error) {
-	if f.arena != nil {
+	b, seen := f.inMemory[path]
+	if !seen && f.arena != nil {
 		if buf := f.arena.alloc(n); buf != nil {
 			return buf, readAt(path, buf, off)
 		}
 	}
-	b, seen := f.mapped[path]
+	if !seen {
+		b, seen = f.mapped[path]
+	}
 	if !seen {
 		var unmap func()
 		var err error

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -533,4 +534,68 @@ func TestActivationsQ8OnGPU(t *testing.T) {
 			t.Fatalf("a mixture of experts with 8-bit activations on the GPU: err = %v, want %q", err, want)
 		}
 	})
+}
+
+// Files already in memory (engine.wasm's host puts them in guest memory)
+// give the CPU its weights in place: the same rows as reading the files,
+// and other rows when those bytes differ from the files', though every
+// check reads the files themselves.
+func TestFilesInMemory(t *testing.T) {
+	for _, scheme := range []string{"f32", "q4"} {
+		t.Run(scheme, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "tiny")
+			if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{Seed: 5}); err != nil {
+				t.Fatal(err)
+			}
+			ck, err := checkpoint.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ck.Close() })
+			weights := dir
+			if scheme != "f32" {
+				weights = variant.DefaultDir(dir, scheme)
+				if err := variant.Write(ck, quant.Scheme(scheme), weights, variant.Options{MaxShardBytes: 16 << 10}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files := map[string][]byte{}
+			paths, _ := filepath.Glob(filepath.Join(weights, "*.safetensors"))
+			bins, _ := filepath.Glob(filepath.Join(weights, "*.bin"))
+			for _, p := range append(paths, bins...) {
+				if files[p], err = os.ReadFile(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(files) == 0 {
+				t.Fatalf("no weight files in %s", weights)
+			}
+			rows := func(files map[string][]byte) [][]float32 {
+				v, err := engine.OpenVariant(ck, scheme)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e, err := engine.Open(ck, engine.Options{Variant: v, Capacity: 64, Files: files})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				out, err := session.Forward(e, probeIDs(40), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			want := rows(nil)
+			if got := rows(files); !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("the rows from the files in memory differ from the rows read from disk")
+			}
+			for _, b := range files {
+				clear(b)
+			}
+			if got := rows(files); slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatal("zeroing the files in memory changed no row: the weights were read from disk")
+			}
+		})
+	}
 }

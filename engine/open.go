@@ -40,6 +40,11 @@ type Options struct {
 	// blocks first as llama.cpp's CPU backend does for its quantized types
 	// (on the GPU too, with packed 8-bit dot products, for dense models).
 	Activations string
+	// Files are files already in memory, by path (engine.wasm's host puts
+	// the weights' files in guest memory: wasm/ABI.md, ls_open): the CPU
+	// takes its weights from them in place, as from a mapped file, instead
+	// of reading a copy. Every other read still goes to the file system.
+	Files map[string][]byte
 	// Workgroup, when not 0, fixes the GPU's matmul workgroup size (32,
 	// 64, 128 or 256); 0 lets the engine choose it per adapter, measuring
 	// on real GPUs. Every size gives the same logits, bit for bit.
@@ -97,7 +102,7 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 		return func(done, total int64) { opt.Progress(done, total, unit) }
 	}
 	if opt.Device == nil {
-		m, release, err := loadCPU(g, src, w, progress("bytes"))
+		m, release, err := loadCPU(g, src, w, opt.Files, progress("bytes"))
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"logitscope/quant"
 	"logitscope/session"
+	"logitscope/wasm/abi"
 	"logitscope/wasmsimd"
 )
 
@@ -141,5 +144,122 @@ func TestWasmCPUCallsNoGPU(t *testing.T) {
 	}
 	if len(dev.calls) != 0 {
 		t.Fatalf("a refused device called gpu imports: %v", dev.calls)
+	}
+}
+
+// Files the host put in guest memory ("files" of ls_open) give the CPU
+// path its weights in place: the same rows as the files read, other rows
+// once the blocks are overwritten, and the blocks are the model's
+// (ls_free no longer frees them). A block that
+// is not one, or is not the file's size, and files on the GPU path are
+// refused, naming the file.
+func TestWasmFilesInGuestMemory(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	plain, err := fixtures.mod.Open(ctx, nil, fixtures.modelDir, "q4", 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close(ctx)
+	prompt := testPrompt()
+	want, _, _, err := plain.Greedy(ctx, prompt, 4, []int{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	shards, _ := filepath.Glob(filepath.Join(fixtures.modelDir, "variants", "q4", "*.bin"))
+	if len(shards) == 0 {
+		t.Fatal("the fixture's q4 variant has no shards")
+	}
+	// load puts every shard in a fresh block of e; grow adds bytes to
+	// each block beyond the file's.
+	load := func(t *testing.T, e *Instance, grow int) map[string]uint32 {
+		files := map[string]uint32{}
+		for _, s := range shards {
+			data, err := os.ReadFile(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.malloc(ctx, uint32(len(data)+grow))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !e.mod.Memory().Write(p, data) {
+				t.Fatalf("block %#x outside guest memory", p)
+			}
+			rel, _ := filepath.Rel(fixtures.modelDir, s)
+			files[rel] = p
+		}
+		return files
+	}
+	open := func(e *Instance, device string, files map[string]uint32) error {
+		args, _ := json.Marshal(abi.Open{Model: Mount, Variant: "q4", Capacity: 64, Device: device, Files: files})
+		_, err := e.callIn(ctx, "ls_open", args)
+		return err
+	}
+	fresh := func(t *testing.T) *Instance {
+		e, err := fixtures.mod.instantiate(ctx, nil, fixtures.modelDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close(ctx) })
+		return e
+	}
+
+	t.Run("same rows", func(t *testing.T) {
+		e := fresh(t)
+		files := load(t, e, 0)
+		if err := open(e, "cpu", files); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range files {
+			e.free(ctx, p) // the model's now: a no-op
+		}
+		got, _, _, err := e.Greedy(ctx, prompt, 4, []int{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, "greedy", got, want)
+		// In place: blocks zeroed after the open change the rows.
+		for _, p := range files {
+			if !e.mod.Memory().Write(p, make([]byte, 4096)) {
+				t.Fatalf("block %#x outside guest memory", p)
+			}
+		}
+		if got, _, _, err = e.Greedy(ctx, prompt, 4, []int{}); err != nil {
+			t.Fatal(err)
+		}
+		if slices.EqualFunc(got, want, slices.Equal) {
+			t.Fatal("zeroing the blocks after the open changed no row: the weights are not the blocks")
+		}
+	})
+	for _, c := range []struct {
+		name, device, want string
+		grow               int
+		files              func(map[string]uint32) map[string]uint32
+	}{
+		{"on the GPU", "gpu", "only the CPU path", 0, nil},
+		{"a block of another size", "cpu", "its block at", 8, nil},
+		{"not a block", "cpu", "is not the address of a block", 0, func(f map[string]uint32) map[string]uint32 {
+			for k, p := range f {
+				f[k] = p + 8
+			}
+			return f
+		}},
+		{"outside the model directory", "cpu", `"../x.bin" is not a path inside`, 0, func(f map[string]uint32) map[string]uint32 {
+			return map[string]uint32{"../x.bin": 8}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := fresh(t)
+			files := load(t, e, c.grow)
+			if c.files != nil {
+				files = c.files(files)
+			}
+			err := open(e, c.device, files)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
 	}
 }

@@ -94,7 +94,7 @@ func lsOpen(p, n uint32) int32 {
 			opened.close()
 			opened = nil
 		}
-		s, err := open(data, hostGPU)
+		s, err := open(data, blocks, hostGPU)
 		if err != nil {
 			return 0, err
 		}

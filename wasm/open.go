@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"unsafe"
@@ -44,10 +45,11 @@ type openModel struct {
 	pin runtime.Pinner
 }
 
-// open loads the model at a.Model (a guest path) on a.Device. newDevice
-// opens the gpu imports; only the GPU path calls it, so a CPU model never
-// calls an import (not even info).
-func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error) {
+// open loads the model at a.Model (a guest path) on a.Device. blocks are
+// the host's ls_malloc blocks (a.Files names some). newDevice opens the
+// gpu imports; only the GPU path calls it, so a CPU model never calls an
+// import (not even info).
+func open(data []byte, blocks map[uint32][]byte, newDevice func() (gpu.Device, error)) (*openModel, error) {
 	var a abi.Open
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("ls_open: %w", err)
@@ -90,7 +92,7 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error)
 		return nil, err
 	}
 	m := &openModel{ck: ck}
-	if m.eng, err = load(ck, a, newDevice); err != nil {
+	if m.eng, err = load(ck, a, blocks, newDevice); err != nil {
 		ck.Close()
 		return nil, err
 	}
@@ -100,9 +102,12 @@ func open(data []byte, newDevice func() (gpu.Device, error)) (*openModel, error)
 	return m, nil
 }
 
-func load(ck *checkpoint.Checkpoint, a abi.Open, newDevice func() (gpu.Device, error)) (engine.Engine, error) {
+func load(ck *checkpoint.Checkpoint, a abi.Open, blocks map[uint32][]byte, newDevice func() (gpu.Device, error)) (engine.Engine, error) {
 	opt := engine.Options{Capacity: a.Capacity}
 	var err error
+	if opt.Files, err = takeFiles(a, blocks); err != nil {
+		return nil, err
+	}
 	if engine.IsGGUF(a.Variant) {
 		opt.GGUF, err = engine.OpenGGUF(ck, filepath.Join(ck.Dir, a.Variant))
 	} else {
@@ -117,6 +122,42 @@ func load(ck *checkpoint.Checkpoint, a abi.Open, newDevice func() (gpu.Device, e
 		}
 	}
 	return engine.Open(ck, opt)
+}
+
+// takeFiles is a.Files by path under a.Model, each its block, which
+// leaves blocks for the model: from here the engine holds it, and ls_free
+// no longer frees it. A block must hold the whole file: the weights are
+// sliced from it where the file says they lie.
+func takeFiles(a abi.Open, blocks map[uint32][]byte) (map[string][]byte, error) {
+	if len(a.Files) == 0 {
+		return nil, nil
+	}
+	if a.Device != "cpu" {
+		return nil, errors.New("ls_open: files: only the CPU path takes its weights from guest memory (a GPU's come from the files: upload_file)")
+	}
+	out := make(map[string][]byte, len(a.Files))
+	for name, p := range a.Files {
+		if !filepath.IsLocal(name) {
+			return nil, fmt.Errorf("ls_open: files: %q is not a path inside the model directory", name)
+		}
+		path := filepath.Join(a.Model, name)
+		b, ok := blocks[p]
+		if !ok {
+			return nil, fmt.Errorf("ls_open: files: %s: %#x is not the address of a block from ls_malloc", path, p)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("ls_open: files: %w", err)
+		}
+		if st.Size() != int64(len(b)) {
+			return nil, fmt.Errorf("ls_open: files: %s has %d bytes, its block at %#x %d", path, st.Size(), p, len(b))
+		}
+		out[path] = b
+	}
+	for _, p := range a.Files {
+		delete(blocks, p)
+	}
+	return out, nil
 }
 
 func (m *openModel) close() {

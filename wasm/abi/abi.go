@@ -18,6 +18,14 @@ type Open struct {
 	// Device is "gpu" (absent or "": the gpu imports) or "cpu": the guest
 	// computes in its own memory and calls no gpu import.
 	Device string `json:"device,omitempty"`
+	// Files are files of the model directory that the host has put in
+	// guest memory, by path inside the directory: each the address of an
+	// ls_malloc block that holds the whole file. On the CPU path the
+	// engine takes its weights from them in place instead of reading a
+	// copy, and the blocks become the model's (ls_free no longer frees
+	// them). A browser reads the files it holds into guest memory this way
+	// without a copy per read in its own heap.
+	Files map[string]uint32 `json:"files,omitempty"`
 }
 
 // Request is ls_request's JSON.

@@ -45,6 +45,14 @@
     }
   }
   const equalInts = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+  // rowsOf counts the rows in Instance.run's pieces of float32 rows of width.
+  const rowsOf = (pieces, width) => pieces.reduce((n, p) => n + p.length, 0) / 4 / width;
+  // samePieces says whether two runs' pieces hold the same bytes.
+  const samePieces = (a, b) => {
+    const flat = (ps) => ps.flatMap((p) => Array.from(p));
+    const x = flat(a), y = flat(b);
+    return x.length === y.length && x.every((v, i) => v === y[i]);
+  };
 
   async function runCase(name, f) {
     const t = { cleanup: [], notes: [] };
@@ -197,8 +205,8 @@
       }],
       ["greedy text prompt through ChatML", async (t) => {
         const e = await open(t, "q4");
-        const { result: res, rows, width } = await e.run({ mode: "greedy", text: "Hello", max_new: 3, stops: [] });
-        const nrows = rows.length / width;
+        const { result: res, pieces, width } = await e.run({ mode: "greedy", text: "Hello", max_new: 3, stops: [] });
+        const nrows = rowsOf(pieces, width);
         if (res.prompt_ids.length < 10 || res.output.length !== 3 || nrows !== 3 || !res.done) {
           fail(`result ${JSON.stringify(res)} with ${nrows} rows`);
         }
@@ -296,8 +304,8 @@
         const e = await open(t, "q4", { device: "cpu", capacity: 64 });
         const prompt = Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % 500);
         const g = await e.run({ mode: "greedy", prompt_ids: prompt, max_new: 3, stops: [] });
-        if (g.rows.length / g.width !== 3 || g.result.output.length !== 3) {
-          fail(`greedy on the CPU: ${g.rows.length / g.width} rows, output ${JSON.stringify(g.result.output)}`);
+        if (rowsOf(g.pieces, g.width) !== 3 || g.result.output.length !== 3) {
+          fail(`greedy on the CPU: ${rowsOf(g.pieces, g.width)} rows, output ${JSON.stringify(g.result.output)}`);
         }
         await e.run({ mode: "panel", windows: [[1, 2, 3, 4], [5, 6, 7]] });
         if (Object.keys(e.gpu.counts).length !== 0) fail(`the CPU path called gpu imports: ${JSON.stringify(e.gpu.counts)}`);
@@ -305,6 +313,25 @@
         // decoded rows and tiles.
         const c = e.kernels.calls;
         if (!(c.q4_rows > 0 && c.q4_decode > 0 && c.tile4x4 > 0)) fail(`the CPU path's SIMD kernels were not called: ${JSON.stringify(c)}`);
+      }],
+      ["cpu: weights read into guest memory (ls_open files) give the same rows, in place", async (t) => {
+        const request = { mode: "greedy", prompt_ids: [3, 1, 4, 1, 5, 9, 2, 6], max_new: 3, stops: [] };
+        const want = await (await open(t, "q4", { device: "cpu", capacity: 64 })).run(request);
+        const e = await fresh(t);
+        const shards = [...q4Files.keys()].filter((p) => p.startsWith("variants/q4/") && p.endsWith(".bin"));
+        const seen = [];
+        const files = await e.load(shards, (loaded, total) => seen.push([loaded, total]));
+        const size = shards.reduce((n, p) => n + q4Files.get(p).length, 0);
+        if (JSON.stringify(seen[seen.length - 1]) !== JSON.stringify([size, size])) fail(`load progress ended at ${JSON.stringify(seen[seen.length - 1])}, want ${size} of ${size}`);
+        await e.open({ variant: "q4", capacity: 64, device: "cpu", files });
+        const got = await e.run(request);
+        if (!samePieces(got.pieces, want.pieces)) fail("the rows from guest memory differ from the rows read from the files");
+        for (const p of Object.values(files)) e.bytes(p, 4096).fill(0);
+        if (samePieces((await e.run(request)).pieces, want.pieces)) fail("zeroing the blocks after the open changed no row: the weights are not the blocks");
+        wantErr(await catchErr(async () => {
+          const g = await fresh(t);
+          await g.open({ variant: "q4", capacity: 64, device: "gpu", files: await g.load(shards) });
+        }), "only the CPU path");
       }],
       ["cpu: an unknown device is refused by name", async (t) => {
         const e = await fresh(t);
@@ -375,8 +402,14 @@
       t.log(`panel: ${want} rows in ${p.ms.toFixed(0)} ms`);
     });
     await runCase("bridge: greedy and panel f32 on the CPU through the worker", async (t) => {
+      progress.length = 0;
       const o = await bridge.open({ model: MODEL, variant: "f32", capacity: 64, device: "cpu" });
       if (o.device !== "cpu") fail(`open: ${JSON.stringify(o)}`);
+      // The weights went into guest memory first: the checkpoint's safetensors.
+      const weights = model.files.filter((f) => !f.path.includes("/") && f.path.endsWith(".safetensors")).reduce((n, f) => n + f.size, 0);
+      const loads = progress.filter((p) => p.phase === "load");
+      const last = loads[loads.length - 1];
+      if (!last || last.loaded !== weights || last.total !== weights) fail(`load progress ${JSON.stringify(loads)}, want it to end at ${weights} of ${weights}`);
       const out = await bridge.run(greedy);
       if (out.rows.length / out.width !== greedy.max_new) fail(`${out.rows.length / out.width} rows`);
       keep("greedy", "cpu", greedy, out);
@@ -384,6 +417,19 @@
       const p = await bridge.run(panel);
       keep("panel", "cpu", panel, p);
       t.log(`panel: ${p.rows.length / p.width} rows in ${p.ms.toFixed(0)} ms`);
+    });
+    await runCase("bridge: release drops the model with its worker; a call in flight fails", async (t) => {
+      await bridge.open({ model: MODEL, variant: "q4", capacity: 64, device: "cpu" });
+      const w = bridge.worker;
+      const out = await bridge.run(greedy, { release: true });
+      if (out.rows.length / out.width !== greedy.max_new) fail(`${out.rows.length / out.width} rows`);
+      if (bridge.worker === w) fail("run with release kept the worker");
+      wantErr(await catchErr(() => bridge.run(greedy)), "no model open");
+      const opening = bridge.open({ model: MODEL, variant: "q4", capacity: 64, device: "cpu" });
+      bridge.release();
+      wantErr(await catchErr(() => opening), "the bridge was released");
+      await bridge.open({ model: MODEL, variant: "q4", capacity: 64, device: "cpu" });
+      if ((await bridge.run(greedy)).result.output.length !== greedy.max_new) fail("no run after a release");
     });
     bridge.terminate();
 

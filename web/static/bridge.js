@@ -7,6 +7,8 @@
 //   await b.probe();                     // {webgpu, adapter, reason}
 //   await b.open({model, variant, capacity, device});
 //   await b.run(request);                // {result, vocab, width, rows, firstRowMs, ms}
+//   await b.run(request, {release: true}); // the same, the model gone before it resolves
+//   b.release();                         // the model's memory goes (the next open may follow)
 //   b.terminate();
 "use strict";
 
@@ -14,18 +16,27 @@
   class LogitscopeBridge {
     constructor(workerURL = "/static/worker.js") {
       this.onprogress = null;
-      this.worker = new Worker(workerURL);
+      this.workerURL = workerURL;
       this.nextId = 1;
       this.current = null; // {id, op, resolve, reject}
       this.dead = "";
-      this.worker.onmessage = (ev) => this.receive(ev.data);
-      this.worker.onerror = (ev) => {
+      this.opened = false; // the worker has opened a model
+      this.start();
+    }
+
+    // start starts a fresh worker.
+    start() {
+      const w = new Worker(this.workerURL);
+      w.onmessage = (ev) => this.receive(ev.data);
+      w.onerror = (ev) => {
         ev.preventDefault();
         const msg = `the engine worker failed: ${ev.message || "script error"}` +
           (ev.filename ? ` (${ev.filename}:${ev.lineno})` : "");
         this.fail(msg);
       };
-      this.worker.onmessageerror = () => this.fail("the engine worker sent a message that could not be read");
+      w.onmessageerror = () => this.fail("the engine worker sent a message that could not be read");
+      this.worker = w;
+      this.opened = false;
     }
 
     receive(m) {
@@ -76,12 +87,38 @@
     //   variant: f32, q8, q6, q4, a GGUF file the model has, or "local:NAME.gguf"
     //   with file, the File to read it from (handed to the worker, never uploaded)
     //   -> {device: "webgpu"|"cpu", adapter, bytes, cachedBytes, vocab, ms}
-    open(args) { return this.call("open", args); }
+    //
+    // Each open after the first runs in a fresh worker: the model before
+    // goes with its worker, all at once (its guest memory and what its
+    // reads left in the worker's heap), not when a collection finds it.
+    open(args) {
+      if (this.opened && !this.current && !this.dead) {
+        this.worker.terminate();
+        this.start();
+      }
+      const p = this.call("open", args);
+      this.opened = true;
+      return p;
+    }
+
+    // release drops the open model with its worker, as the next open would,
+    // for a page that has read what it needs; a fresh worker takes later
+    // calls. It fails a call in flight.
+    release() {
+      if (this.dead || !this.opened) return;
+      this.worker.terminate();
+      if (this.current) this.fail("the bridge was released");
+      this.start();
+    }
 
     // run <wasm/abi.Request> -> {result, vocab, width, rows: Float32Array, firstRowMs, ms}
-    run(request) {
+    // With release, the model goes (release) before the promise resolves:
+    // the last run of a model, whose rows the page then copies without
+    // holding the model beside them.
+    run(request, { release = false } = {}) {
       return this.call("run", request).then((v) => {
-        if (!(v.rows instanceof Float32Array)) v.rows = new Float32Array(v.rows || []);
+        if (release) this.release();
+        v.rows = join(v.rows || []);
         return v;
       });
     }
@@ -92,6 +129,18 @@
       this.dead = "the bridge was terminated";
       if (this.current) this.fail(this.dead);
     }
+  }
+
+  // join is the worker's rows, a region's ArrayBuffer at a time, as one
+  // Float32Array.
+  function join(buffers) {
+    const out = new Uint8Array(buffers.reduce((n, b) => n + b.byteLength, 0));
+    let at = 0;
+    for (const b of buffers) {
+      out.set(new Uint8Array(b), at);
+      at += b.byteLength;
+    }
+    return new Float32Array(out.buffer);
   }
 
   global.LogitscopeBridge = LogitscopeBridge;

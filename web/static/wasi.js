@@ -48,6 +48,8 @@
 
   // READ_AHEAD is how much a BlobFile reads at once for a short read.
   const READ_AHEAD = 4 << 20;
+  // STREAM_BUFFER is the buffer BlobFile.stream reads into.
+  const STREAM_BUFFER = 4 << 20;
 
   // BlobFile is a file the user picked (a File or any Blob) as MemFS data:
   // it reads what is asked for, when it is asked for, so a multi-gigabyte
@@ -93,10 +95,64 @@
       try {
         return new Uint8Array(this.reader.readAsArrayBuffer(this.blob.slice(start, end)));
       } catch (e) {
-        // The browser refuses a file that changed or moved since it was chosen.
-        if (this.source) throw new Error(`reading ${this.name} (bytes ${start}–${end}) from ${this.source}: ${e.name}: ${e.message}; reload the page to fetch it again`);
-        throw new Error(`reading ${this.name} (bytes ${start}–${end}) from disk: ${e.name}: ${e.message}; choose the file again if it changed`);
+        throw this.failed(start, end, e);
       }
+    }
+
+    // failed is the error of a read of bytes [start, end) that the browser
+    // refused: a file that changed or moved since it was chosen.
+    failed(start, end, e) {
+      if (this.source) return new Error(`reading ${this.name} (bytes ${start}–${end}) from ${this.source}: ${e.name}: ${e.message}; reload the page to fetch it again`);
+      return new Error(`reading ${this.name} (bytes ${start}–${end}) from disk: ${e.name}: ${e.message}; choose the file again if it changed`);
+    }
+
+    // stream reads the whole file in order, handing each piece to
+    // put(bytes, at), which must copy it before the next: where the
+    // browser reads a Blob's stream into a given buffer (BYOB), every
+    // piece lands in one reused buffer, so a file read into guest memory
+    // leaves no garbage (FileReaderSync makes a buffer per read: 278 MB of
+    // shards read that way piled up 200 MB in a worker before a collection).
+    async stream(put) {
+      const s = this.blob.stream();
+      let byob = null;
+      try {
+        byob = s.getReader({ mode: "byob" });
+      } catch (e) {
+        // not a byte stream: a buffer per piece
+      }
+      const reader = byob || s.getReader();
+      let at = 0;
+      let buf = byob ? new ArrayBuffer(STREAM_BUFFER) : null;
+      try {
+        for (;;) {
+          const { done, value } = await (byob ? reader.read(new Uint8Array(buf)) : reader.read());
+          if (done) break;
+          put(value, at);
+          at += value.length;
+          if (byob) buf = value.buffer;
+        }
+      } catch (e) {
+        throw this.failed(at, this.length, e);
+      }
+      if (at !== this.length) throw this.failed(at, this.length, new Error(`the file ended after ${at} of its ${this.length} bytes`));
+    }
+  }
+
+  // GuestFile is a file the host has put in guest memory (ls_open's
+  // "files", wasm/ABI.md) as MemFS data: subarray is a view of the guest's
+  // bytes, made at each call, since a view dies when the memory grows.
+  // Reading it costs no copy but the one into the reader's buffer.
+  class GuestFile {
+    constructor(memory, ptr, length) {
+      this.memory = memory;
+      this.ptr = ptr;
+      this.length = length;
+    }
+
+    subarray(start = 0, end = this.length) {
+      start = Math.max(0, Math.min(start, this.length));
+      end = Math.max(start, Math.min(end, this.length));
+      return new Uint8Array(this.memory.buffer, this.ptr + start, end - start);
     }
   }
 
@@ -110,7 +166,7 @@
       this.root.parent = this.root;
       const entries = files instanceof Map ? [...files] : Object.entries(files || {});
       for (const [path, data] of entries) {
-        if (!(data instanceof Uint8Array) && !(data instanceof BlobFile)) throw new TypeError(`MemFS: ${path}: want a Uint8Array or a BlobFile`);
+        MemFS.check(path, data);
         const parts = path.split("/").filter((p) => p !== "" && p !== ".");
         if (parts.length === 0 || parts.includes("..")) throw new Error(`MemFS: bad path ${JSON.stringify(path)}`);
         let dir = this.root;
@@ -152,11 +208,27 @@
       return { node };
     }
 
+    static check(path, data) {
+      if (!(data instanceof Uint8Array) && !(data instanceof BlobFile) && !(data instanceof GuestFile)) {
+        throw new TypeError(`MemFS: ${path}: want a Uint8Array, a BlobFile or a GuestFile`);
+      }
+    }
+
     // file returns the bytes of the file at a path relative to the root (a
-    // Uint8Array or a BlobFile), or null.
+    // Uint8Array, a BlobFile or a GuestFile), or null.
     file(path) {
       const { node } = this.lookup(this.root, path);
       return node && node.type === FILETYPE.REGULAR_FILE ? node.data : null;
+    }
+
+    // replace serves the file at path from data (the same bytes, held
+    // elsewhere: a GuestFile once the host has read it into guest memory).
+    replace(path, data) {
+      const { node } = this.lookup(this.root, path);
+      if (!node || node.type !== FILETYPE.REGULAR_FILE) throw new Error(`MemFS: no file ${path}`);
+      MemFS.check(path, data);
+      if (data.length !== node.data.length) throw new Error(`MemFS: ${path}: ${data.length} bytes for a file of ${node.data.length}`);
+      node.data = data;
     }
   }
 
@@ -593,5 +665,5 @@
     }
   }
 
-  global.LogitscopeWASI = { WASI, MemFS, BlobFile, ProcExit, checkImports, errno: E };
+  global.LogitscopeWASI = { WASI, MemFS, BlobFile, GuestFile, ProcExit, checkImports, errno: E };
 })(typeof self !== "undefined" ? self : globalThis);

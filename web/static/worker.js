@@ -14,7 +14,7 @@
 (function (global) {
   const inWorker = typeof WorkerGlobalScope !== "undefined" && global instanceof WorkerGlobalScope;
   if (inWorker) importScripts("wasi.js", "gpu.js", "modelcache.js");
-  const { WASI, MemFS, BlobFile, ProcExit, checkImports } = global.LogitscopeWASI;
+  const { WASI, MemFS, BlobFile, GuestFile, ProcExit, checkImports } = global.LogitscopeWASI;
   const { GPUHost, requestDevice, probe } = global.LogitscopeGPU;
 
   const { CACHE_NAME } = global.LogitscopeModelCache;
@@ -242,9 +242,38 @@
       try { return c ? JSON.parse(dec.decode(c.subarray(0, c.length))) : {}; } catch (e) { return {}; }
     }
 
+    // load puts the files at paths (under /model) in guest memory for
+    // ls_open's "files" (wasm/ABI.md), each in an ls_malloc block that the
+    // file system then serves, and returns them as {path: address}.
+    // progress(loaded, total, path) follows the bytes.
+    async load(paths, progress = () => {}) {
+      const files = paths.map((path) => ({ path, data: this.fs.file(path) }));
+      const total = files.reduce((n, f) => n + f.data.length, 0);
+      let loaded = 0;
+      const out = {};
+      for (const { path, data } of files) {
+        const p = this.malloc(data.length);
+        if (data instanceof BlobFile) {
+          await data.stream((bytes, at) => {
+            this.bytes(p + at, bytes.length).set(bytes);
+            loaded += bytes.length;
+            progress(loaded, total, path);
+          });
+        } else {
+          this.bytes(p, data.length).set(data.subarray(0, data.length));
+          loaded += data.length;
+          progress(loaded, total, path);
+        }
+        this.fs.replace(path, new GuestFile(this.memory, p, data.length));
+        out[path] = p;
+      }
+      return out;
+    }
+
     // open calls ls_open and waits for the WebGPU errors of the upload.
-    async open({ variant = "f32", capacity = 64, device = "gpu" } = {}) {
-      this.callIn("ls_open", JSON.stringify({ model: "/model", variant, capacity, device }));
+    // files: load's value, on the CPU.
+    async open({ variant = "f32", capacity = 64, device = "gpu", files } = {}) {
+      this.callIn("ls_open", JSON.stringify({ model: "/model", variant, capacity, device, files }));
       if (this.gpu.device) {
         try {
           await this.gpu.settle();
@@ -257,8 +286,12 @@
 
     // run sends a request and drives the split-step loop (wasm/ABI.md):
     // ls_step; ls_region; read the region (GPU: copy to a MAP_READ buffer
-    // and await mapAsync; CPU, buffer 0: guest memory at offset); keep the
-    // bytes as rows; ls_feed them back through one reused guest block.
+    // and await mapAsync; CPU, buffer 0: guest memory at offset) into a
+    // piece of its own; ls_feed it back through one reused guest block.
+    // The value's pieces are the rows, a region's at a time, in order:
+    // whoever wants them whole joins them once (bridge.js), where a buffer
+    // grown by doubling here held twice the rows beside the garbage of its
+    // earlier sizes, in the worker that holds the model.
     // A prefill chunk (ls_step 2) has nothing to read: with onPrefill, the
     // host waits for the device to finish it and passes on ls_progress
     // ({done, total} input tokens), before the first chunk too, so that a
@@ -266,8 +299,7 @@
     async run(request, { onRows, onPrefill } = {}) {
       const t0 = performance.now();
       this.callIn("ls_request", typeof request === "string" ? request : JSON.stringify(request));
-      let rows = new Float32Array(0);
-      let used = 0; // floats
+      const pieces = []; // each region's rows, as read
       let nrows = 0;
       let width = 0; // float32 per row: the logits, then a mixture of experts' routes
       let firstRowMs = null;
@@ -298,12 +330,8 @@
           const size = Number(dv.getBigUint64(12, true));
           const n = dv.getUint32(20, true);
           if (n > 0) width = size / 4 / n;
-          if (used + size / 4 > rows.length) {
-            const grown = new Float32Array(Math.max(2 * rows.length, used + size / 4, 1024));
-            grown.set(rows.subarray(0, used));
-            rows = grown;
-          }
-          const dest = new Uint8Array(rows.buffer, used * 4, size);
+          const dest = new Uint8Array(size);
+          pieces.push(dest);
           if (buffer === 0) {
             dest.set(this.bytes(offset, size)); // device "cpu": the rows are in guest memory
           } else {
@@ -318,7 +346,6 @@
           }
           this.bytes(feedP, size).set(dest);
           this.call("ls_feed", feedP, size);
-          used += size / 4;
           nrows += n;
           if (onRows) onRows(nrows);
         }
@@ -327,7 +354,7 @@
         // result.routes say how to split them (wasm/ABI.md).
         const vocab = result.vocab || this.config().vocab_size || 0;
         if (!width) width = vocab + (result.routes ? result.routes.layers.length * result.routes.top_k : 0);
-        return { result, vocab, width, rows: rows.slice(0, used), firstRowMs: firstRowMs ?? 0, ms: performance.now() - t0 };
+        return { result, vocab, width, pieces, firstRowMs: firstRowMs ?? 0, ms: performance.now() - t0 };
       } finally {
         if (this.alive) {
           this.free(regP);
@@ -395,6 +422,12 @@
   // opens, and the small files are read whole), and a local folder's too,
   // but its safetensors beside a variant, which engine.wasm only hashes.
   const held = (model, variant, f) => !(model.local && variant !== "f32" && !isGGUF(variant) && isWeights(f.path));
+
+  // inGuest says whether the CPU path's open of variant reads file f into
+  // guest memory first (Instance.load): the files it takes its weights
+  // from, a variant's shards, a GGUF or the checkpoint's safetensors, where
+  // it holds them.
+  const inGuest = (model, variant, f) => held(model, variant, f) && /\.(safetensors|gguf|bin)$/i.test(f.path);
 
   // localModel is a model folder the user chose ("local:NAME/") in the
   // shape findModel gives a served one, each file with the File it is read
@@ -615,10 +648,24 @@
       }
       const what = local ? `${local.name} from this computer's disk (nothing is uploaded)` : variant;
       const whose = model.local ? `folder ${model.name} (from this computer's disk, nothing is uploaded)` : name;
-      progress({ phase: "open", message: `${whose} ${what} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
+      const opening = () => progress({ phase: "open", message: `${whose} ${what} on ${g ? g.name : "the CPU"}`, loaded: 0, total: 0 });
+      if (g) opening();
       const e = await Instance.create(module, { files: fetched.files, device: g ? g.device : null, adapterName: g ? g.name : "", simd });
       try {
-        await e.open({ variant: local ? local.name : variant, capacity, device: g ? "gpu" : "cpu" });
+        let inMemory; // the CPU's weights, read into guest memory first
+        if (!g) {
+          const paths = files.filter((f) => inGuest(model, variant, f)).map((f) => f.path);
+          if (local) paths.push(local.name);
+          let last = 0;
+          inMemory = await e.load(paths, (loaded, total, path) => {
+            const now = performance.now();
+            if (now - last < 100 && loaded < total) return;
+            last = now;
+            progress({ phase: "load", message: path, loaded, total });
+          });
+          opening();
+        }
+        await e.open({ variant: local ? local.name : variant, capacity, device: g ? "gpu" : "cpu", files: inMemory });
       } catch (err) {
         e.close(); // its GPU buffers now, not at the next collection
         if (model.local) err.message = inFolder(model.name, err.message);
@@ -640,11 +687,12 @@
         throw new Error(discarded || "run: no model open (call open first)");
       }
       try {
-        const out = await engine.run(request, {
+        const { pieces, ...out } = await engine.run(request, {
           onRows: (n) => progress({ phase: "rows", message: "", loaded: n, total: 0 }),
           onPrefill: ({ done, total }) => progress({ phase: "prefill", message: "tokens", loaded: done, total }),
         });
-        return { value: out, transfer: [out.rows.buffer] };
+        out.rows = pieces.map((p) => p.buffer);
+        return { value: out, transfer: out.rows };
       } catch (e) {
         // A trap leaves the Go runtime unusable and a WebGPU error leaves the
         // device state unknown: both discard the instance. An engine error

@@ -73,6 +73,10 @@ func (b *bridge) open(model, variant string, capacity int, device string, file, 
 	return o, fromJS(v, &o)
 }
 
+// release drops the open model, and its memory with its worker, for a
+// page that has the rows it needs (bridge.js).
+func (b *bridge) release() { b.v.Call("release") }
+
 // runReply is run()'s reply with the rows copied into Go: Raw holds them
 // as the bridge gave them (float32 little-endian, Width per row: the
 // logits, then a mixture of experts' routes), Rows decoded.
@@ -85,12 +89,18 @@ type runReply struct {
 	Ms         float64
 }
 
+// run runs req on the open model, its last: the page opens each side
+// afresh, so the model goes (release) before the rows are copied in.
 func (b *bridge) run(req abi.Request) (r runReply, err error) {
 	arg, err := toJS(req)
 	if err != nil {
 		return r, err
 	}
-	v, err := call(b.v, "run", arg)
+	opt, err := toJS(map[string]bool{"release": true})
+	if err != nil {
+		return r, err
+	}
+	v, err := call(b.v, "run", arg, opt)
 	if err != nil {
 		return r, err
 	}

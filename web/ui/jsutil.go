@@ -8,13 +8,12 @@ package main
 // loop, which a blocked handler holds up.
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"syscall/js"
+	"unsafe"
 )
 
 var (
@@ -122,13 +121,15 @@ func bytesOf(v js.Value) []byte {
 	return b
 }
 
-// float32s decodes little-endian float32s.
+// float32s is b as the little-endian float32s it holds, in place, not a
+// copy: wasm is little-endian, and a slice that make gave (bytesOf's) is
+// aligned for them. A run's rows are tens of MB, which ui.wasm's memory
+// would keep for the page's life.
 func float32s(b []byte) []float32 {
-	f := make([]float32, len(b)/4)
-	for i := range f {
-		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	if len(b) < 4 {
+		return nil
 	}
-	return f
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 }
 
 // fetchBytes GETs url and returns the body; an HTTP error's text says

@@ -133,6 +133,10 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		return nil, nil, nil, errors.New(r.BridgeErr)
 	}
 	<-r.probed
+	// A side's model goes with its run (bridge.run), or when the run
+	// failed: the analysis needs only the rows, and the next run opens
+	// afresh.
+	defer r.br.release()
 	files := js.Undefined() // the folder's Files, for the bridge
 	if folder != nil {
 		r.stage("reading folder", folder.Name)

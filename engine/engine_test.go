@@ -36,17 +36,9 @@ func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onC
 func bothEnginesActs(t *testing.T, p synth.Preset, scheme string, capacity int, acts string) (onCPU, onGPU engine.Engine) {
 	t.Helper()
 	dev := nativetest.Device(t)
-	dir := filepath.Join(t.TempDir(), p.Name)
-	if err := synth.Write(p, dir, synth.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
+	ck := synthCheckpoint(t, p)
 	if scheme != "f32" {
-		vdir := variant.DefaultDir(dir, scheme)
+		vdir := variant.DefaultDir(ck.Dir, scheme)
 		if err := variant.Write(ck, quant.Scheme(scheme), vdir, variant.Options{MaxShardBytes: 16 << 10}); err != nil {
 			t.Fatal(err)
 		}
@@ -63,6 +55,22 @@ func bothEnginesActs(t *testing.T, p synth.Preset, scheme string, capacity int, 
 		t.Cleanup(e[i].Close)
 	}
 	return e[0], e[1]
+}
+
+// synthCheckpoint writes preset p (seed 3) into a temporary directory and
+// opens it, closed when the test ends.
+func synthCheckpoint(t *testing.T, p synth.Preset) *checkpoint.Checkpoint {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), p.Name)
+	if err := synth.Write(p, dir, synth.Options{Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ck.Close() })
+	return ck
 }
 
 // presets: the tiny preset of every family, and the qwen2.5-0.5b,
@@ -280,20 +288,12 @@ func TestName(t *testing.T) {
 // attention is the checkpoint's own.
 func TestPolicyVariant(t *testing.T) {
 	dev := nativetest.Device(t)
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
+	ck := synthCheckpoint(t, synth.Presets["tiny"])
 	mlpOnly := filepath.Join(t.TempDir(), "q4-mlp")
 	if err := variant.Write(ck, quant.Q4, mlpOnly, variant.Options{Policy: &variant.Policy{Only: `mlp\.`}, MaxShardBytes: 16 << 10}); err != nil {
 		t.Fatal(err)
 	}
-	if err := variant.Write(ck, quant.Q4, variant.DefaultDir(dir, "q4"), variant.Options{}); err != nil {
+	if err := variant.Write(ck, quant.Q4, variant.DefaultDir(ck.Dir, "q4"), variant.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ids := probeIDs(40)
@@ -345,15 +345,7 @@ func TestMixedVariant(t *testing.T) {
 	}}
 	for _, name := range []string{"tiny", "tiny-llama", "tiny-gemma3"} {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), name)
-			if err := synth.Write(synth.Presets[name], dir, synth.Options{Seed: 3}); err != nil {
-				t.Fatal(err)
-			}
-			ck, err := checkpoint.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ck.Close() })
+			ck := synthCheckpoint(t, synth.Presets[name])
 			vdir := filepath.Join(t.TempDir(), "q4-mixed")
 			if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: policy, MaxShardBytes: 16 << 10}); err != nil {
 				t.Fatal(err)
@@ -414,15 +406,7 @@ func TestMixedVariant(t *testing.T) {
 // included.
 func TestMixedExperts(t *testing.T) {
 	dev := nativetest.Device(t)
-	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
-	if err := synth.Write(synth.Presets["tiny-qwen3-moe"], dir, synth.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
+	ck := synthCheckpoint(t, synth.Presets["tiny-qwen3-moe"])
 	vdir := filepath.Join(t.TempDir(), "q4-experts")
 	if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: &variant.Policy{Only: `mlp\.experts\.[1-5]\.`}}); err != nil {
 		t.Fatal(err)
@@ -520,16 +504,8 @@ func TestActivationsQ8OnGPU(t *testing.T) {
 	}
 	t.Run("experts", func(t *testing.T) {
 		dev := nativetest.Device(t)
-		dir := filepath.Join(t.TempDir(), "moe")
-		if err := synth.Write(synth.Presets["tiny-qwen2-moe"], dir, synth.Options{Seed: 3}); err != nil {
-			t.Fatal(err)
-		}
-		ck, err := checkpoint.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ck.Close()
-		_, err = engine.Open(ck, engine.Options{Device: dev, Capacity: 8, Activations: engine.ActsQ8})
+		ck := synthCheckpoint(t, synth.Presets["tiny-qwen2-moe"])
+		_, err := engine.Open(ck, engine.Options{Device: dev, Capacity: 8, Activations: engine.ActsQ8})
 		if want := "mixture-of-experts"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("a mixture of experts with 8-bit activations on the GPU: err = %v, want %q", err, want)
 		}
@@ -543,18 +519,10 @@ func TestActivationsQ8OnGPU(t *testing.T) {
 func TestFilesInMemory(t *testing.T) {
 	for _, scheme := range []string{"f32", "q4"} {
 		t.Run(scheme, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "tiny")
-			if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{Seed: 5}); err != nil {
-				t.Fatal(err)
-			}
-			ck, err := checkpoint.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ck.Close() })
-			weights := dir
+			ck := synthCheckpoint(t, synth.Presets["tiny"])
+			weights := ck.Dir
 			if scheme != "f32" {
-				weights = variant.DefaultDir(dir, scheme)
+				weights = variant.DefaultDir(ck.Dir, scheme)
 				if err := variant.Write(ck, quant.Scheme(scheme), weights, variant.Options{MaxShardBytes: 16 << 10}); err != nil {
 					t.Fatal(err)
 				}
@@ -563,9 +531,11 @@ func TestFilesInMemory(t *testing.T) {
 			paths, _ := filepath.Glob(filepath.Join(weights, "*.safetensors"))
 			bins, _ := filepath.Glob(filepath.Join(weights, "*.bin"))
 			for _, p := range append(paths, bins...) {
-				if files[p], err = os.ReadFile(p); err != nil {
+				b, err := os.ReadFile(p)
+				if err != nil {
 					t.Fatal(err)
 				}
+				files[p] = b
 			}
 			if len(files) == 0 {
 				t.Fatalf("no weight files in %s", weights)

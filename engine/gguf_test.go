@@ -73,17 +73,8 @@ func TestGGUFMatchesCPU(t *testing.T) {
 // as GGUF.
 func ggufOf(t *testing.T, preset, scheme string) (*checkpoint.Checkpoint, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), preset)
-	if err := synth.Write(synth.Presets[preset], dir, synth.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
-	path := ggufmodeltest.Export(t, dir, scheme, preset+"-"+scheme+".gguf")
-	return ck, path
+	ck := synthCheckpoint(t, synth.Presets[preset])
+	return ck, ggufmodeltest.Export(t, ck.Dir, scheme, preset+"-"+scheme+".gguf")
 }
 
 // A model opened from a GGUF file (ggufmodel.OpenModel) runs the file's

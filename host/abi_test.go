@@ -91,15 +91,6 @@ func TestABI(t *testing.T) {
 		t.Cleanup(func() { e.Close(ctx) })
 		return e
 	}
-	// fresh is an instance with no model open.
-	fresh := func(t *testing.T) *Instance {
-		e, err := fixtures.mod.instantiate(ctx, dev, fixtures.modelDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close(ctx) })
-		return e
-	}
 	wantErr := func(t *testing.T, err error, want string) {
 		t.Helper()
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -112,7 +103,7 @@ func TestABI(t *testing.T) {
 		run  func(t *testing.T)
 	}{
 		{"ls_open bad JSON", func(t *testing.T) {
-			_, err := fresh(t).callIn(ctx, "ls_open", []byte(`{"model":`))
+			_, err := fresh(t, dev).callIn(ctx, "ls_open", []byte(`{"model":`))
 			wantErr(t, err, "ls_open: unexpected end of JSON")
 		}},
 		{"ls_open unknown variant", func(t *testing.T) {
@@ -124,7 +115,7 @@ func TestABI(t *testing.T) {
 			wantErr(t, err, "no variant at /model/variants/q8")
 		}},
 		{"ls_open pointer outside ls_malloc blocks", func(t *testing.T) {
-			e := fresh(t)
+			e := fresh(t, dev)
 			_, err := e.call(ctx, "ls_open", 8, 16)
 			wantErr(t, err, "not inside a block from ls_malloc")
 			if e.mod == nil {
@@ -132,7 +123,7 @@ func TestABI(t *testing.T) {
 			}
 		}},
 		{"ls_request before ls_open", func(t *testing.T) {
-			_, err := fresh(t).callIn(ctx, "ls_request", []byte(`{"mode":"panel"}`))
+			_, err := fresh(t, dev).callIn(ctx, "ls_request", []byte(`{"mode":"panel"}`))
 			wantErr(t, err, "no model open")
 		}},
 		{"ls_request unknown mode", func(t *testing.T) {

@@ -119,11 +119,7 @@ func TestWasmCPUCallsNoGPU(t *testing.T) {
 	ctx := context.Background()
 	// Every method records its call; noGPU fails it.
 	dev := &counting{Device: noGPU{}, calls: map[string]int{}}
-	e, err := fixtures.mod.instantiate(ctx, dev, fixtures.modelDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
+	e := fresh(t, dev)
 	if _, err := e.callIn(ctx, "ls_open", []byte(`{"model":"/model","variant":"q4","capacity":64,"device":"cpu"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -197,17 +193,9 @@ func TestWasmFilesInGuestMemory(t *testing.T) {
 		_, err := e.callIn(ctx, "ls_open", args)
 		return err
 	}
-	fresh := func(t *testing.T) *Instance {
-		e, err := fixtures.mod.instantiate(ctx, nil, fixtures.modelDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close(ctx) })
-		return e
-	}
 
 	t.Run("same rows", func(t *testing.T) {
-		e := fresh(t)
+		e := fresh(t, nil)
 		files := load(t, e, 0)
 		if err := open(e, "cpu", files); err != nil {
 			t.Fatal(err)
@@ -251,7 +239,7 @@ func TestWasmFilesInGuestMemory(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := fresh(t)
+			e := fresh(t, nil)
 			files := load(t, e, c.grow)
 			if c.files != nil {
 				files = c.files(files)

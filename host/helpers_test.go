@@ -86,6 +86,20 @@ func setup(t testing.TB) {
 }
 
 // writeTiny writes the tiny preset into dir with a variant of scheme s.
+// fresh is an instance of the fixture's engine.wasm with the fixture's
+// model mounted and none open, closed when the test ends; dev serves its
+// gpu imports (nil: noGPU).
+func fresh(t *testing.T, dev gpu.Device) *Instance {
+	t.Helper()
+	ctx := context.Background()
+	e, err := fixtures.mod.instantiate(ctx, dev, fixtures.modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(ctx) })
+	return e
+}
+
 func writeTiny(dir string, s quant.Scheme) error {
 	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
 		return err

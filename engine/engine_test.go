@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/checkpoint"
 	"logitscope/engine"
 	"logitscope/gpu"
 	"logitscope/gpu/native/nativetest"
 	"logitscope/quant"
 	"logitscope/session"
 	"logitscope/synth"
+	"logitscope/synth/synthtest"
 	"logitscope/variant"
 )
 
@@ -36,7 +36,7 @@ func bothEngines(t *testing.T, p synth.Preset, scheme string, capacity int) (onC
 func bothEnginesActs(t *testing.T, p synth.Preset, scheme string, capacity int, acts string) (onCPU, onGPU engine.Engine) {
 	t.Helper()
 	dev := nativetest.Device(t)
-	ck := synthCheckpoint(t, p)
+	ck := synthtest.Checkpoint(t, p, 3)
 	if scheme != "f32" {
 		vdir := variant.DefaultDir(ck.Dir, scheme)
 		if err := variant.Write(ck, quant.Scheme(scheme), vdir, variant.Options{MaxShardBytes: 16 << 10}); err != nil {
@@ -55,22 +55,6 @@ func bothEnginesActs(t *testing.T, p synth.Preset, scheme string, capacity int, 
 		t.Cleanup(e[i].Close)
 	}
 	return e[0], e[1]
-}
-
-// synthCheckpoint writes preset p (seed 3) into a temporary directory and
-// opens it, closed when the test ends.
-func synthCheckpoint(t *testing.T, p synth.Preset) *checkpoint.Checkpoint {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), p.Name)
-	if err := synth.Write(p, dir, synth.Options{Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
-	return ck
 }
 
 // presets: the tiny preset of every family, and the qwen2.5-0.5b,
@@ -288,7 +272,7 @@ func TestName(t *testing.T) {
 // attention is the checkpoint's own.
 func TestPolicyVariant(t *testing.T) {
 	dev := nativetest.Device(t)
-	ck := synthCheckpoint(t, synth.Presets["tiny"])
+	ck := synthtest.Checkpoint(t, synth.Presets["tiny"], 3)
 	mlpOnly := filepath.Join(t.TempDir(), "q4-mlp")
 	if err := variant.Write(ck, quant.Q4, mlpOnly, variant.Options{Policy: &variant.Policy{Only: `mlp\.`}, MaxShardBytes: 16 << 10}); err != nil {
 		t.Fatal(err)
@@ -345,7 +329,7 @@ func TestMixedVariant(t *testing.T) {
 	}}
 	for _, name := range []string{"tiny", "tiny-llama", "tiny-gemma3"} {
 		t.Run(name, func(t *testing.T) {
-			ck := synthCheckpoint(t, synth.Presets[name])
+			ck := synthtest.Checkpoint(t, synth.Presets[name], 3)
 			vdir := filepath.Join(t.TempDir(), "q4-mixed")
 			if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: policy, MaxShardBytes: 16 << 10}); err != nil {
 				t.Fatal(err)
@@ -406,7 +390,7 @@ func TestMixedVariant(t *testing.T) {
 // included.
 func TestMixedExperts(t *testing.T) {
 	dev := nativetest.Device(t)
-	ck := synthCheckpoint(t, synth.Presets["tiny-qwen3-moe"])
+	ck := synthtest.Checkpoint(t, synth.Presets["tiny-qwen3-moe"], 3)
 	vdir := filepath.Join(t.TempDir(), "q4-experts")
 	if err := variant.Write(ck, quant.Q4, vdir, variant.Options{Policy: &variant.Policy{Only: `mlp\.experts\.[1-5]\.`}}); err != nil {
 		t.Fatal(err)
@@ -504,7 +488,7 @@ func TestActivationsQ8OnGPU(t *testing.T) {
 	}
 	t.Run("experts", func(t *testing.T) {
 		dev := nativetest.Device(t)
-		ck := synthCheckpoint(t, synth.Presets["tiny-qwen2-moe"])
+		ck := synthtest.Checkpoint(t, synth.Presets["tiny-qwen2-moe"], 3)
 		_, err := engine.Open(ck, engine.Options{Device: dev, Capacity: 8, Activations: engine.ActsQ8})
 		if want := "mixture-of-experts"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("a mixture of experts with 8-bit activations on the GPU: err = %v, want %q", err, want)
@@ -519,7 +503,7 @@ func TestActivationsQ8OnGPU(t *testing.T) {
 func TestFilesInMemory(t *testing.T) {
 	for _, scheme := range []string{"f32", "q4"} {
 		t.Run(scheme, func(t *testing.T) {
-			ck := synthCheckpoint(t, synth.Presets["tiny"])
+			ck := synthtest.Checkpoint(t, synth.Presets["tiny"], 3)
 			weights := ck.Dir
 			if scheme != "f32" {
 				weights = variant.DefaultDir(ck.Dir, scheme)

@@ -15,6 +15,7 @@ import (
 	"logitscope/llamacpp"
 	"logitscope/session"
 	"logitscope/synth"
+	"logitscope/synth/synthtest"
 )
 
 // On GGUF files the GPU matches the CPU engine as on logitscope's own
@@ -73,7 +74,7 @@ func TestGGUFMatchesCPU(t *testing.T) {
 // as GGUF.
 func ggufOf(t *testing.T, preset, scheme string) (*checkpoint.Checkpoint, string) {
 	t.Helper()
-	ck := synthCheckpoint(t, synth.Presets[preset])
+	ck := synthtest.Checkpoint(t, synth.Presets[preset], 3)
 	return ck, ggufmodeltest.Export(t, ck.Dir, scheme, preset+"-"+scheme+".gguf")
 }
 

@@ -17,6 +17,7 @@ import (
 	"logitscope/safetensors"
 	"logitscope/session"
 	"logitscope/synth"
+	"logitscope/synth/synthtest"
 	"logitscope/tokenizer"
 	"logitscope/variant"
 )
@@ -24,16 +25,7 @@ import (
 // checkpointOf writes preset (seed 0) to a temporary directory.
 func checkpointOf(t testing.TB, preset string) *checkpoint.Checkpoint {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), preset)
-	if err := synth.Write(synth.Presets[preset], dir, synth.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
-	return ck
+	return synthtest.Checkpoint(t, synth.Presets[preset], 0)
 }
 
 // export writes ck (scheme "f32") or its variant of scheme, quantized

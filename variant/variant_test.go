@@ -15,20 +15,12 @@ import (
 	"logitscope/checkpoint"
 	"logitscope/quant"
 	"logitscope/synth"
+	"logitscope/synth/synthtest"
 )
 
 func tinyCheckpoint(t *testing.T, seed uint64) *checkpoint.Checkpoint {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{Seed: seed}); err != nil {
-		t.Fatal(err)
-	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ck.Close() })
-	return ck
+	return synthtest.Checkpoint(t, synth.Presets["tiny"], seed)
 }
 
 // Every tensor reads back as the quantizer's dequantization of the

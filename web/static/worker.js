@@ -465,28 +465,35 @@
     const total = files.reduce((n, f) => n + f.size, 0);
     let loaded = 0;
     let cachedBytes = 0;
-    let lastReport = 0;
-    const report = (message, force) => {
-      const now = performance.now();
-      if (!onProgress || (!force && now - lastReport < 100)) return;
-      lastReport = now;
-      onProgress({ phase: "fetch", message, loaded, total });
-    };
+    const report = throttled((message) => onProgress && onProgress({ phase: "fetch", message, loaded, total }));
     const out = new Map();
     for (const f of files) {
       const { data, cached } = await LogitscopeModelCache.get(name, f, {
-        note, useCache, progress: (n) => { loaded += n; report(f.path, false); },
+        note, useCache, progress: (n) => { loaded += n; report(false, f.path); },
       });
       if (cached) {
         cachedBytes += f.size;
-        report(`${f.path} (cached)`, false);
+        report(false, `${f.path} (cached)`);
       }
       if (data instanceof Uint8Array) out.set(f.path, data);
       else if (typeof FileReaderSync !== "undefined") out.set(f.path, new BlobFile(data, `${name}/${f.path}`, "the browser's cached copy"));
       else out.set(f.path, new Uint8Array(await data.arrayBuffer()));
     }
-    report("done", true);
+    report(true, "done");
     return { files: out, bytes: total, cachedBytes };
+  }
+
+  // throttled passes f's calls on at most one every 100 ms, and each one
+  // whose first argument, force, is true (a last report): progress reports
+  // come per chunk, far more often than a page can show them.
+  function throttled(f) {
+    let last = 0;
+    return (force, ...args) => {
+      const now = performance.now();
+      if (!force && now - last < 100) return;
+      last = now;
+      f(...args);
+    };
   }
 
   // compileEngine fetches and compiles engine.wasm, or the wasm module at
@@ -656,13 +663,8 @@
         if (!g) {
           const paths = files.filter((f) => inGuest(model, variant, f)).map((f) => f.path);
           if (local) paths.push(local.name);
-          let last = 0;
-          inMemory = await e.load(paths, (loaded, total, path) => {
-            const now = performance.now();
-            if (now - last < 100 && loaded < total) return;
-            last = now;
-            progress({ phase: "load", message: path, loaded, total });
-          });
+          const send = throttled((message, loaded, total) => progress({ phase: "load", message, loaded, total }));
+          inMemory = await e.load(paths, (loaded, total, path) => send(loaded === total, path, loaded, total));
           opening();
         }
         await e.open({ variant: local ? local.name : variant, capacity, device: g ? "gpu" : "cpu", files: inMemory });

@@ -101,12 +101,7 @@ func (c *cpuEngine) Submit(tokens []int, want Want) (Region, error) {
 
 // Read copies the rows out: the next Submit overwrites them.
 func (c *cpuEngine) Read(r Region) ([][]float32, error) {
-	out := make([][]float32, r.Rows)
-	for i := range out {
-		w := c.vocab + c.routes
-		out[i] = append([]float32(nil), r.Host[i*w:(i+1)*w]...)
-	}
-	return out, nil
+	return cpu.Split(r.Host, c.vocab+c.routes), nil
 }
 
 // loadCPU builds the CPU engine's model from the pieces src serves the GPU

@@ -86,12 +86,16 @@ func (s *State) Forward(tokens []int, all bool) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := s.m.Vocab + s.m.Routes()
+	return Split(rows, s.m.Vocab+s.m.Routes()), nil
+}
+
+// Split cuts rows (n, w) into n rows of their own.
+func Split(rows []float32, w int) [][]float32 {
 	out := make([][]float32, len(rows)/w)
 	for i := range out {
 		out[i] = slices.Clone(rows[i*w : (i+1)*w])
 	}
-	return out, nil
+	return out
 }
 
 // Append appends tokens to the sequence and computes no logits: a

@@ -1,8 +1,8 @@
 # logitscope: `make run` serves the page on the demo model; `make test` runs every test.
 GO      ?= go
-ORACLE  := tokenizer/testdata/oracle
-LLAMACPP := llamacpp/testdata/npm
-WABT    := wasmsimd/testdata/wabt
+ORACLE  := internal/text/tokenizer/testdata/oracle
+LLAMACPP := internal/peer/llamacpp/testdata/npm
+WABT    := internal/engine/wasmsimd/testdata/wabt
 OUT     := .out
 FUZZTIME ?= 10s
 # Where make run listens: make run ADDR=:9000 (every interface, port 9000).
@@ -39,7 +39,7 @@ $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/pack
 		echo "npm not found: the tokenizer oracle test will skip (apt-get install nodejs npm)"; \
 	fi
 
-# WABT's wat2wasm (JavaScript), which builds wasmsimd/simd.wasm from
+# WABT's wat2wasm (JavaScript), which builds internal/engine/wasmsimd/simd.wasm from
 # simd.wat (make simd) and checks the committed one (wasmsimd's test);
 # make run needs neither: simd.wasm is committed.
 $(WABT)/node_modules/.package-lock.json: $(WABT)/package.json $(WABT)/package-lock.json
@@ -68,7 +68,7 @@ $(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP
 # (about 160 MB together). The onnxruntime-web row also needs Debian's
 # PyTorch to export its model: apt-get install python3-torch python3-onnx.
 PEERS := web/e2e/testdata/peers
-LLAMAVK := llamacpp/testdata/npm-vulkan
+LLAMAVK := internal/peer/llamacpp/testdata/npm-vulkan
 bench-deps: $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.json
 $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.json: %/node_modules/.package-lock.json: %/package.json %/package-lock.json
 	@if command -v npm >/dev/null; then \
@@ -109,13 +109,13 @@ BENCH     ?= all
 PRESET    ?= qwen2.5-0.5b-2layer
 BENCHTIME ?= 3x
 GOBENCH    = $(GO) test -run '^$$' -benchtime $(BENCHTIME) -timeout 120m
-bench_cpu    = $(GOBENCH) -bench 'CPU/$(PRESET)/' ./engine; \
-               $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./engine/internal/cpu;
-bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./engine; \
-               $(GOBENCH) -bench 'WorkgroupSizes' ./engine/internal/gpuengine;
+bench_cpu    = $(GOBENCH) -bench 'CPU/$(PRESET)/' ./internal/engine; \
+               $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./internal/engine/internal/cpu;
+bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./internal/engine; \
+               $(GOBENCH) -bench 'WorkgroupSizes' ./internal/engine/internal/gpuengine;
 bench_page   = $(GOBENCH) -bench 'PagePeers/$(PRESET)/' ./web/e2e; \
                $(GOBENCH) -bench '^BenchmarkPage$$' ./web/e2e;
-bench_decode = $(GOBENCH) -bench 'Decode/' ./engine/...;
+bench_decode = $(GOBENCH) -bench 'Decode/' ./internal/engine/...;
 bench: deps bench-deps
 	{ $(foreach part,$(if $(filter all,$(BENCH)),cpu gpu page decode,$(BENCH)),$(bench_$(part))) } | $(GO) run ./cmd/benchtable
 
@@ -127,7 +127,7 @@ wasm:
 # simd.wasm, engine.wasm's SIMD128 kernels, rebuilt from simd.wat (after
 # an edit of it; the result is committed).
 simd: deps
-	$(GO) generate ./wasmsimd
+	$(GO) generate ./internal/engine/wasmsimd
 
 # The page (web/BRIDGE.md): its static files, the vugu UI (GOOS=js), the
 # engine, its SIMD128 kernels and the wasm_exec.js of the Go that built the
@@ -135,14 +135,14 @@ simd: deps
 web: wasm
 	@mkdir -p $(OUT)/web
 	cp web/static/* $(OUT)/web/
-	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm wasmsimd/simd.wasm $(OUT)/web/
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm internal/engine/wasmsimd/simd.wasm $(OUT)/web/
 	GOOS=js GOARCH=wasm $(GO) build -o $(OUT)/web/ui.wasm ./web/ui
 
 # The conformance suites through engine.wasm, with JUnit XML (make test
 # runs the same suites from cmd/logitscope's and conform's tests).
 conform: wasm
-	$(GO) run ./cmd/logitscope conform --suite conform/tiny.json --out $(OUT)/conform/tiny --junit $(OUT)/conform/tiny.xml
-	$(GO) run ./cmd/logitscope conform --suite conform/families.json --out $(OUT)/conform/families --junit $(OUT)/conform/families.xml
+	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/tiny.json --out $(OUT)/conform/tiny --junit $(OUT)/conform/tiny.xml
+	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/families.json --out $(OUT)/conform/families --junit $(OUT)/conform/families.xml
 
 # Every fuzz target, FUZZTIME each; a failure prints the fuzzer's log. A
 # failing target is run once more: a real finding is saved under testdata/fuzz

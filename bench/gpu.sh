@@ -61,7 +61,7 @@ else
 fi
 
 make deps bench-deps
-for dir in llamacpp/testdata/npm-vulkan web/e2e/testdata/peers; do
+for dir in internal/peer/llamacpp/testdata/npm-vulkan web/e2e/testdata/peers; do
 	[ -d $dir/node_modules ] || fail "$dir/node_modules missing: npm ci failed (is npm installed?)"
 done
 # make bench's Go benchmarks skip a part whose peer is missing; here a skip

@@ -14,8 +14,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"logitscope/cachedir"
-	"logitscope/tempfile"
+	"logitscope/internal/sys/cachedir"
+	"logitscope/internal/sys/tempfile"
 )
 
 // The files by name, not the folder: variants quantized into demo/model by

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/checkpoint"
-	"logitscope/dump"
-	"logitscope/engine"
-	"logitscope/tokenizer"
+	"logitscope/internal/engine"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/text/tokenizer"
 )
 
 // The Go engine's logits on the trained model equal PyTorch's: the

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"logitscope/gpu"
-	"logitscope/gpu/native/nativetest"
+	"logitscope/internal/gpu"
+	"logitscope/internal/gpu/native/nativetest"
 	"logitscope/wasm/abi"
 )
 

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/gpu/native/nativetest"
-	"logitscope/quant"
-	"logitscope/session"
-	"logitscope/synth"
-	"logitscope/variant/varianttest"
+	"logitscope/internal/gpu/native/nativetest"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/model/synth/varianttest"
+	"logitscope/internal/quant"
+	"logitscope/internal/run/session"
 )
 
 // Per decoded token on tiny: the wasm engine under wazero against the Go

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"logitscope/chat"
-	"logitscope/synth"
-	"logitscope/tokenizer"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 )
 
 // roleTemplate tags each turn with its role, so that a prompt rendered

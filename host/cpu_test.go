@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/quant"
-	"logitscope/session"
+	"logitscope/internal/engine/wasmsimd"
+	"logitscope/internal/quant"
+	"logitscope/internal/run/session"
 	"logitscope/wasm/abi"
-	"logitscope/wasmsimd"
 )
 
 // engine.wasm on its CPU path ("device":"cpu") against the Go CPU

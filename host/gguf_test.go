@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/checkpoint"
-	"logitscope/engine"
-	"logitscope/ggufmodel/ggufmodeltest"
-	"logitscope/gpu"
-	"logitscope/gpu/native/nativetest"
-	"logitscope/session"
-	"logitscope/synth"
+	"logitscope/internal/engine"
+	"logitscope/internal/engine/ggufmodeltest"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/gpu"
+	"logitscope/internal/gpu/native/nativetest"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/run/session"
 )
 
 // engine.wasm opens a GGUF file inside the model directory as its

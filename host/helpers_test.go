@@ -8,12 +8,12 @@ import (
 	"sync"
 	"testing"
 
-	"logitscope/checkpoint"
-	"logitscope/engine"
-	"logitscope/gpu"
-	"logitscope/quant"
-	"logitscope/synth"
-	"logitscope/variant"
+	"logitscope/internal/engine"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/gpu"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
 )
 
 // fixtures are built once per test binary: engine.wasm, the tiny model

@@ -19,9 +19,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"logitscope/gpu"
+	"logitscope/internal/engine/wasmsimd"
+	"logitscope/internal/gpu"
 	"logitscope/wasm/abi"
-	"logitscope/wasmsimd"
 )
 
 // Mount is where an instance sees the model directory.

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"logitscope/engine"
-	"logitscope/gpu/native/nativetest"
-	"logitscope/session"
+	"logitscope/internal/engine"
+	"logitscope/internal/gpu/native/nativetest"
+	"logitscope/internal/run/session"
 )
 
 // prompt and windows span more than one chunk (32) so that the prefill and

@@ -13,7 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"logitscope/gpu"
+	"logitscope/internal/gpu"
 )
 
 // errStatus is what a failed import returns; last_error has the message.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"logitscope/gpu"
+	"logitscope/internal/gpu"
 	"logitscope/wasm/abi"
 )
 

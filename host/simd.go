@@ -8,7 +8,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"logitscope/wasmsimd"
+	"logitscope/internal/engine/wasmsimd"
 )
 
 // simdModule builds the "simd" host module: engine.wasm's SIMD128 kernels

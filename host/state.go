@@ -6,7 +6,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"logitscope/gpu"
+	"logitscope/internal/gpu"
 )
 
 // state is what the gpu imports serve one instance with. wazero calls a

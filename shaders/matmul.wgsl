@@ -50,7 +50,7 @@
 // element: there the loads of X cost most (main8 makes one per product),
 // and rows4 shares each one among four rows. On lavapipe, at 4864x896,
 // rows4 takes 0.3–0.5 of main's time and rows4x8 0.3–0.4 of main8's
-// (engine/internal/gpuengine's BenchmarkPrefillKernel).
+// (internal/engine/internal/gpuengine's BenchmarkPrefillKernel).
 // The shader compiler may fuse a product into a sum (lavapipe does,
 // depending on the expression's shape): every kernel writes each
 // product-sum in the same shape, 16-bit weights' with an explicit fma.

@@ -3,7 +3,7 @@
 // block's products summed in integers, four at a time with dot4I8Packed,
 // for the formats with integer codes: quant's q8, q6 and q4, ggml's Q8_0
 // and Q4_0 (shaders.Format.A8). The order is the CPU engine's with 8-bit
-// activations (engine/internal/cpu's a8.go, llama.cpp's CPU arithmetic):
+// activations (internal/engine/internal/cpu's a8.go, llama.cpp's CPU arithmetic):
 // for a row with codes c_j and block scales s_b, and a token rounded to
 // q_j with block scales dx_b,
 //   S_b = Σ_j c_j · q_j                   (integers: exact in any order)

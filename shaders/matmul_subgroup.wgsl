@@ -8,7 +8,7 @@
 // subgroups of at least n invocations (LANES; A8_LANES for a8main, which
 // gpuengine never asks of it, having no subgroups of 16 to test on),
 // laid along local_invocation_index (gpu.Info.SubgroupMinSize; package
-// gpu/native's probe checks the layout). Lane 0 then adds exactly what
+// internal/gpu/native's probe checks the layout). Lane 0 then adds exactly what
 // matmul_lanes.wgsl's tree adds, in the same order: lane l's value after
 // the step of stride s is its own plus lane l+s's, so the same bits.
 

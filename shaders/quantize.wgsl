@@ -1,5 +1,5 @@
 // quantize.wgsl — X rounded to 8-bit blocks of 32 for matmul_a8.wgsl, as
-// the CPU engine rounds it with 8-bit activations (engine/internal/cpu's
+// the CPU engine rounds it with 8-bit activations (internal/engine/internal/cpu's
 // a8.go, step 1; llama.cpp's quantize_row_q8_0): per block, amax =
 // max |x_j|, q_j = x_j · f32(127 / amax) rounded to the nearest integer,
 // ties to even, and dx = f32(amax / 127) rounded to f16 (ties to even),

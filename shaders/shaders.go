@@ -7,7 +7,7 @@ import (
 	_ "embed"
 	"fmt"
 
-	"logitscope/ggml"
+	"logitscope/internal/format/ggml"
 )
 
 var (

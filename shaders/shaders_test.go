@@ -10,7 +10,7 @@ import (
 
 	"github.com/gogpu/naga"
 
-	"logitscope/ggml"
+	"logitscope/internal/format/ggml"
 )
 
 // Every kernel compiles to SPIR-V with naga, the compiler gogpu/wgpu uses,

@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"unsafe"
 
-	"logitscope/gpu"
+	"logitscope/internal/gpu"
 	"logitscope/wasm/abi"
 )
 

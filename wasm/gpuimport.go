@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"logitscope/gpu"
+	"logitscope/internal/gpu"
 )
 
 // The gpu imports mirror gpu.Device one to one (ABI.md). Creating imports

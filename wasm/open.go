@@ -9,15 +9,16 @@ import (
 	"runtime"
 	"unsafe"
 
-	"logitscope/chat"
-	"logitscope/checkpoint"
-	"logitscope/engine"
-	"logitscope/gpu"
-	"logitscope/model"
-	"logitscope/quant"
-	"logitscope/routing"
-	"logitscope/session"
-	"logitscope/tokenizer"
+	"logitscope/internal/engine"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/routing"
+	"logitscope/internal/gpu"
+	"logitscope/internal/model"
+	"logitscope/internal/quant"
+	"logitscope/internal/run/session"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 	"logitscope/wasm/abi"
 )
 
@@ -62,7 +63,7 @@ func open(data []byte, blocks map[uint32][]byte, newDevice func() (gpu.Device, e
 		return nil, fmt.Errorf("ls_open: capacity %d: want at least 1", a.Capacity)
 	case a.Device != "" && a.Device != "gpu" && a.Device != "cpu":
 		return nil, fmt.Errorf("ls_open: device %q: want gpu or cpu", a.Device)
-	case engine.IsGGUF(a.Variant):
+	case gguf.IsFileName(a.Variant):
 		// A path below the model directory: the guest sees nothing outside
 		// the mount.
 		if !filepath.IsLocal(a.Variant) {
@@ -82,7 +83,7 @@ func open(data []byte, blocks map[uint32][]byte, newDevice func() (gpu.Device, e
 	// manifest's word; with them, the variant is checked against them.
 	openCk := checkpoint.Open
 	switch {
-	case engine.IsGGUF(a.Variant):
+	case gguf.IsFileName(a.Variant):
 		openCk = checkpoint.OpenWithoutWeights
 	case a.Variant != "" && a.Variant != "f32" && !checkpoint.WeightsPresent(a.Model):
 		openCk = checkpoint.OpenWithoutWeights
@@ -108,7 +109,7 @@ func load(ck *checkpoint.Checkpoint, a abi.Open, blocks map[uint32][]byte, newDe
 	if opt.Files, err = takeFiles(a, blocks); err != nil {
 		return nil, err
 	}
-	if engine.IsGGUF(a.Variant) {
+	if gguf.IsFileName(a.Variant) {
 		opt.GGUF, err = engine.OpenGGUF(ck, filepath.Join(ck.Dir, a.Variant))
 	} else {
 		opt.Variant, err = engine.OpenVariant(ck, a.Variant)

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"logitscope/gpu"
+	"logitscope/internal/gpu"
 )
 
 // probeWGSL adds one to a word: enough to exercise shader, pipeline, bind

@@ -8,18 +8,19 @@ import (
 	"path/filepath"
 	"strings"
 
-	"logitscope/capture"
-	"logitscope/chat"
-	"logitscope/checkpoint"
-	"logitscope/dump"
-	"logitscope/engine"
-	"logitscope/ggufmodel"
-	"logitscope/hub"
-	"logitscope/progress"
-	"logitscope/receipt"
-	"logitscope/session"
-	"logitscope/synth"
-	"logitscope/tokenizer"
+	"logitscope/internal/engine"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/hub"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/run/capture"
+	"logitscope/internal/run/session"
+	"logitscope/internal/sys/progress"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 )
 
 // captureCommand runs one request on one variant and dumps every logit
@@ -249,7 +250,7 @@ func openModel(flagValue string, stderr io.Writer) (*checkpoint.Checkpoint, erro
 	if err != nil {
 		return nil, err
 	}
-	if engine.IsGGUF(path) {
+	if gguf.IsFileName(path) {
 		return ggufmodel.OpenModel(path)
 	}
 	return checkpoint.Open(path)

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/receipt"
-	"logitscope/session"
-	"logitscope/synth"
-	"logitscope/tokenizer"
-	"logitscope/tokenizer/oracletest"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/run/session"
+	"logitscope/internal/text/tokenizer"
+	"logitscope/internal/text/tokenizer/oracletest"
 )
 
 // roleTemplate tags each turn with its role, so that a prompt rendered

@@ -5,9 +5,9 @@ import (
 	"io"
 	"os"
 
-	"logitscope/capture"
-	"logitscope/conform"
-	"logitscope/progress"
+	"logitscope/internal/run/capture"
+	"logitscope/internal/run/conform"
+	"logitscope/internal/sys/progress"
 )
 
 // conformCommand runs a conformance suite (package conform) against its

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/conform"
-	"logitscope/gpu/native/nativetest"
+	"logitscope/internal/gpu/native/nativetest"
+	"logitscope/internal/run/conform"
 )
 
 var (
@@ -91,7 +91,7 @@ func TestConformTinySuite(t *testing.T) {
 	out := t.TempDir()
 	junit := filepath.Join(out, "junit.xml")
 	start := time.Now()
-	table, _, err := runConform(t, "--suite", "../../conform/tiny.json", "--engine", engineWasm(t), "--out", out, "--junit", junit)
+	table, _, err := runConform(t, "--suite", "../../internal/run/conform/tiny.json", "--engine", engineWasm(t), "--out", out, "--junit", junit)
 	t.Logf("tiny suite took %.1f s", time.Since(start).Seconds())
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestConformCommandErrors(t *testing.T) {
 // incomplete set.
 func TestConformMerge(t *testing.T) {
 	dir := t.TempDir()
-	corpus, err := os.ReadFile("../../synth/corpus.txt")
+	corpus, err := os.ReadFile("../../internal/model/synth/corpus.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

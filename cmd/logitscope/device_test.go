@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/dump"
-	"logitscope/ggufmodel/ggufmodeltest"
-	"logitscope/gpu/native/nativetest"
-	"logitscope/receipt"
+	"logitscope/internal/engine/ggufmodeltest"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/gpu/native/nativetest"
 )
 
 // The GPU capture of every variant decodes the same tokens as the CPU

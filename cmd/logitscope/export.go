@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"logitscope/engine"
-	"logitscope/ggufmodel"
-	"logitscope/progress"
-	"logitscope/tempfile"
+	"logitscope/internal/engine"
+	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/sys/progress"
+	"logitscope/internal/sys/tempfile"
 )
 
 // export writes a model as a llama.cpp GGUF file, so that the weights

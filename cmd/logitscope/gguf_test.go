@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/checkpoint"
-	"logitscope/receipt"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/receipt"
 )
 
 func exportCmd(args []string, out, errb *bytes.Buffer) error { return export(args, out, errb) }
@@ -53,7 +53,7 @@ func TestCaptureGGUFModel(t *testing.T) {
 		args []string
 	}{
 		{"greedy", []string{"--max-new", "6", "Hello"}},
-		{"panel", []string{"--panel", "../../synth/corpus.txt", "--window", "32"}},
+		{"panel", []string{"--panel", "../../internal/model/synth/corpus.txt", "--window", "32"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

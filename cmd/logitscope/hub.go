@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
-	"logitscope/hub"
-	"logitscope/hub/download"
-	"logitscope/progress"
+	"logitscope/internal/model/hub"
+	"logitscope/internal/model/hub/download"
+	"logitscope/internal/sys/progress"
 )
 
 // hubModel downloads the model a hub id names into the hub cache (unless

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/hub"
-	"logitscope/hub/download"
-	"logitscope/hub/hubtest"
-	"logitscope/progress"
+	"logitscope/internal/model/hub"
+	"logitscope/internal/model/hub/download"
+	"logitscope/internal/model/hub/hubtest"
+	"logitscope/internal/sys/progress"
 )
 
 // TestCaptureHubID captures from hf:org/tiny through a hub on httptest

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"syscall"
 
-	"logitscope/tempfile"
+	"logitscope/internal/sys/tempfile"
 )
 
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/synth"
+	"logitscope/internal/model/synth"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

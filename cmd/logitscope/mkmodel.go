@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"logitscope/progress"
-	"logitscope/synth"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/sys/progress"
 )
 
 func mkmodel(args []string, stdout, stderr io.Writer) error {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/dump"
-	"logitscope/routing"
-	"logitscope/synth"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/routing"
+	"logitscope/internal/model/synth"
 )
 
 // moeModel writes tiny-qwen3-moe (seed 0) with its q4 variant.

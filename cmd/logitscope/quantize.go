@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"logitscope/progress"
-	"logitscope/quant"
-	"logitscope/variant"
+	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
+	"logitscope/internal/sys/progress"
 )
 
 // quantize writes a sealed variant of a checkpoint.

@@ -7,12 +7,12 @@ import (
 	"os"
 	"slices"
 
-	"logitscope/dump"
-	"logitscope/ggufmodel"
-	"logitscope/margins"
-	"logitscope/receipt"
-	"logitscope/session"
-	"logitscope/tokenizer"
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/run/session"
+	"logitscope/internal/text/tokenizer"
 )
 
 // side is one dump of a report and, when present, its verified receipt.

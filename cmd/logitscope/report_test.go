@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/dump"
-	"logitscope/receipt"
-	"logitscope/variant"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/quant/variant"
 )
 
 func quantizeCmd(args []string, out, errb *bytes.Buffer) error { return quantize(args, out, errb) }
@@ -28,7 +28,7 @@ func quantized(t *testing.T) string {
 }
 
 func panelFile(t *testing.T) string {
-	corpus, err := os.ReadFile("../../synth/corpus.txt")
+	corpus, err := os.ReadFile("../../internal/model/synth/corpus.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

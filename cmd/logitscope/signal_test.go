@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/tempfile"
+	"logitscope/internal/sys/tempfile"
 )
 
 // A SIGINT or SIGTERM that arrives while capture or quantize writes

@@ -15,7 +15,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"logitscope/receipt"
+	"logitscope/internal/format/receipt"
 )
 
 // childArgs is the environment variable that makes the test binary run

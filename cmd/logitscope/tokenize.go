@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 
-	"logitscope/chat"
-	"logitscope/checkpoint"
-	"logitscope/engine"
-	"logitscope/ggufmodel"
-	"logitscope/tokenizer"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/gguf"
+	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 )
 
 // tokenize reads one text per line (a JSON string or {"text": ...}) and
@@ -40,7 +40,7 @@ func tokenizeFrom(stdin io.Reader, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		ck := &checkpoint.Checkpoint{}
-		if engine.IsGGUF(path) {
+		if gguf.IsFileName(path) {
 			// The tokenizer files derived from its metadata.
 			ck, err = ggufmodel.OpenModel(path)
 		} else {

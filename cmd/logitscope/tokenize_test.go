@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/tokenizer"
-	"logitscope/tokenizer/oracletest"
+	"logitscope/internal/text/tokenizer"
+	"logitscope/internal/text/tokenizer/oracletest"
 )
 
 // `logitscope tokenize` gives Hugging Face's ids on the real Qwen
@@ -17,7 +17,7 @@ import (
 func TestTokenizeMatchesHuggingFace(t *testing.T) {
 	tokPath := filepath.Join(t.TempDir(), "tokenizer.json")
 	oracletest.Run(t, nil, "write-tokenizer", tokPath)
-	texts, err := os.ReadFile("../../tokenizer/testdata/conformance.jsonl")
+	texts, err := os.ReadFile("../../internal/text/tokenizer/testdata/conformance.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

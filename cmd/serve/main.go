@@ -30,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"logitscope/cachedir"
-	"logitscope/serve"
+	"logitscope/internal/serve"
+	"logitscope/internal/sys/cachedir"
 )
 
 // builtPage is where `make web` puts the page, relative to the repository

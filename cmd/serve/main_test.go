@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/synth"
+	"logitscope/internal/model/synth"
 )
 
 func TestPageDir(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"logitscope/routing"
+	"logitscope/internal/format/routing"
 )
 
 // Open is ls_open's JSON.

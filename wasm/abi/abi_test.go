@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/routing"
+	"logitscope/internal/format/routing"
 )
 
 // A host splits the rows it kept with what ls_result says: Vocab logits,

@@ -12,9 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/gpu"
-	"logitscope/gpu/native"
-	"logitscope/prereq"
+	"logitscope/internal/gpu"
+	"logitscope/internal/gpu/native"
+	"logitscope/internal/sys/prereq"
 	"logitscope/wasm/abi"
 )
 

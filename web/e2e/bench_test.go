@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
 )
 
 // BenchmarkPage opens the demo's autorun link (f32 against q4, 8 new

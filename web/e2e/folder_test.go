@@ -14,13 +14,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/checkpoint"
-	"logitscope/ggufmodel/ggufmodeltest"
-	"logitscope/quant"
-	"logitscope/safetensors"
-	"logitscope/snapshot"
-	"logitscope/synth"
-	"logitscope/variant"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/engine/ggufmodeltest"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/safetensors"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
 )
 
 // writeFolder writes preset's checkpoint into disk/name as a Hugging Face

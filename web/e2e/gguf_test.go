@@ -16,11 +16,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/gguf"
-	"logitscope/ggufmodel"
-	"logitscope/ggufmodel/ggufmodeltest"
-	"logitscope/snapshot"
-	"logitscope/synth"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/engine/ggufmodeltest"
+	"logitscope/internal/format/gguf"
+	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/synth"
 )
 
 // ggufCase is a model served with a GGUF file beside its config.json.

@@ -36,8 +36,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"logitscope/host"
-	"logitscope/prereq"
-	"logitscope/serve"
+	"logitscope/internal/serve"
+	"logitscope/internal/sys/prereq"
 )
 
 // Chromium is the browser the tests drive.
@@ -139,7 +139,7 @@ func buildWeb(dir string) error {
 			}
 		}
 	}
-	if err := copyFile(filepath.Join(root, "wasmsimd", "simd.wasm"), filepath.Join(dir, "simd.wasm")); err != nil {
+	if err := copyFile(filepath.Join(root, "internal", "engine", "wasmsimd", "simd.wasm"), filepath.Join(dir, "simd.wasm")); err != nil {
 		return err
 	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()

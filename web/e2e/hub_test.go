@@ -10,8 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/hub/hubtest"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/model/hub/hubtest"
 )
 
 // waitNote polls the text of sel until it contains want (or a minute

@@ -13,9 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/gpu"
-	"logitscope/snapshot"
-	"logitscope/variant"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/gpu"
+	"logitscope/internal/quant/variant"
 	"logitscope/wasm/abi"
 )
 

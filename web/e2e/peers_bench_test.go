@@ -18,13 +18,13 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/ggufmodel/ggufmodeltest"
-	"logitscope/quant"
-	"logitscope/snapshot"
-	"logitscope/synth"
-	"logitscope/tempfile"
-	"logitscope/tokenizer"
-	"logitscope/variant/varianttest"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/engine/ggufmodeltest"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/model/synth/varianttest"
+	"logitscope/internal/quant"
+	"logitscope/internal/sys/tempfile"
+	"logitscope/internal/text/tokenizer"
 )
 
 // peersDir holds the page's peers, installed by make bench-deps.

@@ -14,10 +14,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/sidecar"
-	"logitscope/snapshot"
-	"logitscope/synth"
-	"logitscope/tokenizer"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/sidecar"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/text/tokenizer"
 )
 
 // The page teaches itself: a bare link (what `make run` prints) and

@@ -20,17 +20,18 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"logitscope/chat"
-	"logitscope/dump"
-	"logitscope/gpu"
-	"logitscope/gpu/native"
 	"logitscope/host"
-	"logitscope/prereq"
-	"logitscope/receipt"
-	"logitscope/session"
-	"logitscope/snapshot"
-	"logitscope/tokenizer"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/gpu"
+	"logitscope/internal/gpu/native"
+	"logitscope/internal/run/session"
+	"logitscope/internal/sys/prereq"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 	"logitscope/wasm/abi"
+	"logitscope/web/request"
 )
 
 // pageLogits is window.logitscope.logits: both sides' rows as base64 of
@@ -187,7 +188,7 @@ func compareWithWazero(t *testing.T, mod *host.Module, dev gpu.Device, dir strin
 	// A local file's side runs the file of that name in dir.
 	local := func(v string) string { return strings.TrimPrefix(v, snapshot.LocalPrefix) }
 	refRows, refRes := wazeroRun(t, mod, dev, dir, local(doc.Spec.Ref), refReq)
-	testReq := snapshot.TestRequest(refReq, refRes)
+	testReq := request.Test(refReq, refRes)
 	testRows, testRes := wazeroRun(t, mod, dev, dir, local(doc.Spec.Test), testReq)
 
 	for _, side := range []struct {
@@ -209,7 +210,7 @@ func compareWithWazero(t *testing.T, mod *host.Module, dev gpu.Device, dir strin
 func wazeroRun(t *testing.T, mod *host.Module, dev gpu.Device, dir, variant string, req abi.Request) ([][]float32, abi.Result) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := mod.Open(ctx, dev, dir, variant, snapshot.Capacity(req))
+	e, err := mod.Open(ctx, dev, dir, variant, request.Capacity(req))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestUINoWebGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := spec.RefRequest(tok, tmpl)
+	req, err := request.Ref(spec, tok, tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}

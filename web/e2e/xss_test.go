@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"logitscope/dump"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/dump"
 )
 
 // Markup that runs script if it ever reaches the DOM as markup: each sets

@@ -1,6 +1,6 @@
 // gpu.js: engine.wasm's `gpu` imports on a WebGPU GPUDevice, with the
 // semantics of wasm/ABI.md and of the Go host (host/imports.go and
-// gpu/native). Plain script: it defines self.LogitscopeGPU.
+// internal/gpu/native). Plain script: it defines self.LogitscopeGPU.
 //
 // Handles are small positive integers, never 0, never reused. Imports never
 // throw into wasm: a bad handle, a range outside a buffer or outside guest
@@ -18,7 +18,7 @@
   // HostError is a failure that an import reports through last_error.
   class HostError extends Error {}
 
-  // Table maps handles to objects, as gpu/native's table does: handles
+  // Table maps handles to objects, as internal/gpu/native's table does: handles
   // count up from 1 and are never reused, so a stale handle is named as
   // such. They stay below 2^31 (the ABI returns them as positive i32).
   class Table {

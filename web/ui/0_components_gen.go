@@ -15,7 +15,7 @@ import "log"
 import "strconv"
 
 import (
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
 )
 
 // Inspector shows the selected position: both sides' top-k and the

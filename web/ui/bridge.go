@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"syscall/js"
 
-	"logitscope/dump"
-	"logitscope/routing"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/routing"
 	"logitscope/wasm/abi"
 )
 

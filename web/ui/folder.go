@@ -25,15 +25,15 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/chat"
-	"logitscope/checkpoint"
-	"logitscope/engine"
-	"logitscope/model"
-	"logitscope/quant"
-	"logitscope/sidecar"
-	"logitscope/snapshot"
-	"logitscope/tokenizer"
-	"logitscope/variant"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/sidecar"
+	"logitscope/internal/model"
+	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 )
 
 // localFolder is the model folder chosen from this computer. Its fields
@@ -208,7 +208,7 @@ func folderInfo(lf *localFolder) (modelInfo, []string, error) {
 	}
 	var ggufs []string
 	for p := range lf.Files {
-		if engine.IsGGUF(p) {
+		if gguf.IsFileName(p) {
 			ggufs = append(ggufs, p)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/ggufmodel"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/model/ggufmodel"
 )
 
 // setSpec loads s into the form.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"logitscope/ggufmodel"
-	"logitscope/margins"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/model/ggufmodel"
 )
 
 // fixed formats v with prec decimals; "—" for NaN or infinity.

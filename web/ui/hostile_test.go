@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/margins"
-	"logitscope/receipt"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/receipt"
 )
 
 // hostile is markup meant to break out of text or an attribute.

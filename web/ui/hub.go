@@ -22,8 +22,8 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/hub"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/model/hub"
 )
 
 // hubState is the hub field and its download. Its fields change under

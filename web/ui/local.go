@@ -20,9 +20,8 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/engine"
-	"logitscope/gguf"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/gguf"
 )
 
 // localFile is the GGUF file chosen for one side. Its fields change under
@@ -256,7 +255,7 @@ func (r *Root) localGGUF(lf *localFile) (*snapshot.GGUF, error) {
 // servedGGUF describes a GGUF file the server lists for model, or nil when
 // v is not one.
 func (r *Root) servedGGUF(model, v string) *snapshot.GGUF {
-	if !engine.IsGGUF(v) {
+	if !gguf.IsFileName(v) {
 		return nil
 	}
 	r.ee.RLock()

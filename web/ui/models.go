@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"slices"
 
-	"logitscope/sidecar"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/sidecar"
 )
 
 // modelInfo is one entry of GET /models/.

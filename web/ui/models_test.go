@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
 )
 
 // A link's spec takes what it does not name from its model: the ready

@@ -14,7 +14,7 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
 )
 
 const receiptSuffix = ".receipt.json"

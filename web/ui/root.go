@@ -28,9 +28,9 @@ import (
 
 	"github.com/vugu/vugu"
 
-	"logitscope/chat"
-	"logitscope/snapshot"
-	"logitscope/tokenizer"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
 )
 
 type Root struct {

@@ -12,7 +12,8 @@ import (
 	"syscall/js"
 	"time"
 
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/web/request"
 )
 
 // Run starts the form's spec (handlers and boot: the lock is held).
@@ -158,7 +159,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	refReq, err := spec.RefRequest(tok, tmpl)
+	refReq, err := request.Ref(spec, tok, tmpl)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -179,7 +180,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	var t snapshot.Timing
 	r.stage("reference "+spec.Ref, "opening")
 	t0 := now()
-	ro, err := r.br.open(spec.Model, spec.Ref, snapshot.Capacity(refReq), device, file("ref"), files)
+	ro, err := r.br.open(spec.Model, spec.Ref, request.Capacity(refReq), device, file("ref"), files)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Ref, err)
 	}
@@ -196,10 +197,10 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	}
 	t.RefRun, t.FirstToken = now()-t0, rr.FirstRowMs
 
-	testReq := snapshot.TestRequest(refReq, rr.Result)
+	testReq := request.Test(refReq, rr.Result)
 	r.stage("test "+spec.Test, "opening")
 	t0 = now()
-	to, err := r.br.open(spec.Model, spec.Test, snapshot.Capacity(testReq), device, file("test"), files)
+	to, err := r.br.open(spec.Model, spec.Test, request.Capacity(testReq), device, file("test"), files)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Test, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
 )
 
 type shareState struct {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/dump"
-	"logitscope/sidecar"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/sidecar"
 )
 
 // Every token text is drawn with the same glyphs in the strip, the top-k

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"logitscope/margins"
-	"logitscope/routing"
-	"logitscope/sidecar"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/routing"
+	"logitscope/internal/format/sidecar"
 	"logitscope/web/ui/chart"
 	"logitscope/web/ui/markup"
 )

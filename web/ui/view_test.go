@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/dump"
-	"logitscope/margins"
-	"logitscope/routing"
-	"logitscope/snapshot"
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/routing"
 )
 
 // testDoc compares two 4-row × 6-vocab captures: row 0 agrees, row 1 is a

@@ -1,0 +1,67 @@
+package model
+
+import (
+	"fmt"
+
+	"logitscope/internal/format/ggml"
+	"logitscope/internal/quant"
+)
+
+// Format is how a stored matrix's rows are laid out: one of package
+// quant's schemes (q8, q6, q4), or else a ggml type: F32, F16 and BF16 for
+// float rows (a checkpoint's own bf16, f16 or f32 bytes are these too) or
+// one of llama.cpp's block types.
+type Format struct {
+	Scheme quant.Scheme
+	Type   ggml.Type
+}
+
+func (f Format) String() string {
+	if f.Scheme != "" {
+		return string(f.Scheme)
+	}
+	return f.Type.String()
+}
+
+// Piece is rows [Row0, Row0+Rows) of a matrix of Cols columns, stored in
+// one Format: the quant blob of those rows (quant.NewLayout(Scheme, Rows,
+// Cols): all their codes, then all their scales), or the rows' ggml blocks
+// one row after another.
+type Piece struct {
+	Row0, Rows int
+	Format     Format
+	Data       []byte
+}
+
+// CheckPieces refuses pieces that do not tile m's rows in order or whose
+// bytes do not hold their rows, naming the matrix.
+func (m *Matrix) CheckPieces(name string) error {
+	row := 0
+	for _, p := range m.Pieces {
+		if p.Row0 != row || p.Rows <= 0 {
+			return fmt.Errorf("%s: a piece holds rows [%d, %d), want them from %d", name, p.Row0, p.Row0+p.Rows, row)
+		}
+		want, err := p.Format.bytes(p.Rows, m.Cols)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if int64(len(p.Data)) != want {
+			return fmt.Errorf("%s: %d %v rows of %d columns are %d bytes, have %d", name, p.Rows, p.Format, m.Cols, want, len(p.Data))
+		}
+		row += p.Rows
+	}
+	if row != m.Rows {
+		return fmt.Errorf("%s: the pieces hold %d of %d rows", name, row, m.Rows)
+	}
+	return nil
+}
+
+// bytes is the size of rows stored rows of cols columns.
+func (f Format) bytes(rows, cols int) (int64, error) {
+	if f.Scheme != "" {
+		l, err := quant.NewLayout(f.Scheme, rows, cols)
+		return int64(l.Bytes()), err
+	}
+	rb, err := f.Type.RowBytes(cols)
+	return int64(rows) * rb, err
+}

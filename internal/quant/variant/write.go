@@ -1,0 +1,241 @@
+package variant
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/seal"
+	"logitscope/internal/quant"
+	"logitscope/internal/sys/tempfile"
+)
+
+// DefaultDir is where a checkpoint's variant of a scheme lives by default.
+func DefaultDir(modelDir, scheme string) string {
+	return filepath.Join(modelDir, "variants", scheme)
+}
+
+// Options tune Write.
+type Options struct {
+	// MaxShardBytes bounds shards and pieces; 0 means MaxShardBytes.
+	MaxShardBytes int
+	// Progress, if not nil, is called after each tensor.
+	Progress func(done, total int, name string)
+	// Policy, if not nil, picks each matrix's scheme; it is recorded in
+	// the manifest.
+	Policy *Policy
+}
+
+// Write quantizes ck with scheme into dir: every matrix (linear weights,
+// embedding, LM head) in the scheme opt.Policy gives it (scheme without a
+// policy), every vector (norms, biases) in float32. dir is replaced only
+// when the new variant is complete; the
+// temporary directory it is written in beside dir is removed on a failure
+// or a signal (package tempfile), and a later Write removes it if the
+// process was killed.
+func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Options) error {
+	if ck.GGUF != "" {
+		// Its weights are llama.cpp's blocks, not the float tensors a
+		// scheme quantizes.
+		return fmt.Errorf("variant: %s is a GGUF file: quantize the Hugging Face checkpoint it was converted from", ck.GGUF)
+	}
+	if opt.MaxShardBytes == 0 {
+		opt.MaxShardBytes = MaxShardBytes
+	}
+	if opt.Policy != nil {
+		if _, err := opt.Policy.compile(); err != nil {
+			return err
+		}
+		// A variant that stores every matrix in float32 is the checkpoint
+		// again, in other files: surely not what was meant.
+		if !slices.ContainsFunc(ck.Names(), func(name string) bool {
+			info, _, _ := ck.Info(name)
+			return len(info.Shape) == 2 && opt.Policy.Quantizes(name)
+		}) {
+			return fmt.Errorf("%s: the policy %s picks no matrix to quantize", ck.Dir, opt.Policy)
+		}
+	}
+	fp, err := ck.Fingerprint()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	tmp, err := tempfile.Mkdir(dir)
+	if err != nil {
+		return err
+	}
+	defer tempfile.Remove(tmp) // a no-op once renamed
+	w := &shardWriter{dir: tmp, max: int64(opt.MaxShardBytes)}
+	m := &Manifest{Format: Format, Scheme: string(scheme), GroupSize: quant.GroupSize, Model: fp, Policy: opt.Policy}
+	names := ck.Names()
+	for i, name := range names {
+		data, shape, err := ck.Float32(name)
+		if err != nil {
+			return err
+		}
+		as := SchemeF32
+		if len(shape) > 1 {
+			as = opt.Policy.SchemeOf(name, scheme)
+		}
+		pieces, err := encode(name, data, shape, as, opt.MaxShardBytes)
+		if err != nil {
+			return fmt.Errorf("%s: tensor %s: %w", ck.Dir, name, err)
+		}
+		for _, p := range pieces {
+			if p.Piece.Shard, p.Piece.Offset, err = w.add(p.bytes); err != nil {
+				return err
+			}
+			p.Piece.Length = int64(len(p.bytes))
+			m.Tensors = append(m.Tensors, p.Piece)
+		}
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(names), name)
+		}
+	}
+	if m.Shards, err = w.close(); err != nil {
+		return err
+	}
+	data, err := seal.Marshal(m, "manifest_sha256", func(s string) { m.Seal = s })
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "manifest.json"), data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	return tempfile.Commit(func() error { return replaceDir(tmp, dir) }, tmp)
+}
+
+type encoded struct {
+	Piece
+	bytes []byte
+}
+
+// encode splits a tensor into pieces of whole rows that fit a shard, in
+// the scheme as (a quant scheme, or f32).
+func encode(name string, data []float32, shape []int, as string, maxBytes int) ([]encoded, error) {
+	if len(shape) == 0 {
+		shape = []int{1}
+	}
+	p := Piece{Name: name, Shape: shape, Scheme: as}
+	rows, cols := shape[0], p.cols()
+	rowBytes := cols * 4
+	var scheme quant.Scheme
+	if as != SchemeF32 {
+		var err error
+		if scheme, err = quant.ParseScheme(as); err != nil {
+			return nil, err
+		}
+		l, err := quant.NewLayout(scheme, 1, cols)
+		if err != nil {
+			return nil, err
+		}
+		rowBytes = l.RowBytes()
+	}
+	perPiece := max(1, maxBytes/rowBytes)
+	var out []encoded
+	for a := 0; a < rows; a += perPiece {
+		b := min(rows, a+perPiece)
+		p.Rows = [2]int{a, b}
+		w := data[a*cols : b*cols]
+		var blob []byte
+		if p.Scheme == SchemeF32 {
+			blob = make([]byte, 4*len(w))
+			for i, v := range w {
+				binary.LittleEndian.PutUint32(blob[4*i:], math.Float32bits(v))
+			}
+		} else {
+			var err error
+			if blob, err = quant.Quantize(scheme, w, b-a, cols); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, encoded{p, blob})
+	}
+	return out, nil
+}
+
+// shardWriter appends pieces to shard-NNNNN.bin files of at most max
+// bytes, hashing as it goes.
+type shardWriter struct {
+	dir    string
+	max    int64
+	f      *os.File
+	h      hash.Hash
+	shards []Shard
+}
+
+func (w *shardWriter) add(b []byte) (string, int64, error) {
+	if w.f != nil && w.shards[len(w.shards)-1].Size+int64(len(b)) > w.max {
+		if err := w.finish(); err != nil {
+			return "", 0, err
+		}
+	}
+	if w.f == nil {
+		name := fmt.Sprintf("shard-%05d.bin", len(w.shards)+1)
+		f, err := os.Create(filepath.Join(w.dir, name))
+		if err != nil {
+			return "", 0, err
+		}
+		w.f, w.h = f, sha256.New()
+		w.shards = append(w.shards, Shard{Name: name})
+	}
+	s := &w.shards[len(w.shards)-1]
+	if _, err := io.MultiWriter(w.f, w.h).Write(b); err != nil {
+		return "", 0, fmt.Errorf("%s: %w", w.f.Name(), err)
+	}
+	off := s.Size
+	s.Size += int64(len(b))
+	return s.Name, off, nil
+}
+
+func (w *shardWriter) finish() error {
+	w.shards[len(w.shards)-1].SHA256 = hex.EncodeToString(w.h.Sum(nil))
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+func (w *shardWriter) close() ([]Shard, error) {
+	if w.f != nil {
+		if err := w.finish(); err != nil {
+			return nil, err
+		}
+	}
+	return w.shards, nil
+}
+
+// replaceDir moves tmp to dir, replacing an existing dir only after tmp is
+// complete, so readers see the old variant or the new one, never a mix.
+func replaceDir(tmp, dir string) error {
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = dir + ".old"
+		os.RemoveAll(old)
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}

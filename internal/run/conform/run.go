@@ -1,0 +1,375 @@
+package conform
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
+	"logitscope/internal/run/capture"
+	"logitscope/internal/run/session"
+	"logitscope/internal/sys/progress"
+	"logitscope/internal/text/chat"
+	"logitscope/internal/text/tokenizer"
+)
+
+// Options say how to run a suite.
+type Options struct {
+	// Capture is where the cases run (runtime, engine.wasm, device); each
+	// case's capture lines go to its own capture.log, and so does their
+	// progress unless Capture.Progress shows it (a terminal's bar).
+	Capture capture.Options
+	// Out is the directory of each case's outputs (Out/<name>/: dumps,
+	// receipts, capture.log, report.txt, report.json) and summary.json.
+	Out   string
+	Shard Shard
+	// Log receives a line as each case starts and ends.
+	Log io.Writer
+}
+
+// Result is one case's outcome, as summary.json records it.
+type Result struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"` // pass, fail or error
+	Failures []string `json:"failures,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Metrics  *Metrics `json:"metrics,omitempty"`
+	Compare  string   `json:"compare,omitempty"` // how the rows line up: panel or follow
+	Seconds  float64  `json:"seconds"`
+	Dir      string   `json:"dir"`
+}
+
+// Metrics are what thresholds hold a case to, pooled over all its
+// captures' positions.
+type Metrics struct {
+	Positions       int      `json:"positions"`
+	MeanKLD         float64  `json:"mean_kld"`
+	SameTop1        float64  `json:"same_top1"`
+	Flips           int      `json:"flips"`
+	ClearFlips      int      `json:"clear_flips"`
+	MaxAbsLogitDiff *float64 `json:"max_abs_logit_diff,omitempty"`
+}
+
+// Summary is summary.json: the run's settings and every case's result.
+type Summary struct {
+	Suite string `json:"suite"`
+	// SuiteSHA256 is the suite file's, and SuiteCases its number of cases
+	// (a shard runs some of them): what Merge checks shards against.
+	SuiteSHA256 string `json:"suite_sha256,omitempty"`
+	SuiteCases  int    `json:"suite_cases"`
+	Runtime     string `json:"runtime"`
+	// Shard is the shard run, i/n; a merged summary's is "1-n/n".
+	Shard   string   `json:"shard"`
+	Out     string   `json:"out"`
+	Passed  int      `json:"passed"`
+	Failed  int      `json:"failed"`
+	Errors  int      `json:"errors"`
+	Seconds float64  `json:"seconds"`
+	Cases   []Result `json:"cases"`
+}
+
+// Err says how many cases failed or errored; nil when all passed.
+func (s *Summary) Err() error {
+	if s.Failed+s.Errors == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d cases failed and %d errored (suite %s)", s.Failed, len(s.Cases), s.Errors, s.Suite)
+}
+
+// Run runs this shard's cases of s in order and writes summary.json. A
+// case that cannot run is an error of that case: the next one still runs.
+func Run(s *Suite, opt Options) (*Summary, error) {
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Suite: s.Name, SuiteSHA256: s.sha256, SuiteCases: len(s.Cases), Runtime: opt.Capture.Runtime,
+		Shard: opt.Shard.String(), Out: opt.Out, Cases: []Result{}}
+	picked := opt.Shard.Pick(len(s.Cases))
+	start := time.Now()
+	for k, i := range picked {
+		c := s.Cases[i]
+		fmt.Fprintf(opt.Log, "[%d/%d] %s ...\n", k+1, len(picked), c.Name)
+		r := runCase(s, c, opt)
+		fmt.Fprintf(opt.Log, "[%d/%d] %s ... %s (%.1f s)\n", k+1, len(picked), c.Name, r.Status, r.Seconds)
+		sum.Cases = append(sum.Cases, r)
+		switch r.Status {
+		case "pass":
+			sum.Passed++
+		case "fail":
+			sum.Failed++
+		default:
+			sum.Errors++
+		}
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, sum.Write(opt.Out)
+}
+
+// Write writes the summary as DIR/summary.json.
+func (s *Summary) Write(dir string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
+}
+
+// runCase runs one case into Out/<name>/.
+func runCase(s *Suite, c Case, opt Options) Result {
+	start := time.Now()
+	r := Result{Name: c.Name, Dir: filepath.Join(opt.Out, c.Name)}
+	m, compare, failures, err := measure(s, c, r.Dir, opt.Capture)
+	r.Seconds = time.Since(start).Seconds()
+	r.Metrics, r.Compare, r.Failures = m, compare, failures
+	switch {
+	case err != nil:
+		r.Status, r.Error = "error", strings.Join(strings.Fields(err.Error()), " ")
+	case len(failures) > 0:
+		r.Status = "fail"
+	default:
+		r.Status = "pass"
+	}
+	return r
+}
+
+// side is one capture of a case and where it was saved.
+type side struct {
+	path string
+	cap  *capture.Capture
+	rc   *receipt.Receipt
+}
+
+// measure captures both sides, compares them, and checks the thresholds.
+func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string, []string, error) {
+	if err := os.RemoveAll(dir); err != nil { // no stale dump may pass for this run's
+		return nil, "", nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", nil, err
+	}
+	modelDir, err := resolveModel(s.dir, c.Model)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ck, err := checkpoint.Open(modelDir)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	defer ck.Close()
+	logf, err := os.Create(filepath.Join(dir, "capture.log"))
+	if err != nil {
+		return nil, "", nil, err
+	}
+	defer logf.Close()
+	co.Log = logf
+	if co.Progress == nil {
+		co.Progress = progress.NewLines(logf)
+	}
+	for _, v := range []string{c.Reference, c.Test} {
+		// A scheme the model lacks is quantized first; f32 needs nothing,
+		// and a directory is the capture's to check.
+		if scheme, err := quant.ParseScheme(v); err == nil {
+			if _, err := variant.Ensure(ck, scheme, logf); err != nil {
+				return nil, "", nil, err
+			}
+		}
+	}
+	tok, err := tokenizer.Load(ck.TokenizerPath())
+	if err != nil {
+		return nil, "", nil, err
+	}
+	tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
+	if err != nil {
+		return nil, "", nil, err
+	}
+	run := func(variant string, req session.Request, follow, path string) (side, error) {
+		fmt.Fprintf(logf, "capture %s %s -> %s\n", variant, req.Mode, path)
+		cp, err := capture.Run(ck, variant, req, co)
+		if err != nil {
+			return side{}, fmt.Errorf("%s capture: %w", variant, err)
+		}
+		rc, err := capture.Save(path, ck, capture.ReceiptRequest(req, follow), cp)
+		return side{path, cp, rc}, err
+	}
+
+	var pairs [][2]side
+	compare := "panel"
+	if c.Panel != "" {
+		prefix := chat.RawPrefix(tok, tmpl)
+		windows, err := session.ReadPanel(s.path(c.Panel), tok, c.Window, prefix)
+		if err != nil {
+			return nil, compare, nil, err
+		}
+		req := session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
+		var p [2]side
+		for i, v := range []string{c.Reference, c.Test} {
+			if p[i], err = run(v, req, "", filepath.Join(dir, []string{"ref", "test"}[i]+".dump")); err != nil {
+				return nil, compare, nil, err
+			}
+		}
+		pairs = append(pairs, p)
+	} else {
+		// Each prompt greedily on the reference, then the test side fed the
+		// reference's tokens, so that row i compares the same context on
+		// both sides instead of drifting after the first different token.
+		compare = "follow"
+		stops := session.Stops(ck.Generation)
+		// Prompts are rendered with the checkpoint's own chat_template.
+		for i, prompt := range c.Prompts {
+			text, err := chat.Render(tmpl, tokenizer.Turns("", prompt), true)
+			if err != nil {
+				return nil, compare, nil, fmt.Errorf("prompt %d: %s: %w", i+1, ck.Dir, err)
+			}
+			greedy := session.Request{Mode: session.Greedy, MaxNew: c.MaxNew, Stops: stops, PromptIDs: tok.Encode(text)}
+			ref, err := run(c.Reference, greedy, "", filepath.Join(dir, fmt.Sprintf("ref-%d.dump", i+1)))
+			if err != nil {
+				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)
+			}
+			forced := session.Request{Mode: session.Forced, PromptIDs: greedy.PromptIDs, Stops: stops, Outputs: ref.cap.Output}
+			test, err := run(c.Test, forced, ref.rc.Dump.SHA256, filepath.Join(dir, fmt.Sprintf("test-%d.dump", i+1)))
+			if err != nil {
+				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)
+			}
+			pairs = append(pairs, [2]side{ref, test})
+		}
+	}
+	vocab := ck.Config.VocabSize
+	m, err := report(pairs, vocab, tok, dir)
+	if err != nil {
+		return nil, compare, nil, err
+	}
+	failures := checkThresholds(c.Thresholds, m)
+	if c.Golden != "" {
+		diff, err := maxAbsDiff(s.path(c.Golden), pairs[0][0].cap.Logits(vocab))
+		if err != nil {
+			return m, compare, failures, err
+		}
+		m.MaxAbsLogitDiff = &diff
+		limit := 0.0
+		if c.Thresholds.MaxAbsLogitDiff != nil {
+			limit = *c.Thresholds.MaxAbsLogitDiff
+		}
+		if diff > limit {
+			failures = append(failures, fmt.Sprintf("max_abs_logit_diff %.4g > max %g (reference vs golden %s)", diff, limit, c.Golden))
+		}
+	}
+	return m, compare, failures, nil
+}
+
+// resolveModel maps a case's model to a directory: preset:NAME is the
+// synthetic preset (seed 0) from the cache, generated on first use.
+func resolveModel(suiteDir, model string) (string, error) {
+	if name, ok := strings.CutPrefix(model, "preset:"); ok {
+		return synth.Cached(name, 0)
+	}
+	if filepath.IsAbs(model) {
+		return model, nil
+	}
+	return filepath.Join(suiteDir, model), nil
+}
+
+// reportJSON is report.json: both sides' receipts and the margins report.
+type reportJSON struct {
+	Ref  *receipt.Receipt `json:"ref"`
+	Test *receipt.Receipt `json:"test"`
+	*margins.Report
+}
+
+// report compares every pair (report.txt and report.json in dir, numbered
+// when there are several) and pools the metrics over all positions,
+// weighting each capture by its number of rows.
+func report(pairs [][2]side, vocab int, tok *tokenizer.Tokenizer, dir string) (*Metrics, error) {
+	m := &Metrics{}
+	var kld, same float64
+	opt := margins.Options{TokenText: func(id int) string { return tok.Decode([]int{id}, false) }}
+	for i, p := range pairs {
+		ref, test := p[0], p[1]
+		// A panel's targets are the text's next tokens: Δp and PPL are
+		// then about the real text.
+		rep, err := margins.Compare(ref.cap.Logits(vocab), test.cap.Logits(vocab), ref.cap.Targets, opt)
+		if err != nil {
+			return nil, fmt.Errorf("comparing %s with %s: %w", ref.path, test.path, err)
+		}
+		suffix := ""
+		if len(pairs) > 1 {
+			suffix = fmt.Sprintf("-%d", i+1)
+		}
+		var text strings.Builder
+		fmt.Fprintf(&text, "ref:  %s (%s, %s)\ntest: %s (%s, %s)\n", ref.path, ref.rc.Variant, ref.rc.Device, test.path, test.rc.Variant, test.rc.Device)
+		if err := rep.WriteText(&text); err != nil {
+			return nil, err
+		}
+		js, err := json.MarshalIndent(reportJSON{ref.rc, test.rc, rep}, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "report"+suffix+".txt"), []byte(text.String()), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "report"+suffix+".json"), append(js, '\n'), 0o644); err != nil {
+			return nil, err
+		}
+		sm := rep.Summary
+		m.Positions += sm.Positions
+		kld += sm.KLD.Value * float64(sm.Positions)
+		same += sm.SameTop.Value * float64(sm.Positions)
+		m.Flips += sm.Flips
+		m.ClearFlips += sm.ClearFlips
+	}
+	if m.Positions > 0 {
+		m.MeanKLD, m.SameTop1 = kld/float64(m.Positions), same/float64(m.Positions)
+	}
+	return m, nil
+}
+
+// checkThresholds names every metric outside its bound, not just the
+// first: one CI run should show everything a change broke.
+func checkThresholds(t Thresholds, m *Metrics) []string {
+	var f []string
+	if t.MaxMeanKLD != nil && !(m.MeanKLD <= *t.MaxMeanKLD) {
+		f = append(f, fmt.Sprintf("mean_kld %.4g > max %g", m.MeanKLD, *t.MaxMeanKLD))
+	}
+	if t.MinSameTop1 != nil && !(m.SameTop1 >= *t.MinSameTop1) {
+		f = append(f, fmt.Sprintf("same_top1 %.4f < min %g", m.SameTop1, *t.MinSameTop1))
+	}
+	if t.MaxClearFlips != nil && m.ClearFlips > *t.MaxClearFlips {
+		f = append(f, fmt.Sprintf("clear_flips %d > max %d", m.ClearFlips, *t.MaxClearFlips))
+	}
+	return f
+}
+
+// maxAbsDiff is the largest |golden − got| over every logit; a NaN on
+// either side counts as infinitely far.
+func maxAbsDiff(goldenPath string, got *dump.Logits) (float64, error) {
+	g, _, err := dump.ReadAny(goldenPath)
+	if err != nil {
+		return 0, fmt.Errorf("golden: %w", err)
+	}
+	if g.Rows != got.Rows || g.Vocab != got.Vocab {
+		return 0, fmt.Errorf("golden %s is %d rows × %d vocab, the reference capture %d × %d: not the same request",
+			goldenPath, g.Rows, g.Vocab, got.Rows, got.Vocab)
+	}
+	var worst float64
+	for i := range g.Data {
+		diff := math.Abs(float64(g.Data[i]) - float64(got.Data[i]))
+		if math.IsNaN(diff) {
+			return math.Inf(1), nil
+		}
+		worst = max(worst, diff)
+	}
+	return worst, nil
+}

@@ -97,6 +97,10 @@ $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.j
 #           (BenchmarkPagePeers), and the demo's load,
 #           open and first-token times on WebGPU and the CPU path
 #           (BenchmarkPage);
+#   report  logitscope report on two captures of Qwen's vocabulary, 2,000
+#           and 20,000 rows (2.4 and 24 GB, generated once into the
+#           cache): logits analysed per second beside cat's read of the
+#           same files, and peak RSS (BenchmarkReport);
 #   decode  decode tok/s, weight GB/s and dispatches per token of every
 #           family's real geometry on the CPU and the GPU, and the GPU's
 #           time per op (BenchmarkDecode; about 10 GB of checkpoints and
@@ -116,8 +120,9 @@ bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./internal/engine; \
 bench_page   = $(GOBENCH) -bench 'PagePeers/$(PRESET)/' ./web/e2e; \
                $(GOBENCH) -bench '^BenchmarkPage$$' ./web/e2e;
 bench_decode = $(GOBENCH) -bench 'Decode/' ./internal/engine/...;
+bench_report = $(GOBENCH) -bench 'Report' ./cmd/logitscope;
 bench: deps bench-deps
-	{ $(foreach part,$(if $(filter all,$(BENCH)),cpu gpu page decode,$(BENCH)),$(bench_$(part))) } | $(GO) run ./cmd/benchtable
+	{ $(foreach part,$(if $(filter all,$(BENCH)),cpu gpu page decode report,$(BENCH)),$(bench_$(part))) } | $(GO) run ./cmd/benchtable
 
 # engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).
 wasm:

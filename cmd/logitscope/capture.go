@@ -89,10 +89,11 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	prompt := ""   // the rendered chat prompt, for the receipt
 	switch {
 	case *follow != "":
-		ref, err := readSide(*follow)
+		ref, err := openSide(*follow)
 		if err != nil {
 			return err
 		}
+		ref.rows.Close() // the receipt is what is followed; the rows were checked by its hash
 		if ref.Receipt == nil || ref.Receipt.Request.Mode == session.Panel {
 			return fmt.Errorf("%s: --follow needs a greedy or forced capture with its receipt beside it", *follow)
 		}

@@ -19,7 +19,7 @@ import (
 type side struct {
 	Path    string           `json:"path"`
 	Receipt *receipt.Receipt `json:"receipt,omitempty"`
-	logits  *dump.Logits
+	rows    *dump.Reader
 }
 
 // reportJSON is what --json prints: both sides, their provenance, and the
@@ -57,17 +57,19 @@ func report(args []string, stdout, stderr io.Writer) error {
 	if *k <= 0 {
 		return fmt.Errorf("--close-margin %g: must be > 0", *k)
 	}
-	ref, err := readSide(*refPath)
+	ref, err := openSide(*refPath)
 	if err != nil {
 		return err
 	}
-	test, err := readSide(*testPath)
+	defer ref.rows.Close()
+	test, err := openSide(*testPath)
 	if err != nil {
 		return err
 	}
-	if ref.logits.Rows != test.logits.Rows || ref.logits.Vocab != test.logits.Vocab {
+	defer test.rows.Close()
+	if ref.rows.Rows != test.rows.Rows || ref.rows.Vocab != test.rows.Vocab {
 		return fmt.Errorf("%s is %d rows × %d vocab, %s is %d rows × %d vocab: not the same geometry",
-			ref.Path, ref.logits.Rows, ref.logits.Vocab, test.Path, test.logits.Rows, test.logits.Vocab)
+			ref.Path, ref.rows.Rows, ref.rows.Vocab, test.Path, test.rows.Rows, test.rows.Vocab)
 	}
 	out := reportJSON{Ref: ref, Test: test}
 	// A dump without its receipt may be another tool's, or a capture's
@@ -82,9 +84,9 @@ func report(args []string, stdout, stderr io.Writer) error {
 	}
 	// Routes are compared only when both sides kept them: a binary dump
 	// of a mixture of experts, or another tool's, has none.
-	if (ref.logits.Routes == nil) != (test.logits.Routes == nil) {
+	if (ref.rows.Routes == nil) != (test.rows.Routes == nil) {
 		with, without := ref, test
-		if ref.logits.Routes == nil {
+		if ref.rows.Routes == nil {
 			with, without = test, ref
 		}
 		note := fmt.Sprintf("%s carries expert routes and %s none: routing is not compared", with.Path, without.Path)
@@ -112,7 +114,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 		}
 		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
 	}
-	rep, err := margins.Compare(ref.logits, test.logits, targets, opt)
+	rep, err := margins.CompareReaders(ref.rows, test.rows, targets, opt)
 	if err != nil {
 		return err
 	}
@@ -139,20 +141,22 @@ func report(args []string, stdout, stderr io.Writer) error {
 	return rep.WriteText(stdout)
 }
 
-// readSide reads a dump and, if a receipt lies beside it, verifies the
-// receipt's seal and that it describes this very dump.
-func readSide(path string) (side, error) {
-	l, _, err := dump.ReadAny(path)
+// openSide opens a dump to be read row by row and, if a receipt lies
+// beside it, verifies the receipt's seal and that it describes this very
+// dump.
+func openSide(path string) (side, error) {
+	r, err := dump.Open(path)
 	if err != nil {
 		return side{}, err
 	}
-	s := side{Path: path, logits: l}
+	s := side{Path: path, rows: r}
 	rp := receipt.Path(path)
 	if _, err := os.Stat(rp); err == nil {
-		if s.Receipt, err = receipt.Read(rp); err != nil {
-			return side{}, err
+		if s.Receipt, err = receipt.Read(rp); err == nil {
+			err = s.Receipt.CheckDump(path)
 		}
-		if err := s.Receipt.CheckDump(path); err != nil {
+		if err != nil {
+			r.Close()
 			return side{}, err
 		}
 	}

@@ -27,9 +27,8 @@ func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error
 	if ref == nil || test == nil {
 		return nil, errors.New("margins: nil dump")
 	}
-	if ref.Rows != test.Rows || ref.Vocab != test.Vocab {
-		return nil, fmt.Errorf("margins: reference is %d rows × %d vocab, test is %d rows × %d vocab",
-			ref.Rows, ref.Vocab, test.Rows, test.Vocab)
+	if err := sameGeometry(ref.Rows, ref.Vocab, test.Rows, test.Vocab); err != nil {
+		return nil, err
 	}
 	for _, l := range []struct {
 		name string
@@ -39,8 +38,24 @@ func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error
 			return nil, fmt.Errorf("margins: %s is %d rows × %d vocab but holds %d values",
 				l.name, l.d.Rows, l.d.Vocab, len(l.d.Data))
 		}
-		if rt := l.d.Routes; rt != nil && rt.Rows != l.d.Rows {
-			return nil, fmt.Errorf("margins: %s has %d rows of logits but %d of routes", l.name, l.d.Rows, rt.Rows)
+	}
+	return CompareReaders(ref.Reader("reference"), test.Reader("test"), targets, opt)
+}
+
+// CompareReaders is Compare on two captures read row by row: it holds a
+// block of rows of each side and the positions' results, never the
+// captures, so its memory does not grow with their vocabulary times their
+// length. Reading the next block overlaps the analysis of this one.
+func CompareReaders(ref, test *dump.Reader, targets []int, opt Options) (*Report, error) {
+	if err := sameGeometry(ref.Rows, ref.Vocab, test.Rows, test.Vocab); err != nil {
+		return nil, err
+	}
+	for _, l := range []struct {
+		name string
+		r    *dump.Reader
+	}{{"reference", ref}, {"test", test}} {
+		if rt := l.r.Routes; rt != nil && rt.Rows != l.r.Rows {
+			return nil, fmt.Errorf("margins: %s has %d rows of logits but %d of routes", l.name, l.r.Rows, rt.Rows)
 		}
 	}
 	if ref.Rows < 1 {
@@ -117,37 +132,101 @@ func Compare(ref, test *dump.Logits, targets []int, opt Options) (*Report, error
 	return rep, nil
 }
 
-// analyzeRows runs analyzeRow over all rows on opt.Workers goroutines. Each
-// row's result lands in its own slot, and of several bad rows the lowest
-// one is reported, so the outcome is the same for any number of workers.
-func analyzeRows(ref, test *dump.Logits, targets []int, opt Options) ([]Position, error) {
-	n := ref.Rows
-	pos := make([]Position, n)
-	errs := make([]error, n)
-	k := max(opt.TopK, 2)
+func sameGeometry(refRows, refVocab, testRows, testVocab int) error {
+	if refRows != testRows || refVocab != testVocab {
+		return fmt.Errorf("margins: reference is %d rows × %d vocab, test is %d rows × %d vocab",
+			refRows, refVocab, testRows, testVocab)
+	}
+	return nil
+}
+
+// blockBytes is about how much of each side is analyzed at once; two
+// blocks of each side are held, one analyzed while the next is read.
+const blockBytes = 8 << 20
+
+// block is a run of rows of both sides, as the reader hands it over.
+type block struct {
+	first     int
+	ref, test []float32
+	err       error
+}
+
+// analyzeRows runs analyzeRow over all rows, a block at a time, on
+// opt.Workers goroutines, while another goroutine reads the next block.
+// Each row's result lands in its own slot, and of several bad rows the
+// lowest one is reported, so the outcome is the same for any number of
+// workers and any block size.
+func analyzeRows(ref, test *dump.Reader, targets []int, opt Options) ([]Position, error) {
+	n, vocab := ref.Rows, ref.Vocab
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, n)
+	rows := min(n, max(workers, blockBytes/(4*vocab)))
+
+	full, free := make(chan block, 1), make(chan block, 2)
+	free <- block{}
+	free <- block{}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(full)
+		for first := 0; first < n; first += rows {
+			var b block
+			select {
+			case b = <-free:
+			case <-done:
+				return
+			}
+			b.first = first
+			if b.ref, b.err = ref.Next(rows, b.ref); b.err == nil {
+				b.test, b.err = test.Next(rows, b.test)
+			}
+			full <- b
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+
+	pos := make([]Position, n)
+	for b := range full {
+		if b.err != nil {
+			return nil, fmt.Errorf("margins: %v", b.err)
+		}
+		if err := analyzeBlock(pos, b, vocab, targets, opt, workers); err != nil {
+			return nil, err
+		}
+		free <- b
+	}
+	return pos, nil
+}
+
+// analyzeBlock analyzes the rows of b into their slots of pos.
+func analyzeBlock(pos []Position, b block, vocab int, targets []int, opt Options, workers int) error {
+	n := len(b.ref) / vocab
+	errs := make([]error, n)
+	k := max(opt.TopK, 2)
 	var next atomic.Int64
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	for range workers {
+	for range min(workers, n) {
 		wg.Go(func() {
 			// failed is checked before a row is taken, never after, so
 			// every row handed out is analyzed.
 			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= n {
+				j := int(next.Add(1) - 1)
+				if j >= n {
 					return
 				}
+				i := b.first + j
 				target := -1
 				if targets != nil {
 					target = targets[i]
 				}
-				pos[i], errs[i] = analyzeRow(i, ref.Row(i), test.Row(i), target, k, opt.TopK)
-				if errs[i] != nil {
+				row := b.ref[j*vocab : (j+1)*vocab]
+				pos[i], errs[j] = analyzeRow(i, row, b.test[j*vocab:(j+1)*vocab], target, k, opt.TopK)
+				if errs[j] != nil {
 					failed.Store(true)
 				}
 			}
@@ -160,9 +239,9 @@ func analyzeRows(ref, test *dump.Logits, targets []int, opt Options) ([]Position
 		// lowest error is the first bad row.
 		for _, err := range errs {
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return pos, nil
+	return nil
 }

@@ -14,11 +14,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-
 	"strings"
 
 	"logitscope/internal/format/routing"
+	"logitscope/internal/format/safetensors"
 	"logitscope/internal/sys/tempfile"
 )
 
@@ -126,27 +125,23 @@ func Read(r io.Reader, size int64, name string) (*Logits, error) {
 		return nil, err
 	}
 	l := &Logits{Rows: rows, Vocab: vocab, Data: make([]float32, rows*vocab)}
-	br := bufio.NewReaderSize(r, 1<<20)
-	var b [4]byte
-	for i := range l.Data {
-		if _, err := io.ReadFull(br, b[:]); err != nil {
-			return nil, fmt.Errorf("%s: truncated dump at row %d: %w", name, i/vocab, err)
+	// A row at a time: the bytes of one row beside the floats, not of all.
+	raw := make([]byte, 4*vocab)
+	for i := range rows {
+		if _, err := io.ReadFull(r, raw); err != nil {
+			return nil, fmt.Errorf("%s: truncated dump at row %d: %w", name, i, err)
 		}
-		l.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[:]))
+		safetensors.DecodeFloat32(safetensors.F32, raw, l.Row(i))
 	}
 	return l, nil
 }
 
 // ReadFile reads and validates the dump at path.
 func ReadFile(path string) (*Logits, error) {
-	f, err := os.Open(path)
+	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return Read(f, st.Size(), path)
+	defer r.Close()
+	return r.ReadAll()
 }

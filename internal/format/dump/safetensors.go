@@ -49,31 +49,35 @@ func ParseSafetensors(data []byte, name string) (*Logits, map[string]string, err
 }
 
 func fromSafetensors(f *safetensors.File, name string) (*Logits, map[string]string, error) {
+	r, err := safetensorsReader(f, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := r.ReadAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, f.Metadata, nil
+}
+
+// logitsShape checks the logits tensor: (rows, vocab) or (1, rows, vocab),
+// in F32, F16 or BF16.
+func logitsShape(f *safetensors.File, name string) (rows, vocab int, err error) {
 	info, ok := f.Info(LogitsTensor)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: no %q tensor (has %s)", name, LogitsTensor, strings.Join(f.Names(), ", "))
+		return 0, 0, fmt.Errorf("%s: no %q tensor (has %s)", name, LogitsTensor, strings.Join(f.Names(), ", "))
 	}
 	shape := info.Shape
 	if len(shape) == 3 && shape[0] == 1 {
 		shape = shape[1:]
 	}
 	if len(shape) != 2 || shape[1] == 0 {
-		return nil, nil, fmt.Errorf("%s: %q has shape %v, want (rows, vocab) or (1, rows, vocab)", name, LogitsTensor, info.Shape)
+		return 0, 0, fmt.Errorf("%s: %q has shape %v, want (rows, vocab) or (1, rows, vocab)", name, LogitsTensor, info.Shape)
 	}
 	if !info.DType.IsFloat() {
-		return nil, nil, fmt.Errorf("%s: %q is %s, want F32, F16 or BF16", name, LogitsTensor, info.DType)
+		return 0, 0, fmt.Errorf("%s: %q is %s, want F32, F16 or BF16", name, LogitsTensor, info.DType)
 	}
-	data, err := f.ReadFloat32(LogitsTensor)
-	if err != nil {
-		return nil, nil, err
-	}
-	l := &Logits{Rows: shape[0], Vocab: shape[1], Data: data}
-	if _, ok := f.Info(RoutesTensor); ok {
-		if l.Routes, err = readRoutes(f, name, l.Rows); err != nil {
-			return nil, nil, err
-		}
-	}
-	return l, f.Metadata, nil
+	return shape[0], shape[1], nil
 }
 
 // readRoutes reads and checks the routes tensor and its labels.

@@ -181,28 +181,50 @@ func (f *File) ReadRaw(name string) ([]byte, error) {
 // large embedding does not hold the raw bytes and the floats at once.
 const readChunk = 1 << 20
 
+func (f *File) floatTensor(name string) (TensorInfo, error) {
+	t, err := f.lookup(name)
+	if err == nil && !t.DType.IsFloat() {
+		err = fmt.Errorf("safetensors: %s: tensor %q is %s; only F32, F16 and BF16 decode to float32", f.Path, name, t.DType)
+	}
+	return t, err
+}
+
 // ReadFloat32 decodes an F32, F16 or BF16 tensor to float32.
 func (f *File) ReadFloat32(name string) ([]float32, error) {
-	t, err := f.lookup(name)
+	t, err := f.floatTensor(name)
 	if err != nil {
 		return nil, err
 	}
-	if !t.DType.IsFloat() {
-		return nil, fmt.Errorf("safetensors: %s: tensor %q is %s; only F32, F16 and BF16 decode to float32", f.Path, name, t.DType)
+	dst := make([]float32, t.NumElements())
+	if err := f.ReadFloat32At(name, 0, dst); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// ReadFloat32At decodes elements [off, off+len(dst)) of an F32, F16 or
+// BF16 tensor, in its row-major order, into dst: a reader of a large
+// tensor holds the part it works on, not the tensor.
+func (f *File) ReadFloat32At(name string, off int, dst []float32) error {
+	t, err := f.floatTensor(name)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off+len(dst) > t.NumElements() {
+		return fmt.Errorf("safetensors: %s: elements [%d, %d) of tensor %q, which has %d", f.Path, off, off+len(dst), name, t.NumElements())
 	}
 	size := t.DType.Size()
-	dst := make([]float32, t.NumElements())
 	step := readChunk / size
 	buf := make([]byte, min(len(dst), step)*size)
 	for i := 0; i < len(dst); i += step {
 		n := min(step, len(dst)-i)
 		b := buf[:n*size]
-		if err := readFullAt(f.r, b, t.Offset+int64(i*size)); err != nil {
-			return nil, fmt.Errorf("safetensors: %s: reading tensor %q: %v", f.Path, name, err)
+		if err := readFullAt(f.r, b, t.Offset+int64((off+i)*size)); err != nil {
+			return fmt.Errorf("safetensors: %s: reading tensor %q: %v", f.Path, name, err)
 		}
 		decodeFloat32(t.DType, b, dst[i:i+n])
 	}
-	return dst, nil
+	return nil
 }
 
 // Close releases the file. It is safe to call more than once.

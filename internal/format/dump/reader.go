@@ -1,0 +1,170 @@
+package dump
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"logitscope/internal/format/routing"
+	"logitscope/internal/format/safetensors"
+)
+
+// Reader reads a capture's logit rows in order, a block at a time, from a
+// binary dump, a safetensors file or memory: what it holds is the caller's
+// block, never the capture, so a 20,000-row capture of a 151,936-token
+// vocabulary (12 GB) is read in the memory of a few rows.
+type Reader struct {
+	Name        string
+	Rows, Vocab int
+	// Routes are a mixture of experts' routes (rows × layers × top-k ids,
+	// small beside the logits), read whole; nil when the capture has none.
+	Routes *routing.Routes
+	// Meta is a safetensors file's string metadata; nil for a binary dump.
+	Meta map[string]string
+
+	next  int
+	rows  func(first int, dst []float32) ([]float32, error)
+	close func() error
+}
+
+// Open opens the dump at path for reading row by row: safetensors when the
+// name ends in .safetensors, else the binary dump. Its header (and a
+// safetensors file's routes) are read and checked now, the rows by Next.
+func Open(path string) (*Reader, error) {
+	if IsSafetensors(path) {
+		f, err := safetensors.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		r, err := safetensorsReader(f, path)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		r.close = f.Close
+		return r, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		var r *Reader
+		if r, err = NewReader(f, st.Size(), path); err == nil {
+			r.close = f.Close
+			return r, nil
+		}
+	}
+	f.Close()
+	return nil, err
+}
+
+// NewReader reads the binary dump of size bytes at r row by row; name is
+// used in errors. Closing the Reader does not close r.
+func NewReader(r io.ReaderAt, size int64, name string) (*Reader, error) {
+	var hdr [HeaderSize]byte
+	n, err := r.ReadAt(hdr[:min(int64(HeaderSize), size)], 0)
+	if n < len(hdr) && size >= HeaderSize {
+		return nil, fmt.Errorf("%s: reading header: %w", name, err)
+	}
+	rows, vocab, err := ParseHeader(hdr[:], size, name)
+	if err != nil {
+		return nil, err
+	}
+	var raw []byte
+	return &Reader{Name: name, Rows: rows, Vocab: vocab, rows: func(first int, dst []float32) ([]float32, error) {
+		if cap(raw) < 4*len(dst) {
+			raw = make([]byte, 4*len(dst))
+		}
+		b := raw[:4*len(dst)]
+		if n, err := r.ReadAt(b, HeaderSize+4*int64(first)*int64(vocab)); n < len(b) {
+			return nil, fmt.Errorf("%s: truncated dump at row %d: %v", name, first+n/(4*vocab), err)
+		}
+		safetensors.DecodeFloat32(safetensors.F32, b, dst)
+		return dst, nil
+	}}, nil
+}
+
+func safetensorsReader(f *safetensors.File, name string) (*Reader, error) {
+	rows, vocab, err := logitsShape(f, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{Name: name, Rows: rows, Vocab: vocab, Meta: f.Metadata}
+	if _, ok := f.Info(RoutesTensor); ok {
+		if r.Routes, err = readRoutes(f, name, rows); err != nil {
+			return nil, err
+		}
+	}
+	r.rows = func(first int, dst []float32) ([]float32, error) {
+		return dst, f.ReadFloat32At(LogitsTensor, first*vocab, dst)
+	}
+	return r, nil
+}
+
+// Reader reads l's rows in place: Next returns slices of l.Data, and
+// copies nothing.
+func (l *Logits) Reader(name string) *Reader {
+	return &Reader{Name: name, Rows: l.Rows, Vocab: l.Vocab, Routes: l.Routes,
+		rows: func(first int, dst []float32) ([]float32, error) {
+			return l.Data[first*l.Vocab : first*l.Vocab+len(dst)], nil
+		}}
+}
+
+// ReadBytes opens a dump held in memory, either format, by its name.
+func ReadBytes(data []byte, name string) (*Reader, error) {
+	if IsSafetensors(name) {
+		f, err := safetensors.NewFile(bytes.NewReader(data), int64(len(data)), name)
+		if err != nil {
+			return nil, err
+		}
+		return safetensorsReader(f, name)
+	}
+	return NewReader(bytes.NewReader(data), int64(len(data)), name)
+}
+
+// Next reads the next n rows (fewer at the end) and returns them, (rows,
+// Vocab) row-major: in dst when it has room for them (else in a new slice,
+// which the caller can pass again), or in place for a capture in memory.
+// After the last row it returns nil and io.EOF.
+func (r *Reader) Next(n int, dst []float32) ([]float32, error) {
+	if r.next >= r.Rows {
+		return nil, io.EOF
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%s: reading %d rows", r.Name, n)
+	}
+	n = min(n, r.Rows-r.next)
+	if cap(dst) < n*r.Vocab {
+		dst = make([]float32, n*r.Vocab)
+	}
+	rows, err := r.rows(r.next, dst[:n*r.Vocab])
+	if err != nil {
+		return nil, err
+	}
+	r.next += n
+	return rows, nil
+}
+
+// ReadAll reads the remaining rows into memory.
+func (r *Reader) ReadAll() (*Logits, error) {
+	l := &Logits{Rows: r.Rows - r.next, Vocab: r.Vocab, Routes: r.Routes, Data: []float32{}}
+	if l.Rows == 0 {
+		return l, nil
+	}
+	var err error
+	l.Data, err = r.Next(l.Rows, make([]float32, l.Rows*l.Vocab))
+	return l, err
+}
+
+// Close releases the file, if the Reader opened one.
+func (r *Reader) Close() error {
+	if r.close == nil {
+		return nil
+	}
+	c := r.close
+	r.close = nil
+	return c()
+}

@@ -89,7 +89,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	prompt := ""   // the rendered chat prompt, for the receipt
 	switch {
 	case *follow != "":
-		ref, err := openSide(*follow)
+		ref, err := openSide(*follow, false)
 		if err != nil {
 			return err
 		}

@@ -250,8 +250,11 @@ func TestReportErrors(t *testing.T) {
 	trunc := write("t.dump", 2, 8)
 	b, _ := os.ReadFile(trunc)
 	os.WriteFile(trunc, b[:len(b)-3], 0o644)
-	forged := write("f.dump", 2, 8)
-	receipt.Write(receipt.Path(forged), &receipt.Receipt{Dump: receipt.Dump{SHA256: "00", Rows: 2, Vocab: 8}})
+	// A binary dump is hashed as it is compared, a safetensors one before.
+	forged, forgedST := write("f.dump", 2, 8), write("f.safetensors", 2, 8)
+	for _, p := range []string{forged, forgedST} {
+		receipt.Write(receipt.Path(p), &receipt.Receipt{Dump: receipt.Dump{SHA256: "00", Rows: 2, Vocab: 8}})
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -260,6 +263,7 @@ func TestReportErrors(t *testing.T) {
 		{"other vocabulary", []string{"--ref", a, "--test", other}, "a.dump is 2 rows × 8 vocab, " + other + " is 2 rows × 9 vocab"},
 		{"truncated", []string{"--ref", a, "--test", trunc}, "t.dump: truncated dump"},
 		{"receipt of another dump", []string{"--ref", a, "--test", forged}, "f.dump: sha256"},
+		{"receipt of another safetensors dump", []string{"--ref", forgedST, "--test", a}, "f.safetensors: sha256"},
 		{"missing", []string{"--ref", a, "--test", filepath.Join(dir, "nope.dump")}, "nope.dump"},
 		{"bad k", []string{"--ref", a, "--test", a, "--close-margin", "0"}, "--close-margin 0"},
 	}

@@ -2,7 +2,10 @@ package dump
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 
@@ -26,6 +29,9 @@ type Reader struct {
 	next  int
 	rows  func(first int, dst []float32) ([]float32, error)
 	close func() error
+	// sum hashes a binary dump's bytes as Next reads them, in order, so
+	// that a receipt's check needs no second read of the file.
+	sum hash.Hash
 }
 
 // Open opens the dump at path for reading row by row: safetensors when the
@@ -74,7 +80,9 @@ func NewReader(r io.ReaderAt, size int64, name string) (*Reader, error) {
 		return nil, err
 	}
 	var raw []byte
-	return &Reader{Name: name, Rows: rows, Vocab: vocab, rows: func(first int, dst []float32) ([]float32, error) {
+	d := &Reader{Name: name, Rows: rows, Vocab: vocab, sum: sha256.New()}
+	d.sum.Write(hdr[:])
+	d.rows = func(first int, dst []float32) ([]float32, error) {
 		if cap(raw) < 4*len(dst) {
 			raw = make([]byte, 4*len(dst))
 		}
@@ -82,9 +90,20 @@ func NewReader(r io.ReaderAt, size int64, name string) (*Reader, error) {
 		if n, err := r.ReadAt(b, HeaderSize+4*int64(first)*int64(vocab)); n < len(b) {
 			return nil, fmt.Errorf("%s: truncated dump at row %d: %v", name, first+n/(4*vocab), err)
 		}
+		d.sum.Write(b)
 		safetensors.DecodeFloat32(safetensors.F32, b, dst)
 		return dst, nil
-	}}, nil
+	}
+	return d, nil
+}
+
+// SHA256 is the hex sha256 of a binary dump's file, once Next has read
+// every row; ok is false before, and for other sources.
+func (r *Reader) SHA256() (sum string, ok bool) {
+	if r.sum == nil || r.next < r.Rows {
+		return "", false
+	}
+	return hex.EncodeToString(r.sum.Sum(nil)), true
 }
 
 func safetensorsReader(f *safetensors.File, name string) (*Reader, error) {

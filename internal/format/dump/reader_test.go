@@ -1,6 +1,8 @@
 package dump
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -62,9 +64,22 @@ func TestReaderBlocks(t *testing.T) {
 			if !slices.Equal(got, want.Data) {
 				t.Fatalf("%s, block %d: got %v", name, block, got)
 			}
+			sum, ok := r.SHA256()
+			if name == "binary" && (!ok || sum != fileSHA256(t, bin)) || name != "binary" && ok {
+				t.Fatalf("%s: sha256 %q %v", name, sum, ok)
+			}
 			r.Close()
 		}
 	}
+}
+
+func fileSHA256(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 func TestReaderErrors(t *testing.T) {

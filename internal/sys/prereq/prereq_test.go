@@ -65,7 +65,7 @@ var notSetup = map[string]struct {
 }{
 	"internal/engine/internal/cpu/kernel_test.go":             {2, "the assembly kernels need AVX-512, which the CI machine's CPU may lack"},
 	"internal/engine/internal/cpu/a8_test.go":                 {3, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
-	"internal/engine/internal/cpu/exp_test.go":                {2, "the exponential's assembly needs AVX-512 DQ, which the CI machine's CPU may lack"},
+	"internal/sys/exp64/exp_test.go":                          {2, "the exponential's assembly needs AVX-512 DQ, which the CI machine's CPU may lack"},
 	"internal/engine/internal/cpu/a8_amd64_test.go":           {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
 	"internal/engine/internal/cpu/kernel_linux_amd64_test.go": {1, "the 8-bit-activation assembly needs AVX-512 VNNI, which the CI machine's CPU may lack"},
 	"internal/engine/internal/gpuengine/bench_test.go":        {1, "the subgroup lanes' benchmark needs subgroups of at least a matmul row's 8 lanes, which a device may lack (SwiftShader's are 4)"},

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"logitscope/internal/model"
+	"logitscope/internal/sys/exp64"
 )
 
 // State is one sequence being decoded: the model and its KV cache.
@@ -364,7 +365,7 @@ func topK(p []float32, k int) ([]int, []float32) {
 	return ids, vals
 }
 
-func sigmoid(x float32) float32 { return float32(1 / (1 + exp64(-float64(x)))) }
+func sigmoid(x float32) float32 { return float32(1 / (1 + exp64.Exp(-float64(x)))) }
 
 // rope rotates each head of v (heads*hd,) in place by rot (a token's
 // pairs of cos and sin, rotations), NeoX style (rotate_half): element i
@@ -482,7 +483,7 @@ func softmax(x []float32, e []float64) {
 	for _, v := range x[1:] {
 		mx = max(mx, v)
 	}
-	expShift(e, x, mx)
+	exp64.Shift(e, x, mx)
 	var sum float64
 	for i, v := range e {
 		x[i] = float32(v)

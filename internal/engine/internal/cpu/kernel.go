@@ -1,5 +1,7 @@
 package cpu
 
+import "logitscope/internal/sys/exp64"
+
 // The order of a weight product. Every matrix product of the forward pass
 // computes each output element y = w · x + b, for a weight row w and an
 // activation row x of k values, in exactly this order, whatever the
@@ -165,4 +167,7 @@ var (
 	tile4x1 = tile4x1Go
 	dotRows = dotRowsGo
 	axpy    = axpyGo
+	// SiLU times the up projection: package exp64's, assembly where the
+	// CPU has it.
+	siluMul = exp64.SiluMul
 )

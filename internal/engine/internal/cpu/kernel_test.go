@@ -13,6 +13,7 @@ import (
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/model"
 	"logitscope/internal/quant"
+	"logitscope/internal/sys/exp64"
 )
 
 // withGoKernels runs fn with the pure-Go kernels and decoders installed
@@ -20,7 +21,7 @@ import (
 func withGoKernels(fn func()) {
 	t44, t41, dr, ax := tile4x4, tile4x1, dotRows, axpy
 	qr, qb, gr, gb, rd, ra8, qa, ba8, sm := quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, makeA8Batch, siluMul
-	tile4x4, tile4x1, dotRows, axpy, rowsA8, quantizeActs, makeA8Batch, siluMul = tile4x4Go, tile4x1Go, dotRowsGo, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch, siluMulGo
+	tile4x4, tile4x1, dotRows, axpy, rowsA8, quantizeActs, makeA8Batch, siluMul = tile4x4Go, tile4x1Go, dotRowsGo, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch, exp64.SiluMulGo
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	quantBlocks = map[quant.Scheme]func([]byte, []byte, int, int, int, []float32, int){}
 	ggmlBlocks = map[ggml.Type]func([]byte, int, []float32, int){}

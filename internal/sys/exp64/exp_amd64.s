@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// exp64 (exp.go) on eight float64 lanes, the same operations in the same
+// Exp (exp.go) on eight float64 lanes, the same operations in the same
 // order, no product fused: the same bits as the Go.
 
 // EXP64: Z12 = e^Z1, lane by lane. K1..K4: the special cases (above

@@ -1,8 +1,13 @@
-package cpu
+// Package exp64 is e^x in float64 with the same bits on every platform,
+// in Go and in AVX-512, and the vector kernels built on it: the CPU
+// engine's SiLU and softmax (Shift), and the sums of the margins' KL
+// divergence (KLSums). engine.wasm and the page run the Go, a native
+// amd64 build the assembly, and their results agree bit for bit.
+package exp64
 
 import "math"
 
-// exp64 is e^x by fdlibm's method (e_exp.c), the one Go's math package
+// Exp is e^x by fdlibm's method (e_exp.c), the one Go's math package
 // runs where it has no assembly (engine.wasm), each product rounded
 // before its sum so that no compiler fuses one: Go on every platform and
 // the vector kernels (exp_amd64.s) give the same bits. math.Exp on amd64
@@ -14,7 +19,7 @@ import "math"
 // two parts, r = hi − lo); e^r from a degree-5 rational approximation in
 // t = r², c = r − t·P(t), e^r = 1 − ((lo − r·c/(2 − c)) − hi); then
 // scaled by 2^k.
-func exp64(x float64) float64 {
+func Exp(x float64) float64 {
 	const (
 		ln2Hi     = 6.93147180369123816490e-01
 		ln2Lo     = 1.90821492927058770002e-10
@@ -68,28 +73,28 @@ func scale2(y float64, k int) float64 {
 }
 
 // silu is x·sigmoid(x) = x / (1 + e^−x), in float64.
-func silu(x float32) float32 { return float32(float64(x) / (1 + exp64(-float64(x)))) }
+func silu(x float32) float32 { return float32(float64(x) / (1 + Exp(-float64(x)))) }
 
-// siluMulGo: out[i] = silu(g[i]) · u[i] (a float32 product).
-func siluMulGo(out, g, u []float32) {
+// SiluMulGo: out[i] = silu(g[i]) · u[i] (a float32 product).
+func SiluMulGo(out, g, u []float32) {
 	for i := range out {
 		out[i] = silu(g[i]) * u[i]
 	}
 }
 
-// siluMul is siluMulGo, or assembly where the CPU has it (then
-// expAsm is set).
+// SiluMul is SiluMulGo, or assembly where the CPU has it (then
+// Asm is set).
 var (
-	siluMul = siluMulGo
-	expAsm  bool
+	SiluMul = SiluMulGo
+	Asm     bool
 )
 
-// expShiftGo: out[i] = e^(x[i] − sub), the difference in float32.
-func expShiftGo(out []float64, x []float32, sub float32) {
+// ShiftGo: out[i] = e^(x[i] − sub), the difference in float32.
+func ShiftGo(out []float64, x []float32, sub float32) {
 	for i, v := range x {
-		out[i] = exp64(float64(v - sub))
+		out[i] = Exp(float64(v - sub))
 	}
 }
 
-// expShift is expShiftGo, or assembly where the CPU has it.
-var expShift = expShiftGo
+// Shift is ShiftGo, or assembly where the CPU has it.
+var Shift = ShiftGo

@@ -1,4 +1,4 @@
-package cpu
+package exp64
 
 import (
 	"fmt"
@@ -23,12 +23,12 @@ func TestExp64(t *testing.T) {
 		{-1e-9, 1 - 1e-9},
 		{1, math.E},
 	} {
-		if got := exp64(c.x); got != c.want {
-			t.Errorf("exp64(%v) = %v, want %v", c.x, got, c.want)
+		if got := Exp(c.x); got != c.want {
+			t.Errorf("Exp(%v) = %v, want %v", c.x, got, c.want)
 		}
 	}
-	if got := exp64(math.NaN()); got == got {
-		t.Errorf("exp64(NaN) = %v, want NaN", got)
+	if got := Exp(math.NaN()); got == got {
+		t.Errorf("Exp(NaN) = %v, want NaN", got)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	xs := []float64{709.78, 709, -708, -740, -745, -744.44, 0.5 * math.Ln2, -0.5 * math.Ln2, 1.0 / (1 << 28), -1.0 / (1 << 28)}
@@ -37,10 +37,10 @@ func TestExp64(t *testing.T) {
 	}
 	bad := 0
 	for _, x := range xs {
-		got, want := exp64(x), expBig(x)
+		got, want := Exp(x), expBig(x)
 		if d := int64(math.Float64bits(got)) - int64(math.Float64bits(want)); d > 1 || d < -1 {
 			if bad++; bad <= 5 {
-				t.Errorf("exp64(%v) = %v, e^x = %v: %d ulps apart", x, got, want, d)
+				t.Errorf("Exp(%v) = %v, e^x = %v: %d ulps apart", x, got, want, d)
 			}
 		}
 	}
@@ -68,7 +68,7 @@ func expBig(x float64) float64 {
 // The assembly gives silu(x)·u the Go's bits, on random activations of
 // every scale and the edges of exp64's cases.
 func TestSiluMul(t *testing.T) {
-	if !expAsm {
+	if !Asm {
 		t.Skip("no exponential assembly on this CPU (AVX-512 F, VL and DQ)")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -87,8 +87,8 @@ func TestSiluMul(t *testing.T) {
 					u[i] = float32(rng.NormFloat64())
 				}
 				got, want := make([]float32, n), make([]float32, n)
-				siluMul(got, x, u)
-				siluMulGo(want, x, u)
+				SiluMul(got, x, u)
+				SiluMulGo(want, x, u)
 				for i := range got {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) && (got[i] == got[i] || want[i] == want[i]) {
 						t.Fatalf("silu(%v)·%v = %v (%#x), Go %v (%#x)", x[i], u[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
@@ -101,7 +101,7 @@ func TestSiluMul(t *testing.T) {
 
 // The assembly gives softmax's exponentials the Go's float64 bits.
 func TestExpShift(t *testing.T) {
-	if !expAsm {
+	if !Asm {
 		t.Skip("no exponential assembly on this CPU (AVX-512 F, VL and DQ)")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -114,8 +114,8 @@ func TestExpShift(t *testing.T) {
 			x[0] = float32(math.Inf(-1))
 			sub := x[n-1]
 			got, want := make([]float64, n), make([]float64, n)
-			expShift(got, x, sub)
-			expShiftGo(want, x, sub)
+			Shift(got, x, sub)
+			ShiftGo(want, x, sub)
 			for i := range got {
 				if math.Float64bits(got[i]) != math.Float64bits(want[i]) && (got[i] == got[i] || want[i] == want[i]) {
 					t.Fatalf("scale %v n %d: e^(%v − %v) = %v, Go %v", scale, n, x[i], sub, got[i], want[i])

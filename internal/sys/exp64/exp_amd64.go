@@ -12,7 +12,7 @@ func init() {
 	// F and VL for the kernels, DQ for the conversions between float64
 	// and int64 lanes.
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ {
-		SiluMul, Shift, Asm = siluMulAsm, shiftAsm, true
+		SiluMul, Shift, KLSums, Asm = siluMulAsm, shiftAsm, klSumsAsm, true
 	}
 }
 
@@ -32,4 +32,18 @@ func shiftAsm(out []float64, x []float32, sub float32) {
 		expShiftAVX512(&x[0], sub, n, &out[0])
 	}
 	ShiftGo(out[n:], x[n:], sub)
+}
+
+//go:noescape
+func klSumsAVX512(x, y *float32, blocks int, c *[3]float64, out *float64)
+
+// klSumsAsm runs the whole blocks in assembly and the last, shorter one in
+// Go.
+func klSumsAsm(x, y []float32, maxX, maxY, meanD float64, out []float64) {
+	n := len(x) / Block
+	if n > 0 {
+		_, _ = y[n*Block-1], out[4*n-1]
+		klSumsAVX512(&x[0], &y[0], n, &[3]float64{maxX, maxY, meanD}, &out[0])
+	}
+	KLSumsGo(x[n*Block:], y[n*Block:len(x)], maxX, maxY, meanD, out[4*n:])
 }

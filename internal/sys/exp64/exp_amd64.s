@@ -57,6 +57,17 @@
 	VMOVAPD Z13, K2, Z12 \
 	VMOVAPD Z1, K3, Z12
 
+// KLREDUCE stores ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)) of the lanes of
+// Z (whose low half is Y) at off(DX), KLSumsGo's order.
+#define KLREDUCE(Z, Y, off) \
+	VEXTRACTF64X4 $1, Z, Y28 \
+	VADDPD Y28, Y, Y28 \
+	VEXTRACTF64X2 $1, Y28, X29 \
+	VADDPD X29, X28, X29 \
+	VPERMILPD $1, X29, X30 \
+	VADDSD X30, X29, X29 \
+	VMOVSD X29, off(DX)
+
 // func siluMulAVX512(x, u *float32, n int, out *float32)
 //
 // out[i] = float32(v / (1 + e^−v)) · u[i] with v = float64(x[i]), for n
@@ -104,6 +115,62 @@ loopExp:
 	ADDQ $64, DX
 	SUBQ $8, CX
 	JNZ loopExp
+	VZEROUPPER
+	RET
+
+// func klSumsAVX512(x, y *float32, blocks int, c *[3]float64, out *float64)
+//
+// KLSumsGo (klsums.go) on blocks whole blocks of 64 tokens, c = {maxX,
+// maxY, meanD}: lane l of Z16..Z19 holds the sums of tokens l, l+8, … of
+// the block, added at the end in the Go's order.
+TEXT ·klSumsAVX512(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ blocks+16(FP), CX
+	MOVQ c+24(FP), AX
+	MOVQ out+32(FP), DX
+	VBROADCASTSD 0(AX), Z24
+	VBROADCASTSD 8(AX), Z25
+	VBROADCASTSD 16(AX), Z26
+
+loopBlock:
+	VPXORQ Z16, Z16, Z16
+	VPXORQ Z17, Z17, Z17
+	VPXORQ Z18, Z18, Z18
+	VPXORQ Z19, Z19, Z19
+	MOVQ $8, BX
+
+loopLanes:
+	VCVTPS2PD (SI), Z20
+	VCVTPS2PD (DI), Z21
+	VSUBPD Z24, Z20, Z22
+	VSUBPD Z25, Z21, Z23
+	VMOVAPD Z22, Z1
+	EXP64
+	VMOVAPD Z12, Z15
+	VADDPD Z12, Z16, Z16
+	VMOVAPD Z23, Z1
+	EXP64
+	VADDPD Z12, Z17, Z17
+	VSUBPD Z23, Z22, Z27
+	VMULPD Z27, Z15, Z27
+	VADDPD Z27, Z18, Z18
+	VSUBPD Z20, Z21, Z27
+	VSUBPD Z26, Z27, Z27
+	VMULPD Z27, Z27, Z27
+	VADDPD Z27, Z19, Z19
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ BX
+	JNZ loopLanes
+
+	KLREDUCE(Z16, Y16, 0)
+	KLREDUCE(Z17, Y17, 8)
+	KLREDUCE(Z18, Y18, 16)
+	KLREDUCE(Z19, Y19, 24)
+	ADDQ $32, DX
+	DECQ CX
+	JNZ loopBlock
 	VZEROUPPER
 	RET
 

@@ -34,7 +34,10 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
 	stops := &idList{}
 	fs.Var(stops, "stop", "stop token ids (default: generation_config.json's eos ids, else 151645 151643)")
-	dumpPath := fs.String("dump-logits", "", "logit dump to write (required)")
+	dumpPath := fs.String("dump-logits", "", "logit dump to write (this or --out is required)")
+	outDir := fs.String("out", "", "with --panel: a windowed capture in DIR, one safetensors file per window written as it finishes and a sealed capture-receipt.json")
+	resume := fs.Bool("resume", false, "with --out: keep the windows already finished in DIR, compute the rest")
+	shardFlag := fs.String("shard", "", "with --out: capture only shard i/n of the windows (round-robin); default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or JOB_COMPLETION_INDEX/LOGITSCOPE_SHARDS, else all")
 	idsPath := fs.String("prompt-ids", "", `write the templated prompt's ids as {"ids": [...]} to FILE, or - for stdout`)
 	panelPath := fs.String("panel", "", "teacher-forced panel instead of a PROMPT: a text file, or .jsonl token-id windows")
 	window := fs.Int("window", 128, "tokens per window when --panel is text")
@@ -55,7 +58,13 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("want exactly one PROMPT argument (or --panel FILE, or --follow DUMP), got %d", len(pos))
 	case (*panelPath != "" || *follow != "") && len(pos) != 0:
 		return fmt.Errorf("--panel and --follow take no PROMPT argument, got %q", pos[0])
-	case *dumpPath == "":
+	case *outDir != "" && *dumpPath != "":
+		return fmt.Errorf("--out DIR and --dump-logits FILE are two ways to save a capture: give one")
+	case *outDir != "" && *panelPath == "":
+		return fmt.Errorf("--out DIR saves a panel window by window: it needs --panel")
+	case *outDir == "" && (*resume || *shardFlag != ""):
+		return fmt.Errorf("--resume and --shard are for a windowed capture: give --out DIR")
+	case *dumpPath == "" && *outDir == "":
 		return fmt.Errorf("--dump-logits FILE is required")
 	case *maxNew < 1:
 		return fmt.Errorf("--max-new %d: must be at least 1", *maxNew)
@@ -141,6 +150,16 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	opt := capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Activations: *acts, Log: stderr, Progress: progress.New(stderr)}
 	if *dryRun {
 		return printPlan(stdout, ck, *variantName, opt, rq, req.Windows, *dumpPath)
+	}
+	if *outDir != "" {
+		shard, from, err := shardOf(*shardFlag)
+		if err != nil {
+			return err
+		}
+		if from != "" && from != "--shard" {
+			fmt.Fprintf(stderr, "shard: %s (%s)\n", shard, from)
+		}
+		return captureWindows(ck, *variantName, req, opt, *outDir, *resume, shard, stdout)
 	}
 	c, err := capture.Run(ck, *variantName, req, opt)
 	if err != nil {

@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/format/dump"
+	"logitscope/internal/format/logitdir"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/model/ggufmodel"
 	"logitscope/internal/run/session"
@@ -37,8 +39,8 @@ type reportJSON struct {
 // report compares two dumps position by position.
 func report(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("report", stdout)
-	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts) (required)")
-	testPath := fs.String("test", "", "test dump, same geometry (required)")
+	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts), or a windowed capture's directory (DIR[,DIR...] for its shards) (required)")
+	testPath := fs.String("test", "", "test dump, same geometry, or windowed capture (required)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
 	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
@@ -56,6 +58,18 @@ func report(args []string, stdout, stderr io.Writer) error {
 	}
 	if *k <= 0 {
 		return fmt.Errorf("--close-margin %g: must be > 0", *k)
+	}
+	opt := margins.Options{TopK: *topK, K: *k, AbsMargin: *absMargin, GlobalSigma: *globalSigma, MaxFlips: *flips}
+	if *tokPath != "" {
+		tok, err := tokenizer.Load(*tokPath)
+		if err != nil {
+			return err
+		}
+		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
+	}
+	refDirs, testDirs := strings.Split(*refPath, ","), strings.Split(*testPath, ",")
+	if logitdir.IsCapture(refDirs[0]) || logitdir.IsCapture(testDirs[0]) {
+		return reportWindows(refDirs, testDirs, opt, *asJSON, stdout)
 	}
 	ref, err := openSide(*refPath, true)
 	if err != nil {
@@ -105,14 +119,6 @@ func report(args []string, stdout, stderr io.Writer) error {
 		if test.Receipt != nil && !slices.Equal(targets, test.Receipt.Targets) {
 			return fmt.Errorf("%s and %s were captured on different panels", ref.Path, test.Path)
 		}
-	}
-	opt := margins.Options{TopK: *topK, K: *k, AbsMargin: *absMargin, GlobalSigma: *globalSigma, MaxFlips: *flips}
-	if *tokPath != "" {
-		tok, err := tokenizer.Load(*tokPath)
-		if err != nil {
-			return err
-		}
-		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
 	}
 	rep, err := margins.CompareReaders(ref.rows, test.rows, targets, opt)
 	if err != nil {

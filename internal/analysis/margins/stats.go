@@ -1,6 +1,8 @@
 package margins
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -205,4 +207,21 @@ func mulErr(f float64, err *float64) *float64 {
 	}
 	e := f * *err
 	return &e
+}
+
+// SummaryOf summarizes the positions of r whose indices are given (a
+// panel's windows of one domain, say), as Summary does all of them, with
+// the capture's σ. Indices out of range are an error.
+func (r *Report) SummaryOf(indices []int) (Summary, error) {
+	if len(indices) == 0 {
+		return Summary{}, errors.New("margins: a summary of no positions")
+	}
+	pos := make([]Position, len(indices))
+	for j, i := range indices {
+		if i < 0 || i >= len(r.Positions) {
+			return Summary{}, fmt.Errorf("margins: position %d of %d", i, len(r.Positions))
+		}
+		pos[j] = r.Positions[i]
+	}
+	return summarize(pos, r.Summary.TeacherForced, r.Summary.CaptureSigma), nil
 }

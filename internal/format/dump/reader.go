@@ -43,7 +43,7 @@ func Open(path string) (*Reader, error) {
 		if err != nil {
 			return nil, err
 		}
-		r, err := safetensorsReader(f, path)
+		r, err := SafetensorsReader(f, path)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -106,7 +106,9 @@ func (r *Reader) SHA256() (sum string, ok bool) {
 	return hex.EncodeToString(r.sum.Sum(nil)), true
 }
 
-func safetensorsReader(f *safetensors.File, name string) (*Reader, error) {
+// SafetensorsReader reads the logits tensor of an open safetensors file
+// row by row (and its routes whole); closing the Reader does not close f.
+func SafetensorsReader(f *safetensors.File, name string) (*Reader, error) {
 	rows, vocab, err := logitsShape(f, name)
 	if err != nil {
 		return nil, err
@@ -121,6 +123,14 @@ func safetensorsReader(f *safetensors.File, name string) (*Reader, error) {
 		return dst, f.ReadFloat32At(LogitsTensor, first*vocab, dst)
 	}
 	return r, nil
+}
+
+// Concat is a Reader of rows rows of vocab that read fills, first on:
+// captures kept in several files (package logitdir). close, if not nil,
+// is what Close does.
+func Concat(name string, rows, vocab int, routes *routing.Routes, close func() error, read func(first int, dst []float32) error) *Reader {
+	return &Reader{Name: name, Rows: rows, Vocab: vocab, Routes: routes, close: close,
+		rows: func(first int, dst []float32) ([]float32, error) { return dst, read(first, dst) }}
 }
 
 // Reader reads l's rows in place: Next returns slices of l.Data, and
@@ -139,7 +149,7 @@ func ReadBytes(data []byte, name string) (*Reader, error) {
 		if err != nil {
 			return nil, err
 		}
-		return safetensorsReader(f, name)
+		return SafetensorsReader(f, name)
 	}
 	return NewReader(bytes.NewReader(data), int64(len(data)), name)
 }

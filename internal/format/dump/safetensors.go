@@ -49,7 +49,7 @@ func ParseSafetensors(data []byte, name string) (*Logits, map[string]string, err
 }
 
 func fromSafetensors(f *safetensors.File, name string) (*Logits, map[string]string, error) {
-	r, err := safetensorsReader(f, name)
+	r, err := SafetensorsReader(f, name)
 	if err != nil {
 		return nil, nil, err
 	}

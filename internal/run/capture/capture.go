@@ -41,6 +41,14 @@ type Options struct {
 	// Progress shows loading the weights and running the request's
 	// tokens (nil: nothing shown).
 	Progress progress.Meter
+	// Window, when set, runs a panel one window at a time on the open
+	// engine and hands each window's result to it as the window finishes,
+	// keeping none: the capture then holds one window, whatever the
+	// panel's length, and its Result holds no rows. Skip says which
+	// windows (indices into the request's) not to run: a resumed capture's
+	// finished ones, another shard's.
+	Window func(i int, r session.Result) error
+	Skip   func(i int) bool
 }
 
 // Capture is what a request produced and what its receipt records.
@@ -156,11 +164,34 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 	}
 	defer e.Close()
 	start := time.Now()
+	defer func() { c.Took = time.Since(start) }()
 	opt.Progress.Start(int64(req.Tokens()), "capture "+string(req.Mode), "tokens")
-	c.Result, err = session.DriveTracked(e, req, func(n int) { opt.Progress.Add(int64(n)) })
-	opt.Progress.Done()
-	c.Took = time.Since(start)
-	return err
+	defer opt.Progress.Done()
+	return drive(req, opt, c, func(req session.Request) (session.Result, error) {
+		return session.DriveTracked(e, req, func(n int) { opt.Progress.Add(int64(n)) })
+	})
+}
+
+// drive runs req on an open engine through run: whole, into c.Result, or
+// with opt.Window a panel window by window.
+func drive(req session.Request, opt Options, c *Capture, run func(session.Request) (session.Result, error)) (err error) {
+	if opt.Window == nil || req.Mode != session.Panel {
+		c.Result, err = run(req)
+		return err
+	}
+	for i, w := range req.Windows {
+		if opt.Skip != nil && opt.Skip(i) {
+			continue
+		}
+		r, err := run(session.Request{Mode: session.Panel, Windows: [][]int{w}, Prefix: req.Prefix})
+		if err == nil {
+			err = opt.Window(i, r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // acts8Device is what a receipt adds to the device's name when the

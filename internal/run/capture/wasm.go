@@ -12,6 +12,7 @@ import (
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/routing"
 	"logitscope/internal/gpu"
 	"logitscope/internal/gpu/native"
 	"logitscope/internal/quant/variant"
@@ -108,6 +109,15 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	defer eng.Close(ctx)
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
+	return drive(req, opt, c, func(req session.Request) (session.Result, error) {
+		return runGuest(ctx, eng, base, req, c.Routing, path)
+	})
+}
+
+// runGuest runs req on engine.wasm's open engine: base is the session the
+// request makes (a forced request's result is the outputs it fed back),
+// layout the routes the checkpoint says the guest reports.
+func runGuest(ctx context.Context, eng *host.Instance, base *session.Run, req session.Request, layout routing.Layout, path string) (session.Result, error) {
 	ar := abi.Request{Mode: req.Mode, PromptIDs: req.PromptIDs, MaxNew: req.MaxNew, Outputs: req.Outputs, Windows: req.Windows}
 	if req.Mode == session.Greedy && req.Stops != nil {
 		stops := req.Stops
@@ -115,30 +125,31 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	}
 	rows, res, err := eng.Run(ctx, ar)
 	if err != nil {
-		return err
+		return session.Result{}, err
 	}
+	var r session.Result
 	switch req.Mode {
 	case session.Panel:
-		c.Targets = res.Targets
+		r.Targets = res.Targets
 	case session.Forced:
-		c.Result = base.Result() // the outputs fed back, and whether they stopped
+		r = base.Result() // the outputs fed back, and whether they stopped
 	default:
-		c.Output, c.Stopped = res.Output, res.Stopped
+		r.Output, r.Stopped = res.Output, res.Stopped
 	}
 	// The host kept the rows as the guest wrote them: the logits, then
 	// any routes, which the result says how to split.
-	if c.Rows, c.Routes, err = res.SplitRows(rows); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if r.Rows, r.Routes, err = res.SplitRows(rows); err != nil {
+		return session.Result{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if res.Routes != nil && !res.Routes.Equal(c.Routing) {
-		return fmt.Errorf("%s: the guest routes %s, the checkpoint says %s", path, res.Routes, c.Routing)
+	if res.Routes != nil && !res.Routes.Equal(layout) {
+		return session.Result{}, fmt.Errorf("%s: the guest routes %s, the checkpoint says %s", path, res.Routes, layout)
 	}
 	if req.Mode == session.Forced {
-		for _, row := range c.Rows {
-			c.Argmax = append(c.Argmax, session.Argmax(row))
+		for _, row := range r.Rows {
+			r.Argmax = append(r.Argmax, session.Argmax(row))
 		}
 	}
-	return nil
+	return r, nil
 }
 
 // guestVariant is what engine.wasm, which sees only the model directory,

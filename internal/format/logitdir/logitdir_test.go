@@ -1,0 +1,121 @@
+package logitdir
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"logitscope/internal/format/dump"
+)
+
+// window i of the test capture: i+1 rows of 4 logits.
+func window(i int) *dump.Logits {
+	l := &dump.Logits{Rows: i + 1, Vocab: 4, Data: make([]float32, 4*(i+1))}
+	for j := range l.Data {
+		l.Data[j] = float32(100*i + j)
+	}
+	return l
+}
+
+// writeShard writes the windows of indices into a new directory.
+func writeShard(t *testing.T, shard string, indices ...int) string {
+	t.Helper()
+	dir := t.TempDir()
+	r := &Receipt{Vocab: 4, Shard: shard}
+	for _, i := range indices {
+		f, err := WriteWindow(dir, i, window(i), TokensSHA256([]int{i, i + 1}), map[string]string{"model_sha256": "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Domain = []string{"code", "prose"}[i%2]
+		r.LogitFiles = append(r.LogitFiles, f)
+	}
+	if err := WriteReceipt(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Two shards (windows dealt round-robin) read as one capture: the windows
+// in id order, their rows one after another.
+func TestShardsReadAsOne(t *testing.T) {
+	a, b := writeShard(t, "0/2", 0, 2, 10), writeShard(t, "1/2", 1, 3)
+	c, err := Open(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var want []float32
+	for _, w := range c.Windows {
+		ids = append(ids, string(w.WindowID))
+	}
+	for _, i := range []int{0, 1, 2, 3, 10} {
+		want = append(want, window(i).Data...)
+	}
+	if !slices.Equal(ids, []string{"0", "1", "2", "3", "10"}) {
+		t.Fatalf("window order %v", ids)
+	}
+	r, err := Rows("capture", c.Windows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []float32
+	for {
+		rows, err := r.Next(3, nil)
+		if err != nil {
+			break
+		}
+		got = append(got, rows...)
+	}
+	if r.Rows != 1+2+3+4+11 || !slices.Equal(got, want) {
+		t.Fatalf("%d rows %v, want %v", r.Rows, got, want)
+	}
+	if c.Windows[1].Domain != "prose" {
+		t.Fatalf("domain %q", c.Windows[1].Domain)
+	}
+}
+
+// A changed byte in a window file, or in the receipt, is refused naming
+// the file; so are a window in two shards and a path out of the capture.
+func TestRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		dirs func(t *testing.T) []string
+		want string
+	}{
+		{"a changed window", func(t *testing.T) []string {
+			d := writeShard(t, "", 0, 1)
+			p := filepath.Join(d, WindowPath(1))
+			b, _ := os.ReadFile(p)
+			b[len(b)-1] ^= 1
+			os.WriteFile(p, b, 0o644)
+			return []string{d}
+		}, "window-0001.safetensors: 240 bytes, sha256"},
+		{"a changed receipt", func(t *testing.T) []string {
+			d := writeShard(t, "", 0)
+			p := filepath.Join(d, ReceiptName)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `"prediction_positions": 1`, `"prediction_positions": 2`, 1)), 0o644)
+			return []string{d}
+		}, ReceiptName},
+		{"a window twice", func(t *testing.T) []string { return []string{writeShard(t, "", 0, 1), writeShard(t, "", 1)} }, "window 1 is in"},
+		{"a path outside", func(t *testing.T) []string {
+			d := t.TempDir()
+			if err := WriteReceipt(d, &Receipt{LogitFiles: []File{{WindowID: "0", Path: "../x.safetensors"}}}); err != nil {
+				t.Fatal(err)
+			}
+			return []string{d}
+		}, `path "../x.safetensors" is not a path inside the capture`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Open(c.dirs(t)...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+}

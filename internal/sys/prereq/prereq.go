@@ -22,6 +22,7 @@ const (
 	Chromium = "Chromium"  // /usr/bin/chromium, for the page's end-to-end tests
 	Node     = "Node.js"   // node and npm, for the tokenizer oracle
 	LlamaCpp = "llama.cpp" // node-llama-cpp's libraries, cc and git, for the llama.cpp harness
+	Slurm    = "Slurm"     // slurm-wlm and munge, for a single-node cluster that runs job arrays
 )
 
 // Missing skips tb because component is missing, why saying what failed

@@ -89,7 +89,7 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 		}
 	}
 	kept := len(files)
-	opt.Skip = func(i int) bool { _, done := files[i]; return done || !slices.Contains(mine, i) }
+	opt.Omit = func(i int) bool { _, done := files[i]; return done || !slices.Contains(mine, i) }
 	opt.Window = func(i int, r session.Result) error {
 		l := (&capture.Capture{Result: r, Routing: g.RouteLayout()}).Logits(ck.Config.VocabSize)
 		wm := maps.Clone(meta)

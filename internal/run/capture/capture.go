@@ -44,11 +44,11 @@ type Options struct {
 	// Window, when set, runs a panel one window at a time on the open
 	// engine and hands each window's result to it as the window finishes,
 	// keeping none: the capture then holds one window, whatever the
-	// panel's length, and its Result holds no rows. Skip says which
+	// panel's length, and its Result holds no rows. Omit says which
 	// windows (indices into the request's) not to run: a resumed capture's
 	// finished ones, another shard's.
 	Window func(i int, r session.Result) error
-	Skip   func(i int) bool
+	Omit   func(i int) bool
 }
 
 // Capture is what a request produced and what its receipt records.
@@ -180,7 +180,7 @@ func drive(req session.Request, opt Options, c *Capture, run func(session.Reques
 		return err
 	}
 	for i, w := range req.Windows {
-		if opt.Skip != nil && opt.Skip(i) {
+		if opt.Omit != nil && opt.Omit(i) {
 			continue
 		}
 		r, err := run(session.Request{Mode: session.Panel, Windows: [][]int{w}, Prefix: req.Prefix})

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -107,5 +108,26 @@ func TestWindowedCaptureResume(t *testing.T) {
 	os.WriteFile(p, b, 0o644)
 	if _, err := run(t, reportCmd, "--ref", out, "--test", out); err == nil || !strings.Contains(err.Error(), "window-0005.safetensors") {
 		t.Fatalf("a changed window: %v", err)
+	}
+}
+
+// The Kubernetes manifest deals as many shards as the Job has
+// completions, and passes capture only flags it has.
+func TestIndexedJobManifest(t *testing.T) {
+	b, err := os.ReadFile("cluster/capture-job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := string(b)
+	completions := regexp.MustCompile(`(?m)^\s+completions: (\d+)$`).FindStringSubmatch(m)
+	shards := regexp.MustCompile(`name: LOGITSCOPE_SHARDS\s+value: "(\d+)"`).FindStringSubmatch(m)
+	if completions == nil || shards == nil || completions[1] != shards[1] {
+		t.Fatalf("completions %v, LOGITSCOPE_SHARDS %v", completions, shards)
+	}
+	help, _ := run(t, captureCmd, "-h")
+	for _, f := range regexp.MustCompile(`- --([a-z-]+)`).FindAllStringSubmatch(m, -1) {
+		if !strings.Contains(help, "  -"+f[1]+" ") && !strings.Contains(help, "  -"+f[1]+"\n") {
+			t.Errorf("the manifest passes --%s, which capture -h does not list", f[1])
+		}
 	}
 }

@@ -68,8 +68,11 @@ func report(args []string, stdout, stderr io.Writer) error {
 		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
 	}
 	refDirs, testDirs := strings.Split(*refPath, ","), strings.Split(*testPath, ",")
-	if logitdir.IsCapture(refDirs[0]) || logitdir.IsCapture(testDirs[0]) {
+	switch refWin, testWin := logitdir.IsCapture(refDirs[0]), logitdir.IsCapture(testDirs[0]); {
+	case refWin && testWin:
 		return reportWindows(refDirs, testDirs, opt, *asJSON, stdout)
+	case refWin || testWin:
+		return fmt.Errorf("%s and %s: one is a windowed capture (a directory with %s), the other a dump: compare two of a kind", *refPath, *testPath, logitdir.ReceiptName)
 	}
 	ref, err := openSide(*refPath, true)
 	if err != nil {

@@ -61,6 +61,9 @@ func TestWindowedCaptureShards(t *testing.T) {
 	if _, err := run(t, reportCmd, "--ref", filepath.Join(out, "f32"), "--test", filepath.Join(out, "q4-s1")); err == nil || !strings.Contains(err.Error(), "is not in the test capture") {
 		t.Fatalf("one shard against the whole: %v", err)
 	}
+	if _, err := run(t, reportCmd, "--ref", filepath.Join(out, "f32"), "--test", filepath.Join(out, "q4.dump")); err == nil || !strings.Contains(err.Error(), "compare two of a kind") {
+		t.Fatalf("a capture against a dump: %v", err)
+	}
 }
 
 // A capture killed between windows resumes: the finished windows are

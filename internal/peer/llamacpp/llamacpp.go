@@ -83,7 +83,7 @@ var cpuBuild = &build{
 	npm:     npmDir,
 	bins:    filepath.Join(npmDir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64"),
 	libs:    []string{"libllama.v0.4.0.so", "libggml.v0.4.0.so", "libggml-base.so"},
-	install: "apt-get install gcc git nodejs npm; make deps (npm ci --ignore-scripts --omit=optional --prefix llamacpp/testdata/npm)",
+	install: "apt-get install gcc git nodejs npm; make deps (npm ci --ignore-scripts --omit=optional --prefix internal/peer/llamacpp/testdata/npm)",
 	ci:      true,
 }
 
@@ -98,7 +98,7 @@ var vulkanBuild = func() *build {
 		npm:     npm,
 		bins:    filepath.Join(npm, "node_modules", "@node-llama-cpp", "linux-x64-vulkan", "bins", "linux-x64-vulkan"),
 		libs:    []string{"libllama.vulkan.v0.4.0.so", "libggml.vulkan.v0.4.0.so", "libggml-base.so"},
-		install: "apt-get install gcc git nodejs npm libvulkan1 mesa-vulkan-drivers; make bench-deps (npm ci --ignore-scripts --prefix llamacpp/testdata/npm-vulkan, and make deps for the headers)",
+		install: "apt-get install gcc git nodejs npm libvulkan1 mesa-vulkan-drivers; make bench-deps (npm ci --ignore-scripts --prefix internal/peer/llamacpp/testdata/npm-vulkan, and make deps for the headers)",
 	}
 }()
 

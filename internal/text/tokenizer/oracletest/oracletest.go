@@ -29,10 +29,10 @@ func Node(tb testing.TB) string {
 	skip := func(why string) { tb.Helper(); prereq.Missing(tb, prereq.Node, why) }
 	node, err := exec.LookPath("node")
 	if err != nil {
-		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
+		skip("node not found; install Node.js and npm (apt-get install nodejs npm) and run `make deps` (npm ci --prefix internal/text/tokenizer/testdata/oracle)")
 	}
 	if _, err := os.Stat(filepath.Join(Dir, "node_modules")); err != nil {
-		skip("oracle not installed; run `make deps` (npm ci --prefix tokenizer/testdata/oracle)")
+		skip("oracle not installed; run `make deps` (npm ci --prefix internal/text/tokenizer/testdata/oracle)")
 	}
 	return node
 }

@@ -19,7 +19,7 @@ import (
 const wat2wasm = "testdata/wabt/node_modules/.bin/wat2wasm"
 
 // The committed simd.wasm is what simd.wat builds to: an edit of the
-// source must come with go generate ./wasmsimd.
+// source must come with go generate ./internal/engine/wasmsimd.
 func TestWasmIsBuiltFromWat(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		prereq.Missing(t, prereq.Node, "no node to run wat2wasm")
@@ -36,7 +36,7 @@ func TestWasmIsBuiltFromWat(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(built, Wasm) {
-		t.Fatalf("simd.wasm (%d bytes) is not what simd.wat builds to (%d bytes): run go generate ./wasmsimd", len(Wasm), len(built))
+		t.Fatalf("simd.wasm (%d bytes) is not what simd.wat builds to (%d bytes): run go generate ./internal/engine/wasmsimd", len(Wasm), len(built))
 	}
 }
 

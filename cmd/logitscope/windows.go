@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +99,10 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 		}
 		f, err := logitdir.WriteWindow(dir, i, l, logitdir.TokensSHA256(req.Windows[i]), wm)
 		files[i] = f
+		// A window's rows, their copy and its file's bytes are garbage
+		// now: collected here, the next window reuses their memory, and
+		// the peak stays one window's whatever the panel's length.
+		runtime.GC()
 		return err
 	}
 	c, err := capture.Run(ck, variantName, req, opt)

@@ -12,6 +12,7 @@
 package logitdir
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -230,7 +231,7 @@ func compareIDs(a, b ID) int {
 	y, errB := strconv.ParseInt(string(b), 10, 64)
 	switch {
 	case errA == nil && errB == nil:
-		return int(x - y)
+		return cmp.Compare(x, y)
 	case errA == nil:
 		return -1
 	case errB == nil:

@@ -1,7 +1,6 @@
 package dump
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -140,18 +139,6 @@ func (l *Logits) Reader(name string) *Reader {
 		rows: func(first int, dst []float32) ([]float32, error) {
 			return l.Data[first*l.Vocab : first*l.Vocab+len(dst)], nil
 		}}
-}
-
-// ReadBytes opens a dump held in memory, either format, by its name.
-func ReadBytes(data []byte, name string) (*Reader, error) {
-	if IsSafetensors(name) {
-		f, err := safetensors.NewFile(bytes.NewReader(data), int64(len(data)), name)
-		if err != nil {
-			return nil, err
-		}
-		return SafetensorsReader(f, name)
-	}
-	return NewReader(bytes.NewReader(data), int64(len(data)), name)
 }
 
 // Next reads the next n rows (fewer at the end) and returns them, (rows,

@@ -26,15 +26,10 @@ func TestReaderBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	raw, err := os.ReadFile(st)
-	if err != nil {
-		t.Fatal(err)
-	}
 	open := map[string]func() (*Reader, error){
-		"binary":            func() (*Reader, error) { return Open(bin) },
-		"safetensors":       func() (*Reader, error) { return Open(st) },
-		"safetensors bytes": func() (*Reader, error) { return ReadBytes(raw, "x.safetensors") },
-		"memory":            func() (*Reader, error) { return want.Reader("mem"), nil },
+		"binary":      func() (*Reader, error) { return Open(bin) },
+		"safetensors": func() (*Reader, error) { return Open(st) },
+		"memory":      func() (*Reader, error) { return want.Reader("mem"), nil },
 	}
 	for name, o := range open {
 		for _, block := range []int{1, 3, 7, 10} {

@@ -27,19 +27,9 @@ const (
 	RouteExperts = "route_experts"
 )
 
-// ReadSafetensors reads the logits tensor, (rows, vocab) or (1, rows,
-// vocab) in F32, F16 or BF16, the routes when the file has them, and the
-// file's string metadata.
-func ReadSafetensors(path string) (*Logits, map[string]string, error) {
-	f, err := safetensors.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	return fromSafetensors(f, path)
-}
-
-// ParseSafetensors is ReadSafetensors on bytes in memory.
+// ParseSafetensors reads a safetensors dump held in memory: the logits
+// tensor, (rows, vocab) or (1, rows, vocab) in F32, F16 or BF16, the routes
+// when the file has them, and the file's string metadata.
 func ParseSafetensors(data []byte, name string) (*Logits, map[string]string, error) {
 	f, err := safetensors.NewFile(bytes.NewReader(data), int64(len(data)), name)
 	if err != nil {
@@ -168,12 +158,14 @@ func safetensorsOf(l *Logits, meta map[string]string) ([]safetensors.Tensor, map
 	return tensors, all, nil
 }
 
-// ReadAny reads a dump in either format: safetensors when the name ends in
-// .safetensors, else the binary dump (whose metadata is nil).
+// ReadAny reads a whole dump in either format (Open), and a safetensors
+// file's metadata (nil for a binary dump).
 func ReadAny(path string) (*Logits, map[string]string, error) {
-	if IsSafetensors(path) {
-		return ReadSafetensors(path)
+	r, err := Open(path)
+	if err != nil {
+		return nil, nil, err
 	}
-	l, err := ReadFile(path)
-	return l, nil, err
+	defer r.Close()
+	l, err := r.ReadAll()
+	return l, r.Meta, err
 }

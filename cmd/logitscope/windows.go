@@ -90,7 +90,12 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 		}
 	}
 	kept := len(files)
-	opt.Omit = func(i int) bool { _, done := files[i]; return done || !slices.Contains(mine, i) }
+	todo := map[int]bool{}
+	for _, i := range mine {
+		_, done := files[i]
+		todo[i] = !done
+	}
+	opt.Omit = func(i int) bool { return !todo[i] }
 	opt.Window = func(i int, r session.Result) error {
 		l := (&capture.Capture{Result: r, Routing: g.RouteLayout()}).Logits(ck.Config.VocabSize)
 		wm := maps.Clone(meta)

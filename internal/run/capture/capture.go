@@ -165,7 +165,7 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 	defer e.Close()
 	start := time.Now()
 	defer func() { c.Took = time.Since(start) }()
-	opt.Progress.Start(int64(req.Tokens()), "capture "+string(req.Mode), "tokens")
+	opt.Progress.Start(int64(opt.tokens(req)), "capture "+string(req.Mode), "tokens")
 	defer opt.Progress.Done()
 	return drive(req, opt, c, func(req session.Request) (session.Result, error) {
 		return session.DriveTracked(e, req, func(n int) { opt.Progress.Add(int64(n)) })
@@ -175,15 +175,12 @@ func runNative(ck *checkpoint.Checkpoint, eo engine.Options, req session.Request
 // drive runs req on an open engine through run: whole, into c.Result, or
 // with opt.Window a panel window by window.
 func drive(req session.Request, opt Options, c *Capture, run func(session.Request) (session.Result, error)) (err error) {
-	if opt.Window == nil || req.Mode != session.Panel {
+	if !opt.windowed(req) {
 		c.Result, err = run(req)
 		return err
 	}
-	for i, w := range req.Windows {
-		if opt.Omit != nil && opt.Omit(i) {
-			continue
-		}
-		r, err := run(session.Request{Mode: session.Panel, Windows: [][]int{w}, Prefix: req.Prefix})
+	for _, i := range opt.windows(req) {
+		r, err := run(session.Request{Mode: session.Panel, Windows: [][]int{req.Windows[i]}, Prefix: req.Prefix})
 		if err == nil {
 			err = opt.Window(i, r)
 		}
@@ -192,6 +189,35 @@ func drive(req session.Request, opt Options, c *Capture, run func(session.Reques
 		}
 	}
 	return nil
+}
+
+func (opt Options) windowed(req session.Request) bool {
+	return opt.Window != nil && req.Mode == session.Panel
+}
+
+// windows is the indices of the windows a windowed panel runs: all but
+// those opt.Omit leaves out.
+func (opt Options) windows(req session.Request) []int {
+	var idx []int
+	for i := range req.Windows {
+		if opt.Omit == nil || !opt.Omit(i) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// tokens is how many tokens of req run, for progress: a windowed panel's
+// omitted windows do not.
+func (opt Options) tokens(req session.Request) int {
+	if !opt.windowed(req) {
+		return req.Tokens()
+	}
+	n := 0
+	for _, i := range opt.windows(req) {
+		n += len(req.Windows[i])
+	}
+	return n
 }
 
 // acts8Device is what a receipt adds to the device's name when the

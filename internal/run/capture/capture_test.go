@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,4 +176,30 @@ func ExampleVariantLabel() {
 func ExampleReceiptRequest() {
 	fmt.Printf("%+v\n", ReceiptRequest(session.Request{Mode: session.Forced, PromptIDs: []int{1, 2}, Outputs: []int{3}, MaxNew: 9}, "ab12"))
 	// Output: {Mode:forced PromptIDs:[1 2] Prompt: MaxNew:0 Stops:[] Panel: Windows:0 Prefix:[] Follow:ab12}
+}
+
+// A windowed panel runs, and shows progress for, only the windows it does
+// not omit (a shard's, a resumed capture's unfinished ones).
+func TestWindowedTokens(t *testing.T) {
+	req := session.Request{Mode: session.Panel, Windows: [][]int{{1, 2}, {3, 4, 5}, {6, 7, 8, 9}}}
+	window := func(int, session.Result) error { return nil }
+	for _, c := range []struct {
+		name    string
+		opt     Options
+		windows []int
+		tokens  int
+	}{
+		{"whole", Options{}, []int{0, 1, 2}, 9},
+		{"windowed", Options{Window: window}, []int{0, 1, 2}, 9},
+		{"omitting the middle", Options{Window: window, Omit: func(i int) bool { return i == 1 }}, []int{0, 2}, 6},
+	} {
+		if got := c.opt.tokens(req); got != c.tokens {
+			t.Errorf("%s: %d tokens, want %d", c.name, got, c.tokens)
+		}
+		if c.opt.windowed(req) {
+			if got := c.opt.windows(req); !slices.Equal(got, c.windows) {
+				t.Errorf("%s: windows %v, want %v", c.name, got, c.windows)
+			}
+		}
+	}
 }

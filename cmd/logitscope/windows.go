@@ -199,20 +199,16 @@ func reportWindows(refDirs, testDirs []string, opt margins.Options, asJSON bool,
 	if err != nil {
 		return err
 	}
-	rr, err := logitdir.Rows(strings.Join(refDirs, ","), rc.Windows)
+	rr, targets, err := logitdir.Rows(strings.Join(refDirs, ","), rc.Windows)
 	if err != nil {
 		return err
 	}
 	defer rr.Close()
-	tr, err := logitdir.Rows(strings.Join(testDirs, ","), test)
+	tr, _, err := logitdir.Rows(strings.Join(testDirs, ","), test)
 	if err != nil {
 		return err
 	}
 	defer tr.Close()
-	targets, err := logitdir.Targets(rc.Windows)
-	if err != nil {
-		return err
-	}
 	rep, err := margins.CompareReaders(rr, tr, targets, opt)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func FuzzReceipt(f *testing.F) {
 			t.Fatal(err)
 		}
 		if c, err := Open(dir); err == nil {
-			if r, err := Rows(dir, c.Windows); err == nil {
+			if r, _, err := Rows(dir, c.Windows); err == nil {
 				r.Close()
 			}
 		}

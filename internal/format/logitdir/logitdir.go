@@ -248,9 +248,13 @@ func IsCapture(path string) bool {
 
 // Rows opens the windows (in order) as one dump.Reader of all their rows,
 // window after window; vocab is checked against every window's file.
-func Rows(name string, windows []Window) (*dump.Reader, error) {
+// targets are the windows' target tokens, window after window, as their
+// files' "targets" metadata holds them (a JSON list, one per prediction
+// position): what makes a report teacher-forced; nil when a window has
+// none.
+func Rows(name string, windows []Window) (rows *dump.Reader, targets []int, err error) {
 	if len(windows) == 0 {
-		return nil, errors.New(name + ": no windows")
+		return nil, nil, errors.New(name + ": no windows")
 	}
 	files := make([]*safetensors.File, len(windows))
 	closeAll := func() error {
@@ -264,12 +268,13 @@ func Rows(name string, windows []Window) (*dump.Reader, error) {
 	start := make([]int, len(windows)+1) // window w's rows are [start[w], start[w+1])
 	vocab := 0
 	var routes *routing.Routes
+	targeted := true
 	for w, win := range windows {
 		path := filepath.Join(win.Dir, filepath.FromSlash(win.Path))
 		f, err := safetensors.Open(path)
 		if err != nil {
 			closeAll()
-			return nil, err
+			return nil, nil, err
 		}
 		files[w] = f
 		r, err := dump.SafetensorsReader(f, path)
@@ -286,12 +291,23 @@ func Rows(name string, windows []Window) (*dump.Reader, error) {
 			err = fmt.Errorf("%s: vocab %d, the capture's first window has %d", path, r.Vocab, vocab)
 		case r.Rows != win.PredictionPositions:
 			err = fmt.Errorf("%s: %d rows, the receipt says %d prediction positions", path, r.Rows, win.PredictionPositions)
+		default:
+			meta, ok := f.Metadata["targets"]
+			targeted = targeted && ok
+			var t []int
+			if ok && (json.Unmarshal([]byte(meta), &t) != nil || len(t) != r.Rows) {
+				err = fmt.Errorf("%s: metadata targets: want %d token ids", path, r.Rows)
+			}
+			targets = append(targets, t...)
 		}
 		if err != nil {
 			closeAll()
-			return nil, err
+			return nil, nil, err
 		}
 		start[w+1] = start[w] + r.Rows
+	}
+	if !targeted {
+		targets = nil
 	}
 	return dump.Concat(name, start[len(windows)], vocab, routes, closeAll, func(first int, dst []float32) error {
 		for len(dst) > 0 {
@@ -304,7 +320,7 @@ func Rows(name string, windows []Window) (*dump.Reader, error) {
 			first, dst = first+n, dst[n*vocab:]
 		}
 		return nil
-	}), nil
+	}), targets, nil
 }
 
 // appendRoutes is all's routes followed by next's: every window of a
@@ -325,31 +341,5 @@ func appendRoutes(all, next *routing.Routes, first bool) (*routing.Routes, error
 	}
 	all.Rows += next.Rows
 	all.IDs = append(all.IDs, next.IDs...)
-	return all, nil
-}
-
-// Targets is the windows' target tokens, window after window, as their
-// files' "targets" metadata holds them (a JSON list, one per prediction
-// position): what makes a report teacher-forced. nil when a window has
-// none.
-func Targets(windows []Window) ([]int, error) {
-	var all []int
-	for _, w := range windows {
-		path := filepath.Join(w.Dir, filepath.FromSlash(w.Path))
-		f, err := safetensors.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		meta, ok := f.Metadata["targets"]
-		f.Close()
-		if !ok {
-			return nil, nil
-		}
-		var t []int
-		if err := json.Unmarshal([]byte(meta), &t); err != nil || len(t) != w.PredictionPositions {
-			return nil, fmt.Errorf("%s: metadata targets: want %d token ids", path, w.PredictionPositions)
-		}
-		all = append(all, t...)
-	}
 	return all, nil
 }

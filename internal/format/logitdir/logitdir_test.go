@@ -57,7 +57,7 @@ func TestShardsReadAsOne(t *testing.T) {
 	if !slices.Equal(ids, []string{"0", "1", "2", "3", "10"}) {
 		t.Fatalf("window order %v", ids)
 	}
-	r, err := Rows("capture", c.Windows)
+	r, targets, err := Rows("capture", c.Windows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +72,9 @@ func TestShardsReadAsOne(t *testing.T) {
 	}
 	if r.Rows != 1+2+3+4+11 || !slices.Equal(got, want) {
 		t.Fatalf("%d rows %v, want %v", r.Rows, got, want)
+	}
+	if targets != nil {
+		t.Fatalf("windows without targets metadata gave targets %v", targets)
 	}
 	if c.Windows[1].Domain != "prose" {
 		t.Fatalf("domain %q", c.Windows[1].Domain)

@@ -39,7 +39,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	resume := fs.Bool("resume", false, "with --out: keep the windows already finished in DIR, compute the rest")
 	shardFlag := fs.String("shard", "", "with --out: capture only shard i/n of the windows (round-robin); default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or JOB_COMPLETION_INDEX/LOGITSCOPE_SHARDS, else all")
 	idsPath := fs.String("prompt-ids", "", `write the templated prompt's ids as {"ids": [...]} to FILE, or - for stdout`)
-	panelPath := fs.String("panel", "", "teacher-forced panel instead of a PROMPT: a text file, or .jsonl token-id windows")
+	panelPath := fs.String("panel", "", "teacher-forced panel instead of a PROMPT: a text file, .jsonl token-id windows, or llama.cpp's --kl-divergence-base file (its chunks)")
 	window := fs.Int("window", 128, "tokens per window when --panel is text")
 	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")

@@ -10,6 +10,7 @@ import (
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/format/dump"
+	"logitscope/internal/format/kldbase"
 	"logitscope/internal/format/logitdir"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/model/ggufmodel"
@@ -39,8 +40,8 @@ type reportJSON struct {
 // report compares two dumps position by position.
 func report(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("report", stdout)
-	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts), or a windowed capture's directory (DIR[,DIR...] for its shards) (required)")
-	testPath := fs.String("test", "", "test dump, same geometry, or windowed capture (required)")
+	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts), a windowed capture's directory (DIR[,DIR...] for its shards), or llama.cpp's --kl-divergence-base file (required)")
+	testPath := fs.String("test", "", "test dump, same geometry, or windowed capture; against a llama.cpp base file, a capture of its chunks (capture --panel BASE) (required)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
 	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
@@ -68,6 +69,9 @@ func report(args []string, stdout, stderr io.Writer) error {
 		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
 	}
 	refDirs, testDirs := strings.Split(*refPath, ","), strings.Split(*testPath, ",")
+	if kldbase.Is(*refPath) {
+		return reportBase(*refPath, testDirs, opt, *asJSON, stdout, stderr)
+	}
 	switch refWin, testWin := logitdir.IsCapture(refDirs[0]), logitdir.IsCapture(testDirs[0]); {
 	case refWin && testWin:
 		return reportWindows(refDirs, testDirs, opt, *asJSON, stdout)

@@ -165,59 +165,20 @@ func (b *build) harness(tb testing.TB) *H {
 // in (empty before the first Harness call).
 func BuildDir() string { return cpuBuild.dir }
 
-// build finds the harness in the cache or builds it there. The key covers
-// what the binary depends on: harness.c, the lock files that pin the
-// libraries and the headers, and the libraries' location (the binary's
-// rpath points into it).
+// build finds the harness in the cache or builds it there.
 func (b *build) build() (*H, error) {
 	src, err := os.ReadFile(filepath.Join(dir, "harness", "harness.c"))
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.New()
-	parts := [][]byte{src, []byte(b.bins)}
-	for _, npm := range []string{npmDir, b.npm} {
-		lock, err := os.ReadFile(filepath.Join(npm, "package-lock.json"))
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, lock)
-	}
-	for _, part := range parts {
-		fmt.Fprintf(sum, "%d:", len(part))
-		sum.Write(part)
-	}
-	root, err := cachedir.Root("the harness")
+	key, err := b.key(src)
 	if err != nil {
 		return nil, err
 	}
-	b.dir = filepath.Join(root, "llamacpp-"+hex.EncodeToString(sum.Sum(nil))[:16])
-	exe := filepath.Join(b.dir, "harness")
-	if _, err := os.Stat(exe); err != nil {
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return nil, err
-		}
-		// Build beside the final place and rename: concurrent test
-		// processes (go test runs packages in parallel) each build their
-		// own, and the first rename wins; an interrupted build leaves
-		// nothing half-made under the final name.
-		tmp, err := tempfile.Mkdir(b.dir)
-		if err != nil {
-			return nil, err
-		}
-		if err := b.compile(tmp); err != nil {
-			tempfile.Remove(tmp)
-			return nil, err
-		}
-		if err := os.Chmod(tmp, 0o755); err != nil { // Mkdir made it private
-			tempfile.Remove(tmp)
-			return nil, err
-		}
-		err = tempfile.Commit(func() error { return os.Rename(tmp, b.dir) }, tmp)
-		if _, statErr := os.Stat(exe); err != nil && statErr != nil {
-			return nil, err // a loser of the race finds the winner's harness instead
-		}
+	if b.dir, err = cached("llamacpp-"+key, "harness", b.compile); err != nil {
+		return nil, err
 	}
+	exe := filepath.Join(b.dir, "harness")
 	h := &H{exe: exe, bins: b.bins}
 	if err := h.loadTypes(); err != nil {
 		return nil, err
@@ -225,23 +186,86 @@ func (b *build) build() (*H, error) {
 	return h, nil
 }
 
-// compile extracts the headers from the bundle into tmp/include and
-// compiles the harness into tmp/harness.
-func (b *build) compile(tmp string) error {
-	git := filepath.Join(tmp, "src.git")
+// extract writes the bundle's files under paths (folders of the llama.cpp
+// tree) into dst.
+func extract(dst string, paths ...string) error {
+	git := dst + ".git"
 	if out, err := exec.Command("git", "clone", "--bare", "--quiet", bundle, git).CombinedOutput(); err != nil {
 		return fmt.Errorf("git clone %s: %v\n%s", bundle, err, out)
 	}
-	defer os.RemoveAll(git) // 35 MB: only the headers are needed
-	arch := exec.Command("git", "--git-dir", git, "archive", "--format=tar", "HEAD", "include", "ggml/include")
+	defer os.RemoveAll(git) // 35 MB: only paths are needed
+	arch := exec.Command("git", append([]string{"--git-dir", git, "archive", "--format=tar", "HEAD"}, paths...)...)
 	var stderr bytes.Buffer
 	arch.Stderr = &stderr
 	tarball, err := arch.Output()
 	if err != nil {
-		return fmt.Errorf("git archive of the headers: %v\n%s", err, stderr.Bytes())
+		return fmt.Errorf("git archive of %s: %v\n%s", strings.Join(paths, " "), err, stderr.Bytes())
 	}
+	return untar(tarball, dst)
+}
+
+// key names a build of what depends on own (a source, a name), the lock
+// files that pin the libraries and the headers, and the libraries'
+// location (a binary's rpath points into it).
+func (b *build) key(own []byte) (string, error) {
+	sum := sha256.New()
+	parts := [][]byte{own, []byte(b.bins)}
+	for _, npm := range []string{npmDir, b.npm} {
+		lock, err := os.ReadFile(filepath.Join(npm, "package-lock.json"))
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, lock)
+	}
+	for _, part := range parts {
+		fmt.Fprintf(sum, "%d:", len(part))
+		sum.Write(part)
+	}
+	return hex.EncodeToString(sum.Sum(nil))[:16], nil
+}
+
+// cached returns the cache directory name that holds exe, made by
+// compile into a fresh directory when it is not there yet.
+func cached(name, exe string, compile func(tmp string) error) (string, error) {
+	root, err := cachedir.Root("the harness")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, name)
+	if _, err := os.Stat(filepath.Join(dir, exe)); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	// Build beside the final place and rename: concurrent test processes
+	// (go test runs packages in parallel) each build their own, and the
+	// first rename wins; an interrupted build leaves nothing half-made
+	// under the final name.
+	tmp, err := tempfile.Mkdir(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := compile(tmp); err != nil {
+		tempfile.Remove(tmp)
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // Mkdir made it private
+		tempfile.Remove(tmp)
+		return "", err
+	}
+	err = tempfile.Commit(func() error { return os.Rename(tmp, dir) }, tmp)
+	if _, statErr := os.Stat(filepath.Join(dir, exe)); err != nil && statErr != nil {
+		return "", err // a loser of the race finds the winner's build instead
+	}
+	return dir, nil
+}
+
+// compile extracts the headers from the bundle into tmp/include and
+// compiles the harness into tmp/harness.
+func (b *build) compile(tmp string) error {
 	inc := filepath.Join(tmp, "include")
-	if err := untar(tarball, inc); err != nil {
+	if err := extract(inc, "include", "ggml/include"); err != nil {
 		return err
 	}
 	args := []string{"-std=gnu11", "-O2", "-Wall",

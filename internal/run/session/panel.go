@@ -7,14 +7,25 @@ import (
 	"os"
 	"strings"
 
+	"logitscope/internal/format/kldbase"
 	"logitscope/internal/text/tokenizer"
 )
 
 // ReadPanel reads teacher-forced windows: JSON lines of token ids ([1, 2]
 // or {"ids": [1, 2]}) when path ends in .jsonl, taken as they are, else a
 // text that is tokenized whole and cut into windows of n tokens that each
-// start with prefix (see Windows).
+// start with prefix (see Windows), or llama.cpp's --kl-divergence-base
+// file, whose chunks are the windows, each run as llama.cpp runs it: its
+// first token replaced by the prefix's BOS when there is one.
 func ReadPanel(path string, tok *tokenizer.Tokenizer, n int, prefix []int) ([][]int, error) {
+	if kldbase.Is(path) {
+		f, err := kldbase.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return f.Windows(prefix), nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,7 @@ type openInfo struct {
 	Device      string  `json:"device"`
 	Adapter     string  `json:"adapter"`
 	Bytes       float64 `json:"bytes"`
+	Vocab       int     `json:"vocab"`
 	CachedBytes float64 `json:"cachedBytes"`
 	Ms          float64 `json:"ms"`
 }
@@ -92,11 +93,35 @@ type runReply struct {
 // run runs req on the open model, its last: the page opens each side
 // afresh, so the model goes (release) before the rows are copied in.
 func (b *bridge) run(req abi.Request) (r runReply, err error) {
+	j, err := b.runJS(req, true)
+	if err != nil {
+		return r, err
+	}
+	r = runReply{Result: j.Result, Width: j.Width, FirstRowMs: j.FirstRowMs, Ms: j.Ms}
+	r.Raw = bytesOf(j.Rows)
+	r.Rows = float32s(r.Raw)
+	return r, nil
+}
+
+// jsReply is run()'s reply with the rows left in JS (a Uint8Array of
+// Result.Rows·Width float32s): a long panel's page copies out a block at a
+// time (windowRows).
+type jsReply struct {
+	Result     abi.Result
+	Width      int
+	Rows       js.Value
+	FirstRowMs float64
+	Ms         float64
+}
+
+// runJS runs req on the open model; release drops the model (bridge.js)
+// once the rows are out.
+func (b *bridge) runJS(req abi.Request, release bool) (r jsReply, err error) {
 	arg, err := toJS(req)
 	if err != nil {
 		return r, err
 	}
-	opt, err := toJS(map[string]bool{"release": true})
+	opt, err := toJS(map[string]bool{"release": release})
 	if err != nil {
 		return r, err
 	}
@@ -115,10 +140,9 @@ func (b *bridge) run(req abi.Request) (r runReply, err error) {
 	if !rows.Truthy() {
 		return r, errors.New("run: the reply has no rows")
 	}
-	r.Raw = bytesOf(rows)
-	r.Rows = float32s(r.Raw)
-	if r.Width <= 0 || len(r.Rows) != r.Result.Rows*r.Width {
-		return r, fmt.Errorf("run: %d values for %d rows of %d", len(r.Rows), r.Result.Rows, r.Width)
+	r.Rows = uint8Arr.New(rows.Get("buffer"), rows.Get("byteOffset"), rows.Get("byteLength"))
+	if n := r.Rows.Get("byteLength").Int(); r.Width <= 0 || n != 4*r.Result.Rows*r.Width {
+		return r, fmt.Errorf("run: %d bytes for %d rows of %d float32", n, r.Result.Rows, r.Width)
 	}
 	return r, nil
 }

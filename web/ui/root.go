@@ -78,8 +78,11 @@ type Root struct {
 
 	PageLoad float64 // ms from navigation start to the first render
 
-	ee       vugu.EventEnv
-	br       *bridge
+	ee vugu.EventEnv
+	br *bridge
+	// br2 runs the test side of a panel that alternates with the
+	// reference (panel.go), made on first use.
+	br2      *bridge
 	ls       js.Value // window.logitscope
 	probed   chan struct{}
 	wantView *snapshot.View // a link's view (pos, tab, zoom), for the first document shown

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/wasm/abi"
 	"logitscope/web/request"
 )
 
@@ -134,10 +135,14 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		return nil, nil, nil, errors.New(r.BridgeErr)
 	}
 	<-r.probed
-	// A side's model goes with its run (bridge.run), or when the run
-	// failed: the analysis needs only the rows, and the next run opens
-	// afresh.
+	// A side's model goes with its last run, or when the run failed: the
+	// analysis needs only the rows, and the next run opens afresh.
 	defer r.br.release()
+	defer func() {
+		if r.br2 != nil {
+			r.br2.release()
+		}
+	}()
 	files := js.Undefined() // the folder's Files, for the bridge
 	if folder != nil {
 		r.stage("reading folder", folder.Name)
@@ -170,76 +175,26 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	}
 	r.ee.RUnlock()
 
-	// A side's file, for the bridge: the worker reads a local file itself.
-	file := func(side string) js.Value {
-		if lf := local[side]; lf != nil {
-			return lf.File
-		}
-		return js.Undefined()
-	}
+	a := &runArgs{spec: spec, refReq: refReq, device: device, local: local, folder: folder, files: files}
 	var t snapshot.Timing
-	r.stage("reference "+spec.Ref, "opening")
-	t0 := now()
-	ro, err := r.br.open(spec.Model, spec.Ref, request.Capacity(refReq), device, file("ref"), files)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Ref, err)
+	sides := r.runGreedy
+	if spec.Mode == snapshot.Panel {
+		sides = r.runPanel
 	}
-	// Hashing what the document names starts once the files opened: the
-	// engine has refused a folder or file that cannot run by now, and the
-	// hashing overlaps the runs.
-	r.startHashes(spec, "ref", folder)
-	t.OpenRef = now() - t0
-	r.stage("reference "+spec.Ref, "running")
-	t0 = now()
-	rr, err := r.br.run(refReq)
+	defer func() {
+		for _, f := range a.cleanup {
+			f()
+		}
+	}()
+	ref, test, after, err := sides(a, &t)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("run %s: %v", spec.Ref, err)
+		return nil, nil, nil, err
 	}
-	t.RefRun, t.FirstToken = now()-t0, rr.FirstRowMs
-
-	testReq := request.Test(refReq, rr.Result)
-	r.stage("test "+spec.Test, "opening")
-	t0 = now()
-	to, err := r.br.open(spec.Model, spec.Test, request.Capacity(testReq), device, file("test"), files)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open %s %s: %v", spec.Model, spec.Test, err)
-	}
-	r.startHashes(spec, "test", folder)
-	t.OpenTest = now() - t0
-	r.stage("test "+spec.Test, "running")
-	t0 = now()
-	tr, err := r.br.run(testReq)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("run %s: %v", spec.Test, err)
-	}
-	t.TestRun = now() - t0
-
 	r.stage("analysis", "comparing the logits")
-	t0 = now()
+	t0 := now()
 	var targets []int
 	if spec.Mode == snapshot.Panel {
-		targets = rr.Result.Targets
-	}
-	// The rows carry a mixture of experts' routes after the logits: split
-	// here, so that the analysis sees the logits and the routes apart.
-	refLogits, err := rr.logits()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %v", spec.Ref, err)
-	}
-	testLogits, err := tr.logits()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %v", spec.Test, err)
-	}
-	ref := snapshot.Capture{
-		Side:      snapshot.Side{Label: sideLabel(spec.Ref), Device: ro.Device, Adapter: ro.Adapter},
-		Logits:    refLogits,
-		PromptIDs: rr.Result.PromptIDs, Output: rr.Result.Output, Targets: rr.Result.Targets,
-		Windows: refReq.Windows,
-	}
-	test := snapshot.Capture{
-		Side:      snapshot.Side{Label: sideLabel(spec.Test), Device: to.Device, Adapter: to.Adapter},
-		Logits:    testLogits,
-		PromptIDs: tr.Result.PromptIDs, Output: tr.Result.Output, Targets: tr.Result.Targets,
+		targets = ref.Targets
 	}
 	for side, c := range map[string]*snapshot.Capture{"ref": &ref, "test": &test} {
 		lf := local[side]
@@ -274,14 +229,114 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		return nil, nil, nil, fmt.Errorf("analysis: %v", err)
 	}
 	t.Analysis = now() - t0
+	lg := after(&t)
 	doc.Model = nature
 	r.ee.RLock()
 	t.PageLoad = r.PageLoad
 	r.ee.RUnlock()
 	doc.Timing = t
 	doc.Created = time.Now().UTC().Format(time.RFC3339)
-	lg := &logitsOut{Vocab: rr.Result.Vocab, Width: rr.Width, Ref: rr.Raw, Test: tr.Raw}
 	return doc, nil, lg, nil
+}
+
+// runArgs is what opening and running both sides takes.
+type runArgs struct {
+	spec   snapshot.Spec
+	refReq abi.Request
+	device string
+	local  map[string]*localFile // the sides that run a file from this computer
+	folder *localFolder          // the model folder from this computer, or nil
+	files  js.Value              // folder's Files, for the bridge, or undefined
+	// cleanup is what the run leaves to undo when it ends (a spool).
+	cleanup []func()
+}
+
+// file is a side's local file, for the bridge (the worker reads it
+// itself), or undefined.
+func (a *runArgs) file(side string) js.Value {
+	if lf := a.local[side]; lf != nil {
+		return lf.File
+	}
+	return js.Undefined()
+}
+
+// open opens side ("ref" or "test") on br, with a KV cache for req, and
+// starts hashing what the document names of it.
+func (r *Root) open(br *bridge, a *runArgs, side string, req abi.Request) (openInfo, error) {
+	v := a.spec.Ref
+	if side == "test" {
+		v = a.spec.Test
+	}
+	o, err := br.open(a.spec.Model, v, request.Capacity(req), a.device, a.file(side), a.files)
+	if err != nil {
+		return o, fmt.Errorf("open %s %s: %v", a.spec.Model, v, err)
+	}
+	// Hashing starts once the files opened: the engine has refused a
+	// folder or file that cannot run by now, and the hashing overlaps
+	// the runs.
+	r.startHashes(a.spec, side, a.folder)
+	return o, nil
+}
+
+// runGreedy runs the reference, then feeds its tokens to the test: each
+// side's model opened, run once and released, its rows whole in the page
+// (a decode's are few). after, called once the analysis is done, gives
+// the rows the page keeps (window.logitscope.logits), or nil.
+func (r *Root) runGreedy(a *runArgs, t *snapshot.Timing) (ref, test snapshot.Capture, after func(*snapshot.Timing) *logitsOut, err error) {
+	spec, refReq := a.spec, a.refReq
+	r.stage("reference "+spec.Ref, "opening")
+	t0 := now()
+	ro, err := r.open(r.br, a, "ref", refReq)
+	if err != nil {
+		return ref, test, nil, err
+	}
+	t.OpenRef = now() - t0
+	r.stage("reference "+spec.Ref, "running")
+	t0 = now()
+	rr, err := r.br.run(refReq)
+	if err != nil {
+		return ref, test, nil, fmt.Errorf("run %s: %v", spec.Ref, err)
+	}
+	t.RefRun, t.FirstToken = now()-t0, rr.FirstRowMs
+
+	testReq := request.Test(refReq, rr.Result)
+	r.stage("test "+spec.Test, "opening")
+	t0 = now()
+	to, err := r.open(r.br, a, "test", testReq)
+	if err != nil {
+		return ref, test, nil, err
+	}
+	t.OpenTest = now() - t0
+	r.stage("test "+spec.Test, "running")
+	t0 = now()
+	tr, err := r.br.run(testReq)
+	if err != nil {
+		return ref, test, nil, fmt.Errorf("run %s: %v", spec.Test, err)
+	}
+	t.TestRun = now() - t0
+	// The rows carry a mixture of experts' routes after the logits: split
+	// here, so that the analysis sees the logits and the routes apart.
+	refLogits, err := rr.logits()
+	if err != nil {
+		return ref, test, nil, fmt.Errorf("%s: %v", spec.Ref, err)
+	}
+	testLogits, err := tr.logits()
+	if err != nil {
+		return ref, test, nil, fmt.Errorf("%s: %v", spec.Test, err)
+	}
+	ref = snapshot.Capture{
+		Side:      snapshot.Side{Label: sideLabel(spec.Ref), Device: ro.Device, Adapter: ro.Adapter},
+		Logits:    refLogits,
+		PromptIDs: rr.Result.PromptIDs, Output: rr.Result.Output, Targets: rr.Result.Targets,
+	}
+	test = snapshot.Capture{
+		Side:      snapshot.Side{Label: sideLabel(spec.Test), Device: to.Device, Adapter: to.Adapter},
+		Logits:    testLogits,
+		PromptIDs: tr.Result.PromptIDs, Output: tr.Result.Output, Targets: tr.Result.Targets,
+	}
+	return ref, test, func(*snapshot.Timing) *logitsOut {
+		return &logitsOut{Vocab: rr.Result.Vocab, Width: rr.Width, Ref: rr.Raw, Test: tr.Raw}
+	}, nil
 }
 
 // startHashes starts hashing what the document will name of side once

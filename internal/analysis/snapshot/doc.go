@@ -90,8 +90,11 @@ type Timing struct {
 
 // Capture is one side's rows and what they predict.
 type Capture struct {
-	Side      Side
-	Logits    *dump.Logits
+	Side   Side
+	Logits *dump.Logits
+	// Rows, when set, is read instead of Logits: a capture too long to
+	// hold, read a block at a time (the page's long panels).
+	Rows      *dump.Reader
 	PromptIDs []int
 	Output    []int   // greedy or forced: the tokens chosen after each row
 	Targets   []int   // panel: the tokens the rows predict
@@ -102,13 +105,20 @@ type Capture struct {
 // summary teacher-forced, as `logitscope report` does with receipts;
 // text gives a token's text (nil: ids only).
 func Build(spec *Spec, ref, test Capture, targets []int, text func(id int) string) (*Doc, error) {
-	rep, err := margins.Compare(ref.Logits, test.Logits, targets, margins.Options{TopK: TopK})
+	opt := margins.Options{TopK: TopK}
+	var rep *margins.Report
+	var err error
+	if ref.Rows == nil && test.Rows == nil {
+		rep, err = margins.Compare(ref.Logits, test.Logits, targets, opt)
+	} else {
+		rep, err = margins.CompareReaders(ref.rows("reference"), test.rows("test"), targets, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
 	d := &Doc{Kind: Kind, Version: Version, Spec: spec, Ref: ref.Side, Test: test.Side,
 		PromptIDs: orEmpty(ref.PromptIDs), Report: rep, Texts: map[string]string{}}
-	d.Ref.Rows, d.Test.Rows = ref.Logits.Rows, test.Logits.Rows
+	d.Ref.Rows, d.Test.Rows = rep.Rows, rep.Rows
 	d.Windows = windows(ref.Windows, rep.Rows)
 	d.Tokens = make([]int, rep.Rows)
 	for i, p := range rep.Positions {
@@ -125,6 +135,15 @@ func Build(spec *Spec, ref, test Capture, targets []int, text func(id int) strin
 		d.addTexts(text)
 	}
 	return d, nil
+}
+
+// rows reads Rows, or Logits (checked by margins.Compare when both
+// sides hold theirs).
+func (c Capture) rows(name string) *dump.Reader {
+	if c.Rows != nil {
+		return c.Rows
+	}
+	return c.Logits.Reader(name)
 }
 
 func (d *Doc) addTexts(text func(int) string) {

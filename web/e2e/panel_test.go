@@ -14,8 +14,12 @@ import (
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/routing"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
 	"logitscope/internal/text/chat"
 	"logitscope/internal/text/tokenizer"
 	"logitscope/wasm/abi"
@@ -195,4 +199,75 @@ func jsonDiff(t testing.TB, a, b any, tol float64) string {
 		return ""
 	}
 	return diff("", x, y)
+}
+
+// BenchmarkLongPanel runs a 10,000-position panel of a model with Qwen's
+// vocabulary (151,936 logits a row, tiny-qwen3's layers: the rows, not
+// the weights, are what is large) in a fresh Chromium per mode, f32
+// against q4 on engine.wasm's CPU path, windows of 128: both sides' rows
+// are 12 GB, which no page could hold. It reports the positions, the wall
+// time, the page's own timings and the browser's peak resident set
+// (the largest VmHWM among its processes: the page's, with its workers).
+func BenchmarkLongPanel(b *testing.B) {
+	RequireUI(b)
+	p := synth.Presets["tiny-qwen3"]
+	p.Name, p.Vocab, p.SpecialBase = "wide-qwen3", 151936, 151643
+	dir := b.TempDir()
+	if err := synth.Write(p, dir, synth.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := variant.Ensure(ck, quant.Q4, nil); err != nil {
+		b.Fatal(err)
+	}
+	ck.Close()
+	site := StartSite(b, SiteModel{p.Name, dir})
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	corpus, err := os.ReadFile("../../internal/model/synth/corpus.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const positions, window = 10000, 128
+	// Whole windows of the corpus, repeated, until the panel has the
+	// positions (each window of n tokens predicts n−1).
+	var text string
+	for len(tok.Encode(text)) < positions*window/(window-1)+window {
+		text += string(corpus)
+	}
+	spec := snapshot.NewSpec()
+	spec.Model, spec.Device, spec.Mode, spec.Window = p.Name, "cpu", snapshot.Panel, window
+	spec.Panel = text
+	q := spec.Query()
+	q.Set("autorun", "1")
+	for _, mode := range []string{"alternate", "opfs"} {
+		b.Run(mode, func(b *testing.B) {
+			for range b.N {
+				br := NewBrowser(b)
+				t0 := time.Now()
+				panelIn(b, br, site.URL+"/?"+q.Encode(), mode, 60*time.Minute)
+				wall := time.Since(t0)
+				rss := chromiumPeakRSS(b, br)
+				rows := Eval[int](br, `window.logitscope.result.report.rows`)
+				tm := Eval[snapshot.Timing](br, `window.logitscope.result.timing`)
+				if rows < positions {
+					b.Fatalf("the panel has %d positions, want at least %d", rows, positions)
+				}
+				if lg := Eval[bool](br, `!!window.logitscope.logits`); lg {
+					b.Errorf("the page kept the rows of %d positions for window.logitscope.logits", rows)
+				}
+				b.ReportMetric(float64(rows), "positions")
+				b.ReportMetric(wall.Seconds(), "wall-s")
+				b.ReportMetric(float64(rss)/1e6, "peakRSS-MB")
+				b.ReportMetric(tm.RefRun, "ref-run-ms")
+				b.ReportMetric(tm.TestRun, "test-run-ms")
+				b.ReportMetric(tm.Analysis, "analysis-ms")
+			}
+		})
+	}
 }

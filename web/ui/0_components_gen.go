@@ -446,13 +446,7 @@ func (c *DocHeader) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "input", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "share-link"}, vugu.VGAttribute{Namespace: "", Key: "type", Val: "text"}, vugu.VGAttribute{Namespace: "", Key: "readonly", Val: "readonly"}}}
 					vgparent.AppendChild(vgn)
-					{
-						b, err := vjson.Marshal(c.R.ShareLink())
-						if err != nil {
-							panic(err)
-						}
-						vgn.Prop = append(vgn.Prop, vugu.VGProperty{Key: "value", JSONVal: vjson.RawMessage(b)})
-					}
+					vgn.JSPopulateHandler = vugu.JSValueFunc(func(value js.Value) { c.R.PopulateValue(value, c.R.ShareLink()) })
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "focus",
 						Func:      func(event vugu.DOMEvent) { c.selectAll(event) },
@@ -2274,13 +2268,7 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "textarea", Attr: []vugu.VGAttribute{{Namespace: "", Key: "name", Val: "system"}, vugu.VGAttribute{Namespace: "", Key: "rows", Val: "2"}, vugu.VGAttribute{Namespace: "", Key: "aria-label", Val: "system prompt"}, vugu.VGAttribute{Namespace: "", Key: "placeholder", Val: "empty: no system turn (the chat template's own default, if it has one)"}}}
 					vgparent.AppendChild(vgn)
-					{
-						b, err := vjson.Marshal(c.R.Spec.System)
-						if err != nil {
-							panic(err)
-						}
-						vgn.Prop = append(vgn.Prop, vugu.VGProperty{Key: "value", JSONVal: vjson.RawMessage(b)})
-					}
+					vgn.JSPopulateHandler = vugu.JSValueFunc(func(value js.Value) { c.R.PopulateValue(value, c.R.Spec.System) })
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "input",
 						Func:      func(event vugu.DOMEvent) { c.R.SetField("system", event) },
@@ -2310,13 +2298,7 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "textarea", Attr: []vugu.VGAttribute{{Namespace: "", Key: "name", Val: "prompt"}, vugu.VGAttribute{Namespace: "", Key: "rows", Val: "4"}, vugu.VGAttribute{Namespace: "", Key: "placeholder", Val: "the user turn"}}}
 					vgparent.AppendChild(vgn)
-					{
-						b, err := vjson.Marshal(c.R.Spec.Prompt)
-						if err != nil {
-							panic(err)
-						}
-						vgn.Prop = append(vgn.Prop, vugu.VGProperty{Key: "value", JSONVal: vjson.RawMessage(b)})
-					}
+					vgn.JSPopulateHandler = vugu.JSValueFunc(func(value js.Value) { c.R.PopulateValue(value, c.R.Spec.Prompt) })
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "input",
 						Func:      func(event vugu.DOMEvent) { c.R.SetField("prompt", event) },
@@ -2485,13 +2467,7 @@ func (c *RunForm) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "textarea", Attr: []vugu.VGAttribute{{Namespace: "", Key: "name", Val: "panel"}, vugu.VGAttribute{Namespace: "", Key: "rows", Val: "8"}, vugu.VGAttribute{Namespace: "", Key: "placeholder", Val: "paste text"}}}
 					vgparent.AppendChild(vgn)
-					{
-						b, err := vjson.Marshal(c.R.Spec.Panel)
-						if err != nil {
-							panic(err)
-						}
-						vgn.Prop = append(vgn.Prop, vugu.VGProperty{Key: "value", JSONVal: vjson.RawMessage(b)})
-					}
+					vgn.JSPopulateHandler = vugu.JSValueFunc(func(value js.Value) { c.R.PopulateValue(value, c.R.Spec.Panel) })
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "input",
 						Func:      func(event vugu.DOMEvent) { c.R.SetField("panel", event) },

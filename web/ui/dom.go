@@ -147,3 +147,14 @@ func (r *Root) ClickSummary(e vugu.DOMEvent) {
 		global.Get("document").Call("getElementById", "inspector").Call("scrollIntoView", map[string]any{"block": "start"})
 	}
 }
+
+// PopulateValue puts s in an input's value, where it is not already
+// (the user's typing put it there): set by the DOM and not by vugu's
+// renderer, whose instructions must fit 16 KiB, which a long panel, a
+// long prompt or a link carrying either does not.
+func (r *Root) PopulateValue(v vjs.Value, s string) {
+	el := js.Value(v)
+	if el.Get("value").String() != s {
+		el.Set("value", s)
+	}
+}

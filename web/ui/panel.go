@@ -17,6 +17,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"syscall/js"
 	"unsafe"
@@ -29,9 +30,10 @@ import (
 )
 
 // keepLimit is the most raw rows a side keeps for window.logitscope.logits
-// (scripts and tests read a run's rows there): past it the panel's rows
-// are only analysed, never held.
-const keepLimit = 256 << 20
+// (scripts and tests read a run's rows there): a longer panel's rows are
+// only analysed, never held. ui.wasm's memory never shrinks, so whatever
+// it once held stays the page's for its life.
+const keepLimit = 64 << 20
 
 // window is one window's rows as JS holds them: Rows·Width float32s in a
 // Uint8Array.
@@ -56,7 +58,7 @@ type windowRows struct {
 	start   []int           // window i's rows are [start[i], start[i+1])
 	cur     window
 	curI    int
-	keep    []byte // the raw rows while under keepLimit, else nil
+	keep    []byte // the raw rows when all fit keepLimit, else nil
 	// ms is the time its windows took in the engine, firstRowMs the first
 	// window's to its first row.
 	ms, firstRowMs float64
@@ -102,15 +104,23 @@ func (w *windowRows) next(i int) error {
 		return fmt.Errorf("%s: window %d's rows are not the first window's", w.name, i+1)
 	}
 	w.cur, w.curI, w.ms = win, i, w.ms+win.ms
-	if w.keep != nil || i == 0 {
-		n := win.rows.Get("byteLength").Int()
-		if len(w.keep)+n > keepLimit {
-			w.keep = nil
-		} else {
-			at := len(w.keep)
-			w.keep = append(w.keep, make([]byte, n)...)
-			js.CopyBytesToGo(w.keep[at:], win.rows)
+	// The window before is garbage to JS only once Go drops its
+	// js.Values of it (the rows and their subarrays), which Go's
+	// collector does; a heap that does not grow seldom runs it, and the
+	// windows' rows (tens of MB each) piled up in the page: 11 GB of a
+	// 10,000-position panel before this.
+	runtime.GC()
+	if i == 0 {
+		// Kept whole or not at all, in one allocation: growing it a
+		// window at a time left its earlier sizes in ui.wasm's memory.
+		if all := 4 * w.start[len(w.windows)] * win.width; all <= keepLimit {
+			w.keep = make([]byte, 0, all)
 		}
+	}
+	if w.keep != nil {
+		at := len(w.keep)
+		w.keep = w.keep[:at+win.rows.Get("byteLength").Int()]
+		js.CopyBytesToGo(w.keep[at:], win.rows)
 	}
 	if i > 0 && w.routes != nil {
 		w.fillRoutes(i)

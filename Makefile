@@ -101,6 +101,11 @@ $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.j
 #           and 20,000 rows (2.4 and 24 GB, generated once into the
 #           cache): logits analysed per second beside cat's read of the
 #           same files, and peak RSS (BenchmarkReport);
+#   panel   the page on a 10,000-position panel of a 151,936-token
+#           vocabulary, the reference's rows from its model kept open
+#           beside the test's and through OPFS: wall time, the page's
+#           timings and the browser's peak RSS (BenchmarkLongPanel, about
+#           ten minutes);
 #   decode  decode tok/s, weight GB/s and dispatches per token of every
 #           family's real geometry on the CPU and the GPU, and the GPU's
 #           time per op (BenchmarkDecode; about 10 GB of checkpoints and
@@ -121,8 +126,9 @@ bench_page   = $(GOBENCH) -bench 'PagePeers/$(PRESET)/' ./web/e2e; \
                $(GOBENCH) -bench '^BenchmarkPage$$' ./web/e2e;
 bench_decode = $(GOBENCH) -bench 'Decode/' ./internal/engine/...;
 bench_report = $(GOBENCH) -bench 'Report' ./cmd/logitscope;
+bench_panel  = $(GO) test -run '^$$' -benchtime 1x -timeout 120m -bench 'LongPanel' ./web/e2e;
 bench: deps bench-deps
-	{ $(foreach part,$(if $(filter all,$(BENCH)),cpu gpu page decode report,$(BENCH)),$(bench_$(part))) } | $(GO) run ./cmd/benchtable
+	{ $(foreach part,$(if $(filter all,$(BENCH)),cpu gpu page decode report panel,$(BENCH)),$(bench_$(part))) } | $(GO) run ./cmd/benchtable
 
 # engine.wasm: the engine as a wasip1 reactor (capture --runtime wasm).
 wasm:

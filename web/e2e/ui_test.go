@@ -356,9 +356,10 @@ func TestUIOfflineCompare(t *testing.T) {
 		if err := dump.Write(&buf, l); err != nil {
 			t.Fatal(err)
 		}
-		d := snapshot.Dropped{Name: variant + ".dump", Data: buf.Bytes()}
+		data := buf.Bytes()
+		d := snapshot.Dropped{Name: variant + ".dump", File: bytes.NewReader(data), Size: int64(len(data))}
 		if variant == "f32" {
-			sum := sha256.Sum256(d.Data)
+			sum := sha256.Sum256(data)
 			d.Receipt, err = receipt.Marshal(&receipt.Receipt{Variant: variant, Device: "wasm+cpu",
 				Request: receipt.Request{Mode: "panel", Windows: len(windows)}, Targets: res.Targets,
 				Dump: receipt.Dump{SHA256: hex.EncodeToString(sum[:]), Rows: l.Rows, Vocab: l.Vocab}})
@@ -369,7 +370,7 @@ func TestUIOfflineCompare(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, d.Name), d.Data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, d.Name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		drops = append(drops, d)

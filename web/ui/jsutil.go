@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall/js"
 	"unsafe"
@@ -204,4 +205,26 @@ func jsFunc(f func()) js.Func {
 		f()
 		return nil
 	})
+}
+
+// blob reads a JS Blob (a File) as an io.ReaderAt: each read is a slice
+// of it, read by the browser from where the file lies.
+type blob struct{ v js.Value }
+
+func (b blob) ReadAt(p []byte, off int64) (n int, err error) {
+	defer catch(&err)
+	size := int64(b.v.Get("size").Float())
+	if off >= size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), size)
+	buf, err := call(b.v.Call("slice", off, end), "arrayBuffer")
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %v", b.v.Get("name").String(), err)
+	}
+	n = js.CopyBytesToGo(p, uint8Arr.New(buf))
+	if n < len(p) {
+		err = io.EOF
+	}
+	return n, err
 }

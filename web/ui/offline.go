@@ -19,11 +19,13 @@ import (
 
 const receiptSuffix = ".receipt.json"
 
-// dropFile is one dropped dump and the receipt dropped beside it.
+// dropFile is one dropped dump and the receipt dropped beside it. The
+// dump stays a File, read a block at a time as the comparison goes; a
+// receipt (small) is read whole.
 type dropFile struct {
 	Name    string
 	Size    float64
-	Data    []byte
+	File    js.Value
 	Receipt []byte // nil: none
 }
 
@@ -92,12 +94,16 @@ func (r *Root) addFiles(list js.Value) {
 		type read struct {
 			name string
 			size float64
-			data []byte
+			file js.Value
+			data []byte // a receipt's
 			err  error
 		}
 		got := make([]read, n)
 		for i, f := range files {
-			got[i].name, got[i].size = f.Get("name").String(), f.Get("size").Float()
+			got[i].name, got[i].size, got[i].file = f.Get("name").String(), f.Get("size").Float(), f
+			if !strings.HasSuffix(got[i].name, receiptSuffix) {
+				continue
+			}
 			buf, err := call(f, "arrayBuffer")
 			if err != nil {
 				got[i].err = fmt.Errorf("%s: %v", got[i].name, err)
@@ -113,7 +119,7 @@ func (r *Root) addFiles(list js.Value) {
 					errs = append(errs, g.err.Error())
 					continue
 				}
-				r.Drop.add(g.name, g.size, g.data)
+				r.Drop.add(g.name, g.size, g.file, g.data)
 			}
 			r.Drop.Err = strings.Join(errs, "; ")
 			if r.Drop.Reading == 0 && len(r.Drop.Dumps) >= 2 && !r.Busy() {
@@ -126,7 +132,7 @@ func (r *Root) addFiles(list js.Value) {
 // add files a dropped file: a receipt joins its dump (by name), a dump
 // takes the receipt that came before it; a file dropped again replaces
 // the earlier one in its place.
-func (d *dropState) add(name string, size float64, data []byte) {
+func (d *dropState) add(name string, size float64, file js.Value, data []byte) {
 	if d.Receipts == nil {
 		d.Receipts = map[string][]byte{}
 	}
@@ -140,7 +146,7 @@ func (d *dropState) add(name string, size float64, data []byte) {
 		d.Receipts[base] = data
 		return
 	}
-	f := &dropFile{Name: name, Size: size, Data: data, Receipt: d.Receipts[name]}
+	f := &dropFile{Name: name, Size: size, File: file, Receipt: d.Receipts[name]}
 	delete(d.Receipts, name)
 	for i, old := range d.Dumps {
 		if old.Name == name {
@@ -199,8 +205,8 @@ func (r *Root) Compare() {
 		return
 	}
 	a, b := r.Drop.Dumps[0], r.Drop.Dumps[1]
-	ref := snapshot.Dropped{Name: a.Name, Data: a.Data, Receipt: a.Receipt}
-	test := snapshot.Dropped{Name: b.Name, Data: b.Data, Receipt: b.Receipt}
+	ref := snapshot.Dropped{Name: a.Name, File: blob{a.File}, Size: int64(a.Size), Receipt: a.Receipt}
+	test := snapshot.Dropped{Name: b.Name, File: blob{b.File}, Size: int64(b.Size), Receipt: b.Receipt}
 	model := r.model(r.Spec.Model)
 	r.begin("comparing " + a.Name + " with " + b.Name)
 	go func() {

@@ -122,7 +122,7 @@ func TestOffline(t *testing.T) {
 	rc := sealed(t, &receipt.Receipt{Variant: "f32", Device: "cpu", Request: receipt.Request{Mode: "panel"},
 		Targets: []int{1, 1, 0}, Dump: receipt.Dump{SHA256: hex.EncodeToString(sum[:]), Rows: 3, Vocab: 4}})
 
-	d, err := Offline(Dropped{Name: "ref.dump", Data: refData, Receipt: rc}, Dropped{Name: "q.dump", Data: testData},
+	d, err := Offline(dropped("ref.dump", refData, rc), dropped("q.dump", testData, nil),
 		func(vocab int) func(int) string {
 			if vocab != 16 {
 				t.Errorf("textFor got vocab %d, want 16", vocab)
@@ -142,7 +142,7 @@ func TestOffline(t *testing.T) {
 	grc := sealed(t, &receipt.Receipt{Variant: "m-Q4_K_M.gguf", Device: "cpu", Request: receipt.Request{Mode: "panel"},
 		GGUF:    &receipt.GGUF{SHA256: strings.Repeat("ab", 32), Types: map[string]int{"Q4_K": 9, "Q6_K": 2, "F32": 5}},
 		Targets: []int{1, 1, 0}, Dump: receipt.Dump{SHA256: hex.EncodeToString(tsum[:]), Rows: 3, Vocab: 4}})
-	d, err = Offline(Dropped{Name: "ref.dump", Data: refData, Receipt: rc}, Dropped{Name: "q.dump", Data: testData, Receipt: grc}, nil)
+	d, err = Offline(dropped("ref.dump", refData, rc), dropped("q.dump", testData, grc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +162,10 @@ func TestOffline(t *testing.T) {
 		ref, test Dropped
 		want      string
 	}{
-		{"receipt of another dump", Dropped{Name: "ref.dump", Data: testData, Receipt: rc}, Dropped{Name: "q.dump", Data: testData}, "ref.dump: sha256"},
-		{"truncated", Dropped{Name: "ref.dump", Data: refData[:30]}, Dropped{Name: "q.dump", Data: testData}, "ref.dump"},
-		{"geometry", Dropped{Name: "ref.dump", Data: refData}, Dropped{Name: "q.dump", Data: dumpBytes(t, &dump.Logits{Rows: 1, Vocab: 4, Data: make([]float32, 4)})}, "not the same geometry"},
-		{"forged receipt", Dropped{Name: "ref.dump", Data: refData, Receipt: bytes.Replace(rc, []byte(`"cpu"`), []byte(`"gpu"`), 1)}, Dropped{Name: "q.dump", Data: testData}, "sealed"},
+		{"receipt of another dump", dropped("ref.dump", testData, rc), dropped("q.dump", testData, nil), "ref.dump: sha256"},
+		{"truncated", dropped("ref.dump", refData[:30], nil), dropped("q.dump", testData, nil), "ref.dump"},
+		{"geometry", dropped("ref.dump", refData, nil), dropped("q.dump", dumpBytes(t, &dump.Logits{Rows: 1, Vocab: 4, Data: make([]float32, 4)}), nil), "not the same geometry"},
+		{"forged receipt", dropped("ref.dump", refData, bytes.Replace(rc, []byte(`"cpu"`), []byte(`"gpu"`), 1)), dropped("q.dump", testData, nil), "sealed"},
 	} {
 		if _, err := Offline(c.ref, c.test, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
@@ -187,7 +187,7 @@ func TestOfflineRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Dropped{Name: name, Data: data}
+		return dropped(name, data, nil)
 	}
 	d, err := Offline(drop("ref.safetensors", ref), drop("q4.safetensors", test), nil)
 	if err != nil {
@@ -200,4 +200,9 @@ func TestOfflineRoutes(t *testing.T) {
 	if err != nil || d.Report.Routing != nil {
 		t.Fatalf("binary dumps: routing %v, %v", d.Report.Routing, err)
 	}
+}
+
+// dropped is a dropped dump of data, with its receipt rc (nil: none).
+func dropped(name string, data, rc []byte) Dropped {
+	return Dropped{Name: name, File: bytes.NewReader(data), Size: int64(len(data)), Receipt: rc}
 }

@@ -47,18 +47,34 @@ func Write(w io.Writer, l *Logits) error {
 	if l.Rows*l.Vocab != len(l.Data) {
 		return fmt.Errorf("dump: %d rows × %d vocab does not match %d values", l.Rows, l.Vocab, len(l.Data))
 	}
+	rows := make([][]float32, l.Rows)
+	for i := range rows {
+		rows[i] = l.Row(i)
+	}
+	return WriteRows(w, l.Vocab, rows)
+}
+
+// WriteRows encodes rows (each vocab logits) to w as a binary dump, a row
+// at a time: a capture that holds its rows apart is written without a
+// second copy of them.
+func WriteRows(w io.Writer, vocab int, rows [][]float32) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var hdr [HeaderSize]byte
-	binary.LittleEndian.PutUint64(hdr[0:], uint64(l.Rows))
-	binary.LittleEndian.PutUint64(hdr[8:], uint64(l.Vocab))
+	binary.LittleEndian.PutUint64(hdr[0:], uint64(len(rows)))
+	binary.LittleEndian.PutUint64(hdr[8:], uint64(vocab))
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
 	}
 	var b [4]byte
-	for _, v := range l.Data {
-		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
-		if _, err := bw.Write(b[:]); err != nil {
-			return err
+	for i, row := range rows {
+		if len(row) != vocab {
+			return fmt.Errorf("dump: row %d has %d logits, not %d", i, len(row), vocab)
+		}
+		for _, v := range row {
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+			if _, err := bw.Write(b[:]); err != nil {
+				return err
+			}
 		}
 	}
 	return bw.Flush()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -375,4 +376,23 @@ func FuzzParseSafetensors(f *testing.F) {
 			}
 		}
 	})
+}
+
+// WriteRows writes rows held apart as Write writes them whole, and
+// refuses a row of another width.
+func TestWriteRows(t *testing.T) {
+	l := &Logits{Rows: 2, Vocab: 3, Data: []float32{1, 2, 3, -4, 5, float32(math.Inf(1))}}
+	var whole, apart bytes.Buffer
+	if err := Write(&whole, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRows(&apart, 3, [][]float32{l.Row(0), l.Row(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole.Bytes(), apart.Bytes()) {
+		t.Fatal("WriteRows wrote other bytes than Write")
+	}
+	if err := WriteRows(io.Discard, 3, [][]float32{{1, 2, 3}, {4, 5}}); err == nil || !strings.Contains(err.Error(), "row 1 has 2 logits, not 3") {
+		t.Fatalf("a short row: %v", err)
+	}
 }

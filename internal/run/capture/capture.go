@@ -384,8 +384,13 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 	if err != nil {
 		return nil, err
 	}
-	logits := c.Logits(ck.Config.VocabSize)
-	tmp, err := dump.WriteTemp(path, logits)
+	vocab := ck.Config.VocabSize
+	var tmp string
+	if dump.IsSafetensors(path) {
+		tmp, err = dump.WriteTemp(path, c.Logits(vocab))
+	} else {
+		tmp, err = tempfile.Write(path, func(w io.Writer) error { return dump.WriteRows(w, vocab, c.Rows) })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +402,7 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 	rc := &receipt.Receipt{
 		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy, GGUF: c.GGUF,
 		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
-		Dump: receipt.Dump{SHA256: sum, Rows: logits.Rows, Vocab: logits.Vocab},
+		Dump: receipt.Dump{SHA256: sum, Rows: len(c.Rows), Vocab: vocab},
 	}
 	rtmp, err := receipt.WriteTemp(receipt.Path(path), rc)
 	if err != nil {

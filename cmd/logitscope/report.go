@@ -178,6 +178,8 @@ func openSide(path string, whenRead bool) (side, error) {
 	if _, err := os.Stat(rp); err == nil {
 		if s.Receipt, err = receipt.Read(rp); err == nil && (!whenRead || dump.IsSafetensors(path)) {
 			err = s.Receipt.CheckDump(path)
+		} else if err == nil {
+			r.Hash()
 		}
 		if err != nil {
 			r.Close()

@@ -93,7 +93,9 @@ func (f Dropped) Open() (Capture, error) {
 	if err != nil {
 		return Capture{}, err
 	}
-	if dump.IsSafetensors(f.Name) {
+	if !dump.IsSafetensors(f.Name) {
+		rows.Hash()
+	} else {
 		h := sha256.New()
 		if _, err := io.CopyBuffer(h, io.NewSectionReader(f.File, 0, f.Size), make([]byte, 4<<20)); err != nil {
 			return Capture{}, fmt.Errorf("%s: %v", f.Name, err)

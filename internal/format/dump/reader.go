@@ -7,6 +7,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"unsafe"
 
 	"logitscope/internal/format/routing"
 	"logitscope/internal/format/safetensors"
@@ -29,8 +30,10 @@ type Reader struct {
 	rows  func(first int, dst []float32) ([]float32, error)
 	close func() error
 	// sum hashes a binary dump's bytes as Next reads them, in order, so
-	// that a receipt's check needs no second read of the file.
-	sum hash.Hash
+	// that a receipt's check needs no second read of the file; nil unless
+	// Hash asked for it (header is the dump's first bytes, for it).
+	sum    hash.Hash
+	header []byte
 }
 
 // Open opens the dump at path for reading row by row: safetensors when the
@@ -78,26 +81,49 @@ func NewReader(r io.ReaderAt, size int64, name string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	var raw []byte
-	d := &Reader{Name: name, Rows: rows, Vocab: vocab, sum: sha256.New()}
-	d.sum.Write(hdr[:])
+	d := &Reader{Name: name, Rows: rows, Vocab: vocab, header: hdr[:]}
 	d.rows = func(first int, dst []float32) ([]float32, error) {
-		if cap(raw) < 4*len(dst) {
-			raw = make([]byte, 4*len(dst))
+		// The file's float32s are read straight into dst: little-endian,
+		// as the host's (littleEndian), so no pass decodes them.
+		b := bytesOf(dst)
+		if !littleEndian {
+			b = make([]byte, 4*len(dst))
 		}
-		b := raw[:4*len(dst)]
 		if n, err := r.ReadAt(b, HeaderSize+4*int64(first)*int64(vocab)); n < len(b) {
 			return nil, fmt.Errorf("%s: truncated dump at row %d: %v", name, first+n/(4*vocab), err)
 		}
-		d.sum.Write(b)
-		safetensors.DecodeFloat32(safetensors.F32, b, dst)
+		if d.sum != nil {
+			d.sum.Write(b)
+		}
+		if !littleEndian {
+			safetensors.DecodeFloat32(safetensors.F32, b, dst)
+		}
 		return dst, nil
 	}
 	return d, nil
 }
 
+// littleEndian says whether the host stores a float32 as the dump does.
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
+
+// bytesOf is f's memory as bytes.
+func bytesOf(f []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
+}
+
+// Hash makes Next hash a binary dump's bytes as it reads them, for
+// SHA256: call it before the first Next. A dump without a receipt to
+// check is not hashed: the hash cost a third of report's time.
+func (r *Reader) Hash() {
+	if r.header != nil && r.next == 0 && r.sum == nil {
+		r.sum = sha256.New()
+		r.sum.Write(r.header)
+	}
+}
+
 // SHA256 is the hex sha256 of a binary dump's file, once Next has read
-// every row; ok is false before, and for other sources.
+// every row after Hash; ok is false before, without Hash, and for other
+// sources.
 func (r *Reader) SHA256() (sum string, ok bool) {
 	if r.sum == nil || r.next < r.Rows {
 		return "", false

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"logitscope/internal/run/capture"
 	"logitscope/internal/run/conform"
@@ -80,6 +81,14 @@ func conformMerge(args []string, stdout io.Writer) error {
 	if len(dirs) == 0 {
 		return fmt.Errorf("merge: give the --out directories (or summary.json files) of every shard")
 	}
+	if *outDir != "" {
+		// The merged summary.json must not replace a shard's own.
+		for _, d := range dirs {
+			if sameFile(filepath.Join(*outDir, "summary.json"), d) || sameFile(*outDir, d) {
+				return fmt.Errorf("merge: --out %s is shard %s's own directory: its summary.json would be replaced; give another", *outDir, d)
+			}
+		}
+	}
 	sum, err := conform.Merge(dirs)
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
@@ -110,4 +119,11 @@ func writeResults(sum *conform.Summary, stdout io.Writer, junitPath string) erro
 		return nil
 	}
 	return sum.WriteJUnit(junitPath)
+}
+
+// sameFile says whether a and b name the same existing file or directory.
+func sameFile(a, b string) bool {
+	x, err1 := os.Stat(a)
+	y, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(x, y)
 }

@@ -180,3 +180,23 @@ func TestConformMerge(t *testing.T) {
 		t.Errorf("one shard of two: exit %d, %q", code, stderr.String())
 	}
 }
+
+// merge --out never replaces a shard's own summary.json.
+func TestConformMergeOutIsNotAShard(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte(`{"suite": "s", "suite_cases": 1, "shard": "1/1", "cases": [{"name": "a", "status": "pass"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	var out bytes.Buffer
+	err := conformMerge([]string{"--out", dir, dir}, &out)
+	if err == nil || !strings.Contains(err.Error(), "its summary.json would be replaced") {
+		t.Fatalf("got %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "summary.json")); !bytes.Equal(before, after) {
+		t.Fatal("the shard's summary.json was replaced")
+	}
+	if err := conformMerge([]string{"--out", t.TempDir(), dir}, &out); err != nil {
+		t.Fatalf("another --out: %v", err)
+	}
+}

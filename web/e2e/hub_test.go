@@ -135,17 +135,18 @@ func TestUIHub(t *testing.T) {
 		t.Error("the reopened link's logits differ from the first run's")
 	}
 
-	// The hub then serves a corrupt shard, then wants a token: the first
-	// page downloads again and is refused.
-	srv.Corrupt("model-00002-of-00002.safetensors")
+	// The hub then sends more than it announced, then a corrupt shard,
+	// then wants a token: the first page downloads again and is refused.
+	const shard = "model-00002-of-00002.safetensors"
 	for _, c := range []struct {
-		gate string
-		want []string
+		setup func()
+		want  []string
 	}{
-		{"", []string{"hf:org/tiny/model-00002-of-00002.safetensors: sha256 of the download is", srv.URL + "/org/tiny/resolve/"}},
-		{"hf_secret", []string{"hf:org/tiny: GET " + srv.URL + "/api/models/org/tiny/revision/main?blobs=true: HTTP 401 GatedRepo", "the CLI takes HF_TOKEN"}},
+		{func() { srv.Pad(shard, 1<<20) }, []string{"hf:org/tiny/" + shard + ": GET ", "bytes the hub's API announced: refused"}},
+		{func() { srv.Pad(shard, 0); srv.Corrupt(shard) }, []string{"hf:org/tiny/" + shard + ": sha256 of the download is", srv.URL + "/org/tiny/resolve/"}},
+		{func() { srv.RequireToken("hf_secret") }, []string{"hf:org/tiny: GET " + srv.URL + "/api/models/org/tiny/revision/main?blobs=true: HTTP 401 GatedRepo", "the CLI takes HF_TOKEN"}},
 	} {
-		srv.RequireToken(c.gate)
+		c.setup()
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[name="hub-open"]`))); err != nil {
 			t.Fatal(err)
 		}

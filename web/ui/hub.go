@@ -156,8 +156,13 @@ func (r *Root) hubFolder(id hub.ID, endpoint string, seq int) (*localFolder, err
 	lf := newFolder(id.Name())
 	lf.Hub = fmt.Sprintf("hf:%s@%s from %s", id.Repo, info.SHA[:12], endpoint)
 	var done float64
+	seen := map[string]bool{} // each file once: the index's shards come from the network
 	for i := 0; i < len(files); i++ {
 		f := files[i]
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
 		s, ok := sib[f]
 		if !ok {
 			return nil, fmt.Errorf("%s: %s names %s, which the repo does not hold", id, hub.IndexFile, f)
@@ -242,6 +247,7 @@ func (r *Root) hubFile(id hub.ID, u string, s hub.Sibling, seq int, done *float6
 	reader := resp.Get("body").Call("getReader")
 	chunks := global.Get("Array").New()
 	var buf []byte
+	var got int64
 	shown := time.Now()
 	for {
 		res, err := call(reader, "read")
@@ -253,6 +259,12 @@ func (r *Root) hubFile(id hub.ID, u string, s hub.Sibling, seq int, done *float6
 		}
 		chunk := res.Get("value") // a Uint8Array
 		n := chunk.Get("byteLength").Int()
+		// Never more than the API announced: a server that keeps
+		// sending would otherwise fill the page's memory.
+		if got += int64(n); got > s.Size {
+			reader.Call("cancel")
+			return js.Undefined(), fmt.Errorf("%s: GET %s: more than the %d bytes the hub's API announced: refused", what, u, s.Size)
+		}
 		if cap(buf) < n {
 			buf = make([]byte, n)
 		}

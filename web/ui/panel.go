@@ -221,7 +221,7 @@ func newSpool() (s *spool, err error) {
 			}
 		}
 	}
-	s = &spool{dir: dir, name: fmt.Sprintf("%s%x", spoolPrefix, js.Global().Get("Date").Call("now").Int()), at: []int64{0}}
+	s = &spool{dir: dir, name: fmt.Sprintf("%s%x", spoolPrefix, global.Get("Date").Call("now").Int()), at: []int64{0}}
 	opts := global.Get("Object").New()
 	opts.Set("create", true)
 	if s.handle, err = await(dir.Call("getFileHandle", s.name, opts)); err != nil {

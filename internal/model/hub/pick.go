@@ -2,8 +2,12 @@ package hub
 
 import (
 	"fmt"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
@@ -72,12 +76,26 @@ const (
 //   - otherwise a repo's only GGUF file. Several are refused, listing them,
 //     rather than downloading one the user did not mean.
 //
-// repo names the repo in errors.
+// repo names the repo in errors. Every name picked is a plain path
+// inside the repo (CheckName): the names come from the network.
 func Pick(repo string, files []string, file string) ([]string, error) {
+	picked, err := pick(repo, files, file)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range picked {
+		if err := CheckName(repo, name); err != nil {
+			return nil, err
+		}
+	}
+	return picked, nil
+}
+
+func pick(repo string, files []string, file string) ([]string, error) {
 	has := func(n string) bool { return slices.Contains(files, n) }
 	if file != "" {
 		if !has(file) {
-			return nil, fmt.Errorf("hf:%s has no file %s%s", repo, file, ggufList(repo, files))
+			return nil, fmt.Errorf("hf:%s has no file %s%s", repo, shown(file), ggufList(repo, files))
 		}
 		return []string{file}, nil
 	}
@@ -108,12 +126,39 @@ func Pick(repo string, files []string, file string) ([]string, error) {
 
 // Shards names the weights files an index lists (index is its bytes),
 // which the model needs beside the files Pick chose.
+// Each is a .safetensors file: an index that names itself, or another
+// index, would be fetched again and again.
 func Shards(repo string, index []byte) ([]string, error) {
 	files, err := checkpoint.WeightFiles(index, "hf:"+repo+"/"+IndexFile)
 	if err != nil {
 		return nil, err
 	}
+	for _, f := range files {
+		if err := CheckName(repo, f); err != nil {
+			return nil, err
+		}
+		if !strings.HasSuffix(f, ".safetensors") {
+			return nil, fmt.Errorf("hf:%s/%s: weight_map names %q, which is not a .safetensors file", repo, IndexFile, f)
+		}
+	}
 	return files, nil
+}
+
+// CheckName refuses a file name from the hub that is not a plain relative
+// path inside the repo (no "..", no leading "/", no backslash, nothing
+// path.Clean would change) or that holds control characters, which
+// would reach the terminal in errors: the cache writes and links files by
+// these names.
+func CheckName(repo, name string) error {
+	bad := name == "" || !utf8.ValidString(name) || strings.HasPrefix(name, "/") || strings.Contains(name, `\`) ||
+		path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../")
+	for _, r := range name {
+		bad = bad || unicode.IsControl(r)
+	}
+	if bad {
+		return fmt.Errorf("hf:%s lists a file named %q: not a plain path inside the repo, refused", repo, name)
+	}
+	return nil
 }
 
 func ggufFiles(files []string) []string {
@@ -138,5 +183,17 @@ func ggufList(repo string, files []string) string {
 		more = fmt.Sprintf(" and %d more", len(g)-maxListed)
 		g = g[:maxListed]
 	}
+	for i, name := range g {
+		g[i] = shown(name)
+	}
 	return fmt.Sprintf(" (its GGUF files: %s%s)", strings.Join(g, ", "), more)
+}
+
+// shown is a name for an error: as it is when it is a plain path, quoted
+// (escapes and all) when it is not.
+func shown(name string) string {
+	if CheckName("", name) != nil {
+		return strconv.Quote(name)
+	}
+	return name
 }

@@ -68,3 +68,45 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// Names from the hub are paths the cache writes and links: anything but
+// a plain path inside the repo is refused, and shown quoted.
+func TestCheckName(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"model.safetensors", true},
+		{"sub/dir/m-Q4_K_M.gguf", true},
+		{"../../tmp/x/PWNED.gguf", false},
+		{"a/../../b.gguf", false},
+		{"/etc/passwd.gguf", false},
+		{`..\x.gguf`, false},
+		{"./m.gguf", false},
+		{"a//m.gguf", false},
+		{"", false},
+		{"\x1b[31mred\x1b[0m.gguf", false},
+		{"m.gguf\r\nforged line", false},
+		{"m\xff.gguf", false},
+	} {
+		if err := CheckName("o/m", c.name); (err == nil) != c.ok {
+			t.Errorf("%q: %v", c.name, err)
+		}
+	}
+	_, err := Pick("o/m", []string{"../../tmp/x/PWNED.gguf"}, "")
+	if err == nil || !strings.Contains(err.Error(), `"../../tmp/x/PWNED.gguf": not a plain path`) {
+		t.Errorf("a repo whose only GGUF climbs out of the cache: %v", err)
+	}
+	_, err = Pick("o/m", []string{"a.gguf", "\x1b[2Jb.gguf"}, "")
+	if err == nil || strings.Contains(err.Error(), "\x1b") || !strings.Contains(err.Error(), `"\x1b[2Jb.gguf"`) {
+		t.Errorf("a name with an escape, listed in an error: %v", err)
+	}
+	for _, index := range []string{
+		`{"weight_map": {"a": "model.safetensors.index.json"}}`,
+		`{"weight_map": {"a": "other.index.json", "b": "model-1.safetensors"}}`,
+	} {
+		if _, err := Shards("o/m", []byte(index)); err == nil || !strings.Contains(err.Error(), "not a .safetensors file") {
+			t.Errorf("an index naming %s: %v", index, err)
+		}
+	}
+}

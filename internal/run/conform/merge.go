@@ -51,6 +51,14 @@ func Merge(dirs []string) (*Summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: shard %q: %v", d, s.Shard, err)
 		}
+		// A summary is a file from another machine: its counts bound what
+		// the merge allocates and loops over.
+		switch {
+		case s.SuiteCases < 1 || s.SuiteCases > maxCases:
+			return nil, fmt.Errorf("%s: suite_cases %d: want 1 to %d", d, s.SuiteCases, maxCases)
+		case sh.N > s.SuiteCases:
+			return nil, fmt.Errorf("%s: shard %s of a suite of %d cases: more shards than cases", d, s.Shard, s.SuiteCases)
+		}
 		first := shards[0]
 		if k == 0 {
 			first, n = s, sh.N
@@ -95,10 +103,25 @@ func Merge(dirs []string) (*Summary, error) {
 		for k, i := range sh.Pick(s.SuiteCases) {
 			m.Cases[i] = s.Cases[k]
 		}
-		m.Passed += s.Passed
-		m.Failed += s.Failed
-		m.Errors += s.Errors
 		m.Seconds += s.Seconds
+	}
+	// The counts are the cases', not what the shards' summaries say of
+	// them.
+	for _, c := range m.Cases {
+		switch c.Status {
+		case "pass":
+			m.Passed++
+		case "fail":
+			m.Failed++
+		case "error":
+			m.Errors++
+		default:
+			return nil, fmt.Errorf("case %s (%s): status %q: want pass, fail or error", c.Name, filepath.Dir(c.Dir), c.Status)
+		}
 	}
 	return m, nil
 }
+
+// maxCases bounds a suite's cases (and so its shards) as a summary states
+// them.
+const maxCases = 100000

@@ -122,3 +122,36 @@ func TestMergeRefuses(t *testing.T) {
 		t.Errorf("the two-way split: %v", err)
 	}
 }
+
+// A summary comes from another machine: counts that would loop or
+// allocate without bound are refused, and the merged counts are the
+// cases', whatever the summary's fields say.
+func TestMergeHostileSummaries(t *testing.T) {
+	write := func(t *testing.T, body string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	cases := `[{"name": "a", "status": "pass"}, {"name": "b", "status": "fail"}, {"name": "c", "status": "error"}]`
+	for _, c := range []struct{ name, body, want string }{
+		{"negative cases", `{"suite": "s", "suite_cases": -1, "shard": "1/1", "cases": []}`, "suite_cases -1: want 1 to 100000"},
+		{"2e10 cases", `{"suite": "s", "suite_cases": 20000000000, "shard": "1/1", "cases": []}`, "suite_cases 20000000000: want 1 to 100000"},
+		{"huge split", `{"suite": "s", "suite_cases": 3, "shard": "1/300000000", "cases": []}`, "more shards than cases"},
+		{"unknown status", `{"suite": "s", "suite_cases": 1, "shard": "1/1", "cases": [{"name": "a", "status": "ok"}]}`, `case a`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Merge([]string{write(t, c.body)}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+	m, err := Merge([]string{write(t, `{"suite": "s", "suite_cases": 3, "shard": "1/1", "passed": 3, "cases": `+cases+`}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Passed != 1 || m.Failed != 1 || m.Errors != 1 || m.Err() == nil {
+		t.Fatalf("merged %d passed, %d failed, %d errors (err %v): want the cases' 1, 1, 1", m.Passed, m.Failed, m.Errors, m.Err())
+	}
+}

@@ -156,7 +156,14 @@ func (c *Client) Open(ctx context.Context, id hub.ID) (string, error) {
 		return "", err
 	}
 	snap := filepath.Join(RepoFolder(c.Cache, id.Repo), "snapshots", info.SHA)
+	// Each file once: the list grows by the index's shards, which come
+	// from the network.
+	seen := map[string]bool{}
 	for i := 0; i < len(files); i++ {
+		if seen[files[i]] {
+			continue
+		}
+		seen[files[i]] = true
 		if err := c.fetch(ctx, id, info.SHA, files[i]); err != nil {
 			return "", err
 		}
@@ -332,8 +339,16 @@ func (c *Client) download(ctx context.Context, id hub.ID, file string, meta file
 			return err
 		}
 		w := &progressWriter{c: c, p: Progress{ID: id, File: file, Done: have, Total: meta.size, State: StateBytes}, last: time.Now()}
-		if _, err := io.Copy(io.MultiWriter(f, w), resp.Body); err != nil {
+		// Never more than the HEAD announced: one byte past it is enough
+		// to refuse the file, and a server that keeps sending fills no disk.
+		n, err := io.Copy(io.MultiWriter(f, w), io.LimitReader(resp.Body, meta.size-have+1))
+		if err != nil {
 			return fmt.Errorf("%s: GET %s: %v after %d of %d bytes (run again to resume)", what, meta.url, err, w.p.Done, meta.size)
+		}
+		if have+n > meta.size {
+			f.Close()
+			os.Remove(part)
+			return fmt.Errorf("%s: GET %s: more than the %d bytes its HEAD announced: refused, and the download removed", what, meta.url, meta.size)
 		}
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -383,22 +398,48 @@ func (c *Client) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// do sends a request, with the token when it goes to the hub itself: the
-// CDN an LFS file redirects to gets none (its URL is signed), and Go's
-// client drops Authorization on a redirect to another host too.
+// do sends a request, with the token only when it goes to the hub's own
+// origin (scheme, host and port): the CDN an LFS file redirects to gets
+// none (its URL is signed). Go's client keeps Authorization across a
+// redirect to the same host on another port or scheme, and to a
+// subdomain: a redirect that leaves the origin has it taken off.
 func (c *Client) do(ctx context.Context, method, u string, hdr map[string]string, hc *http.Client) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("User-Agent", "logitscope")
-	if hub, err := url.Parse(c.Endpoint); c.Token != "" && err == nil && req.URL.Host == hub.Host {
+	if c.Token != "" && c.hubOrigin(req.URL) {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	if c.Token != "" {
+		guarded := *hc
+		next := hc.CheckRedirect
+		guarded.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+			if !c.hubOrigin(r.URL) {
+				r.Header.Del("Authorization")
+			}
+			if next != nil {
+				return next(r, via)
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+		hc = &guarded
+	}
 	return hc.Do(req)
+}
+
+// hubOrigin says whether u is on the endpoint's origin: the same scheme,
+// host and port.
+func (c *Client) hubOrigin(u *url.URL) bool {
+	hub, err := url.Parse(c.Endpoint)
+	return err == nil && strings.EqualFold(u.Scheme, hub.Scheme) && strings.EqualFold(u.Host, hub.Host)
 }
 
 func (c *Client) statusError(id hub.ID, file, method, u string, resp *http.Response) error {

@@ -47,6 +47,7 @@ type Server struct {
 	token string
 	cut   map[string]int64 // file name → bytes to send before cutting the connection, once
 	bad   map[string]bool  // file name → served with a byte changed
+	pad   map[string]int   // file name → bytes sent past its end by GET, more than the API says
 	log   []string
 	// cdnHost, when set, is the host LFS redirects name instead of the
 	// hub's own (SplitCDN).
@@ -67,7 +68,7 @@ type file struct {
 
 // New starts a hub with no repos. Close it when done.
 func New() *Server {
-	s := &Server{repos: map[string]*repo{}, blobs: map[string][]byte{}, cut: map[string]int64{}, bad: map[string]bool{}}
+	s := &Server{repos: map[string]*repo{}, blobs: map[string][]byte{}, cut: map[string]int64{}, bad: map[string]bool{}, pad: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -170,6 +171,14 @@ func (s *Server) Corrupt(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bad[name] = true
+}
+
+// Pad makes GETs of name send n bytes past its end, more than the API's
+// size of it, as a server that never stops would; 0 ends it.
+func (s *Server) Pad(name string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pad[name] = n
 }
 
 // SplitCDN makes LFS redirects name the CDN as localhost (the hub being
@@ -395,8 +404,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, name string, data 
 	if isCut && r.Method == http.MethodGet {
 		delete(s.cut, name)
 	}
-	bad := s.bad[name]
+	bad, pad := s.bad[name], s.pad[name]
 	s.mu.Unlock()
+	if pad > 0 && r.Method == http.MethodGet {
+		data = append(bytes.Clone(data), make([]byte, pad)...)
+		r.Header.Del("If-None-Match") // no 304 for the bytes a browser cached
+		r.Header.Del("If-Range")
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	if bad {
 		data = bytes.Clone(data)
 		data[len(data)/2] ^= 0xff

@@ -111,8 +111,8 @@ func sameShape(a, b []int) bool {
 }
 
 // checkHyper compares the hyperparameters the metadata states with g's;
-// keys a converter left out are not required, since the tensors' shapes
-// are checked too.
+// keys a converter left out are not required (the tensors' shapes are
+// checked too, and the engine runs the config's values).
 func checkHyper(f *gguf.File, arch string, g model.Geometry) error {
 	for _, k := range []struct {
 		key  string
@@ -135,6 +135,29 @@ func checkHyper(f *gguf.File, arch string, g model.Geometry) error {
 		}
 		if v != uint64(k.want) {
 			return fmt.Errorf("%s: %s is %d; the model's config says %d", f.Path, key, v, k.want)
+		}
+	}
+	// What no tensor's shape shows: a file stating another RMS epsilon or
+	// RoPE base would run as if it said the config's. GGUF stores them as
+	// float32, so they must equal the config's float32.
+	for _, k := range []struct {
+		key  string
+		want float64
+	}{
+		{"attention.layer_norm_rms_epsilon", float64(g.NormEps)},
+		{"rope.freq_base", g.RopeTheta},
+		{"rope.freq_base_swa", g.LocalRopeTheta},
+	} {
+		key := arch + "." + k.key
+		if !f.Has(key) || k.want == 0 {
+			continue
+		}
+		v, err := f.Float(key)
+		if err != nil {
+			return err
+		}
+		if float32(v) != float32(k.want) {
+			return fmt.Errorf("%s: %s is %g; the model's config says %g", f.Path, key, float32(v), float32(k.want))
 		}
 	}
 	return nil

@@ -34,6 +34,8 @@ func TestOpenRefuses(t *testing.T) {
 		{"architecture not a string", setKV("general.architecture", gguf.Uint32Value(2)), `general.architecture`},
 		{"another layer count", setKV("qwen2.block_count", gguf.Uint32Value(3)), "qwen2.block_count is 3; the model's config says 2"},
 		{"another head count", setKV("qwen2.attention.head_count_kv", gguf.Uint32Value(4)), "qwen2.attention.head_count_kv is 4"},
+		{"another RoPE base", setKV("qwen2.rope.freq_base", gguf.Float32Value(1)), "qwen2.rope.freq_base is 1; the model's config says 1e+06"},
+		{"another RMS epsilon", setKV("qwen2.attention.layer_norm_rms_epsilon", gguf.Float32Value(1e38)), "qwen2.attention.layer_norm_rms_epsilon is 1e+38"},
 		{"missing tensor", func(kv []gguf.KV, ts []gguf.Tensor) ([]gguf.KV, []gguf.Tensor) {
 			return kv, slices.DeleteFunc(ts, func(x gguf.Tensor) bool { return x.Name == "blk.1.ffn_up.weight" })
 		}, "no tensor blk.1.ffn_up.weight (the model's model.layers.1.mlp.up_proj.weight)"},

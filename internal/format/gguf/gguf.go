@@ -47,6 +47,11 @@ const (
 	// llama.cpp refuses any nesting; 8 is far beyond any use and keeps a
 	// crafted file from recursing deeply.
 	maxDepth = 8
+	// maxNested bounds the arrays inside arrays of a whole file: each costs
+	// some 80 bytes of memory for its 12 in the file, so 300 MB of empty
+	// ones took 2.17 GB. llama.cpp reads none; 65,536 is far beyond any
+	// use.
+	maxNested = 1 << 16
 	// The smallest a pair and a tensor info can be: a key of one byte (an
 	// empty one is refused) and a UINT8; an empty name and one dim. Counts
 	// are checked against them.

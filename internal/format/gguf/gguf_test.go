@@ -233,6 +233,12 @@ func TestParseMalformed(t *testing.T) {
 		deep = deep.u32(uint32(Array)).u64(1)
 	}
 	deep = deep.u32(uint32(Uint8)).u64(0)
+	// One array of 65,537 empty arrays: 12 bytes each in the file, some
+	// 80 in memory.
+	manyEmpty := raw(nil).str("k").u32(uint32(Array)).u32(uint32(Array)).u64(maxNested + 1)
+	for range maxNested + 1 {
+		manyEmpty = manyEmpty.u32(uint32(Uint8)).u64(0)
+	}
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -266,6 +272,7 @@ func TestParseMalformed(t *testing.T) {
 		{"string array element truncated", kv(raw(nil).str("tokenizer.ggml.tokens").u32(uint32(Array)).u32(uint32(String)).u64(2).str("ok").u64(50).zeros(8), 1), `key 0 "tokenizer.ggml.tokens": element 1: string length 50 exceeds the 8 bytes left`},
 		{"nested array element", kv(raw(nil).str("k").u32(uint32(Array)).u32(uint32(Array)).u64(2).u32(uint32(Uint8)).u64(0).u32(77).u64(0), 1), `key 0 "k": element 1: array element type 77 is unknown`},
 		{"nested too deep", kv(deep, 1), `key 0 "k": ` + strings.Repeat("element 0: ", maxDepth-1) + "arrays nested more than 8 deep"},
+		{"too many nested arrays", kv(manyEmpty, 1), `key 0 "k": more than 65536 arrays inside arrays in the file (llama.cpp reads none)`},
 		{"alignment type", kv(raw(nil).str(AlignmentKey).u32(uint32(Uint64)).u64(64), 1), `key "general.alignment" is UINT64 64, not UINT32`},
 		{"alignment zero", kv(raw(nil).kvU32(AlignmentKey, 0), 1), `key "general.alignment" is 0, not a power of two`},
 		{"alignment not power of two", kv(raw(nil).kvU32(AlignmentKey, 48), 1), `key "general.alignment" is 48, not a power of two`},

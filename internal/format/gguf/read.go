@@ -21,9 +21,10 @@ const bufSize = 64 << 10
 // file holds the bytes, so an error from below means a failing or lying
 // reader, never a short file.
 type decoder struct {
-	r    *bufio.Reader
-	pos  int64 // bytes consumed
-	size int64 // file size
+	r      *bufio.Reader
+	pos    int64 // bytes consumed
+	size   int64 // file size
+	nested int   // arrays read inside arrays so far (maxNested)
 }
 
 func (d *decoder) left() int64 { return d.size - d.pos }
@@ -361,6 +362,9 @@ func readArray(d *decoder, enclosing int) (Value, error) {
 			out = append(out, s)
 		}
 		return Value{out}, nil
+	}
+	if d.nested += int(n); d.nested > maxNested {
+		return Value{}, fmt.Errorf("more than %d arrays inside arrays in the file (llama.cpp reads none)", maxNested)
 	}
 	out := make([]Value, 0, min(n, 1<<10))
 	for i := range n {

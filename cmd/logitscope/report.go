@@ -47,7 +47,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
 	globalSigma := fs.Bool("global-sigma", false, "pool σ over the whole capture instead of each position's own")
 	topK := fs.Int("top-k", margins.DefaultTopK, "top tokens listed per side")
-	flips := fs.Int("flips", margins.DefaultMaxFlips, "flips listed in the text report")
+	flips := fs.Int("flips", margins.DefaultMaxFlips, "flips listed in the text report (0: none, only their count)")
 	tokPath := fs.String("tokenizer", "", "tokenizer.json to show token text")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -60,7 +60,13 @@ func report(args []string, stdout, stderr io.Writer) error {
 	if *k <= 0 {
 		return fmt.Errorf("--close-margin %g: must be > 0", *k)
 	}
+	if *flips < 0 {
+		return fmt.Errorf("--flips %d: must be 0 or more", *flips)
+	}
 	opt := margins.Options{TopK: *topK, K: *k, AbsMargin: *absMargin, GlobalSigma: *globalSigma, MaxFlips: *flips}
+	if *flips == 0 {
+		opt.MaxFlips = -1 // none; margins' 0 is its default
+	}
 	if *tokPath != "" {
 		tok, err := tokenizer.Load(*tokPath)
 		if err != nil {

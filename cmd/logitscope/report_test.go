@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,5 +356,45 @@ func TestReportMissingReceipt(t *testing.T) {
 		if len(got.Notes) != 1 || got.Notes[0] != note {
 			t.Errorf("JSON notes %q, want [%q]", got.Notes, note)
 		}
+	}
+}
+
+// --flips N lists N flips and counts the rest; 0 lists none, only the
+// count, where it once meant the default.
+func TestReportFlipsListed(t *testing.T) {
+	dir := t.TempDir()
+	ref, test := filepath.Join(dir, "ref.dump"), filepath.Join(dir, "test.dump")
+	// Every one of 12 rows flips: the reference prefers token 0, the test 1.
+	r, q := &dump.Logits{Rows: 12, Vocab: 4}, &dump.Logits{Rows: 12, Vocab: 4}
+	for range 12 {
+		r.Data = append(r.Data, 2, 1, 0, 0)
+		q.Data = append(q.Data, 1, 2, 0, 0)
+	}
+	if err := dump.WriteFile(ref, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := dump.WriteFile(test, q); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flips  string
+		listed int
+		more   string
+	}{{"", 10, "… and 2 more flips"}, {"3", 3, "… and 9 more flips"}, {"0", 0, "… and 12 more flips"}} {
+		args := []string{"--ref", ref, "--test", test}
+		if c.flips != "" {
+			args = append(args, "--flips", c.flips)
+		}
+		var out, errb bytes.Buffer
+		if err := report(args, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		listed := strings.Count(out.String(), " clear\n") + strings.Count(out.String(), " close\n")
+		if listed != c.listed || !strings.Contains(out.String(), c.more) {
+			t.Errorf("--flips %q: %d flips listed, want %d and %q:\n%s", c.flips, listed, c.listed, c.more, out.String())
+		}
+	}
+	if err := report([]string{"--ref", ref, "--test", test, "--flips", "-1"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--flips -1") {
+		t.Errorf("--flips -1: %v", err)
 	}
 }

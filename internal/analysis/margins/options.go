@@ -38,8 +38,9 @@ type Options struct {
 	// do not depend on it.
 	Workers int
 
-	// MaxFlips is how many flips WriteText lists before it counts the rest
-	// (default 10).
+	// MaxFlips is how many flips (and routing changes) WriteText lists
+	// before it counts the rest: 0 is the default, 10; a negative number
+	// lists none.
 	MaxFlips int
 
 	// TokenText, if set, turns a token id into readable text for WriteText.
@@ -63,7 +64,7 @@ func (o Options) withDefaults(vocab int) (Options, error) {
 	if o.K == 0 {
 		o.K = DefaultK
 	}
-	if o.MaxFlips <= 0 {
+	if o.MaxFlips == 0 {
 		o.MaxFlips = DefaultMaxFlips
 	}
 	return o, nil
@@ -119,4 +120,16 @@ func (c Criterion) classify(m, sigma float64) Class {
 		return Close
 	}
 	return Clear
+}
+
+// listed is how many flips WriteText lists: MaxFlips, its default for 0,
+// none for a negative number.
+func (o Options) listed() int {
+	switch {
+	case o.MaxFlips == 0:
+		return DefaultMaxFlips
+	case o.MaxFlips < 0:
+		return 0
+	}
+	return o.MaxFlips
 }

@@ -98,7 +98,7 @@ func (r *Report) writeRouting(p func(string, ...any)) {
 		if x.Change != routing.Set {
 			continue
 		}
-		if listed == r.opt.MaxFlips {
+		if listed == r.opt.listed() {
 			break
 		}
 		listed++
@@ -130,12 +130,11 @@ func (r *Report) writeFlips(p func(string, ...any)) {
 		p("First disagreement: none\n")
 		return
 	}
-	maxFlips := r.opt.MaxFlips
-	if maxFlips <= 0 {
-		maxFlips = DefaultMaxFlips
+	maxFlips := r.opt.listed()
+	if maxFlips > 0 {
+		p("%6s  %-14s %9s %8s  %-14s %9s %8s %9s %7s  %s\n",
+			"pos", "ref token a", "z_ref[a]", "p_ref[a]", "test token b", "m logit", "m prob", "σ", "m/σ", "class")
 	}
-	p("%6s  %-14s %9s %8s  %-14s %9s %8s %9s %7s  %s\n",
-		"pos", "ref token a", "z_ref[a]", "p_ref[a]", "test token b", "m logit", "m prob", "σ", "m/σ", "class")
 	listed, moreClear := 0, 0
 	for i := range r.Positions {
 		x := &r.Positions[i]

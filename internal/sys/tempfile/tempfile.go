@@ -45,6 +45,13 @@ func Create(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	// CreateTemp makes it private (0600), and the rename keeps that: a
+	// dump or an export is read by others, as a file os.Create made.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		Remove(f.Name())
+		return nil, err
+	}
 	if Created != nil {
 		Created(f.Name())
 	}

@@ -85,3 +85,23 @@ func TestWriteCreateErrorNamesTarget(t *testing.T) {
 		t.Fatalf("err = %v, want one naming %s", err, path)
 	}
 }
+
+// A file written through a temporary is readable by others once in
+// place, as one os.Create made: dumps and exports are shared.
+func TestWrittenFileIsNotPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.dump")
+	tmp, err := Write(path, func(w io.Writer) error { _, err := w.Write([]byte("x")); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename(Move{Temp: tmp, Path: path}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v, want -rw-r--r--", st.Mode().Perm())
+	}
+}

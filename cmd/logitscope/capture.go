@@ -23,12 +23,15 @@ import (
 	"logitscope/internal/text/tokenizer"
 )
 
+// maxPromptBytes bounds a prompt read from stdin.
+const maxPromptBytes = 64 << 20
+
 // captureCommand runs one request on one variant and dumps every logit
 // row, with a sealed receipt beside the dump. Greedy mode prints the lines that
 // capture scripts over transformers print.
 func captureCommand(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("capture", stdout)
-	modelDir := fs.String("model", "", "model directory, hub cache folder, GGUF file or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the demo model")
+	modelDir := fs.String("model", "", "model directory, hub cache folder, GGUF file or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
 	variantName := fs.String("variant", "f32", "f32 (the checkpoint itself), q8, q6, q4 (MODEL/variants/SCHEME), a variant directory, or a GGUF file")
 	system := fs.String("system", "", "system prompt (empty: no system turn, the chat template's own default if it has one)")
 	maxNew := fs.Int("max-new", 8, "most tokens to generate")
@@ -130,8 +133,19 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	default:
+		user := pos[0]
+		if user == "-" { // as cat and most tools read it: the prompt from stdin
+			b, err := io.ReadAll(io.LimitReader(os.Stdin, maxPromptBytes+1))
+			if err != nil {
+				return fmt.Errorf("reading the prompt from stdin: %v", err)
+			}
+			if len(b) > maxPromptBytes {
+				return fmt.Errorf("the prompt on stdin is longer than %d bytes", maxPromptBytes)
+			}
+			user = string(b)
+		}
 		// The rendered text carries its BOS, so nothing is added on encoding.
-		if prompt, err = chat.Render(tmpl, tokenizer.Turns(*system, pos[0]), true); err != nil {
+		if prompt, err = chat.Render(tmpl, tokenizer.Turns(*system, user), true); err != nil {
 			return fmt.Errorf("%s: %v", dir, err)
 		}
 		req.PromptIDs = tok.Encode(prompt)
@@ -286,7 +300,12 @@ func modelPath(flagValue string, stderr io.Writer) (string, error) {
 	}
 	switch {
 	case path == "":
-		return synth.Demo()
+		p, err := synth.Demo()
+		if err == nil {
+			// Said, so that nobody takes its noise for a model's.
+			fmt.Fprintf(stderr, "model: %s: the synthetic tiny preset, random weights (no --model, no $LOGITSCOPE_MODEL)\n", p)
+		}
+		return p, err
 	case hub.IsID(path):
 		return hubModel(path, stderr)
 	}

@@ -17,7 +17,7 @@ import (
 // with each scheme in the ggml type that holds its bits exactly.
 func export(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stdout)
-	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the demo model")
+	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
 	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
 	out := fs.String("gguf", "", "the GGUF file to write (required)")
 	if pos, err := parse(fs, args); err != nil {

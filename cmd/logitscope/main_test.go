@@ -274,3 +274,44 @@ func Example_idsString() {
 	fmt.Println(idsString([]int{151644, 8948, 198}))
 	// Output: [151644, 8948, 198]
 }
+
+// A capture without --model says which model it ran: the synthetic tiny
+// preset, not the page's trained demo.
+func TestCaptureNamesTheDefaultModel(t *testing.T) {
+	t.Setenv("LOGITSCOPE_MODEL", "")
+	var out, errb bytes.Buffer
+	if err := captureCommand([]string{"--dry-run", "--dump-logits", filepath.Join(t.TempDir(), "x.dump"), "Hi"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "the synthetic tiny preset, random weights (no --model, no $LOGITSCOPE_MODEL)") {
+		t.Fatalf("stderr %q names no model", errb.String())
+	}
+}
+
+// capture … - reads the prompt from stdin: the same ids as the prompt
+// given as the argument.
+func TestCapturePromptFromStdin(t *testing.T) {
+	ids := func(prompt string, stdin string) string {
+		t.Helper()
+		if stdin != "" {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.WriteString(stdin)
+			w.Close()
+			old := os.Stdin
+			os.Stdin = r
+			defer func() { os.Stdin = old; r.Close() }()
+		}
+		out, err := run(t, captureCmd, "--model", tiny(t), "--dry-run", "--prompt-ids", "-", "--dump-logits", filepath.Join(t.TempDir(), "x.dump"), prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[:strings.Index(out, "\n")]
+	}
+	literal, piped := ids("Grace be with you.", ""), ids("-", "Grace be with you.")
+	if literal != piped || !strings.Contains(literal, `"ids"`) {
+		t.Fatalf("prompt ids from the argument %s, from stdin %s", literal, piped)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // quantize writes a sealed variant of a checkpoint.
 func quantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", stdout)
-	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the demo model")
+	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
 	schemeName := fs.String("scheme", "", "q8, q6 or q4 (required)")
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
 	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")

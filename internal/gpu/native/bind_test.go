@@ -1,6 +1,7 @@
 package native
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -117,4 +118,18 @@ func TestOversizeBuffer(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	t.Log(err)
+}
+
+// Without XDG_RUNTIME_DIR (a shell with no login session, CI), the device
+// opens with one of its own, private, so that Mesa does not print an
+// error on every open of a run that succeeds.
+func TestRuntimeDirWhenUnset(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	os.Unsetenv("XDG_RUNTIME_DIR")
+	openDevice(t)
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	st, err := os.Stat(dir)
+	if dir == "" || err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Fatalf("XDG_RUNTIME_DIR %q (%v): want a private directory", dir, err)
+	}
 }

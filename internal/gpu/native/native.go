@@ -10,6 +10,8 @@ package native
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/gogpu/gputypes"
 	"github.com/gogpu/wgpu"
@@ -44,6 +46,7 @@ type device struct {
 
 // Open opens the high-performance Vulkan adapter with its own limits.
 func Open() (gpu.Device, error) {
+	runtimeDir()
 	inst, err := wgpu.CreateInstance(&wgpu.InstanceDescriptor{Backends: wgpu.BackendsVulkan})
 	if err != nil {
 		return nil, fmt.Errorf("gpu/native: %w", err)
@@ -221,4 +224,22 @@ func (d *device) Close() error {
 		d.instance.Release()
 	}
 	return nil
+}
+
+// runtimeDir gives the process an XDG_RUNTIME_DIR when it has none (a
+// shell without a login session, a container, CI): Mesa's Vulkan
+// complains on every device open without one ("error: XDG_RUNTIME_DIR is
+// invalid or not set"), four lines a capture, on a success.
+func runtimeDir() {
+	if os.Getenv("XDG_RUNTIME_DIR") != "" {
+		return
+	}
+	// One per user, private, as the spec wants it: every process reuses it.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("logitscope-xdg-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	if st, err := os.Stat(dir); err == nil && st.IsDir() && st.Mode().Perm() == 0o700 {
+		os.Setenv("XDG_RUNTIME_DIR", dir)
+	}
 }

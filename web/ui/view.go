@@ -289,8 +289,9 @@ type topRow struct {
 // inspector is the view of one position.
 type inspector struct {
 	Index, Count int
-	Token        []glyph // the text of the token the position predicts
+	Token        []glyph // the text of the position's token: the target, or the reference's choice
 	TokenID      int
+	TokenLabel   string // what that token is: "target" or "reference chose"
 	Class        string
 	Ref, Test    []topRow
 	Facts        []kv
@@ -371,9 +372,14 @@ func inspectorView(d *snapshot.Doc, i int) inspector {
 	p := &d.Report.Positions[i]
 	a, b := p.RefChoice, p.TestChoice
 	v := inspector{Index: i, Count: len(d.Report.Positions), Token: glyphs(d.Text(d.Tokens[i]), false),
-		TokenID: d.Tokens[i], Class: string(p.Class),
+		TokenID: d.Tokens[i], TokenLabel: "reference chose", Class: string(p.Class),
 		Ref: topRows(d, p.RefTop, a, b), Test: topRows(d, p.TestTop, a, b)}
 
+	if d.Report.Summary.TeacherForced {
+		// The text's next token, which neither side chose: calling it
+		// what the position "predicts" read as a prediction.
+		v.TokenLabel = "target"
+	}
 	ratio := "—"
 	if p.Ratio != nil {
 		ratio = fixed(*p.Ratio, 2)

@@ -241,12 +241,17 @@ func TestSummaryViewPPL(t *testing.T) {
 	if secs[0].Title != "Perplexity" || len(secs[0].Rows) != 6 || !strings.Contains(secs[0].Rows[0].Value, " ± ") {
 		t.Errorf("perplexity section %+v", secs[0])
 	}
+	// A panel's token is the text's, which no side predicted: the
+	// inspector calls it the target.
+	if v := inspectorView(d, 1); v.TokenLabel != "target" || v.TokenID != 1 {
+		t.Errorf("a panel position's token: %q #%d, want the target #1", v.TokenLabel, v.TokenID)
+	}
 }
 
 func TestInspectorView(t *testing.T) {
 	d := testDoc(t)
 	v := inspectorView(d, 2)
-	if v.Class != "clear" || v.Count != 4 || v.Index != 2 {
+	if v.Class != "clear" || v.Count != 4 || v.Index != 2 || v.TokenLabel != "reference chose" {
 		t.Fatalf("view %+v", v)
 	}
 	if len(v.Ref) != snapshot.TopK {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
@@ -306,11 +307,26 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request, id string) {
 // link fails at once rather than after the page has loaded.
 func (s *Server) serveRunPage(w http.ResponseWriter, r *http.Request, id string) {
 	if s.runs == "" || !validID(id) || !s.runExists(id) {
-		s.notFound(w, r, errors.New("no such run"))
+		// A person followed a link: a page that says what happened and
+		// where to go, not Go's bare "404 page not found".
+		s.logf("serve: 404 %s %q: no such run", r.Method, r.RequestURI)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, runNotFound, html.EscapeString(id))
 		return
 	}
 	s.servePage(w, r)
 }
+
+// runNotFound is the page of a /r/<id> link that names no stored run.
+const runNotFound = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>logitscope: no such shared run</title></head>
+<body><h1>No shared run %s here</h1>
+<p>This server has no snapshot under that id: the link may be cut short or mistyped, or the run
+was shared on another logitscope server.</p>
+<p><a href="/">Open logitscope</a> to run a comparison.</p></body></html>
+`
 
 // runExists applies serveRun's own checks (regular file, inside runs/).
 func (s *Server) runExists(id string) bool {

@@ -82,8 +82,15 @@ func TestRunRoundTrip(t *testing.T) {
 	if w := f.do(t, "/r/"+id, nil); w.Code != 200 || w.Body.String() != indexHTML {
 		t.Errorf("/r/<id>: %d %q", w.Code, w.Body)
 	}
-	if c := f.do(t, "/r/"+wantID(runDoc("never posted")), nil).Code; c != 404 {
-		t.Errorf("/r/ of a run never stored: %d", c)
+	// A person followed the link: a page that says so and leads on, the
+	// id escaped, not Go's bare "404 page not found".
+	for _, bad := range []string{wantID(runDoc("never posted")), "%3Cscript%3E"} {
+		w := f.do(t, "/r/"+bad, nil)
+		b := w.Body.String()
+		if w.Code != 404 || !strings.Contains(b, "No shared run") || !strings.Contains(b, `<a href="/">`) ||
+			strings.Contains(b, "<script>") || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+			t.Errorf("/r/%s: %d %q", bad, w.Code, b)
+		}
 	}
 }
 

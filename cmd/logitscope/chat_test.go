@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/run/session"
@@ -123,5 +124,27 @@ func TestCapturePanelBOS(t *testing.T) {
 				t.Fatalf("%d targets, want %d", len(r.Targets), want)
 			}
 		})
+	}
+}
+
+// mkmodel --tokenizer takes Qwen's real tokenizer files, whose
+// tokenizer_config.json says bos_token null: the BOS is <|endoftext|>,
+// as Qwen's config.json says.
+func TestMkmodelQwenTokenizer(t *testing.T) {
+	src := t.TempDir()
+	tokPath := filepath.Join(src, "tokenizer.json")
+	oracletest.Run(t, nil, "write-tokenizer", tokPath, "qwen3")
+	oracletest.Run(t, nil, "write-config", filepath.Join(src, "tokenizer_config.json"), "qwen3")
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := synth.Write(synth.Presets["tiny-qwen3"], dir, synth.Options{Tokenizer: tokPath}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := checkpoint.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if b := ck.Generation.BOSTokenID; b == nil || *b != 151643 {
+		t.Fatalf("generation_config.json's bos_token_id %v, want 151643 (<|endoftext|>)", b)
 	}
 }

@@ -452,3 +452,17 @@ func approxEqual(got, want any, path string) error {
 	}
 	return nil
 }
+
+// A link to a model the server does not have says so, naming the ones
+// it has, rather than failing on a missing tokenizer.json.
+func TestUIUnknownModel(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	b := NewBrowser(t)
+	if state := b.Open(site.URL+"/?model=nosuch&autorun=1", time.Minute); state != "error" {
+		t.Fatalf("state %q", state)
+	}
+	if msg := Eval[string](b, `String(window.logitscope.error)`); !strings.Contains(msg, `model "nosuch": this server has no such model (it serves demo)`) {
+		t.Fatalf("error %q", msg)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall/js"
 	"time"
 
@@ -44,6 +45,16 @@ func (r *Root) Run() {
 	// A variant the model does not have would fail only once its files
 	// are asked for; say so now, with the command that makes it.
 	m := r.model(spec.Model)
+	if m == nil && !r.IsLocalModel() && r.Models != nil {
+		// The list is in and lacks it: say so, rather than fail on the
+		// first of its files the server does not have.
+		var names []string
+		for _, x := range r.Models {
+			names = append(names, x.Name)
+		}
+		r.fail(fmt.Errorf("model %q: this server has no such model (it serves %s)", spec.Model, strings.Join(names, ", ")))
+		return
+	}
 	for _, side := range [][2]string{{"ref", spec.Ref}, {"test", spec.Test}} {
 		if msg := missingVariant(m, spec.Model, side[0], side[1]); msg != "" {
 			r.fail(errors.New(msg))

@@ -274,9 +274,18 @@ func vocabularyFor(p Preset, path string) (vocabulary, error) {
 		name string
 		id   *int
 	}{{"bos_token", &v.bos}, {"eos_token", &v.eos}} {
-		id, ok := tok.TokenID(cfg.Tokens[k.name])
+		name := cfg.Tokens[k.name]
+		if _, set := cfg.Tokens[k.name]; !set && k.name == "bos_token" {
+			// Qwen's bos_token is null: its config.json's bos_token_id
+			// is <|endoftext|>, else the EOS serves.
+			name = specials[0]
+			if _, ok := tok.TokenID(name); !ok {
+				name = cfg.Tokens["eos_token"]
+			}
+		}
+		id, ok := tok.TokenID(name)
 		if !ok {
-			return vocabulary{}, fmt.Errorf("%s: %s %q is no token of %s", cfgPath, k.name, cfg.Tokens[k.name], path)
+			return vocabulary{}, fmt.Errorf("%s: %s %q is no token of %s", cfgPath, k.name, name, path)
 		}
 		*k.id = id
 	}

@@ -78,6 +78,12 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 	if real, err = filepath.Abs(real); err != nil {
 		return nil, err
 	}
+	// A regular file: reading a FIFO would wait for a writer forever.
+	if st, err := os.Stat(filepath.Join(real, "config.json")); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", filepath.Join(dir, "config.json"))
+	}
 	data, err := os.ReadFile(filepath.Join(real, "config.json"))
 	if err != nil {
 		return nil, err

@@ -13,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"logitscope/internal/engine/ggufmodeltest"
 	"logitscope/internal/format/checkpoint"
@@ -443,5 +445,36 @@ func TestModelListSidecar(t *testing.T) {
 	}
 	if w := f.do(t, "/models/tiny/"+sidecar.File, nil); w.Code != 404 {
 		t.Errorf("the sidecar is served: %d", w.Code)
+	}
+}
+
+// A FIFO where serve expects a file (a GGUF, the sidecar, config.json)
+// is skipped or refused at once: opening one waits for a writer, which
+// hung serve at startup, deaf to SIGTERM.
+func TestLoadModelFIFO(t *testing.T) {
+	for _, name := range []string{"m-Q4_K_M.gguf", "logitscope.json", "config.json"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			if err := synth.Write(synth.Presets["tiny"], dir, synth.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(dir, name))
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := LoadModel("m", dir, t.Logf)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if name == "config.json" && (err == nil || !strings.Contains(err.Error(), "not a regular file")) {
+					t.Fatalf("a FIFO config.json: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("LoadModel still waits on the FIFO after 20 s")
+			}
+		})
 	}
 }

@@ -57,6 +57,13 @@ func openUnder(realRoot, rel string) (*os.File, os.FileInfo, error) {
 	if !within(realRoot, resolved) {
 		return nil, nil, errors.New("resolves outside the directory: " + resolved)
 	}
+	// Checked before opening too: opening a FIFO waits for a writer,
+	// which hung serve at startup.
+	if st, err := os.Stat(resolved); err != nil {
+		return nil, nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, errors.New("not a regular file")
+	}
 	f, err := os.Open(resolved)
 	if err != nil {
 		return nil, nil, err

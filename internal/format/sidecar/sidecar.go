@@ -73,10 +73,18 @@ func contains(list []string, s string) bool {
 // check is an error naming the file, rather than a model described wrongly.
 func Read(dir string) (Note, error) {
 	path := filepath.Join(dir, File)
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Note{Nature: User}, nil
 	}
+	if err == nil && !st.Mode().IsRegular() {
+		// Opening a FIFO would wait for a writer forever.
+		return Note{}, fmt.Errorf("%s: not a regular file", path)
+	}
+	if err != nil {
+		return Note{}, err
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return Note{}, err
 	}

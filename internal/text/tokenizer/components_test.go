@@ -382,3 +382,22 @@ func TestTemplateProcessing(t *testing.T) {
 		t.Error("a tokenizer without post-processor adds tokens")
 	}
 }
+
+// A normalizer chain that could make a text more than maxGrowth times
+// longer is refused when the tokenizer is read: 8 Replace rules of ×10
+// made "aaaa" 4·10⁸ characters (4.3 GB) before.
+func TestNormalizerGrowthBound(t *testing.T) {
+	replace := `{"type": "Replace", "pattern": {"String": "a"}, "content": "aaaaaaaaaa"}`
+	chain := `{"type": "Sequence", "normalizers": [` + strings.TrimSuffix(strings.Repeat(replace+",", 8), ",") + `]}`
+	if _, err := parseNormalizer(json.RawMessage(chain), "normalizer"); err == nil || !strings.Contains(err.Error(), "up to 1e+08 times longer, past the bound of 1024") {
+		t.Fatalf("8 × (a → 10 a): %v", err)
+	}
+	for _, ok := range []string{
+		`{"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}`,
+		`{"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "}, {"type": "Lowercase"}]}`,
+	} {
+		if _, err := parseNormalizer(json.RawMessage(ok), "normalizer"); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -15,29 +15,47 @@ import (
 // of them unchanged, so Encode keeps them.
 type normalizer func(string) string
 
+// maxGrowth bounds how many times longer a tokenizer's normalizers may
+// make a text, in bytes, at worst: 8 chained Replace rules of ×10 turned
+// "aaaa" into 4·10⁸ characters. Real ones stay far below (Llama 2's and
+// Gemma's " " → "▁" is ×3; NFKC ×11).
+const maxGrowth = 1024
+
 func parseNormalizer(raw json.RawMessage, field string) (normalizer, error) {
+	n, growth, err := normalizerOf(raw, field)
+	if err == nil && growth > maxGrowth {
+		return nil, fmt.Errorf("%s: its rules can make a text up to %.3g times longer, past the bound of %d: refused", field, growth, maxGrowth)
+	}
+	return n, err
+}
+
+// normalizerOf parses a normalizer and says how many times longer (in
+// bytes) it can make a text at worst: Unicode's bounds for the
+// normalization forms, a Replace's content over what it replaces (plus
+// one for a pattern that may match nothing), a Sequence's product.
+func normalizerOf(raw json.RawMessage, field string) (normalizer, float64, error) {
 	if isNull(raw) {
-		return nil, nil
+		return nil, 1, nil
 	}
 	c, err := parseComponent(raw, field)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	switch c.Type {
 	case "NFC":
-		return norm.NFC.String, nil
+		return norm.NFC.String, 3, nil
 	case "NFD":
-		return norm.NFD.String, nil
+		return norm.NFD.String, 3, nil
 	case "NFKC":
-		return norm.NFKC.String, nil
+		return norm.NFKC.String, 11, nil
 	case "NFKD":
-		return norm.NFKD.String, nil
+		return norm.NFKD.String, 11, nil
 	case "Lowercase":
-		return lowercase, nil
+		return lowercase, 2, nil
 	case "Strip":
 		left, right := c.StripLeft != nil && *c.StripLeft, c.StripRight != nil && *c.StripRight
 		if c.StripLeft == nil || c.StripRight == nil {
-			return nil, fmt.Errorf("%s: Strip needs strip_left and strip_right", field)
+			return nil, 0, fmt.Errorf("%s: Strip needs strip_left and strip_right", field)
 		}
 		return func(s string) string {
 			if left {
@@ -47,10 +65,10 @@ func parseNormalizer(raw json.RawMessage, field string) (normalizer, error) {
 				s = strings.TrimRightFunc(s, isWhiteSpace)
 			}
 			return s
-		}, nil
+		}, 1, nil
 	case "Prepend":
 		if c.Prepend == nil {
-			return nil, fmt.Errorf("%s.prepend: missing", field)
+			return nil, 0, fmt.Errorf("%s.prepend: missing", field)
 		}
 		p := *c.Prepend
 		return func(s string) string {
@@ -58,45 +76,48 @@ func parseNormalizer(raw json.RawMessage, field string) (normalizer, error) {
 				return s
 			}
 			return p + s
-		}, nil
+		}, 1, nil // a constant, not a factor
 	case "Replace":
 		m, err := parsePattern(c.Pattern, field+".pattern")
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if c.Content == nil {
-			return nil, fmt.Errorf("%s.content: missing", field)
+			return nil, 0, fmt.Errorf("%s.content: missing", field)
 		}
 		content := *c.Content
 		if lit, ok := m.(literalMatcher); ok && lit != "" {
-			return func(s string) string { return strings.ReplaceAll(s, string(lit), content) }, nil
+			return func(s string) string { return strings.ReplaceAll(s, string(lit), content) },
+				max(1, float64(len(content))/float64(len(lit))), nil
 		}
-		return func(s string) string { return replaceAll(m, s, content) }, nil
+		return func(s string) string { return replaceAll(m, s, content) }, float64(1 + len(content)), nil
 	case "Sequence":
 		var fs []normalizer
+		growth := 1.0
 		for i, r := range c.Normalizers {
-			f, err := parseNormalizer(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
+			f, g, err := normalizerOf(r, fmt.Sprintf("%s.normalizers[%d]", field, i))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if f != nil {
 				fs = append(fs, f)
 			}
+			growth *= g
 		}
 		switch len(fs) {
 		case 0:
-			return nil, nil
+			return nil, 1, nil
 		case 1:
-			return fs[0], nil
+			return fs[0], growth, nil
 		}
 		return func(s string) string {
 			for _, f := range fs {
 				s = f(s)
 			}
 			return s
-		}, nil
+		}, growth, nil
 	}
-	return nil, fmt.Errorf("%s.type: unsupported normalizer %q (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, Sequence)", field, short(c.Type))
+	return nil, 0, fmt.Errorf("%s.type: unsupported normalizer %q (supported: NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace, Sequence)", field, short(c.Type))
 }
 
 // replaceAll replaces every match of m in s with content.

@@ -38,6 +38,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	stops := &idList{}
 	fs.Var(stops, "stop", "stop token ids (default: generation_config.json's eos ids, else 151645 151643)")
 	dumpPath := fs.String("dump-logits", "", "logit dump to write (this or --out is required)")
+	force := fs.Bool("force", false, "replace the --dump-logits file (and its receipt) if it exists")
 	outDir := fs.String("out", "", "with --panel: a windowed capture in DIR, one safetensors file per window written as it finishes and a sealed capture-receipt.json")
 	resume := fs.Bool("resume", false, "with --out: keep the windows already finished in DIR, compute the rest")
 	shardFlag := fs.String("shard", "", "with --out: capture only shard i/n of the windows (round-robin); default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT or JOB_COMPLETION_INDEX/LOGITSCOPE_SHARDS, else all")
@@ -73,6 +74,13 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--max-new %d: must be at least 1", *maxNew)
 	case *window < 2:
 		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
+	}
+	if *dumpPath != "" && !*dryRun {
+		for _, p := range []string{*dumpPath, receipt.Path(*dumpPath)} {
+			if err := checkOutput(p, *force); err != nil {
+				return err
+			}
+		}
 	}
 
 	ck, err := openModel(*modelDir, stderr)

@@ -20,6 +20,7 @@ func export(args []string, stdout, stderr io.Writer) error {
 	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
 	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
 	out := fs.String("gguf", "", "the GGUF file to write (required)")
+	force := fs.Bool("force", false, "replace the --gguf file if it exists")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -27,6 +28,9 @@ func export(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out == "" {
 		return fmt.Errorf("--gguf FILE is required")
+	}
+	if err := checkOutput(*out, *force); err != nil {
+		return err
 	}
 	ck, err := openModel(*modelDir, stderr)
 	if err != nil {

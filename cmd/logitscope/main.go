@@ -17,6 +17,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -266,4 +267,23 @@ func takeIDs(args []string, name string) []string {
 func isUint(s string) bool {
 	_, err := strconv.ParseUint(s, 10, 32)
 	return err == nil
+}
+
+// checkOutput refuses, before any work, an output file that is there: a
+// device, FIFO or directory always, a regular file unless force says to
+// replace it (tempfile.Rename refuses the first kind too, at the end).
+func checkOutput(path string, force bool) error {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0:
+		if force {
+			return nil
+		}
+		return fmt.Errorf("%s exists: give --force to replace it", path)
+	}
+	return fmt.Errorf("%s: not a regular file (%v): an output is not written over it", path, st.Mode().Type())
 }

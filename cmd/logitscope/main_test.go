@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"logitscope/internal/model/synth"
@@ -116,7 +117,7 @@ func TestCaptureStopAndPromptIDs(t *testing.T) {
 	first := regexp.MustCompile(`output_ids: \[(\d+)`).FindStringSubmatch(out)[1]
 	// Stopping on the first token: one row, stop id kept in output_ids,
 	// left out of the decoded text. The prompt may come before the flags.
-	out, err = run(t, captureCmd, "Hi", "--model", dir, "--dump-logits", path, "--prompt-ids", "-", "--stop", "9999", first)
+	out, err = run(t, captureCmd, "Hi", "--model", dir, "--force", "--dump-logits", path, "--prompt-ids", "-", "--stop", "9999", first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +314,46 @@ func TestCapturePromptFromStdin(t *testing.T) {
 	literal, piped := ids("Grace be with you.", ""), ids("-", "Grace be with you.")
 	if literal != piped || !strings.Contains(literal, `"ids"`) {
 		t.Fatalf("prompt ids from the argument %s, from stdin %s", literal, piped)
+	}
+}
+
+// An output that is there is never replaced silently: a regular file
+// needs --force, a device, FIFO or directory is refused even with it, and
+// nothing is written beside it (no /dev/null.receipt.json).
+func TestOutputPathsAreNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "old.dump")
+	os.WriteFile(existing, []byte("keep"), 0o644)
+	fifo := filepath.Join(dir, "fifo.gguf")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmd  func([]string, *bytes.Buffer, *bytes.Buffer) error
+		args []string
+		want string
+	}{
+		{captureCmd, []string{"--model", tiny(t), "--max-new", "1", "--dump-logits", existing, "Hi"}, "old.dump exists: give --force to replace it"},
+		{captureCmd, []string{"--model", tiny(t), "--max-new", "1", "--force", "--dump-logits", os.DevNull, "Hi"}, "/dev/null: not a regular file"},
+		{captureCmd, []string{"--model", tiny(t), "--max-new", "1", "--force", "--dump-logits", dir, "Hi"}, "not a regular file"},
+		{exportCmd, []string{"--model", tiny(t), "--gguf", existing}, "old.dump exists: give --force"},
+		{exportCmd, []string{"--model", tiny(t), "--force", "--gguf", fifo}, "fifo.gguf: not a regular file"},
+		{exportCmd, []string{"--model", tiny(t), "--force", "--gguf", os.DevNull}, "/dev/null: not a regular file"},
+	} {
+		if _, err := run(t, c.cmd, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep" {
+		t.Error("the existing dump was replaced")
+	}
+	if st, err := os.Stat(os.DevNull); err != nil || st.Mode().IsRegular() {
+		t.Fatalf("/dev/null is now %v", st.Mode())
+	}
+	if _, err := os.Stat(os.DevNull + ".receipt.json"); err == nil {
+		t.Error("a receipt was written beside /dev/null")
+	}
+	if _, err := run(t, captureCmd, "--model", tiny(t), "--device", "cpu", "--max-new", "1", "--force", "--dump-logits", existing, "Hi"); err != nil {
+		t.Fatalf("--force over a dump: %v", err)
 	}
 }

@@ -78,10 +78,10 @@ func TestProgressOnTerminalAndPipe(t *testing.T) {
 	}{
 		{"mkmodel", []string{"mkmodel", "--preset", "tiny", "--out", dir}, []string{"mkmodel tiny: 26 tensors in"}, "100% |"},
 		{"quantize", []string{"quantize", "--model", dir, "--scheme", "q4"}, []string{"quantize q4: 26 tensors in"}, "100% |"},
-		{"capture", []string{"capture", "--model", dir, "--variant", "q4", "--device", "cpu", "--max-new", "3", "--dump-logits", filepath.Join(dir, "x.dump"), "Hi"},
+		{"capture", []string{"capture", "--model", dir, "--variant", "q4", "--device", "cpu", "--max-new", "3", "--force", "--dump-logits", filepath.Join(dir, "x.dump"), "Hi"},
 			[]string{"loading weights: 73.7 kB in", "capture greedy: "}, "100% |"},
 		// The file's size is known only once written: a spinner.
-		{"export", []string{"export", "--model", dir, "--gguf", filepath.Join(dir, "x.gguf")}, []string{"export x.gguf: 515 kB in"}, "| export x.gguf"},
+		{"export", []string{"export", "--model", dir, "--force", "--gguf", filepath.Join(dir, "x.gguf")}, []string{"export x.gguf: 515 kB in"}, "| export x.gguf"},
 	}
 	for _, s := range steps {
 		t.Run(s.name+"/pipe", func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestHintsWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	dump := filepath.Join(dir, "x.dump")
-	capture := []string{"capture", "--model", dir, "--device", "cpu", "--max-new", "2", "--dump-logits", dump, "--variant", "q8", "Hi"}
+	capture := []string{"capture", "--model", dir, "--device", "cpu", "--max-new", "2", "--force", "--dump-logits", dump, "--variant", "q8", "Hi"}
 	followHint := func(capture []string) {
 		t.Helper()
 		var stderr bytes.Buffer
@@ -189,7 +189,7 @@ func TestHintsWork(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(other, "variants", "q8"), os.DirFS(filepath.Join(dir, "variants", "q8"))); err != nil {
 		t.Fatal(err)
 	}
-	followHint([]string{"capture", "--model", other, "--device", "cpu", "--max-new", "2", "--dump-logits", dump, "--variant", "q8", "Hi"})
+	followHint([]string{"capture", "--model", other, "--device", "cpu", "--max-new", "2", "--force", "--dump-logits", dump, "--variant", "q8", "Hi"})
 
 	var stderr bytes.Buffer
 

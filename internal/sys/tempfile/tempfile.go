@@ -7,6 +7,7 @@
 package tempfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -130,6 +131,11 @@ func Rename(moves ...Move) error {
 		temps[i] = m.Temp
 	}
 	return Commit(func() error {
+		for _, m := range moves {
+			if err := replaceable(m); err != nil {
+				return err
+			}
+		}
 		for i, m := range moves {
 			if err := os.Rename(m.Temp, m.Path); err != nil {
 				for _, done := range moves[:i] {
@@ -140,6 +146,33 @@ func Rename(moves ...Move) error {
 		}
 		return nil
 	}, temps...)
+}
+
+// replaceable refuses a move onto what is not a file of the temporary's
+// kind: a rename replaces anything, and as root a dump "written" to
+// /dev/null turned the device into a regular file. A symlink is replaced
+// itself, not what it points at.
+func replaceable(m Move) error {
+	at, err := os.Lstat(m.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tmp, err := os.Lstat(m.Temp)
+	if err != nil {
+		return err
+	}
+	switch {
+	case at.Mode()&os.ModeSymlink != 0, tmp.IsDir() && at.IsDir(), tmp.Mode().IsRegular() && at.Mode().IsRegular():
+		return nil
+	case at.IsDir():
+		return fmt.Errorf("%s: a directory, which a file is not written over", m.Path)
+	case tmp.IsDir() && at.Mode().IsRegular():
+		return fmt.Errorf("%s: a file, where a directory was to go", m.Path)
+	}
+	return fmt.Errorf("%s: not a regular file (%v), which is not written over", m.Path, at.Mode().Type())
 }
 
 // Abandon removes every temporary in flight and returns their names, for

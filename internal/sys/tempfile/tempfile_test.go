@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -103,5 +104,36 @@ func TestWrittenFileIsNotPrivate(t *testing.T) {
 	}
 	if st.Mode().Perm() != 0o644 {
 		t.Fatalf("mode %v, want -rw-r--r--", st.Mode().Perm())
+	}
+}
+
+// A rename never replaces what is not a file of the temporary's kind: a
+// dump "written" to /dev/null as root turned the device into a file.
+func TestRenameRefusesDevicesAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "out.dump")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{os.DevNull, fifo} {
+		tmp, err := Write(filepath.Join(dir, "x"), func(w io.Writer) error { _, err := w.Write([]byte("x")); return err })
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Rename(Move{tmp, target})
+		st, _ := os.Lstat(target)
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") || st.Mode().IsRegular() {
+			t.Errorf("%s: %v; now %v", target, err, st.Mode())
+		}
+	}
+	// A directory's temporary does not replace a file either.
+	file := filepath.Join(dir, "variant")
+	os.WriteFile(file, nil, 0o644)
+	tmp, err := Mkdir(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename(Move{tmp, file}); err == nil {
+		t.Error("a directory renamed over a file")
 	}
 }

@@ -7,6 +7,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,7 +146,14 @@ func Render(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool) (strin
 // RenderAt is Render with strftime_now answering now, so that templates
 // that print today's date (Llama 3.1's "Today Date") render the same in
 // tests every day.
-func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now time.Time) (string, error) {
+func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now time.Time) (out string, err error) {
+	// A template is a file from the model's author: a construct the
+	// renderer panics on ({{ 'a' * -1 }}) is its error, not a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", fmt.Errorf("chat_template: rendering failed: %v", p)
+		}
+	}()
 	src := cfg.Template
 	if src == "" {
 		src = ChatML
@@ -171,6 +179,7 @@ func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now 
 			}
 			return jinja.Undefined(), fmt.Errorf("raise_exception: %s", msg)
 		}),
+		"range": jinja.NewCallable("range", boundedRange),
 		"strftime_now": jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 || !args[0].IsString() {
 				return jinja.Undefined(), fmt.Errorf("strftime_now wants one format string, got %d arguments", len(args))
@@ -181,11 +190,50 @@ func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now 
 	for k, v := range cfg.Tokens {
 		data[k] = jinja.NewString(v)
 	}
-	out, err := tmpl.RenderValues(data)
-	if err != nil {
+	if out, err = tmpl.RenderValues(data); err != nil {
 		return "", fmt.Errorf("chat_template: %w", err)
 	}
 	return out, nil
+}
+
+// maxRange is transformers' sandbox's bound on range(): a template's
+// range(100000000) grew past 6 GB.
+const maxRange = 100_000
+
+// boundedRange is Jinja's range(stop), range(start, stop[, step]) over
+// integers, refusing more than maxRange items.
+func boundedRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	n := make([]int64, len(args))
+	for i, a := range args {
+		if !a.IsInt() {
+			return jinja.Undefined(), fmt.Errorf("range: argument %d is not an integer", i+1)
+		}
+		n[i] = a.AsInt()
+	}
+	start, stop, step := int64(0), int64(0), int64(1)
+	switch len(n) {
+	case 1:
+		stop = n[0]
+	case 2:
+		start, stop = n[0], n[1]
+	case 3:
+		start, stop, step = n[0], n[1], n[2]
+	default:
+		return jinja.Undefined(), fmt.Errorf("range: 1 to 3 arguments, got %d", len(n))
+	}
+	if step == 0 {
+		return jinja.Undefined(), fmt.Errorf("range: step is zero")
+	}
+	// The item count, in float64 so that no difference overflows.
+	count := math.Ceil((float64(stop) - float64(start)) / float64(step))
+	if count > maxRange {
+		return jinja.Undefined(), fmt.Errorf("range of %.0f items: more than the sandbox's %d", count, maxRange)
+	}
+	items := make([]jinja.Value, 0, max(0, int(count)))
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		items = append(items, jinja.NewInt(i))
+	}
+	return jinja.NewList(items), nil
 }
 
 // Strftime formats t as Python's strftime does for the directives chat

@@ -83,3 +83,30 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+// A template runs sandboxed where it can be: what the renderer panics on
+// is an error naming the template, and range() is bounded as in
+// transformers' sandbox, with Python's semantics otherwise.
+func TestRenderSandbox(t *testing.T) {
+	render := func(src string) (string, error) {
+		return Render(TemplateConfig{Template: src}, nil, false)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"{{ 'a' * -1 }}", "chat_template: "},
+		{"{% for i in range(100000000) %}x{% endfor %}", "range of 100000000 items: more than the sandbox's 100000"},
+		{"{% for i in range(0, 1000000000, 2) %}x{% endfor %}", "range of 500000000 items"},
+	} {
+		if out, err := render(c.src); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %q, %v; want an error saying %q", c.src, out, err, c.want)
+		}
+	}
+	for _, c := range []struct{ src, want string }{
+		{"{% for i in range(3) %}{{ i }}{% endfor %}", "012"},
+		{"{% for i in range(5, 0, -2) %}{{ i }}{% endfor %}", "531"},
+		{"{% for i in range(2, 2) %}{{ i }}{% endfor %}", ""},
+	} {
+		if out, err := render(c.src); err != nil || out != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.src, out, err, c.want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -73,12 +72,7 @@ func reportBase(basePath string, testPaths []string, opt margins.Options, asJSON
 	}
 	out.Report = rep
 	if asJSON {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return printJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, "ref:  %s (llama.cpp base file: %d chunks of %d tokens, positions %d…%d of each scored)\ntest: %s%s\n",
 		basePath, f.Chunks, f.Ctx, f.First(), f.Ctx-2, testPath, describe(out.Test.Receipt))

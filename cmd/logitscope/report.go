@@ -149,12 +149,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 	}
 	out.Report = rep
 	if *asJSON {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return printJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, "ref:  %s%s\ntest: %s%s\n", ref.Path, describe(ref.Receipt), test.Path, describe(test.Receipt))
 	for _, note := range out.Notes {
@@ -214,4 +209,14 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// printJSON prints v as report --json does: indented, one trailing newline.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -221,12 +221,7 @@ func reportWindows(refDirs, testDirs []string, opt margins.Options, asJSON bool,
 		return err
 	}
 	if asJSON {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return printJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, "ref:  %s (%d windows)\ntest: %s (%d windows)\n", strings.Join(refDirs, ", "), len(rc.Windows), strings.Join(testDirs, ", "), len(test))
 	fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: yes (every window's token_ids_sha256)\n", yesNo(out.SameModel))

@@ -72,7 +72,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		opt.TokenText = func(id int) string { return tok.Decode([]int{id}, false) }
+		opt.TokenText = tok.Piece // byte tokens as <0xNN>, as the page shows them, not "�"
 	}
 	refDirs, testDirs := strings.Split(*refPath, ","), strings.Split(*testPath, ",")
 	if kldbase.Is(*refPath) {

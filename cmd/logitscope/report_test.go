@@ -11,6 +11,7 @@ import (
 
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
+	"logitscope/internal/text/tokenizer"
 	"logitscope/internal/quant/variant"
 )
 
@@ -396,5 +397,41 @@ func TestReportFlipsListed(t *testing.T) {
 	}
 	if err := report([]string{"--ref", ref, "--test", test, "--flips", "-1"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--flips -1") {
 		t.Errorf("--flips -1: %v", err)
+	}
+}
+
+// report --tokenizer names a byte token as the page does, <0xF1>, not
+// "�", which every high byte would read as.
+func TestReportByteTokens(t *testing.T) {
+	tokPath := filepath.Join(tiny(t), "tokenizer.json")
+	tok, err := tokenizer.Load(tokPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byteID := -1
+	for id := range tok.VocabSize() {
+		if tok.Piece(id) == "<0xF1>" {
+			byteID = id
+		}
+	}
+	if byteID < 0 {
+		t.Fatal("the tiny tokenizer has no token <0xF1>")
+	}
+	dir := t.TempDir()
+	ref, test := filepath.Join(dir, "ref.dump"), filepath.Join(dir, "test.dump")
+	r, q := &dump.Logits{Rows: 1, Vocab: tok.VocabSize(), Data: make([]float32, tok.VocabSize())}, &dump.Logits{Rows: 1, Vocab: tok.VocabSize(), Data: make([]float32, tok.VocabSize())}
+	r.Data[byteID], q.Data[(byteID+1)%tok.VocabSize()] = 5, 5
+	if err := dump.WriteFile(ref, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := dump.WriteFile(test, q); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := report([]string{"--ref", ref, "--test", test, "--tokenizer", tokPath}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "<0xF1>") || strings.Contains(out.String(), "�") {
+		t.Fatalf("the report names the byte token otherwise:\n%s", out.String())
 	}
 }

@@ -297,7 +297,7 @@ type reportJSON struct {
 func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, error) {
 	m := &Metrics{}
 	var kld, same float64
-	opt := margins.Options{TokenText: func(id int) string { return tok.Decode([]int{id}, false) }}
+	opt := margins.Options{TokenText: tok.Piece}
 	for i, p := range pairs {
 		ref, test := p[0], p[1]
 		// A panel's targets are the text's next tokens: Δp and PPL are

@@ -466,3 +466,31 @@ func TestUIUnknownModel(t *testing.T) {
 		t.Fatalf("error %q", msg)
 	}
 }
+
+// A Run that fails shows its error where the user looks: the error sits
+// at the top of the page, and Run below it, out of a short window's view.
+func TestUIErrorScrolledIntoView(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	b := NewBrowser(t, chromedp.WindowSize(1280, 420))
+	spec := snapshot.NewSpec()
+	spec.Test = snapshot.LocalPrefix + "model-Q4_K_M.gguf" // no file chosen for it
+	q := spec.Query()
+	q.Set("autorun", "0")
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/?"+q.Encode())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WaitState(time.Minute, "idle"); err != nil {
+		t.Fatal(err)
+	}
+	Eval[bool](b, `(() => { document.querySelector("#run").scrollIntoView(); document.querySelector("#run").click(); return true; })()`)
+	if state, err := b.WaitState(time.Minute, "error"); err != nil {
+		t.Fatalf("%q, %v", state, err)
+	}
+	top := Eval[float64](b, `new Promise((r) => setTimeout(() => r(document.querySelector("#error").getBoundingClientRect().top), 300))`)
+	if h := Eval[float64](b, `window.innerHeight`); top < 0 || top >= h {
+		t.Fatalf("the error is at %.0f px, outside the %.0f px window", top, h)
+	}
+}

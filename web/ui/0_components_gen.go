@@ -1594,6 +1594,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 		if c.Err != "" {
 			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "div", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "error"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "error"}, vugu.VGAttribute{Namespace: "", Key: "role", Val: "alert"}}}
 			vgparent.AppendChild(vgn)
+			vgn.JSPopulateHandler = vugu.JSValueFunc(func(value js.Value) { c.ShowError(value) })
 			{
 				vgparent := vgn
 				_ = vgparent

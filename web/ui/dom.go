@@ -158,3 +158,18 @@ func (r *Root) PopulateValue(v vjs.Value, s string) {
 		el.Set("value", s)
 	}
 }
+
+// ShowError scrolls a new error into view: it sits at the top of the page,
+// and the Run that failed was pressed below, where nothing would change.
+// The element remembers the error it scrolled to, so a render does not
+// scroll again.
+func (r *Root) ShowError(v vjs.Value) {
+	el := js.Value(v)
+	if el.Get("dataset").Get("shown").String() == r.Err {
+		return
+	}
+	el.Get("dataset").Set("shown", r.Err)
+	opts := global.Get("Object").New()
+	opts.Set("block", "nearest")
+	el.Call("scrollIntoView", opts)
+}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"logitscope/internal/model/synth"
 )
 
 // README's sample of capture's output is what its commands print (the
@@ -43,5 +45,18 @@ func TestREADMESample(t *testing.T) {
 	}
 	if w := "wall_time_seconds: W"; wall.ReplaceAllString(out, w) != wall.ReplaceAllString(shown, w) {
 		t.Errorf("%s shows\n%s\nthe commands print\n%s(go test -run TestREADMESample -update rewrites it)", readme, shown, out)
+	}
+}
+
+// Every preset mkmodel knows has its row in the README's table.
+func TestREADMEPresetTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range synth.Presets {
+		if !strings.Contains(string(b), "| `"+name+"` |") {
+			t.Errorf("README.md: no row for the preset %s", name)
+		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
-	"logitscope/internal/text/tokenizer"
 	"logitscope/internal/quant/variant"
+	"logitscope/internal/text/tokenizer"
 )
 
 func quantizeCmd(args []string, out, errb *bytes.Buffer) error { return quantize(args, out, errb) }

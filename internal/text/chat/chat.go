@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -158,6 +159,9 @@ func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now 
 	if src == "" {
 		src = ChatML
 	}
+	if err := noRecursion(src); err != nil {
+		return "", fmt.Errorf("chat_template: %w", err)
+	}
 	tmpl, err := jinja.Compile(src)
 	if err != nil {
 		return "", fmt.Errorf("chat_template: %w", err)
@@ -295,4 +299,55 @@ func Strftime(format string, t time.Time) string {
 		}
 	}
 	return b.String()
+}
+
+var (
+	macroDef = regexp.MustCompile(`\{%-?\s*macro\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	macroEnd = regexp.MustCompile(`\{%-?\s*endmacro\b`)
+)
+
+// noRecursion refuses a template whose macros call themselves, directly
+// or through each other: the renderer has no depth bound, and Go's stack
+// overflow is fatal, not an error. Chat templates do not recurse.
+func noRecursion(src string) error {
+	defs := macroDef.FindAllStringSubmatchIndex(src, -1)
+	body := map[string]string{}
+	for _, d := range defs {
+		rest := src[d[1]:]
+		end := len(rest)
+		if e := macroEnd.FindStringIndex(rest); e != nil {
+			end = e[0]
+		}
+		body[src[d[2]:d[3]]] = rest[:end]
+	}
+	calls := func(in, name string) bool {
+		return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).MatchString(in)
+	}
+	// Depth-first over the call graph, by name: a macro met again on the
+	// path is a cycle.
+	var path []string
+	var visit func(string) error
+	visit = func(m string) error {
+		for i, p := range path {
+			if p == m {
+				return fmt.Errorf("macro %s calls itself (%s): recursion is not rendered", m, strings.Join(append(path[i:], m), " → "))
+			}
+		}
+		path = append(path, m)
+		defer func() { path = path[:len(path)-1] }()
+		for callee := range body {
+			if calls(body[m], callee) {
+				if err := visit(callee); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for m := range body {
+		if err := visit(m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -349,5 +349,13 @@ func noRecursion(src string) error {
 			return err
 		}
 	}
+	// A list put inside itself prints forever in the same way.
+	for _, m := range selfAdd.FindAllStringSubmatch(src, -1) {
+		if regexp.MustCompile(`\b` + regexp.QuoteMeta(m[1]) + `\b`).MatchString(m[3]) {
+			return fmt.Errorf("%s.%s(%s) puts a list inside itself, which is not rendered", m[1], m[2], m[3])
+		}
+	}
 	return nil
 }
+
+var selfAdd = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\.(append|extend|insert)\(([^)]*)\)`)

@@ -97,6 +97,7 @@ func TestRenderSandbox(t *testing.T) {
 		{"{% for i in range(0, 1000000000, 2) %}x{% endfor %}", "range of 500000000 items"},
 		{"{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "macro f calls itself (f → f)"},
 		{"{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}", "calls itself"},
+		{"{% set a = [] %}{% set _ = a.append(a) %}{{ a }}", "a.append(a) puts a list inside itself"},
 	} {
 		if out, err := render(c.src); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %q, %v; want an error saying %q", c.src, out, err, c.want)
@@ -107,6 +108,7 @@ func TestRenderSandbox(t *testing.T) {
 		{"{% for i in range(5, 0, -2) %}{{ i }}{% endfor %}", "531"},
 		{"{% for i in range(2, 2) %}{{ i }}{% endfor %}", ""},
 		{"{% macro b(x) %}[{{ x }}]{% endmacro %}{% macro a(x) %}{{ b(x) }}{{ b(x) }}{% endmacro %}{{ a(1) }}", "[1][1]"},
+		{"{% set ns = namespace(l=[]) %}{% set _ = ns.l.append(1) %}{{ ns.l }}", "[1]"},
 	} {
 		if out, err := render(c.src); err != nil || out != c.want {
 			t.Errorf("%s: %q, %v; want %q", c.src, out, err, c.want)

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -109,4 +110,33 @@ func TestCheckName(t *testing.T) {
 			t.Errorf("an index naming %s: %v", index, err)
 		}
 	}
+}
+
+// Whatever names and index the hub answers with, what Pick and Shards
+// return are plain paths inside the repo: nothing the cache would write
+// outside it, and no index among the shards.
+func FuzzPickNames(f *testing.F) {
+	f.Add("config.json\ntokenizer.json\nmodel.safetensors.index.json", `{"weight_map": {"a": "model-1.safetensors"}}`)
+	f.Add("../../x/PWNED.gguf", `{"weight_map": {"a": "model.safetensors.index.json"}}`)
+	f.Add("a.gguf\n\x1b[2Jb.gguf", `{"weight_map": {"a": "../m.safetensors"}}`)
+	f.Fuzz(func(t *testing.T, names, index string) {
+		check := func(what string, got []string) {
+			for _, n := range got {
+				if CheckName("o/m", n) != nil || strings.Contains(n, "..") && path.Clean(n) != n {
+					t.Fatalf("%s returned %q", what, n)
+				}
+			}
+		}
+		if got, err := Pick("o/m", strings.Split(names, "\n"), ""); err == nil {
+			check("Pick", got)
+		}
+		if got, err := Shards("o/m", []byte(index)); err == nil {
+			check("Shards", got)
+			for _, n := range got {
+				if n == IndexFile || !strings.HasSuffix(n, ".safetensors") {
+					t.Fatalf("Shards returned %q", n)
+				}
+			}
+		}
+	})
 }

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 
 	"logitscope/internal/sys/cachedir"
-	"logitscope/internal/sys/tempfile"
 )
 
 // The files by name, not the folder: variants quantized into demo/model by
@@ -50,33 +49,13 @@ func Dir() (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, "demo-kjv-"+sum[:12])
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", err
-	}
-	// Written beside its place and renamed: a concurrent or interrupted
-	// first run never leaves a half-written model behind.
-	tmp, err := tempfile.Mkdir(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := os.CopyFS(tmp, Files()); err != nil {
-		tempfile.Remove(tmp)
-		return "", fmt.Errorf("demo model: %w", err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil { // Mkdir made it private
-		tempfile.Remove(tmp)
-		return "", err
-	}
-	if err := tempfile.Rename(tempfile.Move{Temp: tmp, Path: dir}); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, "model.safetensors")); statErr == nil {
-			return dir, nil // another process won the race
+	err = cachedir.Fill(dir, "model.safetensors", func(tmp string) error {
+		if err := os.CopyFS(tmp, Files()); err != nil {
+			return fmt.Errorf("demo model: %w", err)
 		}
-		return "", err
-	}
-	return dir, nil
+		return nil
+	})
+	return dir, err
 }
 
 // digest is the sha256 over every file's name and contents, in fs.WalkDir's

@@ -46,7 +46,6 @@ import (
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/sys/cachedir"
 	"logitscope/internal/sys/prereq"
-	"logitscope/internal/sys/tempfile"
 )
 
 // dir is this package's source directory, wherever the test runs from.
@@ -232,33 +231,7 @@ func cached(name, exe string, compile func(tmp string) error) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, name)
-	if _, err := os.Stat(filepath.Join(dir, exe)); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", err
-	}
-	// Build beside the final place and rename: concurrent test processes
-	// (go test runs packages in parallel) each build their own, and the
-	// first rename wins; an interrupted build leaves nothing half-made
-	// under the final name.
-	tmp, err := tempfile.Mkdir(dir)
-	if err != nil {
-		return "", err
-	}
-	if err := compile(tmp); err != nil {
-		tempfile.Remove(tmp)
-		return "", err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil { // Mkdir made it private
-		tempfile.Remove(tmp)
-		return "", err
-	}
-	err = tempfile.Commit(func() error { return os.Rename(tmp, dir) }, tmp)
-	if _, statErr := os.Stat(filepath.Join(dir, exe)); err != nil && statErr != nil {
-		return "", err // a loser of the race finds the winner's build instead
-	}
-	return dir, nil
+	return dir, cachedir.Fill(dir, exe, compile)
 }
 
 // compile extracts the headers from the bundle into tmp/include and

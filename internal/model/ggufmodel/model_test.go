@@ -185,6 +185,23 @@ func TestOpenModelCache(t *testing.T) {
 	}
 }
 
+// A file refused after its metadata was derived (a tensor of the wrong
+// shape) leaves nothing in the cache.
+func TestOpenModelRefusedLeavesNoCache(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("LOGITSCOPE_CACHE", root)
+	path, _, _ := export(t, checkpointOf(t, "tiny"), "f32")
+	bad := rewrite(t, path, editTensor("blk.0.attn_norm.weight", func(x *gguf.Tensor) {
+		x.Dims, x.Data = []uint64{32}, x.Data[:32*4]
+	}))
+	if _, err := ggufmodel.OpenModel(bad); err == nil || !strings.Contains(err.Error(), "blk.0.attn_norm.weight") {
+		t.Fatalf("got %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, "gguf")); len(entries) != 0 {
+		t.Fatalf("the refused file left %d entries in the cache", len(entries))
+	}
+}
+
 // writeGGUF writes kv and tensors as a GGUF file.
 func writeGGUF(t *testing.T, kv []gguf.KV, tensors []gguf.Tensor) string {
 	t.Helper()

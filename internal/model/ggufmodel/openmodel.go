@@ -54,23 +54,46 @@ func OpenModel(path string) (*checkpoint.Checkpoint, error) {
 	}
 	// A directory named by the files' own bytes holds files that passed
 	// the check when they were written: only new ones need it.
+	made := false
 	if _, err := os.Stat(dir); err != nil {
 		if err := checkTokenizerFiles(f, tok, tokCfg); err != nil {
 			return nil, err
 		}
-		if err := writeDerived(dir, files); err != nil {
+		err := cachedir.Fill(dir, files[0].name, func(tmp string) error {
+			for _, f := range files {
+				if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return nil, fmt.Errorf("%s: caching the files derived from its metadata: %w", path, err)
 		}
+		made = true
 	}
+	ck, err := openDerived(dir, path)
+	if err != nil && made {
+		os.RemoveAll(dir) // a refused file leaves nothing in the cache
+	}
+	return ck, err
+}
+
+// openDerived opens the checkpoint of the files derived from the GGUF at
+// path, once its weights are checked against them.
+func openDerived(dir, path string) (*checkpoint.Checkpoint, error) {
 	ck, err := checkpoint.OpenDerived(dir, path)
 	if err != nil {
 		return nil, err
 	}
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		err = fmt.Errorf("%s: %w", path, err)
+	} else {
+		_, err = Open(path, g) // its errors name the file
 	}
-	if _, err := Open(path, g); err != nil {
+	if err != nil {
+		ck.Close()
 		return nil, err
 	}
 	return ck, nil
@@ -97,32 +120,3 @@ func cacheDir(files []derived) (string, error) {
 	return filepath.Join(root, "gguf", hex.EncodeToString(h.Sum(nil))[:32]), nil
 }
 
-// writeDerived writes files into dir. They are written beside it and
-// renamed into place, so that a concurrent or interrupted open never
-// leaves a half-written directory under the final name.
-func writeDerived(dir string, files []derived) error {
-	root := filepath.Dir(dir)
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(root, ".derived-*")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp made it private
-		return err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, statErr := os.Stat(dir); statErr == nil {
-			return nil // another process won the race
-		}
-		return err
-	}
-	return nil
-}

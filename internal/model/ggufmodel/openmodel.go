@@ -119,4 +119,3 @@ func cacheDir(files []derived) (string, error) {
 	}
 	return filepath.Join(root, "gguf", hex.EncodeToString(h.Sum(nil))[:32]), nil
 }
-

@@ -7,10 +7,12 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -320,31 +322,42 @@ func noRecursion(src string) error {
 		}
 		body[src[d[2]:d[3]]] = rest[:end]
 	}
-	calls := func(in, name string) bool {
-		return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*\(`).MatchString(in)
+	// The call graph, each edge found once: macro → the macros its body
+	// calls.
+	names := slices.Sorted(maps.Keys(body))
+	callees := map[string][]string{}
+	for _, callee := range names {
+		call := regexp.MustCompile(`\b` + regexp.QuoteMeta(callee) + `\s*\(`)
+		for _, m := range names {
+			if call.MatchString(body[m]) {
+				callees[m] = append(callees[m], callee)
+			}
+		}
 	}
-	// Depth-first over the call graph, by name: a macro met again on the
-	// path is a cycle.
+	// Depth-first, each macro finished once (a template of many macros
+	// calling each other without a cycle stays linear): a macro met again
+	// on the path is a cycle.
+	done := map[string]bool{}
 	var path []string
 	var visit func(string) error
 	visit = func(m string) error {
-		for i, p := range path {
-			if p == m {
-				return fmt.Errorf("macro %s calls itself (%s): recursion is not rendered", m, strings.Join(append(path[i:], m), " → "))
-			}
+		if i := slices.Index(path, m); i >= 0 {
+			return fmt.Errorf("macro %s calls itself (%s): recursion is not rendered", m, strings.Join(append(path[i:], m), " → "))
+		}
+		if done[m] {
+			return nil
 		}
 		path = append(path, m)
-		defer func() { path = path[:len(path)-1] }()
-		for callee := range body {
-			if calls(body[m], callee) {
-				if err := visit(callee); err != nil {
-					return err
-				}
+		for _, c := range callees[m] {
+			if err := visit(c); err != nil {
+				return err
 			}
 		}
+		path = path[:len(path)-1]
+		done[m] = true
 		return nil
 	}
-	for m := range body {
+	for _, m := range names {
 		if err := visit(m); err != nil {
 			return err
 		}

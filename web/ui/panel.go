@@ -104,12 +104,7 @@ func (w *windowRows) next(i int) error {
 		return fmt.Errorf("%s: window %d's rows are not the first window's", w.name, i+1)
 	}
 	w.cur, w.curI, w.ms = win, i, w.ms+win.ms
-	// The window before is garbage to JS only once Go drops its
-	// js.Values of it (the rows and their subarrays), which Go's
-	// collector does; a heap that does not grow seldom runs it, and the
-	// windows' rows (tens of MB each) piled up in the page: 11 GB of a
-	// 10,000-position panel before this.
-	runtime.GC()
+	dropWindows()
 	if i == 0 {
 		// Kept whole or not at all, in one allocation: growing it a
 		// window at a time left its earlier sizes in ui.wasm's memory.
@@ -173,6 +168,13 @@ func (w *windowRows) read(first int, dst []float32) error {
 func bytesOfFloats(f []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(f))), 4*len(f))
 }
+
+// dropWindows lets JS free the windows Go no longer holds: a window's
+// rows are garbage to JS only once Go drops its js.Values of them (the
+// rows and their subarrays), which Go's collector does, and a heap that
+// does not grow seldom runs it; the windows' rows (tens of MB each) piled
+// up in the page, 11 GB of a 10,000-position panel before this.
+func dropWindows() { runtime.GC() }
 
 // runWindows is a load function that runs window i on br, releasing the
 // model after the last one; each window runs as a panel of one.
@@ -248,6 +250,7 @@ func (s *spool) write(n int, load func(int) (window, error)) (err error) {
 		}
 		s.at = append(s.at, s.at[i]+int64(win.rows.Get("byteLength").Int()))
 		s.res, s.widths = append(s.res, win.res), append(s.widths, win.width)
+		dropWindows() // the window before this one: win is dead here
 	}
 	if _, err := await(wr.Call("close")); err != nil {
 		return fmt.Errorf("the origin private file system: %v", err)

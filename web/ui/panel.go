@@ -250,7 +250,7 @@ func (s *spool) write(n int, load func(int) (window, error)) (err error) {
 		}
 		s.at = append(s.at, s.at[i]+int64(win.rows.Get("byteLength").Int()))
 		s.res, s.widths = append(s.res, win.res), append(s.widths, win.width)
-		dropWindows() // the window before this one: win is dead here
+		dropWindows() // written: win is dead from here
 	}
 	if _, err := await(wr.Call("close")); err != nil {
 		return fmt.Errorf("the origin private file system: %v", err)

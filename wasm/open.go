@@ -235,7 +235,7 @@ func (m *openModel) chatPrompt(text, system string) ([]int, error) {
 	}
 	prompt, err := chat.Render(tmpl, tokenizer.Turns(system, text), true)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.ck.Dir, err)
+		return nil, err
 	}
 	return tok.Encode(prompt), nil
 }

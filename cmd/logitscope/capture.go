@@ -154,7 +154,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 		}
 		// The rendered text carries its BOS, so nothing is added on encoding.
 		if prompt, err = chat.Render(tmpl, tokenizer.Turns(*system, user), true); err != nil {
-			return fmt.Errorf("%s: %v", dir, err)
+			return err
 		}
 		req.PromptIDs = tok.Encode(prompt)
 		if *idsPath != "" {

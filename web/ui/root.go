@@ -348,6 +348,7 @@ func (r *Root) chatTemplate(model string, lf *localFolder) (chat.TemplateConfig,
 		if c, err = chat.ParseConfig(data); err != nil {
 			return chat.TemplateConfig{}, fmt.Errorf("%s/tokenizer_config.json: %w", where, err)
 		}
+		c.Source = where + "/tokenizer_config.json"
 	}
 	if lf != nil {
 		lf.chat = &c

@@ -235,7 +235,7 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		for i, prompt := range c.Prompts {
 			text, err := chat.Render(tmpl, tokenizer.Turns("", prompt), true)
 			if err != nil {
-				return nil, compare, nil, fmt.Errorf("prompt %d: %s: %w", i+1, ck.Dir, err)
+				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)
 			}
 			greedy := session.Request{Mode: session.Greedy, MaxNew: c.MaxNew, Stops: stops, PromptIDs: tok.Encode(text)}
 			ref, err := run(c.Reference, greedy, "", filepath.Join(dir, fmt.Sprintf("ref-%d.dump", i+1)))

@@ -37,6 +37,8 @@ type TemplateConfig struct {
 	Tokens map[string]string
 	// AddBOS is add_bos_token; nil when the config does not say.
 	AddBOS *bool
+	// Source names the file the template came from in errors.
+	Source string
 }
 
 // ParseConfig reads chat_template and the *_token fields of a
@@ -113,6 +115,7 @@ func LoadConfig(path string) (TemplateConfig, error) {
 	if err != nil {
 		return TemplateConfig{}, fmt.Errorf("%s: %w", path, err)
 	}
+	cfg.Source = path
 	return cfg, nil
 }
 
@@ -156,6 +159,9 @@ func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now 
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("chat_template: rendering failed: %v", p)
 		}
+		if err != nil && cfg.Source != "" {
+			err = fmt.Errorf("%s: %w", cfg.Source, err)
+		}
 	}()
 	src := cfg.Template
 	if src == "" {
@@ -164,9 +170,14 @@ func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now 
 	if err := noRecursion(src); err != nil {
 		return "", fmt.Errorf("chat_template: %w", err)
 	}
-	tmpl, err := jinja.Compile(src)
-	if err != nil {
+	if _, err := jinja.Compile(src); err != nil {
 		return "", fmt.Errorf("chat_template: %w", err)
+	}
+	// The renderer accepts some malformed tags ({{ 0 is }}) that its own
+	// parse of the instrumented source refuses.
+	tmpl, err := jinja.Compile(instrument(src))
+	if err != nil {
+		return "", fmt.Errorf("chat_template: the sandbox cannot run this template: %w", err)
 	}
 	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
@@ -196,8 +207,13 @@ func RenderAt(cfg TemplateConfig, msgs []Message, addGenerationPrompt bool, now 
 	for k, v := range cfg.Tokens {
 		data[k] = jinja.NewString(v)
 	}
+	b := &budget{deadline: time.Now().Add(maxRenderTime)}
+	maps.Copy(data, b.callables())
 	if out, err = tmpl.RenderValues(data); err != nil {
 		return "", fmt.Errorf("chat_template: %w", err)
+	}
+	if out == "" && len(msgs) > 0 {
+		return "", fmt.Errorf("chat_template: rendered no text for a conversation of %d message(s)", len(msgs))
 	}
 	return out, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ardanlabs/jinja"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -90,7 +92,7 @@ func TestRender(t *testing.T) {
 // transformers' sandbox, with Python's semantics otherwise.
 func TestRenderSandbox(t *testing.T) {
 	render := func(src string) (string, error) {
-		return Render(TemplateConfig{Template: src}, nil, false)
+		return Render(TemplateConfig{Template: src}, []Message{{Role: "user", Content: "hi"}}, false)
 	}
 	for _, c := range []struct{ src, want string }{
 		{"{{ 'a' * -1 }}", "chat_template: "},
@@ -99,6 +101,18 @@ func TestRenderSandbox(t *testing.T) {
 		{"{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", "macro f calls itself (f → f)"},
 		{"{% macro a() %}{{ b() }}{% endmacro %}{% macro b() %}{{ a() }}{% endmacro %}{{ a() }}", "calls itself"},
 		{"{% set a = [] %}{% set _ = a.append(a) %}{{ a }}", "a.append(a) puts a list inside itself"},
+		// Output, iterations and repetition are bounded before they grow.
+		{"{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "a value of 33554432 bytes: more than the sandbox's 16777216"},
+		{"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "the loops run more than the sandbox's 1000000 iterations"},
+		{"{% for i in range(100000) %}" + strings.Repeat("x", 200) + "{% endfor %}", "the output exceeds the sandbox's 16777216 bytes"},
+		{"{% for i in range(100000) %}{{ 'x' * 200 }}{% endfor %}", "the output exceeds"},
+		{"{{ 'a' * 1000000000000 }}", "a text repeated 1000000000000 times"},
+		{"{% set n = 1000000 %}{{ 'a' * (n * n) }}", "a text repeated 1000000000000 times"},
+		// Reading from an undefined value raises, as Jinja2 does.
+		{"{{ foo.bar }}", "foo is undefined, and the template reads from it"},
+		{"{{ messages[0].tool_calls.function }}", "messages[0].tool_calls is undefined"},
+		{"{% if messages[0]['x']['y'] %}{% endif %}", "messages[0]['x'] is undefined"},
+		{"{% for m in messages[0].calls.list %}{% endfor %}", "messages[0].calls is undefined"},
 	} {
 		if out, err := render(c.src); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %q, %v; want an error saying %q", c.src, out, err, c.want)
@@ -120,12 +134,35 @@ func TestRenderSandbox(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"{% for i in range(3) %}{{ i }}{% endfor %}", "012"},
 		{"{% for i in range(5, 0, -2) %}{{ i }}{% endfor %}", "531"},
-		{"{% for i in range(2, 2) %}{{ i }}{% endfor %}", ""},
+		{"{% for i in range(2, 2) %}{{ i }}{% endfor %}-", "-"},
+		{"{{ foo }}{{ messages[0].missing }}{% if messages[0].x is defined %}x{% endif %}-", "-"},
+		{"{{ messages[0].role }}{{ messages[0]['content'] | upper }}{{ '=' * 3 }}{{ 2 * 3 }}", "userHI===6"},
+		{"{%- for m in messages if m.role == 'user' -%} {{ loop.index }}:{{ m.content }} {%- endfor %}", "1:hi"},
+		{"{% raw %}{{ x.y }}{% endraw %}", "{{ x.y }}"},
+		{"{# {{ x.y }} #}{{ 'a}}b' }}{{ \"%}\" }}", "a}}b%}"},
 		{"{% macro b(x) %}[{{ x }}]{% endmacro %}{% macro a(x) %}{{ b(x) }}{{ b(x) }}{% endmacro %}{{ a(1) }}", "[1][1]"},
 		{"{% set ns = namespace(l=[]) %}{% set _ = ns.l.append(1) %}{{ ns.l }}", "[1]"},
 	} {
 		if out, err := render(c.src); err != nil || out != c.want {
 			t.Errorf("%s: %q, %v; want %q", c.src, out, err, c.want)
 		}
+	}
+}
+
+// A failing template's error names its file, and a render past its time
+// stops at the next callable the sandbox put in.
+func TestRenderNamesTemplateAndStopsInTime(t *testing.T) {
+	cfg := TemplateConfig{Template: "{{ messages[0].a.b }}", Source: "m/tokenizer_config.json"}
+	_, err := Render(cfg, []Message{{Role: "user", Content: "hi"}}, true)
+	if err == nil || !strings.HasPrefix(err.Error(), "m/tokenizer_config.json: chat_template: ") {
+		t.Errorf("got %v, want an error naming m/tokenizer_config.json", err)
+	}
+	cfg.Template = "{{ '' }}"
+	if _, err := Render(cfg, []Message{{Role: "user", Content: "hi"}}, true); err == nil || !strings.Contains(err.Error(), "rendered no text for a conversation of 1 message(s)") {
+		t.Errorf("an empty prompt: %v", err)
+	}
+	b := &budget{deadline: time.Now().Add(-time.Second)}
+	if _, err := b.callables()["__out"].AsCallable().Fn([]jinja.Value{jinja.NewString("x")}, nil); err == nil || !strings.Contains(err.Error(), "rendering took more than the sandbox's 10s") {
+		t.Errorf("past the deadline: %v", err)
 	}
 }

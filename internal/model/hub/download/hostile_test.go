@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"logitscope/internal/model/hub"
 	"logitscope/internal/model/hub/download"
@@ -103,4 +104,85 @@ func TestDownloadCappedAtAnnouncedSize(t *testing.T) {
 	if kept > 0 {
 		t.Errorf("%d bytes left in the cache", kept)
 	}
+}
+
+// FuzzHubAnswers downloads from a hub that answers anything: repo info,
+// ETag, size and bytes. Whatever it says, the cache writes nothing outside
+// itself, links only inside itself, keeps no blob larger than what was
+// sent, and Open ends.
+func FuzzHubAnswers(f *testing.F) {
+	sibs := func(names ...string) string {
+		var b strings.Builder
+		for i, n := range names {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"rfilename": %q}`, n)
+		}
+		return fmt.Sprintf(`{"sha": %q, "siblings": [%s]}`, commit, b.String())
+	}
+	f.Add(sibs("m.gguf"), `"abc"`, "5", []byte("hello"))
+	f.Add(sibs("config.json", "tokenizer.json", hub.IndexFile), "W/\"e\"", "60", []byte(`{"weight_map": {"a": "model.safetensors.index.json"}}`))
+	f.Add(sibs("../../x/PWNED.gguf"), `"abc"`, "3", []byte("abc"))
+	f.Add(sibs("m.gguf"), `"../blob"`, "-1", []byte{})
+	f.Add(`{"sha": "../../..", "siblings": [{"rfilename": "m.gguf"}]}`, `"abc"`, "1", []byte("x"))
+	var mu sync.Mutex
+	var answer struct {
+		info, etag, size string
+		body             []byte
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		a := answer
+		mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/"):
+			fmt.Fprint(w, a.info)
+		case r.Method == http.MethodHead:
+			w.Header().Set("ETag", a.etag)
+			w.Header().Set("X-Linked-Size", a.size)
+		default:
+			w.Write(a.body)
+		}
+	}))
+	defer srv.Close()
+	id, err := hub.Parse("hf:o/m")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, info, etag, size string, body []byte) {
+		mu.Lock()
+		answer.info, answer.etag, answer.size, answer.body = info, etag, size, body
+		mu.Unlock()
+		root := t.TempDir()
+		cache := filepath.Join(root, "cache")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p, err := (&download.Client{Endpoint: srv.URL, Cache: cache}).Open(ctx, id)
+		if ctx.Err() != nil {
+			t.Fatalf("Open did not end: %v", err)
+		}
+		inside := func(p string) bool {
+			rel, err := filepath.Rel(cache, p)
+			return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+		}
+		if err == nil && !inside(p) {
+			t.Fatalf("Open returned %s, outside the cache", p)
+		}
+		filepath.Walk(root, func(path string, st os.FileInfo, err error) error {
+			switch {
+			case err != nil || path == root:
+			case !inside(path):
+				t.Errorf("%s written outside the cache", path)
+			case st.Mode()&os.ModeSymlink != 0:
+				to, err := filepath.EvalSymlinks(path)
+				if err == nil && !inside(to) {
+					t.Errorf("%s links to %s, outside the cache", path, to)
+				}
+			case st.Mode().IsRegular() && st.Size() > int64(max(len(body), len(commit))):
+				t.Errorf("%s holds %d bytes; the hub sent %d", path, st.Size(), len(body))
+			}
+			return nil
+		})
+	})
 }

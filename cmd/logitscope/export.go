@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 
 	"logitscope/internal/engine"
+	"logitscope/internal/format/ggml"
+	"logitscope/internal/format/gguf"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/peer/llamacpp"
 	"logitscope/internal/sys/progress"
 	"logitscope/internal/sys/tempfile"
 )
@@ -21,6 +24,7 @@ func export(args []string, stdout, stderr io.Writer) error {
 	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
 	out := fs.String("gguf", "", "the GGUF file to write (required)")
 	force := fs.Bool("force", false, "replace the --gguf file if it exists")
+	ftype := fs.String("type", "", "quantize the f32 export with llama.cpp's own quantizer (llama_model_quantize, as llama-quantize does) to this type: Q4_K_M, Q8_0, Q6_K, IQ4_XS... (needs make deps)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -31,6 +35,19 @@ func export(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := checkOutput(*out, *force); err != nil {
 		return err
+	}
+	var quantizer *llamacpp.H
+	if *ftype != "" {
+		if *name != "f32" {
+			return fmt.Errorf("--type %s quantizes the checkpoint's own weights: it takes --variant f32, not %s", *ftype, *name)
+		}
+		var err error
+		if quantizer, err = llamacpp.Open(); err == nil {
+			err = quantizer.CheckFileType(*ftype)
+		}
+		if err != nil {
+			return fmt.Errorf("--type %s: %v", *ftype, err)
+		}
 	}
 	ck, err := openModel(*modelDir, stderr)
 	if err != nil {
@@ -52,6 +69,14 @@ func export(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if quantizer != nil {
+		f32 := tmp
+		defer tempfile.Remove(f32)
+		if tmp, err = llamaQuantize(quantizer, f32, *out, *ftype, stderr); err != nil {
+			return err
+		}
+		*name = *ftype
+	}
 	if err := tempfile.Rename(tempfile.Move{Temp: tmp, Path: *out}); err != nil {
 		return err
 	}
@@ -59,9 +84,37 @@ func export(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s (%s: %s), %.1f MB\n", *out, *name, ggufmodel.Mix(ggufmodel.TypeNames(e.Types)), float64(st.Size())/1e6)
+	mix := ggufmodel.Mix(ggufmodel.TypeNames(e.Types))
+	if quantizer != nil {
+		f, err := gguf.Open(*out)
+		if err != nil {
+			return err
+		}
+		counts := map[ggml.Type]int{}
+		for _, t := range f.Tensors {
+			counts[t.Type]++
+		}
+		mix = ggufmodel.Mix(ggufmodel.TypeNames(counts))
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s: %s), %.1f MB\n", *out, *name, mix, float64(st.Size())/1e6)
 	for _, n := range e.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
 	return nil
+}
+
+// llamaQuantize writes f32's GGUF quantized to ftype by llama.cpp into a
+// temporary file beside out, and returns its path.
+func llamaQuantize(h *llamacpp.H, f32, out, ftype string, stderr io.Writer) (string, error) {
+	f, err := tempfile.Create(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", out, err)
+	}
+	f.Close()
+	fmt.Fprintf(stderr, "quantizing to %s with llama.cpp's llama_model_quantize...\n", ftype)
+	if err := h.QuantizeFile(f32, f.Name(), ftype); err != nil {
+		tempfile.Remove(f.Name())
+		return "", fmt.Errorf("--type %s: %v", ftype, err)
+	}
+	return f.Name(), nil
 }

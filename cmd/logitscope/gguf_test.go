@@ -10,6 +10,7 @@ import (
 
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/receipt"
+	"logitscope/internal/peer/llamacpp"
 )
 
 func exportCmd(args []string, out, errb *bytes.Buffer) error { return export(args, out, errb) }
@@ -169,5 +170,28 @@ func TestGGUFModelRefusals(t *testing.T) {
 				t.Error("a dump was written")
 			}
 		})
+	}
+}
+
+// export --type refuses what llama-quantize would not take, before
+// writing anything: a type it does not know (listing those it does) and
+// a variant to quantize again.
+func TestExportTypeRefusals(t *testing.T) {
+	llamacpp.Harness(t)
+	out := filepath.Join(t.TempDir(), "x.gguf")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--type", "Q4_K_X"}, `llama.cpp has no file type "Q4_K_X": it has F32, F16, BF16, Q4_0`},
+		{[]string{"--type", "Q4_K_M", "--variant", "q8"}, "--type Q4_K_M quantizes the checkpoint's own weights: it takes --variant f32, not q8"},
+	} {
+		_, err := run(t, exportCmd, append(c.args, "--model", tiny(t), "--gguf", out)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.args, err, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: %s written", c.args, out)
+		}
 	}
 }

@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(cli(a, os.Stdout, os.Stderr))
 	}
+	if os.Getenv(cliArgv) != "" {
+		os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	for _, p := range []string{tinyDir, enginePath} {
 		if p != "" {

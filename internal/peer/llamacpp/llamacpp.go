@@ -38,6 +38,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,32 +133,57 @@ func VulkanHarness(tb testing.TB) *H {
 
 func (b *build) harness(tb testing.TB) *H {
 	tb.Helper()
-	skip := func(why string) {
-		tb.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		// Not a missing install: no prebuilt library exists here to install.
+		tb.Skipf("llama.cpp's prebuilt libraries in @node-llama-cpp are for linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	if why := b.missing(); why != "" {
 		if b.ci {
 			prereq.Missing(tb, prereq.LlamaCpp, why)
 		}
 		tb.Skip(prereq.Message(prereq.LlamaCpp+" ("+b.name+" build, for benchmarks)", why))
 	}
+	h, err := b.open()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// missing says what the build lacks, or "".
+func (b *build) missing() string {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		// Not a missing install: no prebuilt library exists here to install.
-		tb.Skipf("llama.cpp's prebuilt libraries in @node-llama-cpp are for linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+		return fmt.Sprintf("llama.cpp's prebuilt libraries in @node-llama-cpp are for linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	for _, tool := range []string{"cc", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skip(tool + " not found; the llama.cpp harness needs cc, git and the npm install: " + b.install)
+			return tool + " not found; the llama.cpp harness needs cc, git and the npm install: " + b.install
 		}
 	}
 	for _, f := range []string{filepath.Join(b.bins, b.libs[0]), bundle} {
 		if _, err := os.Stat(f); err != nil {
-			skip("llama.cpp's " + b.name + " build is not installed (" + f + " missing); " + b.install)
+			return "llama.cpp's " + b.name + " build is not installed (" + f + " missing); " + b.install
 		}
 	}
+	return ""
+}
+
+// open builds the harness on the first call of the process.
+func (b *build) open() (*H, error) {
 	b.once.Do(func() { b.h, b.err = b.build() })
 	if b.err != nil {
-		tb.Fatalf("building the llama.cpp %s harness: %v", b.name, b.err)
+		return nil, fmt.Errorf("building the llama.cpp %s harness: %v", b.name, b.err)
 	}
-	return b.h
+	return b.h, nil
+}
+
+// Open is Harness for a program: the CPU build's harness, or an error
+// that says what to install.
+func Open() (*H, error) {
+	if why := cpuBuild.missing(); why != "" {
+		return nil, fmt.Errorf("llama.cpp: %s", why)
+	}
+	return cpuBuild.open()
 }
 
 // BuildDir is the cache directory the CPU harness was built in or found
@@ -398,7 +424,33 @@ func (h *H) Quantize(tb testing.TB, t ggml.Type, x []float32, rows, cols int) []
 // llama.h).
 func (h *H) QuantizeModel(tb testing.TB, in, out, ftype string) {
 	tb.Helper()
-	h.run(tb, nil, "quantize-model", in, out, ftype)
+	if err := h.QuantizeFile(in, out, ftype); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// QuantizeFile is QuantizeModel for a program: llama-quantize IN OUT
+// FTYPE, as a function.
+func (h *H) QuantizeFile(in, out, ftype string) error {
+	if err := h.CheckFileType(ftype); err != nil {
+		return err
+	}
+	_, err := h.exec(nil, nil, "quantize-model", in, out, ftype)
+	return err
+}
+
+// CheckFileType refuses a file type llama-quantize does not know, listing
+// those it does.
+func (h *H) CheckFileType(ftype string) error {
+	types, err := h.exec(nil, nil, "ftypes")
+	if err != nil {
+		return err
+	}
+	names := strings.Fields(string(types))
+	if !slices.Contains(names, ftype) {
+		return fmt.Errorf("llama.cpp has no file type %q: it has %s", ftype, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // LogitsOptions are the context settings of Logits that a comparison may

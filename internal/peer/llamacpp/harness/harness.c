@@ -11,6 +11,7 @@
 //   dequantize TYPE N              stdin: the blocks of N weights; stdout: N float32
 //   quantize TYPE ROWS COLS        stdin: ROWS*COLS float32; stdout: the blocks
 //   quantize-model IN OUT FTYPE    llama_model_quantize with the default parameters
+//   ftypes                         the FTYPE names, one a line
 //   logits MODEL N F32KV THREADS   stdin: N int32 token ids; stdout: int32 n_vocab,
 //                                  then N rows of n_vocab float32 (teacher forced)
 //   tiny-model OUT SEED            a small random Llama GGUF (f32 weights, no vocabulary)
@@ -162,6 +163,11 @@ static const struct {
 	{"IQ3_S", LLAMA_FTYPE_MOSTLY_IQ3_S},  {"IQ3_M", LLAMA_FTYPE_MOSTLY_IQ3_M},
 	{"MXFP4_MOE", LLAMA_FTYPE_MOSTLY_MXFP4_MOE},
 };
+
+static int cmd_ftypes(void) {
+	for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++) puts(ftypes[i].name);
+	return 0;
+}
 
 static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
 	(void)user;
@@ -446,6 +452,7 @@ int main(int argc, char **argv) {
 	char **a = argv + 3;
 	int n = argc - 3;
 	if (!strcmp(cmd, "types") && n == 0) return cmd_types();
+	if (!strcmp(cmd, "ftypes") && n == 0) return cmd_ftypes();
 	if (!strcmp(cmd, "dequantize") && n == 2) return cmd_dequantize(a[0], a[1]);
 	if (!strcmp(cmd, "quantize") && n == 3) return cmd_quantize(a[0], a[1], a[2]);
 	if (!strcmp(cmd, "quantize-model") && n == 3) return cmd_quantize_model(a[0], a[1], a[2]);

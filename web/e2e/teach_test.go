@@ -64,6 +64,12 @@ func TestUIFirstScreen(t *testing.T) {
 			if strings.Contains(strip, "\uFFFD") {
 				t.Errorf("the strip shows U+FFFD: %.400s", strip)
 			}
+			for _, w := range doc.Windows {
+				if bos := doc.Text(w.Token); w.Prefix && strings.Contains(strip, bos) {
+					t.Errorf("the BOS %q before each window is drawn in the strip's text", bos)
+					break
+				}
+			}
 			starts := Eval[int](b, `document.querySelectorAll("#strip .w0").length`)
 			if len(doc.Windows) < 2 || starts != len(doc.Windows) {
 				t.Errorf("%d window starts marked, the document has %d windows (want at least 2)", starts, len(doc.Windows))

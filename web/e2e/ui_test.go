@@ -494,3 +494,33 @@ func TestUIErrorScrolledIntoView(t *testing.T) {
 		t.Fatalf("the error is at %.0f px, outside the %.0f px window", top, h)
 	}
 }
+
+// On the first screen, the form's Run is in view whatever the window's
+// height (it stays at the window's foot while the form is taller), the
+// side selects say their full text in a title, and a chosen GGUF file's
+// name shows in the note, not the browser's "No file chosen".
+func TestUIRunInView(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	for _, h := range []int{870, 600} {
+		b := NewBrowser(t, chromedp.WindowSize(1400, h))
+		ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+		if err := chromedp.Do(ctx, chromedp.Navigate(site.URL+"/?autorun=0")); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if _, err := b.WaitState(time.Minute, "idle"); err != nil {
+			t.Fatal(err)
+		}
+		r := Eval[[]float64](b, `(() => { const r = document.querySelector("#run").getBoundingClientRect(); return [r.top, r.bottom, window.innerHeight]; })()`)
+		if r[0] < 0 || r[1] > r[2] {
+			t.Errorf("%d px window: Run spans %.0f–%.0f px, outside the %.0f px view", h, r[0], r[1], r[2])
+		}
+		if got := Eval[string](b, `document.querySelector("select[name=test]").title`); !strings.HasPrefix(got, "q4 (") {
+			t.Errorf("the Test select's title %q, want its option's full text", got)
+		}
+		if got := Eval[string](b, `(() => { const i = document.createElement("input"); i.type = "file"; const d = document.createElement("div"); d.className = "localfile"; d.append(i); document.body.append(d); return getComputedStyle(i).color; })()`); got != "rgba(0, 0, 0, 0)" {
+			t.Errorf("a file input's own text is drawn (%s): it says \"No file chosen\" beside the note that names the file", got)
+		}
+	}
+}

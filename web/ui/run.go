@@ -15,6 +15,7 @@ import (
 
 	"logitscope/internal/analysis/snapshot"
 	"logitscope/wasm/abi"
+	"logitscope/internal/text/chat"
 	"logitscope/web/request"
 )
 
@@ -200,6 +201,9 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 	ref, test, after, err := sides(a, &t)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if spec.Mode == snapshot.Panel {
+		ref.Prefix = len(chat.RawPrefix(tok, tmpl))
 	}
 	r.stage("analysis", "comparing the logits")
 	t0 := now()

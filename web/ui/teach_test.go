@@ -88,6 +88,17 @@ func TestStripWindows(t *testing.T) {
 	if strings.Contains(stripHTML(testDoc(t)), `class="w0"`) {
 		t.Error("a greedy run's strip marks windows")
 	}
+	// Windows that start with the model's BOS: a bar marks each start,
+	// and the BOS's text is not drawn in the middle of the text.
+	d := panelDoc(t)
+	for i := range d.Windows {
+		d.Windows[i].Prefix = true
+	}
+	s = stripHTML(d)
+	bar := `<span class="w0 pre" data-w="1" title="window 2 of 2 starts · &lt;0xF1&gt; (6), the model&#39;s BOS put before each window, is context: no row predicts it"></span>`
+	if !strings.Contains(s, bar) || strings.Contains(s, "g-byte") {
+		t.Errorf("a BOS window start is not an empty bar: %s", s)
+	}
 }
 
 // The page says what it shows: how many predictions differ and what close

@@ -498,9 +498,18 @@ func stripHTML(d *snapshot.Doc) string {
 	for i, p := range d.Report.Positions {
 		for ; w < len(d.Windows) && d.Windows[w].Pos <= i; w++ {
 			win := d.Windows[w]
-			m.Open("span", "class", "w0", "data-w", strconv.Itoa(w),
-				"title", "window "+strconv.Itoa(w+1)+" of "+strconv.Itoa(len(d.Windows))+" starts · "+
-					visible(d.Text(win.Token))+" ("+strconv.Itoa(win.Token)+") is context: no row predicts it")
+			starts := "window " + strconv.Itoa(w+1) + " of " + strconv.Itoa(len(d.Windows)) + " starts · " +
+				visible(d.Text(win.Token)) + " (" + strconv.Itoa(win.Token) + ")"
+			if win.Prefix {
+				// The model's BOS before each window is no part of the
+				// text: a bar marks where the window starts, mid-sentence
+				// as it may be, and its title names the token.
+				m.Open("span", "class", "w0 pre", "data-w", strconv.Itoa(w),
+					"title", starts+", the model's BOS put before each window, is context: no row predicts it")
+				m.Close("span")
+				continue
+			}
+			m.Open("span", "class", "w0", "data-w", strconv.Itoa(w), "title", starts+" is context: no row predicts it")
 			stripGlyphs(&m, d.Text(win.Token))
 			m.Close("span")
 		}

@@ -199,8 +199,16 @@ func TestParseRefusesBadExtras(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Window{{0, 5}, {1, 6}}; !slices.Equal(d.Windows, want) {
+	if want := []Window{{0, 5, false}, {1, 6, false}}; !slices.Equal(d.Windows, want) {
 		t.Fatalf("windows %v, want %v", d.Windows, want)
+	}
+	// Windows that each start with the BOS say so.
+	bos, err := Build(nil, Capture{Logits: ref, Windows: [][]int{{9, 1}, {9, 2, 3}}, Prefix: 1}, Capture{Logits: test}, []int{1, 2, 3}, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Window{{0, 9, true}, {1, 9, true}}; !slices.Equal(bos.Windows, want) {
+		t.Fatalf("windows %v, want %v", bos.Windows, want)
 	}
 	if d.Texts["6"] != "g" {
 		t.Errorf("the window's first token has no text: %q", d.Texts)

@@ -99,6 +99,7 @@ type Capture struct {
 	Output    []int   // greedy or forced: the tokens chosen after each row
 	Targets   []int   // panel: the tokens the rows predict
 	Windows   [][]int // panel: the windows fed (the reference's marks the strip)
+	Prefix    int     // panel: the tokens each window starts with that are not the text's (its BOS)
 }
 
 // Build compares ref with test. targets (the panel's, or nil) make the
@@ -119,7 +120,7 @@ func Build(spec *Spec, ref, test Capture, targets []int, text func(id int) strin
 	d := &Doc{Kind: Kind, Version: Version, Spec: spec, Ref: ref.Side, Test: test.Side,
 		PromptIDs: orEmpty(ref.PromptIDs), Report: rep, Texts: map[string]string{}}
 	d.Ref.Rows, d.Test.Rows = rep.Rows, rep.Rows
-	d.Windows = windows(ref.Windows, rep.Rows)
+	d.Windows = windows(ref.Windows, ref.Prefix, rep.Rows)
 	d.Tokens = make([]int, rep.Rows)
 	for i, p := range rep.Positions {
 		switch {

@@ -21,10 +21,12 @@ type Model struct {
 
 // Window is one teacher-forced panel window as the token strip marks it:
 // the token that opens it, fed as context and predicted by no row, and
-// Pos, the first position it predicts.
+// Pos, the first position it predicts. Prefix says that the token is not
+// the text's but the model's BOS, put before each window.
 type Window struct {
-	Pos   int `json:"pos"`
-	Token int `json:"token"`
+	Pos    int  `json:"pos"`
+	Token  int  `json:"token"`
+	Prefix bool `json:"prefix,omitempty"`
 }
 
 // Tabs of the view: which positions the token strip keeps (the others
@@ -88,15 +90,16 @@ func (d *Doc) checkExtras() error {
 // windows are a panel's windows as the strip marks them: each one's first
 // token, which the rows after it are predicted from, and the first of
 // those rows (a window of w tokens gives w − 1 rows); nil unless they
-// account for exactly rows rows.
-func windows(ws [][]int, rows int) []Window {
+// account for exactly rows rows. Each window starts with prefix tokens
+// that are not the text's.
+func windows(ws [][]int, prefix, rows int) []Window {
 	var out []Window
 	pos := 0
 	for _, w := range ws {
 		if len(w) < 2 {
 			return nil
 		}
-		out = append(out, Window{Pos: pos, Token: w[0]})
+		out = append(out, Window{Pos: pos, Token: w[0], Prefix: prefix > 0})
 		pos += len(w) - 1
 	}
 	if pos != rows {

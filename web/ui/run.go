@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"logitscope/internal/analysis/snapshot"
-	"logitscope/wasm/abi"
 	"logitscope/internal/text/chat"
+	"logitscope/wasm/abi"
 	"logitscope/web/request"
 )
 

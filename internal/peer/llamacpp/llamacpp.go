@@ -1,7 +1,9 @@
 // Package llamacpp puts llama.cpp's own libraries behind a Go API, as the
 // oracle that logitscope's tests and benchmarks compare against: ggml's
 // reference dequantization and quantization, llama.cpp's model quantizer
-// and its forward pass, timed on the CPU or on a Vulkan device.
+// and its forward pass, timed on the CPU or on a Vulkan device. One
+// program uses it too: export --type quantizes with llama.cpp's own
+// quantizer (Open, QuantizeFile), so that its recipes need no checkout.
 //
 // The libraries are the prebuilt linux-x64 ones that node-llama-cpp's npm
 // packages ship: the CPU build (@node-llama-cpp/linux-x64), installed by

@@ -442,16 +442,10 @@ func chain(toks []token, i int) (string, int, bool) {
 	var text, source string
 	switch {
 	case t.kind == '(' || t.kind == '[' || t.kind == '{':
-		j := match(toks, i)
-		if j < 0 {
+		var ok bool
+		if text, source, i, ok = group(toks, i); !ok {
 			return "", 0, false
 		}
-		inner, ok := emit(toks[i+1 : j])
-		if !ok {
-			return "", 0, false
-		}
-		text, source = t.s+inner+toks[j].s, joinTokens(toks[i:j+1])
-		i = j + 1
 	case t.kind == 'i' && !operators[t.s], t.kind == 's', t.kind == 'n':
 		text, source = t.s, t.s
 		i++
@@ -465,25 +459,33 @@ func chain(toks []token, i int) (string, int, bool) {
 			source += "." + toks[i+1].s
 			i += 2
 		case t.kind == '[' || t.kind == '(':
-			j := match(toks, i)
-			if j < 0 {
-				return "", 0, false
-			}
-			inner, ok := emit(toks[i+1 : j])
+			g, s, next, ok := group(toks, i)
 			if !ok {
 				return "", 0, false
 			}
 			if t.kind == '[' {
 				text = "__need(" + text + ", " + quote(source) + ")"
 			}
-			text += t.s + inner + toks[j].s
-			source += joinTokens(toks[i : j+1])
-			i = j + 1
+			text, source, i = text+g, source+s, next
 		default:
 			return text, i, true
 		}
 	}
 	return text, i, true
+}
+
+// group emits the bracketed tokens that start at toks[i], returning them
+// instrumented and as written, and the index after them.
+func group(toks []token, i int) (text, source string, next int, ok bool) {
+	j := match(toks, i)
+	if j < 0 {
+		return "", "", 0, false
+	}
+	inner, ok := emit(toks[i+1 : j])
+	if !ok {
+		return "", "", 0, false
+	}
+	return toks[i].s + inner + toks[j].s, joinTokens(toks[i : j+1]), j + 1, true
 }
 
 func joinTokens(toks []token) string {

@@ -369,8 +369,13 @@ def lr_at(step, steps, peak, warmup):
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
-def train(model, stream, val, bos, args, log_path, ckpt_path):
+def train(model, stream, val, bos, args, log_path, ckpt_path, done=0, history=()):
+    """args.steps AdamW steps from done steps run before (--resume): the
+    batches go on where those stopped, the log keeps their rows (history)
+    and counts on from them; the optimizer and its schedule start afresh."""
     gen = torch.Generator().manual_seed(args.seed)
+    for _ in range(done):
+        batches(stream, bos, args.seq, args.batch, gen)
     decay = [p for p in model.parameters() if p.dim() == 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
@@ -379,6 +384,7 @@ def train(model, stream, val, bos, args, log_path, ckpt_path):
     t0 = time.time()
     with open(log_path, "w") as log:
         log.write("step\tloss\tval_loss\ttokens_per_s\telapsed_s\n")
+        log.writelines(history)
         for step in range(args.steps):
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
@@ -394,9 +400,9 @@ def train(model, stream, val, bos, args, log_path, ckpt_path):
             if step % args.log_every == 0 or last:
                 vl = val_loss(model, val) if step % args.eval_every == 0 or last else float("nan")
                 el = time.time() - t0
-                log.write(f"{step}\t{loss.item():.4f}\t{vl:.4f}\t{tokens * (step + 1) / el:.0f}\t{el:.0f}\n")
+                log.write(f"{done + step}\t{loss.item():.4f}\t{vl:.4f}\t{tokens * (step + 1) / el:.0f}\t{el:.0f}\n")
                 log.flush()
-                print(f"step {step} loss {loss.item():.4f} val {vl:.4f} {tokens * (step + 1) / el:.0f} tok/s {el:.0f}s", flush=True)
+                print(f"step {done + step} loss {loss.item():.4f} val {vl:.4f} {tokens * (step + 1) / el:.0f} tok/s {el:.0f}s", flush=True)
             if step % args.ckpt_every == 0 or last:
                 torch.save({"step": step, "model": model.state_dict(), "opt": opt.state_dict()}, ckpt_path)
             if last:
@@ -410,6 +416,22 @@ def train(model, stream, val, bos, args, log_path, ckpt_path):
 def bf16_bytes(t):
     """bf16 as transformers' .to(torch.bfloat16) rounds (to nearest even)."""
     return t.detach().to(torch.bfloat16).view(torch.int16).numpy().tobytes()
+
+
+def read_safetensors(path):
+    """The bf16 tensors write_safetensors wrote, as float32."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        raw = torch.frombuffer(bytearray(data[a:b]), dtype=torch.int16)
+        out[name] = raw.view(torch.bfloat16).float().reshape(t["shape"])
+    return out
 
 
 def write_safetensors(path, tensors):
@@ -503,6 +525,8 @@ def main():
     ap.add_argument("--eval-every", type=int, default=30)
     ap.add_argument("--ckpt-every", type=int, default=30)
     ap.add_argument("--max-minutes", type=float, default=35)
+    ap.add_argument("--resume", action="store_true",
+                    help="go on training --out's model (its bf16 weights) for --steps more, from where its summary.json and log.tsv say it stopped")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -534,7 +558,17 @@ def main():
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params} parameters", flush=True)
     val = val_windows(held_stream, bos, args.seq)
-    steps_run, wall = train(model, stream, val, bos, args, os.path.join(args.logs, "log.tsv"), os.path.join(args.work, "ckpt.pt"))
+    done, history, runs, wall0 = 0, [], [], 0
+    if args.resume:
+        before = json.load(open(os.path.join(args.logs, "summary.json")))
+        done, wall0 = before["steps_run"], before["training_wall_s"]
+        runs = before.get("runs", [{"steps": done, "lr": ap.get_default("lr")}])
+        history = open(os.path.join(args.logs, "log.tsv")).readlines()[1:]
+        model.load_state_dict(read_safetensors(os.path.join(args.out, "model.safetensors")))
+        print(f"resuming after step {done}", flush=True)
+    steps_run, wall = train(model, stream, val, bos, args, os.path.join(args.logs, "log.tsv"), os.path.join(args.work, "ckpt.pt"), done, history)
+    runs = runs + [{"steps": steps_run, "lr": args.lr}]
+    steps_run, wall = done + steps_run, wall0 + wall
     loss_svg(os.path.join(args.logs, "log.tsv"), os.path.join(args.logs, "loss.svg"))
 
     # Export, then reload the weights as bf16 -> f32, as the engine reads them.
@@ -569,7 +603,8 @@ def main():
     summary = {"parameters": n_params, "train_tokens": len(stream), "heldout_tokens": len(held_stream),
                "steps": args.steps, "steps_run": steps_run, "batch": args.batch, "seq": args.seq, "seed": args.seed, "threads": args.threads,
                "training_wall_s": round(wall), "heldout_loss_bf16": round(held_loss, 4),
-               "heldout_ppl_bf16": round(math.exp(held_loss), 2), "torch": torch.__version__}
+               "heldout_ppl_bf16": round(math.exp(held_loss), 2), "torch": torch.__version__,
+               "runs": runs}
     write_json(os.path.join(args.logs, "summary.json"), summary)
     print(json.dumps(summary), flush=True)
 

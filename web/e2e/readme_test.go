@@ -25,7 +25,7 @@ func TestREADMELinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	const origin = "http://127.0.0.1:8080"
-	links := regexp.MustCompile(`<(` + regexp.QuoteMeta(origin) + `/[^>]*)>`).FindAllStringSubmatch(string(readme), -1)
+	links := regexp.MustCompile(`<(`+regexp.QuoteMeta(origin)+`/[^>]*)>`).FindAllStringSubmatch(string(readme), -1)
 	if len(links) < 4 {
 		t.Fatalf("README.md offers %d links on %s; it had 4", len(links), origin)
 	}

@@ -30,6 +30,7 @@ func main() {
 		ee.RLock() // goroutines change state under the write lock
 		res := env.RunBuild(r)
 		ee.RUnlock()
+		asciiInnerHTML(res)
 		if err := renderer.Render(res); err != nil {
 			panic(err)
 		}

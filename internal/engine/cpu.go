@@ -115,31 +115,43 @@ func (c *cpuEngine) Read(r Region) ([][]float32, error) {
 // set, is told the bytes loaded so far of w's stored total. The arena and
 // the files' mappings end with release.
 func loadCPU(g model.Geometry, src gpuengine.Source, w model.Weights, inMemory map[string][]byte, progress func(done, total int64)) (m *model.Model, release func(), err error) {
+	tensors, release, err := loadTensors(g, src, w, inMemory, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err = model.Assemble(g, func(s model.Spec) (*model.Matrix, error) { return tensors[s.Name], nil })
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return m, release, nil
+}
+
+// loadTensors loads every tensor of g as loadCPU does, by name.
+func loadTensors(g model.Geometry, src gpuengine.Source, w model.Weights, inMemory map[string][]byte, progress func(done, total int64)) (map[string]*model.Matrix, func(), error) {
 	var done, total int64
 	for _, s := range g.Specs() {
 		_, _, size, _ := w.Shape(s.Name)
 		total += size
 	}
 	files := &weightFiles{inMemory: inMemory, mapped: map[string][]byte{}, arena: newWeightArena(total)}
-	m, err = model.Assemble(g, func(s model.Spec) (*model.Matrix, error) {
+	tensors := map[string]*model.Matrix{}
+	for _, s := range g.Specs() {
 		m, err := files.tensor(s, src)
 		if err != nil {
-			return nil, err
+			files.release()
+			return nil, nil, err
 		}
+		tensors[s.Name] = m
 		_, _, size, _ := w.Shape(s.Name)
 		if done += size; progress != nil {
 			progress(done, total)
 		}
-		return m, nil
-	})
-	if err != nil {
-		files.release()
-		return nil, nil, err
 	}
 	if files.arena != nil {
 		files.arena.seal()
 	}
-	return m, files.release, nil
+	return tensors, files.release, nil
 }
 
 // weightFiles serves the bytes of the weights' files (bytes).

@@ -7,6 +7,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -30,7 +31,7 @@ type State struct {
 	// garbage until a collection, once per chunk.
 	rows []float32
 
-	stacks map[*model.Matrix]stacked // stack's results by their first part, made once
+	stacks map[[3]*model.Matrix]stacked // stack's results by their parts, made once
 
 	acts8 bool // weight products round the activations to 8 bits (a8.go)
 }
@@ -56,7 +57,7 @@ func New(m *model.Model, capacity int) (*State, error) {
 		return nil, err
 	}
 	kvDim := m.KVHeads * m.HeadDim
-	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers), stacks: map[*model.Matrix]stacked{}}
+	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers), stacks: map[[3]*model.Matrix]stacked{}}
 	for l := range s.k {
 		s.k[l] = make([]float32, capacity*kvDim)
 		s.v[l] = make([]float32, capacity*kvDim)
@@ -122,6 +123,50 @@ func (s *State) Check(tokens []int, pending int) error {
 
 // forward appends tokens and returns the rows of tokens first..T-1 (Rows).
 func (s *State) forward(tokens []int, first int) ([]float32, error) {
+	return s.layers(tokens, first, 0, nil, nil)
+}
+
+// Trace runs tokens as a sequence of their own, teacher forced, from layer
+// from: x (T,d) is the residual stream entering it (nil: the tokens'
+// embeddings, from 0), as an earlier trace's seen showed it. seen, if set,
+// is told the residual stream (T,d) leaving each layer l ≥ from; it must
+// not keep it. The rows (T, Vocab+Routes) lie in the state's buffer, as
+// Rows's; a sparse layer before from routed nothing here, so its routes
+// are 0. The cache is emptied before and after: layers before from have
+// no keys for these tokens, so the sequence cannot go on. Started from a
+// boundary that a full trace showed, it gives that trace's bits: the
+// sweeps of package sensitivity recompute only what follows a change.
+func (s *State) Trace(tokens []int, from int, x []float32, seen func(l int, x []float32)) ([]float32, error) {
+	if from < 0 || from > s.m.NumLayers || x == nil && from != 0 {
+		return nil, fmt.Errorf("trace from layer %d of %d without its residual stream", from, s.m.NumLayers)
+	}
+	if x != nil && len(x) != len(tokens)*s.m.Dim {
+		return nil, fmt.Errorf("trace: a residual stream of %d values for %d tokens of %d", len(x), len(tokens), s.m.Dim)
+	}
+	s.pos = 0
+	defer s.Reset()
+	return s.layers(tokens, 0, from, x, seen)
+}
+
+// Use makes the state run m, a model of the same geometry (another mix
+// of the same weights); the cache is kept.
+func (s *State) Use(m *model.Model) error {
+	g, h := s.m.Geometry, m.Geometry
+	if g.Dim != h.Dim || g.NumLayers != h.NumLayers || g.Vocab != h.Vocab || g.KVHeads != h.KVHeads || g.HeadDim != h.HeadDim || g.Routes() != h.Routes() {
+		return fmt.Errorf("cpu: a model of another geometry")
+	}
+	s.m = m
+	clear(s.stacks) // they would keep the last model's matrices
+	return nil
+}
+
+// Cap is the most tokens the cache holds.
+func (s *State) Cap() int { return s.cap }
+
+// layers appends tokens and returns the rows of tokens first..T-1 (Rows),
+// running layers from.. on x0 (T,d), or on the embeddings when nil; seen
+// (Trace) may be nil.
+func (s *State) layers(tokens []int, first, from int, x0 []float32, seen func(l int, x []float32)) ([]float32, error) {
 	m := s.m
 	T := len(tokens)
 	if T == 0 {
@@ -134,12 +179,16 @@ func (s *State) forward(tokens []int, first int) ([]float32, error) {
 
 	// x (T,d): the residual stream.
 	x := make([]float32, T*d)
-	for t, id := range tokens {
-		row(m.Embed, id, x[t*d:(t+1)*d])
-	}
-	if m.EmbedScale != 0 {
-		for i := range x {
-			x[i] *= m.EmbedScale
+	if x0 != nil {
+		copy(x, x0)
+	} else {
+		for t, id := range tokens {
+			row(m.Embed, id, x[t*d:(t+1)*d])
+		}
+		if m.EmbedScale != 0 {
+			for i := range x {
+				x[i] *= m.EmbedScale
+			}
 		}
 	}
 	unit, eps := m.NormUnitOffset, m.NormEps
@@ -152,9 +201,14 @@ func (s *State) forward(tokens []int, first int) ([]float32, error) {
 	rots := map[*float32][]float32{}
 	// routes (T, Routes): the experts each sparse layer picked per token.
 	routes := make([]float32, T*m.Routes())
-	sparse := 0
+	sparse := 0 // the sparse layers before l
+	for l := range from {
+		if m.Layers[l].Router != nil {
+			sparse++
+		}
+	}
 
-	for l := range m.Layers {
+	for l := from; l < len(m.Layers); l++ {
 		L := &m.Layers[l]
 		rmsnorm(h, x, L.AttnNorm, d, eps, unit)
 		// Keys and values go straight into the cache at positions pos..pos+T.
@@ -208,6 +262,9 @@ func (s *State) forward(tokens []int, first int) ([]float32, error) {
 			rmsnorm(o, o, L.PostMLPNorm, d, eps, unit)
 		}
 		add(x, o)
+		if seen != nil {
+			seen(l, x)
+		}
 	}
 	s.pos += T
 

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"slices"
 	"unsafe"
 
 	"logitscope/internal/format/ggml"
@@ -336,4 +337,19 @@ func (sc *scratch) ints(n int) []int32 {
 		sc.sums = make([]int32, n)
 	}
 	return sc.sums[:n]
+}
+
+// Decode is W (Rows, Cols) as float32, row-major: the stored rows decoded
+// as the products decode them.
+func Decode(W *model.Matrix) []float32 {
+	k := W.Cols
+	if W.Data != nil {
+		return slices.Clone(W.Data)
+	}
+	out := make([]float32, W.Rows*k+2*quant.GroupSize)
+	for i := range W.Pieces {
+		p := &W.Pieces[i]
+		decodeRows(p, k, 0, p.Rows, out[p.Row0*k:])
+	}
+	return out[: W.Rows*k : W.Rows*k]
 }

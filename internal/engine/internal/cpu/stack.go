@@ -37,13 +37,16 @@ type stacked struct {
 	ok bool
 }
 
-// stack is the package's stack, made once per first part and kept: the
-// same layers are stacked at every step, and the biases copied each time.
+// stack is the package's stack of up to three parts, made once per parts
+// and kept: the same layers are stacked at every step. The key is every
+// part, not the first: a mix (Use) may change one part of a layer alone.
 func (s *State) stack(ws []*model.Matrix, bs [][]float32) (*model.Matrix, []float32, bool) {
-	st, hit := s.stacks[ws[0]]
+	var key [3]*model.Matrix
+	copy(key[:], ws)
+	st, hit := s.stacks[key]
 	if !hit {
 		st.W, st.b, st.ok = stack(ws, bs)
-		s.stacks[ws[0]] = st
+		s.stacks[key] = st
 	}
 	return st.W, st.b, st.ok
 }

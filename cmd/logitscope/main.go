@@ -9,6 +9,7 @@
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
 //	logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR...
 //	logitscope export   [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf
+//	logitscope sensitivity [--model DIR] (--scheme q8|q6|q4 | --variant DIR|F.gguf) --panel FILE [--unit tensor|layer|kind] [--out FILE.json]
 //
 // Wherever --model takes a directory it takes a Hugging Face Hub id too,
 // hf:ORG/NAME[@REV] (or hf:ORG/NAME/FILE.gguf[@REV]): package hub downloads
@@ -33,13 +34,14 @@ import (
 )
 
 var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"mkmodel":  mkmodel,
-	"capture":  captureCommand,
-	"tokenize": tokenize,
-	"quantize": quantize,
-	"report":   report,
-	"conform":  conformCommand,
-	"export":   export,
+	"mkmodel":     mkmodel,
+	"capture":     captureCommand,
+	"tokenize":    tokenize,
+	"quantize":    quantize,
+	"report":      report,
+	"conform":     conformCommand,
+	"export":      export,
+	"sensitivity": sensitivityCommand,
 }
 
 // about says what each command does and how it is called, for the usage
@@ -55,6 +57,8 @@ var about = map[string]struct{ what, use string }{
 	"conform merge": {"combine the --out directories of a suite's shards (conform --shard i/n) into one summary, JUnit file and exit status",
 		"logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR..."},
 	"export": {"write a model or variant as a llama.cpp GGUF", "logitscope export [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf"},
+	"sensitivity": {"which matrices a quantization's damage comes from: sweeps, culprits of clear calls, divergence by layer",
+		"logitscope sensitivity [--model DIR] (--scheme q8|q6|q4 | --variant DIR|F.gguf) --panel FILE [--unit tensor|layer|kind] [--out FILE.json]"},
 }
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -36,7 +36,8 @@ type Matrix struct {
 
 // OpenMix loads the checkpoint's weights and opt's test weights
 // (opt.Variant or opt.GGUF, one of them) on the CPU, each checked against
-// the checkpoint's geometry as Open checks them. opt.Device must be nil:
+// the checkpoint's geometry as Open checks them; opt.Progress is told the
+// bytes read of each, as unit "reference" and "test". opt.Device must be nil:
 // a GPU engine keeps its matrices on the device, which cannot be mixed
 // yet.
 func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
@@ -66,7 +67,7 @@ func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 	if err := model.Check(ck.Dir, g, refW); err != nil {
 		return nil, err
 	}
-	ref, release, err := loadTensors(g, gpuengine.CheckpointSource(ck), refW, opt.Files, progress("reference bytes"))
+	ref, release, err := loadTensors(g, gpuengine.CheckpointSource(ck), refW, opt.Files, progress("reference"))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 		x.Close()
 		return nil, err
 	}
-	test, release, err := loadTensors(g, src, w, opt.Files, progress("test bytes"))
+	test, release, err := loadTensors(g, src, w, opt.Files, progress("test"))
 	if err != nil {
 		x.Close()
 		return nil, err

@@ -27,14 +27,7 @@ const culprit = "model.layers.1.mlp.down_proj.weight"
 // outlier: q4 rounds the other 31 columns to nothing.
 func rescaled(t testing.TB) string {
 	t.Helper()
-	src, err := demo.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "rescaled")
-	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
+	dir := demoCopy(t)
 	path := filepath.Join(dir, "model.safetensors")
 	f, err := safetensors.Open(path)
 	if err != nil {
@@ -67,6 +60,21 @@ func rescaled(t testing.TB) string {
 	}
 	f.Close()
 	if err := safetensors.WriteFile(path, tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// demoCopy is a copy of the trained demo model, where variants can be
+// written.
+func demoCopy(t testing.TB) string {
+	t.Helper()
+	src, err := demo.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -130,11 +138,7 @@ func TestSweepFindsTheRescaledTensor(t *testing.T) {
 	x := mix(t, dir, quant.Q4)
 	windows := panel(t, dir, 48)
 
-	orig, err := demo.Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	y := mix(t, orig, quant.Q8)
+	y := mix(t, demoCopy(t), quant.Q8)
 	for _, w := range windows {
 		a, err := x.Run(w, engine.Choice{}, 0, nil, nil)
 		if err != nil {
@@ -192,5 +196,61 @@ func TestSweepFindsTheRescaledTensor(t *testing.T) {
 	}
 	if res.Start != 1 {
 		t.Errorf("the divergence starts at layer %d, want 1: %+v", res.Start, res.Layers)
+	}
+}
+
+// A sweep stopped by a failure keeps the windows it finished, and one
+// started again with the same key goes on from them to the same result;
+// a state of another key is refused.
+func TestSweepResumes(t *testing.T) {
+	dir := demoCopy(t)
+	x := mix(t, dir, quant.Q4)
+	windows := panel(t, dir, 24)[:3]
+	units, err := Units(x.Changed(), x.Geometry().NumLayers, ByLayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(units) != 5 {
+		t.Fatalf("%d units by layer, want 4 layers and the embedding: %+v", len(units), units)
+	}
+	opt := Options{Unit: ByLayer, Key: "k"}
+	want, err := Sweep(x, windows, units, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	opt.Resume = filepath.Join(t.TempDir(), "sweep.partial")
+	broken := slices.Clone(windows)
+	broken[1] = []int{1, x.Geometry().Vocab + 5}
+	if _, err := Sweep(x, broken, units, opt); err == nil || !strings.Contains(err.Error(), "window 2") {
+		t.Fatalf("a window out of the vocabulary: %v", err)
+	}
+	var st state
+	data, err := os.ReadFile(opt.Resume)
+	if err == nil {
+		err = json.Unmarshal(data, &st)
+	}
+	if err != nil || st.Done != 1 {
+		t.Fatalf("the state after the failure: %d windows done, %v", st.Done, err)
+	}
+	if _, err := Sweep(x, windows, units, Options{Unit: ByLayer, Key: "other", Resume: opt.Resume}); err == nil {
+		t.Error("a state of another key was taken")
+	}
+	var seen []int
+	opt.Progress = func(done, total int) { seen = append(seen, done) }
+	got, err := Sweep(x, windows, units, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs := 2 + 2*len(units); !slices.Equal(seen, []int{2 * runs, 3 * runs}) {
+		t.Errorf("progress %v: the resumed sweep ran windows it had", seen)
+	}
+	a, _ := want.Marshal()
+	b, _ := got.Marshal()
+	if string(a) != string(b) {
+		t.Errorf("the resumed sweep differs from the whole one")
+	}
+	if _, err := os.Stat(opt.Resume); !os.IsNotExist(err) {
+		t.Errorf("the state is left after the sweep: %v", err)
 	}
 }

@@ -112,7 +112,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		if err != nil {
 			t.Fatalf("README.md's walkthrough\n%s\nfailed: %v\n%s", blk[1], err, out)
 		}
-		// Each ends with a report of what quantization did.
+		// Each ends with a report of what quantization did (or a sweep of it).
 		if !strings.Contains(string(out), "KLD") {
 			t.Errorf("README.md's walkthrough\n%s\nprinted no report:\n%s", blk[1], out)
 		}

@@ -129,17 +129,11 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 				*follow, len(req.PromptIDs), len(req.Outputs), dir, maxPos)
 		}
 	case *panelPath != "":
-		prefix := chat.RawPrefix(tok, tmpl)
-		windows, err := session.ReadPanel(*panelPath, tok, *window, prefix)
+		windows, prefix, err := readPanel(ck, tok, tmpl, *panelPath, *window)
 		if err != nil {
 			return err
 		}
 		req = session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
-		for i, w := range windows {
-			if len(w) > maxPos {
-				return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), dir, maxPos)
-			}
-		}
 	default:
 		user := pos[0]
 		if user == "-" { // as cat and most tools read it: the prompt from stdin
@@ -287,6 +281,21 @@ func boolInt(b bool) int {
 
 // openModel opens the checkpoint that modelPath names: a Hugging Face
 // directory, or a GGUF file as a model by itself (ggufmodel.OpenModel).
+// readPanel reads a panel's windows (session.ReadPanel) after the
+// checkpoint's BOS prefix, refusing a window longer than its context.
+func readPanel(ck *checkpoint.Checkpoint, tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig, path string, window int) (windows [][]int, prefix []int, err error) {
+	prefix = chat.RawPrefix(tok, tmpl)
+	if windows, err = session.ReadPanel(path, tok, window, prefix); err != nil {
+		return nil, nil, err
+	}
+	for i, w := range windows {
+		if max := ck.Config.MaxPositionEmbeddings; len(w) > max {
+			return nil, nil, fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", path, i+1, len(w), ck.Source(), max)
+		}
+	}
+	return windows, prefix, nil
+}
+
 func openModel(flagValue string, stderr io.Writer) (*checkpoint.Checkpoint, error) {
 	path, err := modelPath(flagValue, stderr)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/sensitivity"
-	"logitscope/internal/run/session"
 	"logitscope/internal/sys/progress"
 	"logitscope/internal/sys/tempfile"
 	"logitscope/internal/text/chat"
@@ -75,14 +74,9 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	windows, err := session.ReadPanel(*panelPath, tok, *window, chat.RawPrefix(tok, tmpl))
+	windows, _, err := readPanel(ck, tok, tmpl, *panelPath, *window)
 	if err != nil {
 		return err
-	}
-	for i, w := range windows {
-		if max := ck.Config.MaxPositionEmbeddings; len(w) > max {
-			return fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", *panelPath, i+1, len(w), ck.Source(), max)
-		}
 	}
 
 	opt := engine.Options{Activations: *acts, Progress: loadProgress(stderr)}
@@ -134,11 +128,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "resuming the sweep kept in %s\n", so.Resume)
 		}
 	}
-	runs := 2 + 2*len(units)
-	if *controls {
-		runs += 1 + len(units)
-	}
-	fmt.Fprintf(stderr, "sensitivity: %d units by %s, %d windows, %d runs each\n", len(units), *unit, len(windows), runs)
+	fmt.Fprintf(stderr, "sensitivity: %d units by %s, %d windows, %d runs each\n", len(units), *unit, len(windows), sensitivity.RunsPerWindow(len(units), *controls))
 	track = progress.Track(progress.New(stderr), "sweep", "runs")
 	res, err := sensitivity.Sweep(x, windows, units, so)
 	if err != nil {

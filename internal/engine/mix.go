@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"logitscope/internal/engine/internal/cpu"
-	"logitscope/internal/engine/internal/gpuengine"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/model"
 )
@@ -57,31 +56,21 @@ func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
 	}
 	x := &Mix{g: g, acts8: opt.Activations == ActsQ8}
-	progress := func(unit string) func(done, total int64) {
-		if opt.Progress == nil {
-			return nil
-		}
-		return func(done, total int64) { opt.Progress(done, total, unit) }
-	}
-	refW := model.CheckpointWeights(ck)
+	refSrc, refW := Options{}.weights(ck)
 	if err := model.Check(ck.Dir, g, refW); err != nil {
 		return nil, err
 	}
-	ref, release, err := loadTensors(g, gpuengine.CheckpointSource(ck), refW, opt.Files, progress("reference"))
+	ref, release, err := loadTensors(g, refSrc, refW, opt.Files, opt.progress("reference"))
 	if err != nil {
 		return nil, err
 	}
 	x.ref, x.release = ref, append(x.release, release)
-	var src gpuengine.Source = gpuengine.GGUFSource(opt.GGUF)
-	var w model.Weights = opt.GGUF
-	if opt.Variant != nil {
-		src, w = gpuengine.VariantSource(opt.Variant), opt.Variant
-	}
+	src, w := opt.weights(ck)
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		x.Close()
 		return nil, err
 	}
-	test, release, err := loadTensors(g, src, w, opt.Files, progress("test"))
+	test, release, err := loadTensors(g, src, w, opt.Files, opt.progress("test"))
 	if err != nil {
 		x.Close()
 		return nil, err

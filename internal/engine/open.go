@@ -80,41 +80,50 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 			return nil, err
 		}
 	}
-	src, w := gpuengine.CheckpointSource(ck), model.CheckpointWeights(ck)
-	switch {
-	case opt.Variant != nil && opt.GGUF != nil:
+	if opt.Variant != nil && opt.GGUF != nil {
 		return nil, errors.New("engine: a variant or a GGUF file, not both")
-	case opt.Variant != nil:
-		src, w = gpuengine.VariantSource(opt.Variant), opt.Variant
-	case opt.GGUF != nil:
-		src, w = gpuengine.GGUFSource(opt.GGUF), opt.GGUF
 	}
+	src, w := opt.weights(ck)
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		return nil, err
 	}
 	if err := CheckActivations(opt.Activations); err != nil {
 		return nil, err
 	}
-	progress := func(unit string) func(done, total int64) {
-		if opt.Progress == nil {
-			return nil
-		}
-		return func(done, total int64) { opt.Progress(done, total, unit) }
-	}
 	if opt.Device == nil {
-		m, release, err := loadCPU(g, src, w, opt.Files, progress("bytes"))
+		m, release, err := loadCPU(g, src, w, opt.Files, opt.progress("bytes"))
 		if err != nil {
 			return nil, err
 		}
 		return newCPU(m, opt.Capacity, opt.Activations == ActsQ8, release)
 	}
 	e, err := gpuengine.New(opt.Device, g, src, gpuengine.Options{
-		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: progress("tensors"), Acts8: opt.Activations == ActsQ8,
+		Capacity: opt.Capacity, MaxPieceBytes: opt.MaxPieceBytes, Progress: opt.progress("tensors"), Acts8: opt.Activations == ActsQ8,
 		Workgroup: opt.Workgroup})
 	if err != nil {
 		return nil, err
 	}
 	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab, routes: g.Routes(), name: DeviceName(opt.Device)}, nil
+}
+
+// weights are the weights o runs: the variant's, else the GGUF file's,
+// else the checkpoint's own.
+func (o Options) weights(ck *checkpoint.Checkpoint) (gpuengine.Source, model.Weights) {
+	switch {
+	case o.Variant != nil:
+		return gpuengine.VariantSource(o.Variant), o.Variant
+	case o.GGUF != nil:
+		return gpuengine.GGUFSource(o.GGUF), o.GGUF
+	}
+	return gpuengine.CheckpointSource(ck), model.CheckpointWeights(ck)
+}
+
+// progress is Progress for one unit, or nil.
+func (o Options) progress(unit string) func(done, total int64) {
+	if o.Progress == nil {
+		return nil
+	}
+	return func(done, total int64) { o.Progress(done, total, unit) }
 }
 
 // DeviceName is how receipts and logs name a device: "gpu: <adapter>

@@ -1,6 +1,7 @@
 package sensitivity
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -169,7 +170,7 @@ func (sw *sweeper) result(windows int) *Result {
 		r.Additivity.Forward /= w
 		r.Additivity.Reverse /= w
 	}
-	slices.SortStableFunc(r.Units, func(a, b UnitResult) int { return -cmpFloat(a.Forward.MeanKLD, b.Forward.MeanKLD) })
+	slices.SortStableFunc(r.Units, func(a, b UnitResult) int { return cmp.Compare(b.Forward.MeanKLD, a.Forward.MeanKLD) })
 	grow := math.Inf(-1)
 	for l, a := range st.Layers {
 		d := Divergence{Layer: l, Rel: a.Rel, MinCos: 1, SQNR: 10 * math.Log10(a.Signal/a.Noise)}

@@ -12,6 +12,7 @@
 package sensitivity
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/dump"
+	"logitscope/internal/run/session"
 	"logitscope/internal/sys/tempfile"
 )
 
@@ -108,10 +110,7 @@ func Sweep(x *engine.Mix, windows [][]int, units []Unit, opt Options) (*Result, 
 			return nil, err
 		}
 	}
-	runs := 2 + 2*len(units)
-	if opt.Controls {
-		runs += 1 + len(units)
-	}
+	runs := RunsPerWindow(len(units), opt.Controls)
 	for w := st.Done; w < len(windows); w++ {
 		if err := sw.window(w, windows[w]); err != nil {
 			return nil, fmt.Errorf("window %d: %w", w+1, err)
@@ -133,6 +132,17 @@ func Sweep(x *engine.Mix, windows [][]int, units []Unit, opt Options) (*Result, 
 		}
 	}
 	return res, nil
+}
+
+// RunsPerWindow is how many forward passes a sweep of units runs per
+// window: the reference and the test whole, each unit forward and
+// reverse, and with controls the noise floor and each unit's isotropic
+// control.
+func RunsPerWindow(units int, controls bool) int {
+	if controls {
+		return 3 + 3*units
+	}
+	return 2 + 2*units
 }
 
 type sweeper struct {
@@ -301,7 +311,7 @@ func (sw *sweeper) window(w int, ids []int) error {
 		for c, call := range calls {
 			row := rows[call.Position*v : (call.Position+1)*v]
 			gap := float64(row[call.Ref]) - float64(row[call.Test])
-			shares[c] = append(shares[c], Share{Unit: u.Name, Share: (gap - call.Gap) / (call.Margin - call.Gap), Undoes: argmax(row) == call.Ref})
+			shares[c] = append(shares[c], Share{Unit: u.Name, Share: (gap - call.Gap) / (call.Margin - call.Gap), Undoes: session.Argmax(row) == call.Ref})
 		}
 		if sw.iso != nil {
 			rows, err := sw.run(ids, engine.Choice{Over: sw.iso[i]}, u.Layer, refB, nil)
@@ -322,7 +332,7 @@ func (sw *sweeper) window(w int, ids []int) error {
 				}
 				return 1
 			}
-			return -cmpFloat(a.Share, b.Share)
+			return cmp.Compare(b.Share, a.Share)
 		})
 		for _, x := range s {
 			calls[c].Total += x.Share
@@ -372,26 +382,6 @@ type layerAcc struct {
 	Cos    []float32 `json:"cos"`
 	Signal float64   `json:"signal"`
 	Noise  float64   `json:"noise"`
-}
-
-func argmax(row []float32) int {
-	best := 0
-	for i, v := range row {
-		if v > row[best] {
-			best = i
-		}
-	}
-	return best
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // resume reads opt.Resume's state if there is one of opt.Key, else starts

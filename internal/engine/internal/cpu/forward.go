@@ -31,7 +31,7 @@ type State struct {
 	// garbage until a collection, once per chunk.
 	rows []float32
 
-	stacks map[[3]*model.Matrix]stacked // stack's results by their parts, made once
+	stacks map[*model.Matrix]stacked // stack's results by their first part, made once
 
 	acts8 bool // weight products round the activations to 8 bits (a8.go)
 }
@@ -57,7 +57,7 @@ func New(m *model.Model, capacity int) (*State, error) {
 		return nil, err
 	}
 	kvDim := m.KVHeads * m.HeadDim
-	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers), stacks: map[[3]*model.Matrix]stacked{}}
+	s := &State{m: m, cap: capacity, k: make([][]float32, m.NumLayers), v: make([][]float32, m.NumLayers), stacks: map[*model.Matrix]stacked{}}
 	for l := range s.k {
 		s.k[l] = make([]float32, capacity*kvDim)
 		s.v[l] = make([]float32, capacity*kvDim)
@@ -156,7 +156,7 @@ func (s *State) Use(m *model.Model) error {
 		return fmt.Errorf("cpu: a model of another geometry")
 	}
 	s.m = m
-	clear(s.stacks) // they would keep the last model's matrices
+	clear(s.stacks) // keyed by a first part that m may stack with others
 	return nil
 }
 

@@ -37,16 +37,14 @@ type stacked struct {
 	ok bool
 }
 
-// stack is the package's stack of up to three parts, made once per parts
-// and kept: the same layers are stacked at every step. The key is every
-// part, not the first: a mix (Use) may change one part of a layer alone.
+// stack is the package's stack, made once per first part and kept: the
+// same layers are stacked at every step, and the biases copied each time.
+// Use forgets them: another mix may change any part of a layer.
 func (s *State) stack(ws []*model.Matrix, bs [][]float32) (*model.Matrix, []float32, bool) {
-	var key [3]*model.Matrix
-	copy(key[:], ws)
-	st, hit := s.stacks[key]
+	st, hit := s.stacks[ws[0]]
 	if !hit {
 		st.W, st.b, st.ok = stack(ws, bs)
-		s.stacks[key] = st
+		s.stacks[ws[0]] = st
 	}
 	return st.W, st.b, st.ok
 }

@@ -279,8 +279,6 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// openModel opens the checkpoint that modelPath names: a Hugging Face
-// directory, or a GGUF file as a model by itself (ggufmodel.OpenModel).
 // readPanel reads a panel's windows (session.ReadPanel) after the
 // checkpoint's BOS prefix, refusing a window longer than its context.
 func readPanel(ck *checkpoint.Checkpoint, tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig, path string, window int) (windows [][]int, prefix []int, err error) {
@@ -296,6 +294,22 @@ func readPanel(ck *checkpoint.Checkpoint, tok *tokenizer.Tokenizer, tmpl chat.Te
 	return windows, prefix, nil
 }
 
+// panelOf reads a panel's windows with ck's own tokenizer and BOS prefix.
+func panelOf(ck *checkpoint.Checkpoint, path string, window int) ([][]int, error) {
+	tok, err := tokenizer.Load(ck.TokenizerPath())
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
+	if err != nil {
+		return nil, err
+	}
+	windows, _, err := readPanel(ck, tok, tmpl, path, window)
+	return windows, err
+}
+
+// openModel opens the checkpoint that modelPath names: a Hugging Face
+// directory, or a GGUF file as a model by itself (ggufmodel.OpenModel).
 func openModel(flagValue string, stderr io.Writer) (*checkpoint.Checkpoint, error) {
 	path, err := modelPath(flagValue, stderr)
 	if err != nil {

@@ -10,6 +10,7 @@
 //	logitscope conform merge [--junit FILE] [--out DIR] SHARD_DIR...
 //	logitscope export   [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf
 //	logitscope sensitivity [--model DIR] (--scheme q8|q6|q4 | --variant DIR|F.gguf) --panel FILE [--unit tensor|layer|kind] [--out FILE.json]
+//	logitscope recipe   [--model DIR] --panel FILE (--target-bpw B | --target-size S) [--schemes q8,q6,q4] [--unit tensor|layer|kind] [--out DIR] [--json FILE]
 //
 // Wherever --model takes a directory it takes a Hugging Face Hub id too,
 // hf:ORG/NAME[@REV] (or hf:ORG/NAME/FILE.gguf[@REV]): package hub downloads
@@ -42,6 +43,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"conform":     conformCommand,
 	"export":      export,
 	"sensitivity": sensitivityCommand,
+	"recipe":      recipeCommand,
 }
 
 // about says what each command does and how it is called, for the usage
@@ -59,6 +61,8 @@ var about = map[string]struct{ what, use string }{
 	"export": {"write a model or variant as a llama.cpp GGUF", "logitscope export [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf"},
 	"sensitivity": {"which matrices a quantization's damage comes from: sweeps, culprits of clear calls, divergence by layer",
 		"logitscope sensitivity [--model DIR] (--scheme q8|q6|q4 | --variant DIR|F.gguf) --panel FILE [--unit tensor|layer|kind] [--out FILE.json]"},
+	"recipe": {"a scheme per tensor within a size, from sweeps of each scheme: built, measured, and written for quantize and llama-quantize",
+		"logitscope recipe [--model DIR] --panel FILE (--target-bpw B | --target-size S) [--schemes q8,q6,q4] [--unit tensor|layer|kind] [--out DIR] [--json FILE]"},
 }
 
 func main() { os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -10,6 +10,7 @@ import (
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
+	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/quant"
@@ -17,7 +18,6 @@ import (
 	"logitscope/internal/run/sensitivity"
 	"logitscope/internal/sys/progress"
 	"logitscope/internal/sys/tempfile"
-	"logitscope/internal/text/chat"
 	"logitscope/internal/text/tokenizer"
 )
 
@@ -66,44 +66,22 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer ck.Close()
-	tok, err := tokenizer.Load(ck.TokenizerPath())
-	if err != nil {
-		return err
-	}
-	tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
-	if err != nil {
-		return err
-	}
-	windows, _, err := readPanel(ck, tok, tmpl, *panelPath, *window)
+	windows, err := panelOf(ck, *panelPath, *window)
 	if err != nil {
 		return err
 	}
 
-	opt := engine.Options{Activations: *acts, Progress: loadProgress(stderr)}
-	test := *variantName
-	switch {
-	case *schemeName != "":
+	if *schemeName != "" {
 		scheme, err := quant.ParseScheme(*schemeName)
 		if err != nil {
 			return err
 		}
-		if test, err = variant.Ensure(ck, scheme, stderr); err != nil {
-			return err
-		}
-		fallthrough
-	case !gguf.IsFileName(test):
-		if opt.Variant, err = engine.OpenVariant(ck, test); err != nil {
-			return err
-		}
-		if opt.Variant == nil {
-			return fmt.Errorf("--variant f32 is the reference itself: give a quantized variant")
-		}
-	default:
-		if opt.GGUF, err = engine.OpenGGUF(ck, test); err != nil {
+		if *variantName, err = variant.Ensure(ck, scheme, stderr); err != nil {
 			return err
 		}
 	}
-	x, err := engine.OpenMix(ck, opt)
+	test := *variantName
+	x, opt, err := openMix(ck, test, *acts, stderr)
 	if err != nil {
 		return err
 	}
@@ -117,24 +95,21 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var track func(done, total int64)
 	so := sensitivity.Options{Unit: *unit, Controls: *controls, Culprits: *culprits,
-		Margins:  margins.Options{K: *k, AbsMargin: *absMargin},
-		Progress: func(done, total int) { track(int64(done), int64(total)) }}
+		Margins: margins.Options{K: *k, AbsMargin: *absMargin}}
 	so.Key = sweepKey(fp, testID(opt), receipt.PanelSHA256(windows), so, *acts)
 	if *out != "" {
 		so.Resume = *out + ".partial"
-		if _, err := os.Stat(so.Resume); err == nil {
-			fmt.Fprintf(stderr, "resuming the sweep kept in %s\n", so.Resume)
-		}
 	}
-	fmt.Fprintf(stderr, "sensitivity: %d units by %s, %d windows, %d runs each\n", len(units), *unit, len(windows), sensitivity.RunsPerWindow(len(units), *controls))
-	track = progress.Track(progress.New(stderr), "sweep", "runs")
-	res, err := sensitivity.Sweep(x, windows, units, so)
+	res, err := sweep(x, windows, units, so, "sweep", stderr)
 	if err != nil {
 		return err
 	}
 	res.Model, res.Test = ck.Source(), test
+	tok, err := tokenizer.Load(ck.TokenizerPath())
+	if err != nil {
+		return err
+	}
 	text := func(id int) string { return tok.Decode([]int{id}, false) }
 	if err := res.WriteText(stdout, *top, text); err != nil {
 		return err
@@ -146,15 +121,52 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := tempfile.Write(*out, func(w io.Writer) error { _, err := w.Write(data); return err })
-	if err != nil {
-		return err
-	}
-	if err := tempfile.Rename(tempfile.Move{Temp: tmp, Path: *out}); err != nil {
+	if err := writeFile(*out, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (seal %s)\n", *out, res.Seal)
 	return nil
+}
+
+// sweep runs sensitivity.Sweep with a progress bar, saying what it runs
+// and whether it goes on from a resume file.
+func sweep(x *engine.Mix, windows [][]int, units []sensitivity.Unit, so sensitivity.Options, label string, stderr io.Writer) (*sensitivity.Result, error) {
+	if so.Resume != "" {
+		if _, err := os.Stat(so.Resume); err == nil {
+			fmt.Fprintf(stderr, "resuming the sweep kept in %s\n", so.Resume)
+		}
+	}
+	fmt.Fprintf(stderr, "%s: %d units by %s, %d windows, %d runs each\n", label, len(units), so.Unit, len(windows), so.RunsPerWindow(len(units)))
+	track := progress.Track(progress.New(stderr), label, "runs")
+	so.Progress = func(done, total int) { track(int64(done), int64(total)) }
+	return sensitivity.Sweep(x, windows, units, so)
+}
+
+// openMix opens the reference of ck against test, a variant directory or a
+// GGUF file, for sweeps.
+func openMix(ck *checkpoint.Checkpoint, test, acts string, stderr io.Writer) (*engine.Mix, engine.Options, error) {
+	opt := engine.Options{Activations: acts, Progress: loadProgress(stderr)}
+	var err error
+	if gguf.IsFileName(test) {
+		opt.GGUF, err = engine.OpenGGUF(ck, test)
+	} else if opt.Variant, err = engine.OpenVariant(ck, test); err == nil && opt.Variant == nil {
+		err = fmt.Errorf("--variant f32 is the reference itself: give a quantized variant")
+	}
+	if err != nil {
+		return nil, opt, err
+	}
+	x, err := engine.OpenMix(ck, opt)
+	return x, opt, err
+}
+
+// writeFile puts data at path through a temporary file beside it, so that
+// path holds either what it held or all of data.
+func writeFile(path string, data []byte) error {
+	tmp, err := tempfile.Write(path, func(w io.Writer) error { _, err := w.Write(data); return err })
+	if err != nil {
+		return err
+	}
+	return tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
 }
 
 // loadProgress shows the loading of a mix's reference and test on stderr.
@@ -181,7 +193,7 @@ func testID(opt engine.Options) string {
 // sweepKey is what a resume file must match: the model, the test, the
 // panel and every option that changes a number.
 func sweepKey(model, test, panel string, so sensitivity.Options, acts string) string {
-	b, _ := json.Marshal([]any{model, test, panel, so.Unit, so.Controls, so.Culprits, so.Margins.K, so.Margins.AbsMargin, acts})
+	b, _ := json.Marshal([]any{model, test, panel, so.Unit, so.Controls, so.ForwardOnly, so.Culprits, so.Margins.K, so.Margins.AbsMargin, acts})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -107,3 +107,18 @@ func mappings(g model.Geometry) ([]mapping, error) {
 	}
 	return out, nil
 }
+
+// Names maps each of g's Hugging Face tensors to the GGUF tensor that holds
+// it in llama.cpp's files: a mixture's experts map, all of them, to their
+// layer's stacked tensor (blk.N.ffn_down_exps.weight).
+func Names(g model.Geometry) (map[string]string, error) {
+	ms, err := mappings(g)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]string, len(ms))
+	for _, m := range ms {
+		names[m.hf] = m.gguf
+	}
+	return names, nil
+}

@@ -24,15 +24,18 @@ const (
 // state's divergence by layer. Sealed (Marshal): the seal is the sha256
 // of the canonical JSON without it.
 type Result struct {
-	Kind      string            `json:"kind"`
-	Version   int               `json:"version"`
-	Key       string            `json:"key"`
-	Model     string            `json:"model"`
-	Test      string            `json:"test"`
-	Unit      string            `json:"unit"`
-	Windows   int               `json:"windows"`
-	Positions int               `json:"positions"`
-	Criterion margins.Criterion `json:"criterion"`
+	Kind    string `json:"kind"`
+	Version int    `json:"version"`
+	Key     string `json:"key"`
+	Model   string `json:"model"`
+	Test    string `json:"test"`
+	Unit    string `json:"unit"`
+	// ForwardOnly says the reverse sweep was not run (Options): no
+	// reverse effects, reverse additivity or culprits.
+	ForwardOnly bool              `json:"forward_only,omitempty"`
+	Windows     int               `json:"windows"`
+	Positions   int               `json:"positions"`
+	Criterion   margins.Criterion `json:"criterion"`
 	// Whole is the test against the reference: every unit quantized.
 	Whole Effect `json:"whole"`
 	// Floor is the reference against itself with every matrix perturbed by
@@ -146,7 +149,7 @@ func (a acc) effect() Effect {
 
 func (sw *sweeper) result(windows int) *Result {
 	st := sw.st
-	r := &Result{Kind: Kind, Version: Version, Key: st.Key, Unit: sw.opt.Unit, Windows: windows,
+	r := &Result{Kind: Kind, Version: Version, Key: st.Key, Unit: sw.opt.Unit, ForwardOnly: sw.opt.ForwardOnly, Windows: windows,
 		Positions: st.Positions, Criterion: st.Criterion, Whole: st.Whole.effect(), Calls: st.Calls}
 	if r.Calls == nil {
 		r.Calls = []Call{}
@@ -163,7 +166,9 @@ func (sw *sweeper) result(windows int) *Result {
 			ur.Iso, ur.RelError = &iso, &rel
 		}
 		r.Additivity.Forward += ur.Forward.MeanKLD
-		r.Additivity.Reverse += r.Whole.MeanKLD - ur.Reverse.MeanKLD
+		if !r.ForwardOnly {
+			r.Additivity.Reverse += r.Whole.MeanKLD - ur.Reverse.MeanKLD
+		}
 		r.Units = append(r.Units, ur)
 	}
 	if w := r.Whole.MeanKLD; w > 0 {
@@ -220,12 +225,19 @@ func (r *Result) WriteText(w io.Writer, top int, text func(id int) string) error
 	if r.Floor != nil {
 		p("noise floor: mean KLD %.6f  99%% %.6f  flips %d (%d clear)  (bf16-rounding noise on every reference matrix)\n", r.Floor.MeanKLD, r.Floor.KLD99, r.Floor.Flips, r.Floor.Clear)
 	}
-	p("additivity:  forward %.3f (Σ units alone / whole), reverse %.3f (Σ restored / whole)\n\n", r.Additivity.Forward, r.Additivity.Reverse)
+	if r.ForwardOnly {
+		p("additivity:  forward %.3f (Σ units alone / whole); no reverse sweep\n\n", r.Additivity.Forward)
+	} else {
+		p("additivity:  forward %.3f (Σ units alone / whole), reverse %.3f (Σ restored / whole)\n\n", r.Additivity.Forward, r.Additivity.Reverse)
+	}
 	nw := len("unit")
 	for _, u := range r.Units {
 		nw = max(nw, len(u.Name))
 	}
-	p("%-4s %-*s %-6s %5s  %10s %10s %5s %5s %9s  %10s %5s", "rank", nw, "unit", "format", "bpw", "fwd KLD", "fwd 99%", "flips", "clear", "Δp", "rev ΔKLD", "clear")
+	p("%-4s %-*s %-6s %5s  %10s %10s %5s %5s %9s", "rank", nw, "unit", "format", "bpw", "fwd KLD", "fwd 99%", "flips", "clear", "Δp")
+	if !r.ForwardOnly {
+		p("  %10s %5s", "rev ΔKLD", "clear")
+	}
 	iso := len(r.Units) > 0 && r.Units[0].Iso != nil
 	if iso {
 		p("  %10s %7s", "iso KLD", "rel err")
@@ -236,9 +248,11 @@ func (r *Result) WriteText(w io.Writer, top int, text func(id int) string) error
 			p("… %d more units\n", len(r.Units)-top)
 			break
 		}
-		p("%-4d %-*s %-6s %5.2f  %10.6f %10.6f %5d %5d %+9.5f  %10.6f %5d", i+1, nw, u.Name, u.Format, u.Bits(),
-			u.Forward.MeanKLD, u.Forward.KLD99, u.Forward.Flips, u.Forward.Clear, u.Forward.MeanDeltaP,
-			r.Whole.MeanKLD-u.Reverse.MeanKLD, u.Reverse.Clear)
+		p("%-4d %-*s %-6s %5.2f  %10.6f %10.6f %5d %5d %+9.5f", i+1, nw, u.Name, u.Format, u.Bits(),
+			u.Forward.MeanKLD, u.Forward.KLD99, u.Forward.Flips, u.Forward.Clear, u.Forward.MeanDeltaP)
+		if !r.ForwardOnly {
+			p("  %10.6f %5d", r.Whole.MeanKLD-u.Reverse.MeanKLD, u.Reverse.Clear)
+		}
 		if u.Iso != nil {
 			p("  %10.6f %7.4f", u.Iso.MeanKLD, *u.RelError)
 		}
@@ -259,7 +273,12 @@ func (r *Result) WriteText(w io.Writer, top int, text func(id int) string) error
 			p("… %d more\n", len(r.Calls)-top)
 			break
 		}
-		p("  position %d (window %d, %d): reference %s, test %s, margin %.3f → %.3f; restoring:", c.Index, c.Window+1, c.Position, quote(text, c.Ref), quote(text, c.Test), c.Margin, c.Gap)
+		p("  position %d (window %d, %d): reference %s, test %s, margin %.3f → %.3f", c.Index, c.Window+1, c.Position, quote(text, c.Ref), quote(text, c.Test), c.Margin, c.Gap)
+		if r.ForwardOnly {
+			p("\n")
+			continue
+		}
+		p("; restoring:")
 		for _, s := range c.Culprits {
 			undo := ""
 			if s.Undoes {

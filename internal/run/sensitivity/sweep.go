@@ -43,6 +43,10 @@ type Options struct {
 	Controls bool
 	// Culprits is how many units each clear call lists (default 5).
 	Culprits int
+	// ForwardOnly skips the reverse sweep, and with it the clear calls'
+	// culprits and the reverse additivity: what a recipe needs of a
+	// scheme is each unit's forward effect alone, in half the runs.
+	ForwardOnly bool
 	// Progress, if set, is told the runs done of the total.
 	Progress func(done, total int)
 	// Resume, if set, is where the sweep keeps its state after each
@@ -110,7 +114,7 @@ func Sweep(x *engine.Mix, windows [][]int, units []Unit, opt Options) (*Result, 
 			return nil, err
 		}
 	}
-	runs := RunsPerWindow(len(units), opt.Controls)
+	runs := opt.RunsPerWindow(len(units))
 	for w := st.Done; w < len(windows); w++ {
 		if err := sw.window(w, windows[w]); err != nil {
 			return nil, fmt.Errorf("window %d: %w", w+1, err)
@@ -136,13 +140,17 @@ func Sweep(x *engine.Mix, windows [][]int, units []Unit, opt Options) (*Result, 
 
 // RunsPerWindow is how many forward passes a sweep of units runs per
 // window: the reference and the test whole, each unit forward and
-// reverse, and with controls the noise floor and each unit's isotropic
-// control.
-func RunsPerWindow(units int, controls bool) int {
-	if controls {
-		return 3 + 3*units
+// (unless ForwardOnly) reverse, and with controls the noise floor and
+// each unit's isotropic control.
+func (opt Options) RunsPerWindow(units int) int {
+	whole, per := 2, 2
+	if opt.ForwardOnly {
+		per = 1
 	}
-	return 2 + 2*units
+	if opt.Controls {
+		whole, per = whole+1, per+1
+	}
+	return whole + per*units
 }
 
 type sweeper struct {
@@ -299,19 +307,10 @@ func (sw *sweeper) window(w int, ids []int) error {
 		if err := sw.add(&a.Forward, ids, ref, rows); err != nil {
 			return err
 		}
-		// Reverse: everything else from the test.
-		rows, err = sw.run(ids, engine.Choice{Test: func(name string) bool { return !in(name) }}, u.Layer, testB, nil)
-		if err != nil {
-			return err
-		}
-		if err := sw.add(&a.Reverse, ids, ref, rows); err != nil {
-			return err
-		}
-		v := sw.vocab
-		for c, call := range calls {
-			row := rows[call.Position*v : (call.Position+1)*v]
-			gap := float64(row[call.Ref]) - float64(row[call.Test])
-			shares[c] = append(shares[c], Share{Unit: u.Name, Share: (gap - call.Gap) / (call.Margin - call.Gap), Undoes: session.Argmax(row) == call.Ref})
+		if !sw.opt.ForwardOnly {
+			if err := sw.reverse(ids, u, in, testB, ref, &a.Reverse, calls, shares); err != nil {
+				return err
+			}
 		}
 		if sw.iso != nil {
 			rows, err := sw.run(ids, engine.Choice{Over: sw.iso[i]}, u.Layer, refB, nil)
@@ -338,6 +337,26 @@ func (sw *sweeper) window(w int, ids []int) error {
 			calls[c].Total += x.Share
 		}
 		calls[c].Culprits = s[:min(len(s), sw.opt.Culprits)]
+	}
+	return nil
+}
+
+// reverse runs the test with unit u (its matrices: in) restored to the
+// reference's from u's boundary in the test's run (testB), adds the run
+// to acc and each clear call's share of its margin given back.
+func (sw *sweeper) reverse(ids []int, u Unit, in func(string) bool, testB [][]float32, ref []float32, a *acc, calls []Call, shares [][]Share) error {
+	rows, err := sw.run(ids, engine.Choice{Test: func(name string) bool { return !in(name) }}, u.Layer, testB, nil)
+	if err != nil {
+		return err
+	}
+	if err := sw.add(a, ids, ref, rows); err != nil {
+		return err
+	}
+	v := sw.vocab
+	for c, call := range calls {
+		row := rows[call.Position*v : (call.Position+1)*v]
+		gap := float64(row[call.Ref]) - float64(row[call.Test])
+		shares[c] = append(shares[c], Share{Unit: u.Name, Share: (gap - call.Gap) / (call.Margin - call.Gap), Undoes: session.Argmax(row) == call.Ref})
 	}
 	return nil
 }

@@ -116,7 +116,13 @@ func mix(t testing.TB, dir string, scheme quant.Scheme) *engine.Mix {
 	if err := variant.Write(ck, scheme, out, variant.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := variant.Open(out)
+	return mixOf(t, ck, out)
+}
+
+// mixOf opens ck against the variant in dir.
+func mixOf(t testing.TB, ck *checkpoint.Checkpoint, dir string) *engine.Mix {
+	t.Helper()
+	v, err := variant.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"logitscope/internal/engine"
 	"logitscope/internal/format/ggml"
@@ -25,6 +26,8 @@ func export(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("gguf", "", "the GGUF file to write (required)")
 	force := fs.Bool("force", false, "replace the --gguf file if it exists")
 	ftype := fs.String("type", "", "quantize the f32 export with llama.cpp's own quantizer (llama_model_quantize, as llama-quantize does) to this type: Q4_K_M, Q8_0, Q6_K, IQ4_XS... (needs make deps)")
+	var tensorTypes repeated
+	fs.Var(&tensorTypes, "tensor-type", "REGEX=TYPE: with --type, the GGUF tensors whose name matches take TYPE (q8_0, q6_K, f32...), as llama-quantize's --tensor-type; repeatable, the first that matches decides (logitscope recipe prints these)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -37,6 +40,14 @@ func export(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var quantizer *llamacpp.H
+	if len(tensorTypes) > 0 && *ftype == "" {
+		return fmt.Errorf("--tensor-type is a rule of llama.cpp's quantizer: give --type too")
+	}
+	for _, r := range tensorTypes {
+		if i := strings.LastIndexByte(r, '='); i < 1 || i == len(r)-1 {
+			return fmt.Errorf("--tensor-type %q: want REGEX=TYPE", r)
+		}
+	}
 	if *ftype != "" {
 		if *name != "f32" {
 			return fmt.Errorf("--type %s quantizes the checkpoint's own weights: it takes --variant f32, not %s", *ftype, *name)
@@ -72,7 +83,7 @@ func export(args []string, stdout, stderr io.Writer) error {
 	if quantizer != nil {
 		f32 := tmp
 		defer tempfile.Remove(f32)
-		if tmp, err = llamaQuantize(quantizer, f32, *out, *ftype, stderr); err != nil {
+		if tmp, err = llamaQuantize(quantizer, f32, *out, *ftype, tensorTypes, stderr); err != nil {
 			return err
 		}
 		*name = *ftype
@@ -105,16 +116,22 @@ func export(args []string, stdout, stderr io.Writer) error {
 
 // llamaQuantize writes f32's GGUF quantized to ftype by llama.cpp into a
 // temporary file beside out, and returns its path.
-func llamaQuantize(h *llamacpp.H, f32, out, ftype string, stderr io.Writer) (string, error) {
+func llamaQuantize(h *llamacpp.H, f32, out, ftype string, tensorTypes []string, stderr io.Writer) (string, error) {
 	f, err := tempfile.Create(out)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", out, err)
 	}
 	f.Close()
 	fmt.Fprintf(stderr, "quantizing to %s with llama.cpp's llama_model_quantize...\n", ftype)
-	if err := h.QuantizeFile(f32, f.Name(), ftype); err != nil {
+	if err := h.QuantizeFile(f32, f.Name(), ftype, tensorTypes...); err != nil {
 		tempfile.Remove(f.Name())
 		return "", fmt.Errorf("--type %s: %v", ftype, err)
 	}
 	return f.Name(), nil
 }
+
+// repeated is a flag that may be given many times, in order given.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, " ") }
+func (r *repeated) Set(s string) error { *r = append(*r, s); return nil }

@@ -185,6 +185,9 @@ func TestExportTypeRefusals(t *testing.T) {
 	}{
 		{[]string{"--type", "Q4_K_X"}, `llama.cpp has no file type "Q4_K_X": it has F32, F16, BF16, Q4_0`},
 		{[]string{"--type", "Q4_K_M", "--variant", "q8"}, "--type Q4_K_M quantizes the checkpoint's own weights: it takes --variant f32, not q8"},
+		{[]string{"--tensor-type", "attn_v=q8_0"}, "--tensor-type is a rule of llama.cpp's quantizer: give --type too"},
+		{[]string{"--type", "Q4_0", "--tensor-type", "attn_v"}, `--tensor-type "attn_v": want REGEX=TYPE`},
+		{[]string{"--type", "Q4_0", "--tensor-type", "attn_v=q9_9"}, "unknown ggml type q9_9"},
 	} {
 		_, err := run(t, exportCmd, append(c.args, "--model", tiny(t), "--gguf", out)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -11,6 +11,7 @@ import (
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/ggml"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/model"
 	"logitscope/internal/model/ggufmodel"
@@ -107,6 +108,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	var uniform []sensitivity.Measured
 	var fixed int64 // what the variant holds beside the swept matrices
 	var g model.Geometry
+	shapes := map[string]engine.Matrix{}
 	for _, scheme := range schemes {
 		dir, err := variant.Ensure(ck, scheme, stderr)
 		if err != nil {
@@ -133,6 +135,9 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 			}
 			res.Model, res.Test = ck.Source(), dir
 			g = x.Geometry()
+			for _, m := range x.Changed() {
+				shapes[m.Name] = m
+			}
 			if *evalPath == "" {
 				return res, res.Whole, nil
 			}
@@ -173,7 +178,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		uniform[i].BPW = 8 * float64(uniform[i].Bytes) / float64(params)
 	}
 	r.Uniform = uniform
-	if err := ggufRecipe(r, g); err != nil {
+	if err := ggufRecipe(r, g, shapes); err != nil {
 		return err
 	}
 
@@ -262,34 +267,62 @@ func variantSize(dir string) (int64, error) {
 }
 
 // ggmlTypes are the llama.cpp types that hold each of logitscope's
-// schemes at least as precisely: q8 is Q8_0 itself (32 weights, an f16
-// absmax/127 scale), q4 takes Q4_0's 4.5 bits (Q4_0 rounds to −8…7 where
-// q4 keeps ±7), and q6's 6.5 bits take Q6_K's 6.5625; f32 stays f32.
-var ggmlTypes = map[string]string{"q8": "q8_0", "q6": "q6_K", "q4": "q4_0", sensitivity.F32: "f32"}
+// schemes at least as precisely, the first whose block divides a row:
+// q8 is Q8_0 itself (32 weights, an f16 absmax/127 scale); q6's 6.5 bits
+// take Q6_K's 6.5625 where rows are whole 256-weight blocks, else Q8_0
+// (which holds q6's codes exactly, and is what llama-quantize falls back
+// to from Q6_K); q4 takes Q4_0's 4.5 bits (Q4_0 rounds to −8…7 where q4
+// keeps ±7); f32 stays F32, as does a row no type's block divides.
+var ggmlTypes = map[string][]ggml.Type{"q8": {ggml.Q8_0}, "q6": {ggml.Q6_K, ggml.Q8_0}, "q4": {ggml.Q4_0}, sensitivity.F32: {ggml.F32}}
+
+// ggmlType is scheme's type for a matrix of rows of cols weights, named
+// as llama.cpp's ggml_type_name names it (q6_K, q8_0).
+func ggmlType(scheme string, cols int) ggml.Type {
+	for _, t := range ggmlTypes[scheme] {
+		if cols%t.BlockSize() == 0 {
+			return t
+		}
+	}
+	return ggml.F32
+}
+
+func ggmlName(t ggml.Type) string {
+	return strings.Replace(strings.ToLower(t.String()), "_k", "_K", 1)
+}
 
 // ggufRecipe fills in r's llama-quantize rules: every matrix's GGUF
 // tensor with its type, all of them (llama-quantize's file types bump
-// some tensors by rules of their own, which a rule overrides). A
-// mixture's experts share one stacked tensor in GGUF: it takes the most
-// precise of their types.
-func ggufRecipe(r *sensitivity.Recipe, g model.Geometry) error {
+// some tensors by rules of their own, which a rule overrides), and the
+// bytes they take in those types. A mixture's experts share one stacked
+// tensor in GGUF: it takes the most precise of their types.
+func ggufRecipe(r *sensitivity.Recipe, g model.Geometry, shapes map[string]engine.Matrix) error {
 	names, err := ggufmodel.Names(g)
 	if err != nil {
 		return err
 	}
-	rank := map[string]int{"q4_0": 0, "q6_K": 1, "q8_0": 2, "f32": 3}
-	assign := map[string]string{}
+	bits := func(t ggml.Type) float64 { return float64(t.BlockBytes()) / float64(t.BlockSize()) }
+	assign := map[string]ggml.Type{}
+	size := map[string]int64{} // a GGUF tensor's weights
 	for name, scheme := range r.Assignment() {
-		t, gname := ggmlTypes[scheme], names[name]
+		m, gname := shapes[name], names[name]
 		if gname == "" {
 			return fmt.Errorf("%s has no GGUF tensor in llama.cpp's naming", name)
 		}
-		if old, ok := assign[gname]; !ok || rank[t] > rank[old] {
+		t := ggmlType(scheme, m.Cols)
+		if old, ok := assign[gname]; !ok || bits(t) > bits(old) {
 			assign[gname] = t
 		}
+		size[gname] += int64(m.Rows) * int64(m.Cols)
 	}
-	r.GGUFBase = strings.ToUpper(ggmlTypes[r.Base])
-	r.GGUFRules = sensitivity.Rules(assign, "")
+	byName := map[string]string{}
+	r.GGUFBytes = 0
+	for gname, t := range assign {
+		byName[gname] = ggmlName(t)
+		r.GGUFBytes += int64(bits(t) * float64(size[gname]))
+	}
+	base := ggmlType(r.Base, 1<<20) // the file type: the scheme's first choice
+	r.GGUFBase = strings.ToUpper(ggmlName(base))
+	r.GGUFRules = sensitivity.Rules(byName, "")
 	return nil
 }
 

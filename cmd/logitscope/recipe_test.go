@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/seal"
+	"logitscope/internal/model/synth"
+	"logitscope/internal/peer/llamacpp"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/sensitivity"
 )
@@ -128,5 +132,70 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(bad); err == nil {
 			t.Errorf("%q was taken", bad)
 		}
+	}
+}
+
+// The recipe's llama-quantize rules, given to llama.cpp's own quantizer
+// (export --type --tensor-type: llama_model_quantize with tt_overrides,
+// as llama-quantize --tensor-type does), make a GGUF in which every
+// matrix has the type the recipe names, at the size it says. The model's
+// rows are whole 256-weight blocks, so q6 takes Q6_K.
+func TestRecipeInLlamaCpp(t *testing.T) {
+	llamacpp.Harness(t)
+	model := filepath.Join(t.TempDir(), "small")
+	if err := synth.Write(synth.Presets["small-llama3"], model, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(t.TempDir(), "recipe.json")
+	if _, err := run(t, recipeCmd, "--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--window", "32",
+		"--target-bpw", "6.5", "--json", js); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r sensitivity.Recipe
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	for _, x := range r.GGUFRules {
+		types[x.Scheme] = true
+	}
+	if !types["q6_K"] || len(types) < 2 {
+		t.Fatalf("the recipe's GGUF types %v: want q6_K among others", types)
+	}
+	out := filepath.Join(t.TempDir(), "recipe.gguf")
+	args := []string{"--model", model, "--type", r.GGUFBase, "--gguf", out}
+	for _, x := range r.GGUFRules {
+		args = append(args, "--tensor-type", x.String())
+	}
+	if _, err := run(t, exportCmd, args...); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var matrices int64
+	for _, tensor := range f.Tensors {
+		var rule *sensitivity.Rule
+		for _, x := range r.GGUFRules {
+			if regexp.MustCompile(x.Match).MatchString(tensor.Name) {
+				rule = &x
+				break
+			}
+		}
+		if rule == nil {
+			continue // a norm: F32, no rule
+		}
+		if !strings.EqualFold(tensor.Type.String(), rule.Scheme) {
+			t.Errorf("%s is %s in llama.cpp's file, %s in the recipe", tensor.Name, tensor.Type, rule.Scheme)
+		}
+		matrices += tensor.Size
+	}
+	if matrices != r.GGUFBytes {
+		t.Errorf("the GGUF's matrices take %d bytes, the recipe says %d", matrices, r.GGUFBytes)
 	}
 }

@@ -431,13 +431,14 @@ func (h *H) QuantizeModel(tb testing.TB, in, out, ftype string) {
 	}
 }
 
-// QuantizeFile is QuantizeModel for a program: llama-quantize IN OUT
-// FTYPE, as a function.
-func (h *H) QuantizeFile(in, out, ftype string) error {
+// QuantizeFile is QuantizeModel for a program: llama-quantize
+// [--tensor-type REGEX=TYPE ...] IN OUT FTYPE, as a function, each of
+// tensorTypes a --tensor-type (the first that matches a tensor decides).
+func (h *H) QuantizeFile(in, out, ftype string, tensorTypes ...string) error {
 	if err := h.CheckFileType(ftype); err != nil {
 		return err
 	}
-	_, err := h.exec(nil, nil, "quantize-model", in, out, ftype)
+	_, err := h.exec(nil, nil, append([]string{"quantize-model", in, out, ftype}, tensorTypes...)...)
 	return err
 }
 

@@ -74,6 +74,8 @@ type Recipe struct {
 	Rules     []Rule `json:"rules,omitempty"`
 	GGUFBase  string `json:"gguf_base,omitempty"`
 	GGUFRules []Rule `json:"gguf_rules,omitempty"`
+	// GGUFBytes is what the matrices take in llama.cpp's types.
+	GGUFBytes int64 `json:"gguf_bytes,omitempty"`
 	// Uniform are the schemes swept, each over the evaluation panel;
 	// Measured is the recipe's variant over it.
 	Uniform  []Measured `json:"uniform,omitempty"`
@@ -396,7 +398,11 @@ func (r *Recipe) WriteText(w io.Writer, additivity float64) error {
 	for _, x := range r.Rules {
 		p(" \\\n    --as %s", shellQuote(x.String()))
 	}
-	p("\nwith llama.cpp, from an f32 GGUF (logitscope export --model %s --gguf model-f32.gguf):\n  llama-quantize", shellQuote(r.Model))
+	if r.Variant != "" {
+		p("\nthe variant's own bits in a GGUF (q6 in Q8_0, exactly):\n  logitscope export --model %s --variant %s --gguf model-recipe.gguf\n", shellQuote(r.Model), shellQuote(r.Variant))
+	}
+	p("\nwith llama.cpp's quantizer (its matrices then take %s, %.3f bpw), from an f32 GGUF\n(logitscope export --model %s --gguf model-f32.gguf; or export --type %s --tensor-type RULE... does both):\n  llama-quantize",
+		Size(r.GGUFBytes), 8*float64(r.GGUFBytes)/float64(r.Params), shellQuote(r.Model), r.GGUFBase)
 	for _, x := range r.GGUFRules {
 		p(" \\\n    --tensor-type %s", shellQuote(x.String()))
 	}

@@ -10,7 +10,9 @@
 //   types                          one line per type: id name block_size block_bytes
 //   dequantize TYPE N              stdin: the blocks of N weights; stdout: N float32
 //   quantize TYPE ROWS COLS        stdin: ROWS*COLS float32; stdout: the blocks
-//   quantize-model IN OUT FTYPE    llama_model_quantize with the default parameters
+//   quantize-model IN OUT FTYPE [REGEX=TYPE ...]
+//                                  llama_model_quantize with the default parameters
+//                                  and llama-quantize's --tensor-type overrides
 //   ftypes                         the FTYPE names, one a line
 //   logits MODEL N F32KV THREADS   stdin: N int32 token ids; stdout: int32 n_vocab,
 //                                  then N rows of n_vocab float32 (teacher forced)
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "ggml.h"
@@ -185,7 +188,21 @@ static void init(void) {
 	llama_backend_init();
 }
 
-static int cmd_quantize_model(const char *in, const char *out, const char *name) {
+// type_named is the ggml type whose name is name, as llama-quantize's
+// --tensor-type reads it (any case).
+static enum ggml_type type_named(const char *name) {
+	for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+		const char *n = ggml_type_name((enum ggml_type)t);
+		if (n && !strcasecmp(n, name)) return (enum ggml_type)t;
+	}
+	die("unknown ggml type %s", name);
+	return GGML_TYPE_COUNT;
+}
+
+// cmd_quantize_model is llama-quantize IN OUT FTYPE with each override
+// REGEX=TYPE as its --tensor-type: the array llama.h's tt_overrides
+// takes, ended by a NULL pattern.
+static int cmd_quantize_model(const char *in, const char *out, const char *name, char **overrides, int n) {
 	init();
 	struct llama_model_quantize_params p = llama_model_quantize_default_params();
 	size_t i;
@@ -193,7 +210,20 @@ static int cmd_quantize_model(const char *in, const char *out, const char *name)
 		if (!strcmp(ftypes[i].name, name)) break;
 	if (i == sizeof ftypes / sizeof ftypes[0]) die("unknown ftype %s", name);
 	p.ftype = ftypes[i].ftype;
+	struct llama_model_tensor_override *tt = calloc(n + 1, sizeof *tt);
+	if (!tt) die("out of memory");
+	for (int k = 0; k < n; k++) {
+		char *eq = strrchr(overrides[k], '=');
+		if (!eq || eq == overrides[k]) die("tensor type %s: want REGEX=TYPE", overrides[k]);
+		*eq = 0;
+		tt[k].pattern = overrides[k];
+		tt[k].type = type_named(eq + 1);
+	}
+	tt[n].pattern = NULL;
+	tt[n].type = GGML_TYPE_COUNT;
+	if (n > 0) p.tt_overrides = tt;
 	if (llama_model_quantize(in, out, &p) != 0) die("llama_model_quantize %s -> %s (%s) failed", in, out, name);
+	free(tt);
 	return 0;
 }
 
@@ -455,7 +485,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "ftypes") && n == 0) return cmd_ftypes();
 	if (!strcmp(cmd, "dequantize") && n == 2) return cmd_dequantize(a[0], a[1]);
 	if (!strcmp(cmd, "quantize") && n == 3) return cmd_quantize(a[0], a[1], a[2]);
-	if (!strcmp(cmd, "quantize-model") && n == 3) return cmd_quantize_model(a[0], a[1], a[2]);
+	if (!strcmp(cmd, "quantize-model") && n >= 3) return cmd_quantize_model(a[0], a[1], a[2], a + 3, n - 3);
 	if (!strcmp(cmd, "logits") && n == 4) return cmd_logits(a[0], a[1], a[2], a[3]);
 	if (!strcmp(cmd, "bench") && n == 6) return cmd_bench(a[0], a[1], a[2], a[3], a[4], a[5]);
 	if (!strcmp(cmd, "tiny-model") && n == 2) return cmd_tiny_model(a[0], a[1]);

@@ -174,10 +174,6 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r.Model = ck.Source()
-	for i := range uniform {
-		uniform[i].BPW = 8 * float64(uniform[i].Bytes) / float64(params)
-	}
-	r.Uniform = uniform
 	if err := ggufRecipe(r, g, shapes); err != nil {
 		return err
 	}
@@ -199,7 +195,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r.Measured = &sensitivity.Measured{Name: "recipe", Bytes: r.Bytes, BPW: r.BPW, Effect: whole}
+	r.Measure(uniform, whole)
 	if err := r.WriteText(stdout, sweeps[0].Additivity.Forward); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -93,85 +94,177 @@ type Measured struct {
 	Effect Effect  `json:"effect"`
 }
 
+// Measure records what the uniform schemes (their Name, Bytes and
+// Effect) and the recipe's variant measured over the same panel.
+func (r *Recipe) Measure(uniform []Measured, recipe Effect) {
+	r.Uniform = slices.Clone(uniform)
+	for i := range r.Uniform {
+		r.Uniform[i].BPW = 8 * float64(r.Uniform[i].Bytes) / float64(r.Params)
+	}
+	r.Measured = &Measured{Name: "recipe", Bytes: r.Bytes, BPW: r.BPW, Effect: recipe}
+}
+
 // Marshal is r as sealed, indented JSON.
 func (r *Recipe) Marshal() ([]byte, error) {
 	return seal.Marshal(r, "seal", func(s string) { r.Seal = s })
 }
 
 // Plan picks a scheme per unit from forward sweeps of the same units in
-// different schemes (one Result each, ForwardOnly or not), or f32, so
-// that the units' bytes stay within budget and the sum of their forward
-// KLDs is as small as the greedy frontier gets it: each unit starts in
-// its smallest option and takes the upgrades of the best ΔKLD per byte
-// first. Each unit's options are cut to their lower convex hull first, so
-// that an option a cheaper and a dearer one dominate between them is never
-// a step, and a noisy measure that makes more bits look worse is skipped
-// rather than taken.
+// different schemes (one Result each, ForwardOnly or not), or f32: the
+// picks of least predicted KLD, the sum of the units' forward KLDs, whose
+// bytes stay within budget, by a knapsack over the units' options. The
+// frontier is the greedy path of exllamav3's optimizer and llama.cpp PR
+// #15550's solver: each unit starts in its smallest option and the
+// upgrades of most ΔKLD per byte come first, on each unit's lower convex
+// hull, so that an option that a cheaper and a dearer one dominate
+// between them is never a step, and a noisy measure that makes more bits
+// look worse is skipped rather than taken. Between the frontier's points
+// a greedy fill is not the best: a large step that no longer fits blocks
+// a unit that leaving out smaller steps elsewhere would pay for.
 func Plan(sweeps []*Result, budget int64) (*Recipe, error) {
 	picks, options, err := optionsOf(sweeps)
 	if err != nil {
 		return nil, err
 	}
-	type step struct {
-		unit, to int // the unit's hull index it moves to
-		ratio    float64
-	}
-	hulls := make([][]Option, len(options))
-	var steps []step
-	for i, o := range options {
-		hulls[i] = hull(o)
-		for j := 1; j < len(hulls[i]); j++ {
-			a, b := hulls[i][j-1], hulls[i][j]
-			steps = append(steps, step{i, j, (a.KLD - b.KLD) / float64(b.Bytes-a.Bytes)})
-		}
-	}
-	// On a convex hull each unit's ratios fall, so sorting every step by
-	// ratio keeps each unit's steps in order.
-	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(b.ratio, a.ratio) })
-
 	r := &Recipe{Kind: RecipeKind, Version: RecipeVersion, Unit: sweeps[0].Unit, Budget: budget}
-	at := make([]int, len(picks))
-	for i := range picks {
-		picks[i].Option = hulls[i][0]
+	var least int64
+	for i, p := range picks {
+		r.Params += p.Params
+		least += options[i][0].Bytes
+	}
+	if least > budget {
+		return nil, fmt.Errorf("the target, %s, is below the smallest recipe: every unit in its smallest scheme takes %s", Size(budget), Size(least))
+	}
+	r.Frontier = frontier(options, r.Params)
+	// The knapsack's rounding leaves some bytes over, which a greedy fill
+	// spends; a greedy fill from the smallest options is kept where it
+	// predicts less.
+	best, kld := []int(nil), math.Inf(1)
+	for _, start := range [][]int{make([]int, len(options)), knapsack(options, budget)} {
+		at := fill(options, start, budget)
+		if k := predicted(options, at); k < kld {
+			best, kld = at, k
+		}
+	}
+	for i, j := range best {
+		picks[i].Option = options[i][j]
 		r.Bytes += picks[i].Bytes
-		r.Params += picks[i].Params
 		r.Predicted += picks[i].KLD
-	}
-	if r.Bytes > budget {
-		return nil, fmt.Errorf("the target, %s, is below the smallest recipe: every unit in its smallest scheme takes %s", Size(budget), Size(r.Bytes))
-	}
-	point := func(bytes int64, kld float64) Point {
-		return Point{Bytes: bytes, BPW: 8 * float64(bytes) / float64(r.Params), KLD: max(kld, 0)} // 0 less rounding
-	}
-	bytes, kld := r.Bytes, r.Predicted
-	r.Frontier = append(r.Frontier, point(bytes, kld))
-	frozen := make([]bool, len(picks))
-	for _, s := range steps {
-		from, to := hulls[s.unit][s.to-1], hulls[s.unit][s.to]
-		bytes += to.Bytes - from.Bytes
-		kld += to.KLD - from.KLD
-		r.Frontier = append(r.Frontier, point(bytes, kld))
-		// Within the budget, take every step that fits; a unit whose step
-		// does not fit takes none of its later ones (they come after it).
-		if frozen[s.unit] || at[s.unit] != s.to-1 {
-			continue
-		}
-		if r.Bytes+to.Bytes-from.Bytes > budget {
-			frozen[s.unit] = true
-			continue
-		}
-		at[s.unit] = s.to
-		picks[s.unit].Option = to
-		r.Bytes += to.Bytes - from.Bytes
-	}
-	r.Predicted = 0 // summed afresh: the running sum has the steps' rounding
-	for _, p := range picks {
-		r.Predicted += p.KLD
 	}
 	r.Picks, r.BPW = picks, 8*float64(r.Bytes)/float64(r.Params)
 	r.Base = r.base(sweeps[0].Units[0].Format)
 	r.Rules = Rules(r.Assignment(), r.Base)
 	return r, nil
+}
+
+// frontier is the greedy path from every unit in its smallest option to
+// every unit in its best (Plan), a point per step.
+func frontier(options [][]Option, params int64) []Point {
+	type step struct {
+		from, to Option
+		ratio    float64
+	}
+	var steps []step
+	var bytes int64
+	var kld float64
+	for _, o := range options {
+		h := hull(o)
+		bytes += h[0].Bytes
+		kld += h[0].KLD
+		for j := 1; j < len(h); j++ {
+			steps = append(steps, step{h[j-1], h[j], (h[j-1].KLD - h[j].KLD) / float64(h[j].Bytes-h[j-1].Bytes)})
+		}
+	}
+	// On a convex hull each unit's ratios fall, so sorting every step by
+	// ratio keeps each unit's steps in order.
+	slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(b.ratio, a.ratio) })
+	point := func() Point {
+		return Point{Bytes: bytes, BPW: 8 * float64(bytes) / float64(params), KLD: max(kld, 0)} // 0 less rounding
+	}
+	f := []Point{point()}
+	for _, s := range steps {
+		bytes += s.to.Bytes - s.from.Bytes
+		kld += s.to.KLD - s.from.KLD
+		f = append(f, point())
+	}
+	return f
+}
+
+// fill spends what budget leaves over from the picks at (an option index
+// per unit) on upgrades, the one of most ΔKLD per byte that fits first.
+func fill(options [][]Option, at []int, budget int64) []int {
+	at = slices.Clone(at)
+	var bytes int64
+	for i, j := range at {
+		bytes += options[i][j].Bytes
+	}
+	for {
+		unit, to, ratio := -1, 0, 0.0
+		for i, opts := range options {
+			from := opts[at[i]]
+			for j, o := range opts {
+				d := o.Bytes - from.Bytes
+				if d > 0 && bytes+d <= budget && o.KLD < from.KLD {
+					if r := (from.KLD - o.KLD) / float64(d); r > ratio {
+						unit, to, ratio = i, j, r
+					}
+				}
+			}
+		}
+		if unit < 0 {
+			return at
+		}
+		bytes += options[unit][to].Bytes - options[unit][at[unit]].Bytes
+		at[unit] = to
+	}
+}
+
+// predicted is Σ of the picked options' KLDs.
+func predicted(options [][]Option, at []int) float64 {
+	var k float64
+	for i, j := range at {
+		k += options[i][j].KLD
+	}
+	return k
+}
+
+// knapsack picks an option per unit (options sorted by bytes, the firsts
+// within budget together) of least Σ KLD whose Σ bytes stay within
+// budget: a multiple-choice knapsack over bytes counted in steps of
+// budget/n, rounded up so that the picks never exceed the budget (they
+// may miss the best by at most a step's bytes per unit), with n as fine
+// as 2²⁶ cells of the table allow, at most 2¹⁶. Where the rounding leaves
+// no picks at all, the firsts are.
+func knapsack(options [][]Option, budget int64) []int {
+	q := max(1, budget/int64(min(1<<16, max(64, (1<<26)/len(options)))))
+	n := int(budget / q)
+	cost := func(o Option) int { return int((o.Bytes + q - 1) / q) }
+	// best[b]: the least KLD of the units so far within b steps.
+	best := make([]float64, n+1)
+	choice := make([][]uint8, len(options))
+	for i, opts := range options {
+		next := make([]float64, n+1)
+		choice[i] = make([]uint8, n+1)
+		for b := range next {
+			next[b] = math.Inf(1)
+			for j, o := range opts {
+				if c := cost(o); c <= b && best[b-c]+o.KLD < next[b] {
+					next[b], choice[i][b] = best[b-c]+o.KLD, uint8(j)
+				}
+			}
+		}
+		best = next
+	}
+	picks := make([]int, len(options))
+	if math.IsInf(best[n], 1) {
+		return picks
+	}
+	b := n
+	for i := len(options) - 1; i >= 0; i-- {
+		picks[i] = int(choice[i][b])
+		b -= cost(options[i][picks[i]])
+	}
+	return picks
 }
 
 // optionsOf gathers each unit's options from the sweeps, in the first
@@ -202,6 +295,9 @@ func optionsOf(sweeps []*Result) ([]Pick, [][]Option, error) {
 			}
 			options[i] = append(options[i], Option{Scheme: u.Format, Bytes: u.Bytes, KLD: u.Forward.MeanKLD})
 		}
+	}
+	for _, o := range options {
+		slices.SortStableFunc(o, func(a, b Option) int { return cmp.Compare(a.Bytes, b.Bytes) })
 	}
 	return picks, options, nil
 }

@@ -3,6 +3,7 @@ package sensitivity
 import (
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,23 +40,28 @@ func TestHull(t *testing.T) {
 	}
 }
 
-// sweepOf is a forward sweep in scheme s of units a (q4 KLD 0.1), b (q4
-// KLD 0.01) and c (q4 KLD 0.001), 100 weights each; q6 and q8 divide each
-// KLD by 8 and 64.
-func sweepOf(s quant.Scheme) *Result {
-	div := map[quant.Scheme]float64{quant.Q4: 1, quant.Q6: 8, quant.Q8: 64}[s]
-	bytes := map[quant.Scheme]int64{quant.Q4: 45, quant.Q6: 65, quant.Q8: 85}[s]
-	r := &Result{Unit: ByTensor, Test: string(s)}
-	for i, k := range []float64{0.1, 0.01, 0.001} {
-		name := fmt.Sprintf("model.layers.%d.mlp.down_proj.weight", i)
-		r.Units = append(r.Units, UnitResult{Unit: Unit{Name: name, Tensors: []string{name}, Format: string(s), Params: 80, Bytes: bytes},
-			Forward: Effect{MeanKLD: k / div}})
+// sweepsOf are forward sweeps in q8, q6 and q4 of units of 80 weights
+// each, whose KLDs in each scheme kld gives.
+func sweepsOf(kld map[quant.Scheme][]float64) []*Result {
+	var sweeps []*Result
+	for _, s := range quant.Schemes {
+		bytes := map[quant.Scheme]int64{quant.Q4: 45, quant.Q6: 65, quant.Q8: 85}[s]
+		r := &Result{Unit: ByTensor, Test: string(s)}
+		for i, k := range kld[s] {
+			name := fmt.Sprintf("model.layers.%d.mlp.down_proj.weight", i)
+			r.Units = append(r.Units, UnitResult{Unit: Unit{Name: name, Tensors: []string{name}, Format: string(s), Params: 80, Bytes: bytes},
+				Forward: Effect{MeanKLD: k}})
+		}
+		sweeps = append(sweeps, r)
 	}
-	return r
+	return sweeps
 }
 
+// Units a (q4 KLD 0.1), b (0.01) and c (0.001), q6 and q8 dividing each
+// KLD by 8 and 64: each budget buys the upgrades of most KLD per byte.
 func TestPlan(t *testing.T) {
-	sweeps := []*Result{sweepOf(quant.Q8), sweepOf(quant.Q6), sweepOf(quant.Q4)}
+	sweeps := sweepsOf(map[quant.Scheme][]float64{
+		quant.Q4: {0.1, 0.01, 0.001}, quant.Q6: {0.1 / 8, 0.01 / 8, 0.001 / 8}, quant.Q8: {0.1 / 64, 0.01 / 64, 0.001 / 64}})
 	for _, c := range []struct {
 		budget int64
 		want   []string // layers 0, 1, 2
@@ -103,10 +109,34 @@ func TestPlan(t *testing.T) {
 	if _, err := Plan(sweeps, 134); err == nil || !strings.Contains(err.Error(), "below the smallest recipe") {
 		t.Errorf("a budget below all-q4: %v", err)
 	}
-	other := sweepOf(quant.Q6)
-	other.Units = other.Units[1:]
-	if _, err := Plan([]*Result{sweepOf(quant.Q4), other}, 1000); err == nil || !strings.Contains(err.Error(), "the same units") {
+	other := slices.Clone(sweeps)
+	other[1] = &Result{Unit: ByTensor, Test: "q6", Units: sweeps[1].Units[1:]}
+	if _, err := Plan(other, 1000); err == nil || !strings.Contains(err.Error(), "the same units") {
 		t.Errorf("sweeps of other units: %v", err)
+	}
+}
+
+// Where the greedy path blocks a unit whose one large step does not fit
+// after the small ones before it, the knapsack leaves the small ones out
+// for it: x's q4→q6 (0.06 for 20 bytes) comes first, y's q4→q8 (0.1 for
+// 40) next and does not fit in 130 bytes, x's q6→q8 (0.03 for 20) does:
+// 0.11. y in q8 and x in q4 is 0.1 in the same bytes.
+func TestPlanIsNoGreedyFill(t *testing.T) {
+	sweeps := sweepsOf(map[quant.Scheme][]float64{quant.Q4: {0.1, 0.1}, quant.Q6: {0.04, 0.099}, quant.Q8: {0.01, 0}})
+	r, err := Plan(sweeps, 130)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{r.Picks[0].Scheme, r.Picks[1].Scheme}; !slices.Equal(got, []string{"q4", "q8"}) || r.Predicted != 0.1 || r.Bytes != 130 {
+		t.Errorf("picks %v, predicted %g in %d bytes; want q4, q8: 0.1 in 130", got, r.Predicted, r.Bytes)
+	}
+	// The frontier is the greedy path nonetheless: x's step, y's, x's.
+	var klds []float64
+	for _, f := range r.Frontier[:4] {
+		klds = append(klds, math.Round(f.KLD*1000)/1000)
+	}
+	if !slices.Equal(klds, []float64{0.2, 0.14, 0.04, 0.01}) {
+		t.Errorf("frontier %v", r.Frontier)
 	}
 }
 
@@ -160,14 +190,13 @@ func TestRulesMatchTheirNames(t *testing.T) {
 	}
 }
 
-// The done-criterion of a recipe, on the trained demo model: sweeps of
-// q8, q6 and q4 over its panel, a recipe at q6's size, built as a variant
-// and run, beats uniform q6 there.
-func TestRecipeBeatsTheUniformScheme(t *testing.T) {
-	dir := demoCopy(t)
-	windows := panel(t, dir, 64)
+// recipeOf sweeps dir's model in q8, q6 and q4 over windows, plans a
+// recipe within q6's bytes, builds it and measures it there; it returns
+// the recipe (its Uniform the schemes' measures) and its text.
+func recipeOf(t *testing.T, dir string, windows [][]int) (*Recipe, string) {
+	t.Helper()
 	var sweeps []*Result
-	var wholes []Effect
+	var uniform []Measured
 	for _, s := range quant.Schemes {
 		x := mix(t, dir, s)
 		units, err := Units(x.Changed(), x.Geometry().NumLayers, ByTensor)
@@ -180,13 +209,13 @@ func TestRecipeBeatsTheUniformScheme(t *testing.T) {
 		}
 		res.Test = string(s)
 		sweeps = append(sweeps, res)
-		wholes = append(wholes, res.Whole)
+		var bytes int64
+		for _, u := range res.Units {
+			bytes += u.Bytes
+		}
+		uniform = append(uniform, Measured{Name: string(s), Bytes: bytes, Effect: res.Whole})
 	}
-	var q6 int64
-	for _, u := range sweeps[1].Units {
-		q6 += u.Bytes
-	}
-	r, err := Plan(sweeps, q6)
+	r, err := Plan(sweeps, uniform[1].Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,25 +229,46 @@ func TestRecipeBeatsTheUniformScheme(t *testing.T) {
 	if err := variant.Write(ck, base, out, variant.Options{Policy: r.Policy()}); err != nil {
 		t.Fatal(err)
 	}
-	x := mixOf(t, ck, out)
-	res, err := Sweep(x, windows, nil, Options{ForwardOnly: true})
+	res, err := Sweep(mixOf(t, ck, out), windows, nil, Options{ForwardOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Measure(uniform, res.Whole)
 	var text strings.Builder
-	r.Uniform = []Measured{{Name: "q6", Bytes: q6, Effect: wholes[1]}}
-	r.Measured = &Measured{Name: "recipe", Bytes: r.Bytes, Effect: res.Whole}
 	if err := r.WriteText(&text, sweeps[1].Additivity.Forward); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	if r.Bytes > q6 {
-		t.Errorf("the recipe takes %d bytes, q6 %d", r.Bytes, q6)
+	if r.Bytes > uniform[1].Bytes {
+		t.Errorf("the recipe takes %d bytes, q6 %d", r.Bytes, uniform[1].Bytes)
 	}
-	if res.Whole.MeanKLD >= wholes[1].MeanKLD {
-		t.Errorf("the recipe's mean KLD %.6g is no better than q6's %.6g at its size", res.Whole.MeanKLD, wholes[1].MeanKLD)
+	return r, text.String()
+}
+
+// The done-criterion of a recipe, on the trained demo model: a recipe at
+// q6's size, built as a variant and run, beats uniform q6.
+func TestRecipeBeatsTheUniformScheme(t *testing.T) {
+	dir := demoCopy(t)
+	r, text := recipeOf(t, dir, panel(t, dir, 64))
+	if q6 := r.Uniform[1].Effect.MeanKLD; r.Measured.Effect.MeanKLD >= q6 {
+		t.Errorf("the recipe's mean KLD %.6g is no better than q6's %.6g at its size", r.Measured.Effect.MeanKLD, q6)
 	}
-	if !strings.Contains(text.String(), "better") {
+	if !strings.Contains(text, "the recipe against q6 at 100.0% of its size") {
 		t.Error("the text does not compare the recipe with q6")
+	}
+}
+
+// Where one tensor needs the bits, the recipe spends them there: the
+// rescaled down_proj's outliers make q8 round its other columns to
+// nothing as q4 does, so it takes f32, paid for by q4 elsewhere, and the
+// recipe at q6's size is far better than q6.
+func TestRecipeSpendsOnTheCulprit(t *testing.T) {
+	dir := rescaled(t)
+	r, _ := recipeOf(t, dir, panel(t, dir, 48))
+	if got := r.Assignment()[culprit]; got != F32 {
+		t.Errorf("the recipe keeps %s in %s, want f32", culprit, got)
+	}
+	if q6 := r.Uniform[1].Effect.MeanKLD; r.Measured.Effect.MeanKLD > q6/4 {
+		t.Errorf("the recipe's mean KLD %.6g is not a quarter of q6's %.6g", r.Measured.Effect.MeanKLD, q6)
 	}
 }

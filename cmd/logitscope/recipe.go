@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
@@ -31,7 +32,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	panelPath := fs.String("panel", "", "the panel the sweeps measure the units over: a text file, .jsonl token-id windows, or llama.cpp's --kl-divergence-base file (required)")
 	evalPath := fs.String("eval-panel", "", "the panel the recipe and the uniform schemes are measured over (default --panel; a held-out one tells whether the recipe fits beyond the sweeps' panel)")
 	window := fs.Int("window", 128, "tokens per window when a panel is text")
-	unit := fs.String("unit", sensitivity.ByTensor, "what takes one scheme: tensor, layer or kind")
+	unit := fs.String("unit", attribution.ByTensor, "what takes one scheme: tensor, layer or kind")
 	bpw := fs.Float64("target-bpw", 0, "bits per weight the swept matrices may take on average")
 	sizeFlag := fs.String("target-size", "", "size the variant may take: 12.5MB, 3GB, 800MiB or bytes")
 	out := fs.String("out", "", "the recipe's variant directory (default MODEL/variants/recipe)")
@@ -104,8 +105,8 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	mopt := margins.Options{K: *k, AbsMargin: *absMargin}
 
 	// The sweeps, one per scheme, forward only: each unit alone in it.
-	var sweeps []*sensitivity.Result
-	var uniform []sensitivity.Measured
+	var sweeps []*attribution.Result
+	var uniform []attribution.Measured
 	var fixed int64 // what the variant holds beside the swept matrices
 	var g model.Geometry
 	shapes := map[string]engine.Matrix{}
@@ -118,11 +119,11 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		res, whole, err := func() (*sensitivity.Result, sensitivity.Effect, error) {
+		res, whole, err := func() (*attribution.Result, attribution.Effect, error) {
 			defer x.Close()
 			units, err := sensitivity.Units(x.Changed(), x.Geometry().NumLayers, *unit)
 			if err != nil {
-				return nil, sensitivity.Effect{}, fmt.Errorf("%s: %w", dir, err)
+				return nil, attribution.Effect{}, fmt.Errorf("%s: %w", dir, err)
 			}
 			so := sensitivity.Options{Unit: *unit, ForwardOnly: true, Margins: mopt}
 			so.Key = sweepKey(fp, testID(opt), receipt.PanelSHA256(windows), so, *acts)
@@ -131,7 +132,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 			}
 			res, err := sweep(x, windows, units, so, "sweep "+string(scheme), stderr)
 			if err != nil {
-				return nil, sensitivity.Effect{}, err
+				return nil, attribution.Effect{}, err
 			}
 			res.Model, res.Test = ck.Source(), dir
 			g = x.Geometry()
@@ -158,7 +159,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 			fixed -= matrices
 		}
 		sweeps = append(sweeps, res)
-		uniform = append(uniform, sensitivity.Measured{Name: string(scheme), Bytes: matrices, Effect: whole})
+		uniform = append(uniform, attribution.Measured{Name: string(scheme), Bytes: matrices, Effect: whole})
 	}
 
 	var params int64
@@ -169,7 +170,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	if *bpw > 0 {
 		budget = int64(*bpw * float64(params) / 8)
 	}
-	r, err := sensitivity.Plan(sweeps, budget)
+	r, err := attribution.Plan(sweeps, budget)
 	if err != nil {
 		return err
 	}
@@ -214,25 +215,25 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 }
 
 // measure is a mix's whole test against its reference over windows.
-func measure(x *engine.Mix, windows [][]int, mopt margins.Options, label string, stderr io.Writer) (sensitivity.Effect, error) {
+func measure(x *engine.Mix, windows [][]int, mopt margins.Options, label string, stderr io.Writer) (attribution.Effect, error) {
 	track := progress.Track(progress.New(stderr), "measure "+label, "runs")
 	res, err := sensitivity.Sweep(x, windows, nil, sensitivity.Options{ForwardOnly: true, Margins: mopt,
 		Progress: func(done, total int) { track(int64(done), int64(total)) }})
 	if err != nil {
-		return sensitivity.Effect{}, err
+		return attribution.Effect{}, err
 	}
 	return res.Whole, nil
 }
 
 // buildRecipe writes r's variant: r.Base with r.Rules, and checks that
 // every matrix came out in the scheme r picked.
-func buildRecipe(ck *checkpoint.Checkpoint, r *sensitivity.Recipe, dir string, stderr io.Writer) error {
+func buildRecipe(ck *checkpoint.Checkpoint, r *attribution.Recipe, dir string, stderr io.Writer) error {
 	base, err := quant.ParseScheme(r.Base)
 	if err != nil {
 		return err
 	}
 	track := progress.Track(progress.New(stderr), "quantize recipe", "tensors")
-	opt := variant.Options{Policy: r.Policy(), Progress: func(done, total int, _ string) { track(int64(done), int64(total)) }}
+	opt := variant.Options{Policy: sensitivity.Policy(r), Progress: func(done, total int, _ string) { track(int64(done), int64(total)) }}
 	if err := variant.Write(ck, base, dir, opt); err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func variantSize(dir string) (int64, error) {
 // (which holds q6's codes exactly, and is what llama-quantize falls back
 // to from Q6_K); q4 takes Q4_0's 4.5 bits (Q4_0 rounds to −8…7 where q4
 // keeps ±7); f32 stays F32, as does a row no type's block divides.
-var ggmlTypes = map[string][]ggml.Type{"q8": {ggml.Q8_0}, "q6": {ggml.Q6_K, ggml.Q8_0}, "q4": {ggml.Q4_0}, sensitivity.F32: {ggml.F32}}
+var ggmlTypes = map[string][]ggml.Type{"q8": {ggml.Q8_0}, "q6": {ggml.Q6_K, ggml.Q8_0}, "q4": {ggml.Q4_0}, attribution.F32: {ggml.F32}}
 
 // ggmlType is scheme's type for a matrix of rows of cols weights, named
 // as llama.cpp's ggml_type_name names it (q6_K, q8_0).
@@ -291,7 +292,7 @@ func ggmlName(t ggml.Type) string {
 // some tensors by rules of their own, which a rule overrides), and the
 // bytes they take in those types. A mixture's experts share one stacked
 // tensor in GGUF: it takes the most precise of their types.
-func ggufRecipe(r *sensitivity.Recipe, g model.Geometry, shapes map[string]engine.Matrix) error {
+func ggufRecipe(r *attribution.Recipe, g model.Geometry, shapes map[string]engine.Matrix) error {
 	names, err := ggufmodel.Names(g)
 	if err != nil {
 		return err
@@ -318,7 +319,7 @@ func ggufRecipe(r *sensitivity.Recipe, g model.Geometry, shapes map[string]engin
 	}
 	base := ggmlType(r.Base, 1<<20) // the file type: the scheme's first choice
 	r.GGUFBase = strings.ToUpper(ggmlName(base))
-	r.GGUFRules = sensitivity.Rules(byName, "")
+	r.GGUFRules = attribution.Rules(byName, "")
 	return nil
 }
 

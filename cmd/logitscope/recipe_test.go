@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"logitscope/internal/format/gguf"
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/format/seal"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/peer/llamacpp"
 	"logitscope/internal/quant/variant"
-	"logitscope/internal/run/sensitivity"
 )
 
 func recipeCmd(args []string, out, errb *bytes.Buffer) error { return recipeCommand(args, out, errb) }
@@ -44,11 +44,11 @@ func TestRecipeCommand(t *testing.T) {
 	if err := seal.Verify(data, "seal", js); err != nil {
 		t.Error(err)
 	}
-	var r sensitivity.Recipe
+	var r attribution.Recipe
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Kind != sensitivity.RecipeKind || r.BPW > 6 || r.Measured == nil || len(r.Uniform) != 3 || len(r.Frontier) < 2 || r.GGUFBase == "" || len(r.GGUFRules) == 0 {
+	if r.Kind != attribution.RecipeKind || r.BPW > 6 || r.Measured == nil || len(r.Uniform) != 3 || len(r.Frontier) < 2 || r.GGUFBase == "" || len(r.GGUFRules) == 0 {
 		t.Fatalf("the recipe: %+v", r)
 	}
 	v, err := variant.Open(out)
@@ -155,7 +155,7 @@ func TestRecipeInLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r sensitivity.Recipe
+	var r attribution.Recipe
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRecipeInLlamaCpp(t *testing.T) {
 	}
 	var matrices int64
 	for _, tensor := range f.Tensors {
-		var rule *sensitivity.Rule
+		var rule *attribution.Rule
 		for _, x := range r.GGUFRules {
 			if regexp.MustCompile(x.Match).MatchString(tensor.Name) {
 				rule = &x

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
@@ -30,7 +31,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	variantName := fs.String("variant", "", "the test: a variant directory or a GGUF file (instead of --scheme)")
 	panelPath := fs.String("panel", "", "teacher-forced panel: a text file, .jsonl token-id windows, or llama.cpp's --kl-divergence-base file (required)")
 	window := fs.Int("window", 128, "tokens per window when --panel is text")
-	unit := fs.String("unit", sensitivity.ByTensor, "what a sweep quantizes or restores at once: tensor, layer (a block's matrices) or kind (mlp.down_proj in every layer)")
+	unit := fs.String("unit", attribution.ByTensor, "what a sweep quantizes or restores at once: tensor, layer (a block's matrices) or kind (mlp.down_proj in every layer)")
 	controls := fs.Bool("controls", true, "also run the noise floor (bf16-rounding noise on the reference) and each unit's isotropic control (its error's norm in a random direction)")
 	culprits := fs.Int("culprits", 5, "units listed per clear call")
 	top := fs.Int("top", 20, "units and clear calls the table lists (0: all)")
@@ -130,7 +131,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 
 // sweep runs sensitivity.Sweep with a progress bar, saying what it runs
 // and whether it goes on from a resume file.
-func sweep(x *engine.Mix, windows [][]int, units []sensitivity.Unit, so sensitivity.Options, label string, stderr io.Writer) (*sensitivity.Result, error) {
+func sweep(x *engine.Mix, windows [][]int, units []attribution.Unit, so sensitivity.Options, label string, stderr io.Writer) (*attribution.Result, error) {
 	if so.Resume != "" {
 		if _, err := os.Stat(so.Resume); err == nil {
 			fmt.Fprintf(stderr, "resuming the sweep kept in %s\n", so.Resume)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/format/seal"
-	"logitscope/internal/run/sensitivity"
 )
 
 func sensitivityCmd(args []string, out, errb *bytes.Buffer) error {
@@ -39,11 +39,11 @@ func TestSensitivityCommand(t *testing.T) {
 	if err := seal.Verify(data, "seal", out); err != nil {
 		t.Error(err)
 	}
-	var res sensitivity.Result
+	var res attribution.Result
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Kind != sensitivity.Kind || res.Unit != "kind" || len(res.Units) != 8 || len(res.Layers) == 0 || res.Floor == nil {
+	if res.Kind != attribution.Kind || res.Unit != "kind" || len(res.Units) != 8 || len(res.Layers) == 0 || res.Floor == nil {
 		t.Errorf("the result: kind %q, unit %q, %d units (want the tied embedding and 7 kinds), %d layers, floor %v", res.Kind, res.Unit, len(res.Units), len(res.Layers), res.Floor)
 	}
 	if _, err := os.Stat(out + ".partial"); !os.IsNotExist(err) {

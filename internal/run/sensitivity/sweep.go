@@ -23,6 +23,7 @@ import (
 	"os"
 	"slices"
 
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/dump"
@@ -61,15 +62,15 @@ type Options struct {
 // state is a sweep's progress: everything a Result is made of, after
 // Done windows.
 type state struct {
-	Key       string            `json:"key"`
-	Done      int               `json:"windows_done"`
-	Positions int               `json:"positions"`
-	Whole     acc               `json:"whole"`
-	Floor     acc               `json:"floor"`
-	Units     []unitAcc         `json:"units"`
-	Layers    []layerAcc        `json:"layers"`
-	Calls     []Call            `json:"calls"`
-	Criterion margins.Criterion `json:"criterion"`
+	Key       string             `json:"key"`
+	Done      int                `json:"windows_done"`
+	Positions int                `json:"positions"`
+	Whole     acc                `json:"whole"`
+	Floor     acc                `json:"floor"`
+	Units     []unitAcc          `json:"units"`
+	Layers    []layerAcc         `json:"layers"`
+	Calls     []attribution.Call `json:"calls"`
+	Criterion margins.Criterion  `json:"criterion"`
 }
 
 type unitAcc struct {
@@ -99,7 +100,7 @@ func (a *acc) add(r *margins.Report) {
 
 // Sweep runs the sweeps of units over windows (each a teacher-forced
 // token sequence of at least 2) on x.
-func Sweep(x *engine.Mix, windows [][]int, units []Unit, opt Options) (*Result, error) {
+func Sweep(x *engine.Mix, windows [][]int, units []attribution.Unit, opt Options) (*attribution.Result, error) {
 	g := x.Geometry()
 	if opt.Culprits == 0 {
 		opt.Culprits = 5
@@ -155,7 +156,7 @@ func (opt Options) RunsPerWindow(units int) int {
 
 type sweeper struct {
 	x            *engine.Mix
-	units        []Unit
+	units        []attribution.Unit
 	opt          Options
 	st           *state
 	vocab, width int
@@ -277,13 +278,13 @@ func (sw *sweeper) window(w int, ids []int) error {
 	for _, p := range whole.Positions {
 		if p.Class == margins.Clear {
 			v := sw.vocab
-			sw.st.Calls = append(sw.st.Calls, Call{Window: w, Position: p.Index, Index: sw.st.Positions + p.Index,
+			sw.st.Calls = append(sw.st.Calls, attribution.Call{Window: w, Position: p.Index, Index: sw.st.Positions + p.Index,
 				Ref: p.RefChoice, Test: p.TestChoice, Margin: p.Margin,
 				Gap: float64(test[p.Index*v+p.RefChoice]) - float64(test[p.Index*v+p.TestChoice])})
 		}
 	}
 	calls := sw.st.Calls[first:]
-	shares := make([][]Share, len(calls))
+	shares := make([][]attribution.Share, len(calls))
 	sw.st.Positions += len(ids) - 1
 	if sw.floor != nil {
 		noisy, err := sw.run(ids, engine.Choice{Over: sw.floor}, 0, nil, nil)
@@ -324,7 +325,7 @@ func (sw *sweeper) window(w int, ids []int) error {
 	}
 	for c := range calls {
 		s := shares[c]
-		slices.SortStableFunc(s, func(a, b Share) int {
+		slices.SortStableFunc(s, func(a, b attribution.Share) int {
 			if a.Undoes != b.Undoes {
 				if a.Undoes {
 					return -1
@@ -344,7 +345,7 @@ func (sw *sweeper) window(w int, ids []int) error {
 // reverse runs the test with unit u (its matrices: in) restored to the
 // reference's from u's boundary in the test's run (testB), adds the run
 // to acc and each clear call's share of its margin given back.
-func (sw *sweeper) reverse(ids []int, u Unit, in func(string) bool, testB [][]float32, ref []float32, a *acc, calls []Call, shares [][]Share) error {
+func (sw *sweeper) reverse(ids []int, u attribution.Unit, in func(string) bool, testB [][]float32, ref []float32, a *acc, calls []attribution.Call, shares [][]attribution.Share) error {
 	rows, err := sw.run(ids, engine.Choice{Test: func(name string) bool { return !in(name) }}, u.Layer, testB, nil)
 	if err != nil {
 		return err
@@ -356,7 +357,7 @@ func (sw *sweeper) reverse(ids []int, u Unit, in func(string) bool, testB [][]fl
 	for c, call := range calls {
 		row := rows[call.Position*v : (call.Position+1)*v]
 		gap := float64(row[call.Ref]) - float64(row[call.Test])
-		shares[c] = append(shares[c], Share{Unit: u.Name, Share: (gap - call.Gap) / (call.Margin - call.Gap), Undoes: session.Argmax(row) == call.Ref})
+		shares[c] = append(shares[c], attribution.Share{Unit: u.Name, Share: (gap - call.Gap) / (call.Margin - call.Gap), Undoes: session.Argmax(row) == call.Ref})
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"logitscope/demo"
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/safetensors"
@@ -160,14 +161,14 @@ func TestSweepFindsTheRescaledTensor(t *testing.T) {
 		}
 	}
 
-	units, err := Units(x.Changed(), x.Geometry().NumLayers, ByTensor)
+	units, err := Units(x.Changed(), x.Geometry().NumLayers, attribution.ByTensor)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(units) != 29 {
 		t.Errorf("%d units, want 28 matrices in 4 layers and the tied embedding", len(units))
 	}
-	res, err := Sweep(x, windows, units, Options{Unit: ByTensor, Controls: true})
+	res, err := Sweep(x, windows, units, Options{Unit: attribution.ByTensor, Controls: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +213,14 @@ func TestSweepResumes(t *testing.T) {
 	dir := demoCopy(t)
 	x := mix(t, dir, quant.Q4)
 	windows := panel(t, dir, 24)[:3]
-	units, err := Units(x.Changed(), x.Geometry().NumLayers, ByLayer)
+	units, err := Units(x.Changed(), x.Geometry().NumLayers, attribution.ByLayer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(units) != 5 {
 		t.Fatalf("%d units by layer, want 4 layers and the embedding: %+v", len(units), units)
 	}
-	opt := Options{Unit: ByLayer, Key: "k"}
+	opt := Options{Unit: attribution.ByLayer, Key: "k"}
 	want, err := Sweep(x, windows, units, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +240,7 @@ func TestSweepResumes(t *testing.T) {
 	if err != nil || st.Done != 1 {
 		t.Fatalf("the state after the failure: %d windows done, %v", st.Done, err)
 	}
-	if _, err := Sweep(x, windows, units, Options{Unit: ByLayer, Key: "other", Resume: opt.Resume}); err == nil {
+	if _, err := Sweep(x, windows, units, Options{Unit: attribution.ByLayer, Key: "other", Resume: opt.Resume}); err == nil {
 		t.Error("a state of another key was taken")
 	}
 	var seen []int

@@ -1,4 +1,4 @@
-package sensitivity
+package attribution
 
 import (
 	"cmp"
@@ -11,12 +11,11 @@ import (
 	"strings"
 
 	"logitscope/internal/format/seal"
-	"logitscope/internal/quant/variant"
 )
 
 // F32 is the option of keeping a unit's matrices as the reference's:
-// four bytes a weight and no error.
-const F32 = variant.SchemeF32
+// four bytes a weight and no error (variant.SchemeF32).
+const F32 = "f32"
 
 // Option is one way to store a unit: a scheme, the bytes its matrices
 // take in it, and the mean KLD its forward sweep measured (the unit alone
@@ -356,16 +355,6 @@ func (r *Recipe) Assignment() map[string]string {
 		}
 	}
 	return m
-}
-
-// Policy is the recipe as a variant's policy, for variant.Write with
-// the scheme Base.
-func (r *Recipe) Policy() *variant.Policy {
-	p := &variant.Policy{}
-	for _, x := range r.Rules {
-		p.Rules = append(p.Rules, variant.Rule{Match: x.Match, Scheme: x.Scheme})
-	}
-	return p
 }
 
 // Rule is a pattern and the scheme (or type) the names it matches take:

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/internal/format/gguf"
 	"logitscope/internal/analysis/attribution"
+	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/seal"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/peer/llamacpp"

@@ -187,4 +187,3 @@ func TestRulesMatchTheirNames(t *testing.T) {
 		}
 	}
 }
-

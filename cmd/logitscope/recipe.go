@@ -197,7 +197,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r.Measure(uniform, whole)
-	if err := r.WriteText(stdout, sweeps[0].Additivity.Forward); err != nil {
+	if err := r.WriteText(stdout); err != nil {
 		return err
 	}
 	if *jsonPath == "" {

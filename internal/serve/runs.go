@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/analysis/snapshot"
 )
 
@@ -117,13 +118,7 @@ func readRun(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
 	case err != nil:
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 	default:
-		err = checkSnapshot(body)
-		if err == nil {
-			// The page renders /r/<id> with snapshot.Parse: store nothing
-			// it would refuse.
-			_, err = snapshot.Parse(body)
-		}
-		if err == nil {
+		if err = checkSnapshot(body); err == nil {
 			return body, true
 		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -132,7 +127,9 @@ func readRun(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
 }
 
 // checkSnapshot accepts a JSON object whose kind and version this server
-// knows; the rest of the document is the page's business.
+// knows and that the page will show at /r/<id>: a run's document that
+// snapshot.Parse takes, or a sweep or a recipe (package attribution)
+// sealed over its content, as the CLI wrote it.
 func checkSnapshot(body []byte) error {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -148,8 +145,11 @@ func checkSnapshot(body []byte) error {
 	var kind string
 	if raw, ok := doc["kind"]; !ok {
 		return fmt.Errorf(`"kind" is missing; want %q`, snapshot.Kind)
-	} else if json.Unmarshal(raw, &kind) != nil || kind != snapshot.Kind {
-		return fmt.Errorf(`"kind" is %s; want %q`, clip(raw), snapshot.Kind)
+	} else if json.Unmarshal(raw, &kind) == nil && (kind == attribution.Kind || kind == attribution.RecipeKind) {
+		_, _, err := attribution.Parse(body, "the body")
+		return err
+	} else if kind != snapshot.Kind {
+		return fmt.Errorf(`"kind" is %s; want %q (or a sweep's %q, a recipe's %q)`, clip(raw), snapshot.Kind, attribution.Kind, attribution.RecipeKind)
 	}
 	// Compared as written: "1" only, not 1.0 or "1", as package snapshot
 	// writes it.
@@ -158,7 +158,8 @@ func checkSnapshot(body []byte) error {
 	} else if string(raw) != snapshotVersion {
 		return fmt.Errorf(`"version" is %s; this server stores version %s`, clip(raw), snapshotVersion)
 	}
-	return nil
+	_, err := snapshot.Parse(body)
+	return err
 }
 
 // clip keeps an echoed value short: it may be a megabyte-sized object.

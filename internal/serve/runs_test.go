@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"logitscope/internal/analysis/attribution"
 )
 
 // minimal is the smallest document POST /api/runs accepts (an empty
@@ -313,6 +315,45 @@ func checkRunsDir(t *testing.T, dir string, want int) {
 		}
 		if e.Name() != wantID(b)+".json" || checkSnapshot(b) != nil {
 			t.Errorf("runs/%s: %d bytes, hash %s, check %v", e.Name(), len(b), wantID(b), checkSnapshot(b))
+		}
+	}
+}
+
+// A sweep or a recipe is stored as the CLI sealed it, and refused when
+// its content no longer matches its seal.
+func TestRunSweeps(t *testing.T) {
+	f := newFixture(t)
+	f.withPage(t)
+	res := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Unit: attribution.ByTensor,
+		Units:  []attribution.UnitResult{{Unit: attribution.Unit{Name: "model.layers.0.mlp.down_proj.weight", Kind: "mlp.down_proj"}}},
+		Layers: []attribution.Divergence{{}}}
+	body, err := res.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.post(t, "/api/runs", body)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("a sealed sweep: status %d %s", w.Code, w.Body)
+	}
+	rep := decodeReply(t, w)
+	if got := f.do(t, "/api/runs/"+rep.ID, nil); got.Code != 200 || !bytes.Equal(got.Body.Bytes(), body) {
+		t.Errorf("GET the sweep: %d, %d bytes of %d", got.Code, got.Body.Len(), len(body))
+	}
+	tampered := bytes.Replace(body, []byte(`"windows": 0`), []byte(`"windows": 9`), 1)
+	if bytes.Equal(tampered, body) {
+		t.Fatal("nothing to tamper with")
+	}
+	for _, c := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"tampered", tampered, "modified after it was sealed"},
+		{"unsealed recipe", []byte(`{"kind":"logitscope-recipe","version":1}`), "not sealed"},
+		{"a sweep of another version", []byte(`{"kind":"logitscope-sensitivity","version":2}`), "version 2"},
+	} {
+		if w := f.post(t, "/api/runs", c.body); w.Code != 400 || !strings.Contains(w.Body.String(), c.want) {
+			t.Errorf("%s: status %d %q, want 400 with %q", c.name, w.Code, w.Body, c.want)
 		}
 	}
 }

@@ -84,9 +84,18 @@ func (r *Root) addFiles(list js.Value) {
 	if n == 0 {
 		return
 	}
-	files := make([]js.Value, n)
-	for i := range files {
-		files[i] = list.Index(i)
+	files := make([]js.Value, 0, n)
+	for i := range n {
+		f := list.Index(i)
+		// A .json that is no dump's receipt is a sweep or a recipe.
+		if name := f.Get("name").String(); strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, receiptSuffix) {
+			r.readSweep(f)
+			continue
+		}
+		files = append(files, f)
+	}
+	if n = len(files); n == 0 {
+		return
 	}
 	r.Drop.Err = ""
 	r.Drop.Reading += n

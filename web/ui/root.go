@@ -55,11 +55,16 @@ type Root struct {
 
 	Doc    *snapshot.Doc
 	Source string // run | snapshot | offline
-	Sel    int
-	Filter string // the token strip's tab: all, flips or routes (snapshot.Tab*)
-	Zoom   span   // the charts' positions
-	SnapID string // the /r/<id> this page shows, until the form is edited
-	Ran    bool   // the form's spec has been run: its URL reruns it
+	// Sweep, shown instead of Doc, is a sensitivity sweep or a recipe
+	// (sweepdom.go), in the view SweepView.
+	Sweep     *sweepDoc
+	SweepView sweepView
+	sweepSeq  int
+	Sel       int
+	Filter    string // the token strip's tab: all, flips or routes (snapshot.Tab*)
+	Zoom      span   // the charts' positions
+	SnapID    string // the /r/<id> this page shows, until the form is edited
+	Ran       bool   // the form's spec has been run: its URL reruns it
 
 	Share shareState
 	Drop  dropState
@@ -150,7 +155,7 @@ func (r *Root) boot(ee vugu.EventEnv) {
 	case id != "":
 		r.SnapID = id
 		r.begin("loading shared snapshot " + id)
-		go r.loadSnapshot(id)
+		go r.loadSnapshot(id, q)
 	case err != nil:
 		r.fail(fmt.Errorf("this link's spec: %v", err))
 	case q.Get("autorun") == "1" && r.localMissing() != "":
@@ -370,6 +375,7 @@ func (r *Root) begin(stage string) {
 
 func (r *Root) clearDoc() {
 	r.Doc, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, "", "", "", ""
+	r.Sweep = nil
 	r.Share = shareState{}
 }
 
@@ -570,6 +576,9 @@ func (r *Root) syncURLNow() {
 	}
 	if r.Doc != nil {
 		r.view().SetQuery(q)
+	}
+	if r.Sweep != nil {
+		r.SweepView.setQuery(q)
 	}
 	if len(q) > 0 {
 		u += "?" + q.Encode()

@@ -101,9 +101,22 @@ func (r *Root) CopyShare() {
 
 var noop = jsFunc(func() {})
 
-// loadSnapshot shows a stored document without running anything.
-func (r *Root) loadSnapshot(id string) {
+// loadSnapshot shows a stored document without running anything: a
+// run's snapshot, or a sweep or a recipe in the view the link's query q
+// says.
+func (r *Root) loadSnapshot(id string, q url.Values) {
 	data, err := fetchBytes("/api/runs/" + id)
+	if err == nil && isSweep(data) {
+		d, err := parseSweep(data, "shared sweep "+id)
+		r.update(func() {
+			if err != nil {
+				r.fail(err)
+				return
+			}
+			r.showSweep(d, "snapshot", q)
+		})
+		return
+	}
 	var doc *snapshot.Doc
 	if err == nil {
 		doc, err = snapshot.Parse(data)

@@ -64,6 +64,9 @@ type Recipe struct {
 	Params    int64   `json:"params"`
 	BPW       float64 `json:"bpw"`
 	Predicted float64 `json:"predicted_kld"`
+	// Additivity is the base scheme's sweep's forward additivity (Result):
+	// how far a sum of units' KLDs is to be trusted.
+	Additivity float64 `json:"additivity"`
 	// Frontier runs from every unit in its smallest option to every unit
 	// in its best, one upgrade at a time, the best ΔKLD/Δbytes first.
 	Frontier []Point `json:"frontier"`
@@ -152,6 +155,11 @@ func Plan(sweeps []*Result, budget int64) (*Recipe, error) {
 	}
 	r.Picks, r.BPW = picks, 8*float64(r.Bytes)/float64(r.Params)
 	r.Base = r.base(sweeps[0].Units[0].Format)
+	for _, s := range sweeps {
+		if s.Units[0].Format == r.Base {
+			r.Additivity = s.Additivity.Forward
+		}
+	}
 	r.Rules = Rules(r.Assignment(), r.Base)
 	return r, nil
 }
@@ -425,13 +433,12 @@ func Size(b int64) string {
 
 // WriteText writes the recipe as tables: the frontier, the picks that
 // differ from the base, the measures of the uniform schemes and the
-// recipe, and the commands that make it. additivity is the sweeps'
-// forward additivity, which says how far the predictions hold.
-func (r *Recipe) WriteText(w io.Writer, additivity float64) error {
+// recipe, and the commands that make it.
+func (r *Recipe) WriteText(w io.Writer) error {
 	var b strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }
 	p("recipe: %d units by %s, target %s of matrices (%.3f bpw)\n", len(r.Picks), r.Unit, Size(r.Budget), 8*float64(r.Budget)/float64(r.Params))
-	p("\nfrontier (predicted KLD: Σ of the units' forward KLDs; the sweeps' forward additivity is %.3f):\n", additivity)
+	p("\nfrontier (predicted KLD: Σ of the units' forward KLDs; the %s sweep's forward additivity is %.3f):\n", r.Base, r.Additivity)
 	p("%8s %10s %14s\n", "bpw", "size", "predicted KLD")
 	const rows = 12
 	for i, f := range r.Frontier {
@@ -486,12 +493,14 @@ func (r *Recipe) WriteText(w io.Writer, additivity float64) error {
 	if r.Variant != "" {
 		p("\nthe variant's own bits in a GGUF (q6 in Q8_0, exactly):\n  logitscope export --model %s --variant %s --gguf model-recipe.gguf\n", shellQuote(r.Model), shellQuote(r.Variant))
 	}
-	p("\nwith llama.cpp's quantizer (its matrices then take %s, %.3f bpw), from an f32 GGUF\n(logitscope export --model %s --gguf model-f32.gguf; or export --type %s --tensor-type RULE... does both):\n  llama-quantize",
-		Size(r.GGUFBytes), 8*float64(r.GGUFBytes)/float64(r.Params), shellQuote(r.Model), r.GGUFBase)
-	for _, x := range r.GGUFRules {
-		p(" \\\n    --tensor-type %s", shellQuote(x.String()))
+	if r.GGUFBase != "" {
+		p("\nwith llama.cpp's quantizer (its matrices then take %s, %.3f bpw), from an f32 GGUF\n(logitscope export --model %s --gguf model-f32.gguf; or export --type %s --tensor-type RULE... does both):\n  llama-quantize",
+			Size(r.GGUFBytes), 8*float64(r.GGUFBytes)/float64(r.Params), shellQuote(r.Model), r.GGUFBase)
+		for _, x := range r.GGUFRules {
+			p(" \\\n    --tensor-type %s", shellQuote(x.String()))
+		}
+		p(" \\\n    model-f32.gguf model-recipe.gguf %s\n", r.GGUFBase)
 	}
-	p(" \\\n    model-f32.gguf model-recipe.gguf %s\n", r.GGUFBase)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -8,6 +8,7 @@
 package attribution
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -252,4 +253,44 @@ func quote(text func(int) string, id int) string {
 		return fmt.Sprintf("#%d", id)
 	}
 	return fmt.Sprintf("%q", text(id))
+}
+
+// Parse reads a sealed sweep (Kind) or recipe (RecipeKind), name saying
+// whose in errors: exactly one of the two comes back. A document of
+// another kind or version, or whose seal does not match its content, is
+// refused.
+func Parse(data []byte, name string) (*Result, *Recipe, error) {
+	var head struct {
+		Kind    string `json:"kind"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", name, err)
+	}
+	want := map[string]int{Kind: Version, RecipeKind: RecipeVersion}
+	if v, ok := want[head.Kind]; !ok {
+		return nil, nil, fmt.Errorf("%s: kind %q: want %q (logitscope sensitivity --out) or %q (logitscope recipe --json)", name, head.Kind, Kind, RecipeKind)
+	} else if head.Version != v {
+		return nil, nil, fmt.Errorf("%s: %s version %d: this build reads version %d", name, head.Kind, head.Version, v)
+	}
+	if err := seal.Verify(data, "seal", name); err != nil {
+		return nil, nil, err
+	}
+	if head.Kind == RecipeKind {
+		var r Recipe
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return nil, &r, nil
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", name, err)
+	}
+	for _, u := range r.Units {
+		if u.Layer < -1 || u.Layer > len(r.Layers) {
+			return nil, nil, fmt.Errorf("%s: unit %s: layer %d of a model of %d", name, u.Name, u.Layer, len(r.Layers))
+		}
+	}
+	return &r, nil, nil
 }

@@ -55,7 +55,7 @@ func recipeOf(t *testing.T, dir string, windows [][]int) (*attribution.Recipe, s
 	}
 	r.Measure(uniform, res.Whole)
 	var text strings.Builder
-	if err := r.WriteText(&text, sweeps[1].Additivity.Forward); err != nil {
+	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())

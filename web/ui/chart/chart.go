@@ -8,6 +8,7 @@ package chart
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,6 +123,8 @@ func Label(v float64) string {
 	if a >= 1e5 || a < 1e-3 {
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
+	// A tick is a step times a count: 3 × 0.05 is 0.15000000000000002.
+	v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
@@ -313,6 +316,68 @@ func Scatter(f Frame, first int, y []float64, kinds []Kind, boundary []float64, 
 				w = agree
 			}
 			s.Empty("path", "class", "dot "+k.class(), "stroke-width", n(w), "d", paths[k].String())
+		}
+	}
+	s.Close("svg")
+	return s.String()
+}
+
+// Mark is a point of Frontier's, labelled when Label is set.
+type Mark struct {
+	X, Y         float64
+	Label, Class string
+}
+
+// Frontier draws a recipe's frontier: line (in order of x) as a polyline
+// and marks as labelled dots, x linear over [x0, x1] and y on a log10 axis
+// over the decades the visible points span; a point outside [x0, x1] or
+// not positive (a log axis has no zero) is left out.
+func Frontier(f Frame, line, marks []Mark, x0, x1 float64, xTitle, yTitle string) string {
+	var s svg
+	s.open(f, "frontier", yTitle+" against "+xTitle)
+	in := func(m Mark) bool { return m.X >= x0 && m.X <= x1 && m.Y > 0 && !math.IsInf(m.Y, 0) }
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, m := range append(slices.Clone(line), marks...) {
+		if in(m) {
+			lo, hi = math.Min(lo, math.Log10(m.Y)), math.Max(hi, math.Log10(m.Y))
+		}
+	}
+	if lo > hi {
+		lo, hi = -6, 0
+	}
+	lo, hi = math.Floor(lo), math.Max(math.Ceil(hi), math.Floor(lo)+1)
+	px := func(x float64) float64 { return f.Left + (x-x0)/(x1-x0)*f.PlotW() }
+	py := func(y float64) float64 { return f.H - f.Bottom - (math.Log10(y)-lo)/(hi-lo)*f.PlotH() }
+	xa, xb, yb := f.Left, f.W-f.Right, f.H-f.Bottom
+	for d := lo; d <= hi; d++ {
+		y := py(math.Pow(10, d))
+		s.line("grid", xa, y, xb, y)
+		s.Elem("text", "1e"+strconv.Itoa(int(d)), "class", "tick", "x", n(xa-6), "y", n(y), "text-anchor", "end", "dominant-baseline", "middle")
+	}
+	s.line("axis", xa, yb, xb, yb)
+	s.line("axis", xa, f.Top, xa, yb)
+	for x := math.Ceil(x0); x <= x1; x++ {
+		s.line("axis", px(x), yb, px(x), yb+4)
+		s.Elem("text", strconv.Itoa(int(x)), "class", "tick", "x", n(px(x)), "y", n(yb+16), "text-anchor", "middle")
+	}
+	s.Elem("text", xTitle, "class", "title", "x", n(f.Left+f.PlotW()/2), "y", n(f.H-4), "text-anchor", "middle")
+	s.Elem("text", yTitle, "class", "title", "transform", "translate(12 "+n(f.Top+f.PlotH()/2)+") rotate(-90)", "text-anchor", "middle")
+	var pts []string
+	for _, m := range line {
+		if in(m) {
+			pts = append(pts, n(px(m.X))+","+n(py(m.Y)))
+		}
+	}
+	if len(pts) > 1 {
+		s.Empty("polyline", "class", "frontier-line", "points", strings.Join(pts, " "))
+	}
+	for _, m := range marks {
+		if !in(m) {
+			continue
+		}
+		s.Empty("circle", "class", "mark "+m.Class, "cx", n(px(m.X)), "cy", n(py(m.Y)), "r", "6")
+		if m.Label != "" {
+			s.Elem("text", m.Label, "class", "mark-label "+m.Class, "x", n(px(m.X)+9), "y", n(py(m.Y)-9))
 		}
 	}
 	s.Close("svg")

@@ -43,7 +43,7 @@ func TestTicks(t *testing.T) {
 }
 
 func TestLabel(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 0.25: "0.25", 120: "120", 1e-5: "1e-05", 2.5e6: "2.5e+06", 0.005: "0.005"} {
+	for v, want := range map[float64]string{0: "0", 0.25: "0.25", 120: "120", 1e-5: "1e-05", 2.5e6: "2.5e+06", 0.005: "0.005", 3 * 0.05: "0.15"} {
 		if got := Label(v); got != want {
 			t.Errorf("Label(%v) = %q, want %q", v, got, want)
 		}
@@ -208,5 +208,25 @@ func TestZoomed(t *testing.T) {
 	}
 	if out := Scatter(Default, 100, v, nil, nil, -1, 20, "position", "m"); !strings.Contains(out, `visibility="hidden"`) {
 		t.Errorf("a selection outside the slice shows a cursor: %s", out)
+	}
+}
+
+// The frontier's line keeps its points within the x range and above zero,
+// the marks are labelled dots, and the y axis is whole decades.
+func TestFrontier(t *testing.T) {
+	line := []Mark{{X: 4.5, Y: 0.02}, {X: 6.1, Y: 0.0016}, {X: 8.3, Y: 0.00007}, {X: 32, Y: 0}}
+	marks := []Mark{{X: 4.5, Y: 0.019, Label: "q4", Class: "uniform"}, {X: 6.5, Y: 0.00094, Label: "recipe", Class: "recipe"}, {X: 6.5, Y: 0, Label: "zero"}}
+	s := Frontier(Default, line, marks, 4, 9, "bits per weight", "mean KLD")
+	tags := wellFormed(t, s)
+	if tags["polyline"] != 1 || tags["circle"] != 2 {
+		t.Errorf("tags %v: want one polyline and two dots (a zero KLD has no place on a log axis)", tags)
+	}
+	if got := strings.Count(strings.SplitN(strings.SplitN(s, `points="`, 2)[1], `"`, 2)[0], ","); got != 3 {
+		t.Errorf("the line has %d points, want the 3 inside [4, 9]", got)
+	}
+	for _, want := range []string{">1e-5<", ">1e-1<", ">recipe<", ">q4<", ">4<", ">9<"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %s in %s", want, s)
+		}
 	}
 }

@@ -11,11 +11,7 @@ import (
 	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
-	"logitscope/internal/format/checkpoint"
-	"logitscope/internal/format/ggml"
 	"logitscope/internal/format/receipt"
-	"logitscope/internal/model"
-	"logitscope/internal/model/ggufmodel"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/sensitivity"
@@ -92,111 +88,37 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	evalWindows := windows
-	if *evalPath != "" && *evalPath != *panelPath {
-		if evalWindows, err = panelOf(ck, *evalPath, *window); err != nil {
-			return err
-		}
-	}
 	fp, err := ck.Fingerprint()
 	if err != nil {
 		return err
 	}
-	mopt := margins.Options{K: *k, AbsMargin: *absMargin}
-
-	// The sweeps, one per scheme, forward only: each unit alone in it.
-	var sweeps []*attribution.Result
-	var uniform []attribution.Measured
-	var fixed int64 // what the variant holds beside the swept matrices
-	var g model.Geometry
-	shapes := map[string]engine.Matrix{}
-	for _, scheme := range schemes {
-		dir, err := variant.Ensure(ck, scheme, stderr)
-		if err != nil {
-			return err
-		}
-		x, opt, err := openMix(ck, dir, *acts, stderr)
-		if err != nil {
-			return err
-		}
-		res, whole, err := func() (*attribution.Result, attribution.Effect, error) {
-			defer x.Close()
-			units, err := sensitivity.Units(x.Changed(), x.Geometry().NumLayers, *unit)
-			if err != nil {
-				return nil, attribution.Effect{}, fmt.Errorf("%s: %w", dir, err)
-			}
-			so := sensitivity.Options{Unit: *unit, ForwardOnly: true, Margins: mopt}
-			so.Key = sweepKey(fp, testID(opt), receipt.PanelSHA256(windows), so, *acts)
-			if *jsonPath != "" {
-				so.Resume = *jsonPath + "." + string(scheme) + ".partial"
-			}
-			res, err := sweep(x, windows, units, so, "sweep "+string(scheme), stderr)
-			if err != nil {
-				return nil, attribution.Effect{}, err
-			}
-			res.Model, res.Test = ck.Source(), dir
-			g = x.Geometry()
-			for _, m := range x.Changed() {
-				shapes[m.Name] = m
-			}
-			if *evalPath == "" {
-				return res, res.Whole, nil
-			}
-			whole, err := measure(x, evalWindows, mopt, string(scheme), stderr)
-			return res, whole, err
-		}()
-		if err != nil {
-			return err
-		}
-		var matrices int64
-		for _, u := range res.Units {
-			matrices += u.Bytes
-		}
-		if fixed == 0 {
-			if fixed, err = variantSize(dir); err != nil {
-				return err
-			}
-			fixed -= matrices
-		}
-		sweeps = append(sweeps, res)
-		uniform = append(uniform, attribution.Measured{Name: string(scheme), Bytes: matrices, Effect: whole})
-	}
-
-	var params int64
-	for _, u := range sweeps[0].Units {
-		params += u.Params
-	}
-	budget := targetSize - fixed
-	if *bpw > 0 {
-		budget = int64(*bpw * float64(params) / 8)
-	}
-	r, err := attribution.Plan(sweeps, budget)
-	if err != nil {
-		return err
-	}
-	r.Model = ck.Source()
-	if err := ggufRecipe(r, g, shapes); err != nil {
-		return err
-	}
-
-	// Build it and measure it.
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, "recipe")
 	}
-	if err := buildRecipe(ck, r, *out, stderr); err != nil {
-		return err
+	opt := sensitivity.RecipeOptions{Schemes: schemes, Unit: *unit, TargetBPW: *bpw, TargetSize: targetSize,
+		Margins: margins.Options{K: *k, AbsMargin: *absMargin}, Dir: *out, Log: stderr,
+		Engine: engine.Options{Activations: *acts, Progress: loadProgress(stderr)},
+		Sweep: func(x *engine.Mix, v *variant.Variant, windows [][]int, units []attribution.Unit, so sensitivity.Options) (*attribution.Result, error) {
+			so.Key = sweepKey(fp, testID(engine.Options{Variant: v}), receipt.PanelSHA256(windows), so, *acts)
+			if *jsonPath != "" {
+				so.Resume = *jsonPath + "." + v.Manifest.Scheme + ".partial"
+			}
+			return sweep(x, windows, units, so, "sweep "+v.Manifest.Scheme, stderr)
+		},
+		Measure: func(x *engine.Mix, windows [][]int, name string) (attribution.Effect, error) {
+			track := progress.Track(progress.New(stderr), "measure "+name, "runs")
+			return sensitivity.MeasureWhole(x, windows, margins.Options{K: *k, AbsMargin: *absMargin}, func(done, total int) { track(int64(done), int64(total)) })
+		},
 	}
-	r.Variant = *out
-	x, _, err := openMix(ck, *out, *acts, stderr)
+	if *evalPath != "" && *evalPath != *panelPath {
+		if opt.Eval, err = panelOf(ck, *evalPath, *window); err != nil {
+			return err
+		}
+	}
+	r, err := sensitivity.Recipe(ck, windows, opt)
 	if err != nil {
 		return err
 	}
-	defer x.Close()
-	whole, err := measure(x, evalWindows, mopt, "recipe", stderr)
-	if err != nil {
-		return err
-	}
-	r.Measure(uniform, whole)
 	if err := r.WriteText(stdout); err != nil {
 		return err
 	}
@@ -211,115 +133,6 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (seal %s)\n", *jsonPath, r.Seal)
-	return nil
-}
-
-// measure is a mix's whole test against its reference over windows.
-func measure(x *engine.Mix, windows [][]int, mopt margins.Options, label string, stderr io.Writer) (attribution.Effect, error) {
-	track := progress.Track(progress.New(stderr), "measure "+label, "runs")
-	res, err := sensitivity.Sweep(x, windows, nil, sensitivity.Options{ForwardOnly: true, Margins: mopt,
-		Progress: func(done, total int) { track(int64(done), int64(total)) }})
-	if err != nil {
-		return attribution.Effect{}, err
-	}
-	return res.Whole, nil
-}
-
-// buildRecipe writes r's variant: r.Base with r.Rules, and checks that
-// every matrix came out in the scheme r picked.
-func buildRecipe(ck *checkpoint.Checkpoint, r *attribution.Recipe, dir string, stderr io.Writer) error {
-	base, err := quant.ParseScheme(r.Base)
-	if err != nil {
-		return err
-	}
-	track := progress.Track(progress.New(stderr), "quantize recipe", "tensors")
-	opt := variant.Options{Policy: sensitivity.Policy(r), Progress: func(done, total int, _ string) { track(int64(done), int64(total)) }}
-	if err := variant.Write(ck, base, dir, opt); err != nil {
-		return err
-	}
-	v, err := variant.Open(dir)
-	if err != nil {
-		return fmt.Errorf("the recipe's variant just written does not verify: %w", err)
-	}
-	for name, want := range r.Assignment() {
-		ps := v.Pieces(name)
-		if len(ps) == 0 || ps[0].Scheme != want {
-			return fmt.Errorf("the recipe's variant holds %s as %v, the recipe picked %s", name, ps, want)
-		}
-	}
-	return nil
-}
-
-// variantSize is what a variant's shards take on disk.
-func variantSize(dir string) (int64, error) {
-	v, err := variant.Open(dir)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, s := range v.Manifest.Shards {
-		n += s.Size
-	}
-	return n, nil
-}
-
-// ggmlTypes are the llama.cpp types that hold each of logitscope's
-// schemes at least as precisely, the first whose block divides a row:
-// q8 is Q8_0 itself (32 weights, an f16 absmax/127 scale); q6's 6.5 bits
-// take Q6_K's 6.5625 where rows are whole 256-weight blocks, else Q8_0
-// (which holds q6's codes exactly, and is what llama-quantize falls back
-// to from Q6_K); q4 takes Q4_0's 4.5 bits (Q4_0 rounds to −8…7 where q4
-// keeps ±7); f32 stays F32, as does a row no type's block divides.
-var ggmlTypes = map[string][]ggml.Type{"q8": {ggml.Q8_0}, "q6": {ggml.Q6_K, ggml.Q8_0}, "q4": {ggml.Q4_0}, attribution.F32: {ggml.F32}}
-
-// ggmlType is scheme's type for a matrix of rows of cols weights, named
-// as llama.cpp's ggml_type_name names it (q6_K, q8_0).
-func ggmlType(scheme string, cols int) ggml.Type {
-	for _, t := range ggmlTypes[scheme] {
-		if cols%t.BlockSize() == 0 {
-			return t
-		}
-	}
-	return ggml.F32
-}
-
-func ggmlName(t ggml.Type) string {
-	return strings.Replace(strings.ToLower(t.String()), "_k", "_K", 1)
-}
-
-// ggufRecipe fills in r's llama-quantize rules: every matrix's GGUF
-// tensor with its type, all of them (llama-quantize's file types bump
-// some tensors by rules of their own, which a rule overrides), and the
-// bytes they take in those types. A mixture's experts share one stacked
-// tensor in GGUF: it takes the most precise of their types.
-func ggufRecipe(r *attribution.Recipe, g model.Geometry, shapes map[string]engine.Matrix) error {
-	names, err := ggufmodel.Names(g)
-	if err != nil {
-		return err
-	}
-	bits := func(t ggml.Type) float64 { return float64(t.BlockBytes()) / float64(t.BlockSize()) }
-	assign := map[string]ggml.Type{}
-	size := map[string]int64{} // a GGUF tensor's weights
-	for name, scheme := range r.Assignment() {
-		m, gname := shapes[name], names[name]
-		if gname == "" {
-			return fmt.Errorf("%s has no GGUF tensor in llama.cpp's naming", name)
-		}
-		t := ggmlType(scheme, m.Cols)
-		if old, ok := assign[gname]; !ok || bits(t) > bits(old) {
-			assign[gname] = t
-		}
-		size[gname] += int64(m.Rows) * int64(m.Cols)
-	}
-	byName := map[string]string{}
-	r.GGUFBytes = 0
-	for gname, t := range assign {
-		byName[gname] = ggmlName(t)
-		r.GGUFBytes += int64(bits(t) * float64(size[gname]))
-	}
-	base := ggmlType(r.Base, 1<<20) // the file type: the scheme's first choice
-	r.GGUFBase = strings.ToUpper(ggmlName(base))
-	r.GGUFRules = attribution.Rules(byName, "")
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package variant
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,15 +12,27 @@ import (
 )
 
 // Ensure returns the directory of ck's scheme variant (DefaultDir),
-// quantizing it first when it is missing, with progress on log (nil: none):
-// suites and benchmarks then run on a fresh checkout of a model.
+// quantizing it first when it is missing, or was quantized from other
+// weights than ck's (the model's files changed since), with progress on
+// log (nil: none): suites and benchmarks then run on a fresh checkout of
+// a model.
 func Ensure(ck *checkpoint.Checkpoint, scheme quant.Scheme, log io.Writer) (string, error) {
-	dir := DefaultDir(ck.Dir, string(scheme))
-	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
-		return dir, nil
-	}
 	if log == nil {
 		log = io.Discard
+	}
+	dir := DefaultDir(ck.Dir, string(scheme))
+	if data, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil {
+		fp, err := ck.Fingerprint()
+		if err != nil {
+			return "", err
+		}
+		var m struct {
+			Model string `json:"model_sha256"`
+		}
+		if json.Unmarshal(data, &m) == nil && m.Model == fp {
+			return dir, nil
+		}
+		fmt.Fprintf(log, "%s was quantized from other weights than %s's\n", dir, ck.Dir)
 	}
 	fmt.Fprintf(log, "quantizing %s to %s ...\n", ck.Dir, scheme)
 	return dir, Write(ck, scheme, dir, Options{Progress: LogProgress(log, scheme)})

@@ -306,3 +306,36 @@ func fingerprint(t *testing.T, ck *checkpoint.Checkpoint) string {
 	}
 	return fp
 }
+
+// Ensure keeps a variant of the checkpoint's own weights and quantizes
+// again one made from other weights (the model's files changed since).
+func TestEnsureQuantizesAgainForOtherWeights(t *testing.T) {
+	a, b := tinyCheckpoint(t, 0), tinyCheckpoint(t, 1)
+	dir, err := Ensure(a, quant.Q4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's default variant directory takes a's variant.
+	other := DefaultDir(b.Dir, "q4")
+	if err := os.CopyFS(other, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if got, err := Ensure(b, quant.Q4, &log); err != nil || got != other {
+		t.Fatalf("Ensure: %s, %v", got, err)
+	}
+	if !strings.Contains(log.String(), "was quantized from other weights") {
+		t.Errorf("the log says %q", log.String())
+	}
+	v, err := Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.CheckSource(fingerprint(t, b)); err != nil {
+		t.Error(err)
+	}
+	log.Reset()
+	if _, err := Ensure(b, quant.Q4, &log); err != nil || log.Len() != 0 {
+		t.Errorf("a variant of the checkpoint's own weights: %v, log %q", err, log.String())
+	}
+}

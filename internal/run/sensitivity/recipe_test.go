@@ -10,57 +10,27 @@ import (
 	"logitscope/internal/quant/variant"
 )
 
-// recipeOf sweeps dir's model in q8, q6 and q4 over windows, plans a
-// recipe within q6's bytes, builds it and measures it there; it returns
-// the recipe (its Uniform the schemes' measures) and its text.
+// recipeOf makes a recipe of dir's model at q6's size (6.5 bits per
+// weight) from sweeps of q8, q6 and q4 over windows, measured there, and
+// returns it and its text.
 func recipeOf(t *testing.T, dir string, windows [][]int) (*attribution.Recipe, string) {
 	t.Helper()
-	var sweeps []*attribution.Result
-	var uniform []attribution.Measured
-	for _, s := range quant.Schemes {
-		x := mix(t, dir, s)
-		units, err := Units(x.Changed(), x.Geometry().NumLayers, attribution.ByTensor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Sweep(x, windows, units, Options{Unit: attribution.ByTensor, ForwardOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Test = string(s)
-		sweeps = append(sweeps, res)
-		var bytes int64
-		for _, u := range res.Units {
-			bytes += u.Bytes
-		}
-		uniform = append(uniform, attribution.Measured{Name: string(s), Bytes: bytes, Effect: res.Whole})
-	}
-	r, err := attribution.Plan(sweeps, uniform[1].Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ck, err := checkpoint.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	out := variant.DefaultDir(dir, "recipe")
-	base, _ := quant.ParseScheme(r.Base)
-	if err := variant.Write(ck, base, out, variant.Options{Policy: Policy(r)}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Sweep(mixOf(t, ck, out), windows, nil, Options{ForwardOnly: true})
+	r, err := Recipe(ck, windows, RecipeOptions{Schemes: quant.Schemes, Unit: attribution.ByTensor, TargetBPW: 6.5, Dir: variant.DefaultDir(dir, "recipe")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Measure(uniform, res.Whole)
 	var text strings.Builder
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + text.String())
-	if r.Bytes > uniform[1].Bytes {
-		t.Errorf("the recipe takes %d bytes, q6 %d", r.Bytes, uniform[1].Bytes)
+	if r.Uniform[1].Name != "q6" || r.Bytes > r.Uniform[1].Bytes {
+		t.Errorf("the recipe takes %d bytes, %s %d", r.Bytes, r.Uniform[1].Name, r.Uniform[1].Bytes)
 	}
 	return r, text.String()
 }

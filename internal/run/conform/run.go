@@ -59,6 +59,11 @@ type Metrics struct {
 	Flips           int      `json:"flips"`
 	ClearFlips      int      `json:"clear_flips"`
 	MaxAbsLogitDiff *float64 `json:"max_abs_logit_diff,omitempty"`
+	// TopUnit is the sweep's first unit; RecipeMeanKLD and RecipeBPW the
+	// recipe's measure and size (Case.Sweep, Case.Recipe).
+	TopUnit       string   `json:"top_unit,omitempty"`
+	RecipeMeanKLD *float64 `json:"recipe_mean_kld,omitempty"`
+	RecipeBPW     *float64 `json:"recipe_bpw,omitempty"`
 }
 
 // Summary is summary.json: the run's settings and every case's result.
@@ -210,10 +215,11 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	}
 
 	var pairs [][2]side
+	var windows [][]int
 	compare := "panel"
 	if c.Panel != "" {
 		prefix := chat.RawPrefix(tok, tmpl)
-		windows, err := session.ReadPanel(s.path(c.Panel), tok, c.Window, prefix)
+		windows, err = session.ReadPanel(s.path(c.Panel), tok, c.Window, prefix)
 		if err != nil {
 			return nil, compare, nil, err
 		}
@@ -269,7 +275,8 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 			failures = append(failures, fmt.Sprintf("max_abs_logit_diff %.4g > max %g (reference vs golden %s)", diff, limit, c.Golden))
 		}
 	}
-	return m, compare, failures, nil
+	more, err := attribute(c, ck, c.Test, windows, dir, m, logf)
+	return m, compare, append(failures, more...), err
 }
 
 // resolveModel maps a case's model to a directory: preset:NAME is the

@@ -40,6 +40,11 @@ type Case struct {
 	Window     int        `json:"window,omitempty"` // default 128, as capture's
 	Golden     string     `json:"golden,omitempty"` // a dump the reference must match
 	Thresholds Thresholds `json:"thresholds"`
+	// Sweep and Recipe, with a panel, also sweep the units over it on the
+	// CPU (attribution.go): which matrix the damage comes from, and what a
+	// recipe to a target size measures.
+	Sweep  *SweepCheck  `json:"sweep,omitempty"`
+	Recipe *RecipeCheck `json:"recipe,omitempty"`
 }
 
 // Thresholds are optional: a nil one is not checked. They are pointers so
@@ -177,6 +182,16 @@ func (c *Case) check() error {
 		return fmt.Errorf("max_clear_flips %d: a count is never negative, so no case could pass", *t.MaxClearFlips)
 	case t.MaxAbsLogitDiff != nil && *t.MaxAbsLogitDiff < 0:
 		return fmt.Errorf("max_abs_logit_diff %g: a distance is never negative, so no case could pass", *t.MaxAbsLogitDiff)
+	case (c.Sweep != nil || c.Recipe != nil) && c.Panel == "":
+		return fmt.Errorf("a sweep or a recipe measures over a panel: give one")
+	}
+	if c.Sweep != nil {
+		if err := c.Sweep.check(); err != nil {
+			return err
+		}
+	}
+	if c.Recipe != nil {
+		return c.Recipe.check()
 	}
 	return nil
 }

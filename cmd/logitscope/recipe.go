@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"logitscope/internal/analysis/attribution"
-	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/quant"
@@ -35,8 +34,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	jsonPath := fs.String("json", "", "write the sealed recipe (frontier, picks, rules, measures) to FILE; the sweeps keep their state in FILE.SCHEME.partial and go on from there when run again")
 	force := fs.Bool("force", false, "replace the --json file if it exists")
 	acts := fs.String("activations", "f32", "how products with quantized weights take their activations: f32 or q8")
-	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
-	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
+	closeRule := marginFlags(fs)
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -60,8 +58,10 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--panel FILE is required: the sweeps measure the units over its windows")
 	case *window < 2:
 		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
-	case *k <= 0:
-		return fmt.Errorf("--close-margin %g: must be > 0", *k)
+	}
+	mopt, err := closeRule()
+	if err != nil {
+		return err
 	}
 	var schemes []quant.Scheme
 	for _, name := range strings.Split(*schemeList, ",") {
@@ -96,7 +96,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		*out = variant.DefaultDir(ck.Dir, "recipe")
 	}
 	opt := sensitivity.RecipeOptions{Schemes: schemes, Unit: *unit, TargetBPW: *bpw, TargetSize: targetSize,
-		Margins: margins.Options{K: *k, AbsMargin: *absMargin}, Dir: *out, Log: stderr,
+		Margins: mopt, Dir: *out, Log: stderr,
 		Engine: engine.Options{Activations: *acts, Progress: loadProgress(stderr)},
 		Sweep: func(x *engine.Mix, v *variant.Variant, windows [][]int, units []attribution.Unit, so sensitivity.Options) (*attribution.Result, error) {
 			so.Key = sweepKey(fp, testID(engine.Options{Variant: v}), receipt.PanelSHA256(windows), so, *acts)
@@ -107,7 +107,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		},
 		Measure: func(x *engine.Mix, windows [][]int, name string) (attribution.Effect, error) {
 			track := progress.Track(progress.New(stderr), "measure "+name, "runs")
-			return sensitivity.MeasureWhole(x, windows, margins.Options{K: *k, AbsMargin: *absMargin}, func(done, total int) { track(int64(done), int64(total)) })
+			return sensitivity.MeasureWhole(x, windows, mopt, func(done, total int) { track(int64(done), int64(total)) })
 		},
 	}
 	if *evalPath != "" && *evalPath != *panelPath {

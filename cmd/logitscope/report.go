@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,8 +44,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 	refPath := fs.String("ref", "", "reference dump: binary dump or safetensors with a logits tensor (and a routes tensor for a mixture of experts), a windowed capture's directory (DIR[,DIR...] for its shards), or llama.cpp's --kl-divergence-base file (required)")
 	testPath := fs.String("test", "", "test dump, same geometry, or windowed capture; against a llama.cpp base file, a capture of its chunks (capture --panel BASE) (required)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
-	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
-	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
+	closeRule := marginFlags(fs)
 	globalSigma := fs.Bool("global-sigma", false, "pool σ over the whole capture instead of each position's own")
 	topK := fs.Int("top-k", margins.DefaultTopK, "top tokens listed per side")
 	flips := fs.Int("flips", margins.DefaultMaxFlips, "flips listed in the text report (0: none, only their count)")
@@ -57,13 +57,14 @@ func report(args []string, stdout, stderr io.Writer) error {
 	if *refPath == "" || *testPath == "" {
 		return fmt.Errorf("--ref and --test are both required")
 	}
-	if *k <= 0 {
-		return fmt.Errorf("--close-margin %g: must be > 0", *k)
+	opt, err := closeRule()
+	if err != nil {
+		return err
 	}
 	if *flips < 0 {
 		return fmt.Errorf("--flips %d: must be 0 or more", *flips)
 	}
-	opt := margins.Options{TopK: *topK, K: *k, AbsMargin: *absMargin, GlobalSigma: *globalSigma, MaxFlips: *flips}
+	opt.TopK, opt.GlobalSigma, opt.MaxFlips = *topK, *globalSigma, *flips
 	if *flips == 0 {
 		opt.MaxFlips = -1 // none; margins' 0 is its default
 	}
@@ -219,4 +220,18 @@ func printJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// marginFlags adds --close-margin and --close-logits, the close/clear
+// rule that report, sensitivity and recipe share, to fs; the function it
+// returns reads them once parsed.
+func marginFlags(fs *flag.FlagSet) func() (margins.Options, error) {
+	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
+	abs := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
+	return func() (margins.Options, error) {
+		if *k <= 0 {
+			return margins.Options{}, fmt.Errorf("--close-margin %g: must be > 0", *k)
+		}
+		return margins.Options{K: *k, AbsMargin: *abs}, nil
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"logitscope/internal/analysis/attribution"
-	"logitscope/internal/analysis/margins"
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
@@ -38,8 +37,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "write the sealed result as JSON to FILE; the sweep keeps its state in FILE.partial after each window and goes on from there when run again")
 	force := fs.Bool("force", false, "replace the --out file if it exists")
 	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (8-bit blocks, llama.cpp's CPU arithmetic)")
-	k := fs.Float64("close-margin", margins.DefaultK, "a flip is close when the reference margin m ≤ X·σ")
-	absMargin := fs.Float64("close-logits", 0, "if > 0, a flip is close when m ≤ this many logits instead")
+	closeRule := marginFlags(fs)
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -52,10 +50,12 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--panel FILE is required: the sweep measures the units over its windows")
 	case *window < 2:
 		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
-	case *k <= 0:
-		return fmt.Errorf("--close-margin %g: must be > 0", *k)
 	case *culprits < 1:
 		return fmt.Errorf("--culprits %d: must be at least 1", *culprits)
+	}
+	mopt, err := closeRule()
+	if err != nil {
+		return err
 	}
 	if *out != "" {
 		if err := checkOutput(*out, *force); err != nil {
@@ -97,7 +97,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	so := sensitivity.Options{Unit: *unit, Controls: *controls, Culprits: *culprits,
-		Margins: margins.Options{K: *k, AbsMargin: *absMargin}}
+		Margins: mopt}
 	so.Key = sweepKey(fp, testID(opt), receipt.PanelSHA256(windows), so, *acts)
 	if *out != "" {
 		so.Resume = *out + ".partial"

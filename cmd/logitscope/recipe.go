@@ -99,7 +99,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 		Margins: mopt, Dir: *out, Log: stderr,
 		Engine: engine.Options{Activations: *acts, Progress: loadProgress(stderr)},
 		Sweep: func(x *engine.Mix, v *variant.Variant, windows [][]int, units []attribution.Unit, so sensitivity.Options) (*attribution.Result, error) {
-			so.Key = sweepKey(fp, testID(engine.Options{Variant: v}), receipt.PanelSHA256(windows), so, *acts)
+			so.Key = sweepKey(fp, testID(engine.Options{Variant: v}), receipt.PanelSHA256(windows), so, *acts, "cpu")
 			if *jsonPath != "" {
 				so.Resume = *jsonPath + "." + v.Manifest.Scheme + ".partial"
 			}

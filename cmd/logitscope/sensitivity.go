@@ -13,6 +13,8 @@ import (
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/receipt"
+	"logitscope/internal/gpu"
+	"logitscope/internal/gpu/native"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/sensitivity"
@@ -33,6 +35,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	unit := fs.String("unit", attribution.ByTensor, "what a sweep quantizes or restores at once: tensor, layer (a block's matrices) or kind (mlp.down_proj in every layer)")
 	controls := fs.Bool("controls", true, "also run the noise floor (bf16-rounding noise on the reference) and each unit's isotropic control (its error's norm in a random direction)")
 	culprits := fs.Int("culprits", 5, "units listed per clear call")
+	device := fs.String("device", "cpu", "cpu (the reference's forward pass, from each unit's layer), or gpu (the WGSL program on this machine's WebGPU, as a GPU capture: every run from the embeddings, no divergence by layer; needs --controls=false)")
 	top := fs.Int("top", 20, "units and clear calls the table lists (0: all)")
 	out := fs.String("out", "", "write the sealed result as JSON to FILE; the sweep keeps its state in FILE.partial after each window and goes on from there when run again")
 	force := fs.Bool("force", false, "replace the --out file if it exists")
@@ -52,6 +55,10 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--window %d: a window needs at least 2 tokens", *window)
 	case *culprits < 1:
 		return fmt.Errorf("--culprits %d: must be at least 1", *culprits)
+	case *device != "cpu" && *device != "gpu":
+		return fmt.Errorf("--device %q: want cpu or gpu", *device)
+	case *device == "gpu" && *controls:
+		return fmt.Errorf("--device gpu runs the reference's and the test's matrices only: the controls' noisy ones run on the CPU; give --controls=false")
 	}
 	mopt, err := closeRule()
 	if err != nil {
@@ -82,7 +89,14 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	test := *variantName
-	x, opt, err := openMix(ck, test, *acts, stderr)
+	var dev gpu.Device
+	if *device == "gpu" {
+		if dev, err = native.Open(); err != nil {
+			return fmt.Errorf("--device gpu: %w", err)
+		}
+		defer dev.Close()
+	}
+	x, opt, err := openMix(ck, test, *acts, dev, stderr)
 	if err != nil {
 		return err
 	}
@@ -98,7 +112,7 @@ func sensitivityCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	so := sensitivity.Options{Unit: *unit, Controls: *controls, Culprits: *culprits,
 		Margins: mopt}
-	so.Key = sweepKey(fp, testID(opt), receipt.PanelSHA256(windows), so, *acts)
+	so.Key = sweepKey(fp, testID(opt), receipt.PanelSHA256(windows), so, *acts, x.Device())
 	if *out != "" {
 		so.Resume = *out + ".partial"
 	}
@@ -144,9 +158,9 @@ func sweep(x *engine.Mix, windows [][]int, units []attribution.Unit, so sensitiv
 }
 
 // openMix opens the reference of ck against test, a variant directory or a
-// GGUF file, for sweeps.
-func openMix(ck *checkpoint.Checkpoint, test, acts string, stderr io.Writer) (*engine.Mix, engine.Options, error) {
-	opt := engine.Options{Activations: acts, Progress: loadProgress(stderr)}
+// GGUF file, for sweeps on the CPU, or on dev.
+func openMix(ck *checkpoint.Checkpoint, test, acts string, dev gpu.Device, stderr io.Writer) (*engine.Mix, engine.Options, error) {
+	opt := engine.Options{Activations: acts, Progress: loadProgress(stderr), Device: dev}
 	var err error
 	if gguf.IsFileName(test) {
 		opt.GGUF, err = engine.OpenGGUF(ck, test)
@@ -193,8 +207,8 @@ func testID(opt engine.Options) string {
 
 // sweepKey is what a resume file must match: the model, the test, the
 // panel and every option that changes a number.
-func sweepKey(model, test, panel string, so sensitivity.Options, acts string) string {
-	b, _ := json.Marshal([]any{model, test, panel, so.Unit, so.Controls, so.ForwardOnly, so.Culprits, so.Margins.K, so.Margins.AbsMargin, acts})
+func sweepKey(model, test, panel string, so sensitivity.Options, acts, device string) string {
+	b, _ := json.Marshal([]any{model, test, panel, so.Unit, so.Controls, so.ForwardOnly, so.Culprits, so.Margins.K, so.Margins.AbsMargin, acts, device})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -10,6 +10,7 @@ import (
 
 	"logitscope/internal/analysis/attribution"
 	"logitscope/internal/format/seal"
+	"logitscope/internal/gpu/native/nativetest"
 )
 
 func sensitivityCmd(args []string, out, errb *bytes.Buffer) error {
@@ -74,5 +75,48 @@ func TestSensitivityRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error with %q", c.args, err, c.want)
 		}
+	}
+}
+
+// --device gpu sweeps on this machine's WebGPU and ranks as the CPU does;
+// it refuses the controls, whose noisy matrices run on the CPU only.
+func TestSensitivityOnTheDevice(t *testing.T) {
+	nativetest.Device(t)
+	model := copyModel(t)
+	corpus, err := os.ReadFile("../../internal/model/synth/corpus.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	panel := filepath.Join(t.TempDir(), "panel.txt")
+	if err := os.WriteFile(panel, corpus[:300], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--model", model, "--scheme", "q4", "--panel", panel, "--window", "32", "--unit", "kind"}
+	if _, err := run(t, sensitivityCmd, append(args, "--device", "gpu")...); err == nil || !strings.Contains(err.Error(), "--controls=false") {
+		t.Fatalf("controls on the device: %v", err)
+	}
+	args = append(args, "--controls=false")
+	cpu, err := run(t, sensitivityCmd, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := run(t, sensitivityCmd, append(args, "--device", "gpu")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank := func(text string) []string {
+		var names []string
+		for _, line := range strings.Split(text, "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] >= "1" && f[0] <= "9" && strings.Contains(line, "q4") {
+				names = append(names, f[1])
+			}
+		}
+		return names
+	}
+	if c, g := rank(cpu), rank(gpu); len(c) != 8 || strings.Join(c[:3], " ") != strings.Join(g[:3], " ") {
+		t.Errorf("the first kinds: %v on the CPU, %v on the device", c, g)
+	}
+	if strings.Contains(gpu, "mean rel") || !strings.Contains(gpu, "no divergence by layer: swept on gpu") {
+		t.Errorf("the device's sweep prints a divergence it has not measured:\n%s", gpu)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"logitscope/internal/engine/internal/cpu"
+	"logitscope/internal/engine/internal/gpuengine"
 	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/gpu"
 	"logitscope/internal/model"
 )
 
@@ -14,13 +16,19 @@ import (
 // file's). Run runs the reference's forward pass (package cpu, the same
 // code as every capture) with the matrices a Choice names taken from the
 // test or replaced, starting at any layer: the sweeps and attributions of
-// package sensitivity.
+// package sensitivity. With a device (OpenMix's opt.Device) Run runs the
+// WGSL program instead (package gpuengine, as a GPU capture does), built
+// for each run from both sets' files, whole windows only.
 type Mix struct {
 	g         model.Geometry
 	ref, test map[string]*model.Matrix
 	st        *cpu.State
 	acts8     bool
 	release   []func()
+
+	dev             gpu.Device
+	refSrc, testSrc gpuengine.Source
+	pipes           map[string]gpu.Pipeline // compiled once for every run's program
 }
 
 // Matrix is a matrix a Mix's test stores otherwise than as float32: a
@@ -36,13 +44,10 @@ type Matrix struct {
 // OpenMix loads the checkpoint's weights and opt's test weights
 // (opt.Variant or opt.GGUF, one of them) on the CPU, each checked against
 // the checkpoint's geometry as Open checks them; opt.Progress is told the
-// bytes read of each, as unit "reference" and "test". opt.Device must be nil:
-// a GPU engine keeps its matrices on the device, which cannot be mixed
-// yet.
+// bytes read of each, as unit "reference" and "test". With opt.Device,
+// runs go to the device (Run), and the CPU's sets serve Changed and Float.
 func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 	switch {
-	case opt.Device != nil:
-		return nil, errors.New("engine: a mix runs on the CPU")
 	case (opt.Variant == nil) == (opt.GGUF == nil):
 		return nil, errors.New("engine: a mix needs test weights: a variant or a GGUF file")
 	case ck.GGUF != "":
@@ -55,7 +60,7 @@ func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
 	}
-	x := &Mix{g: g, acts8: opt.Activations == ActsQ8}
+	x := &Mix{g: g, acts8: opt.Activations == ActsQ8, dev: opt.Device, pipes: map[string]gpu.Pipeline{}}
 	refSrc, refW := Options{}.weights(ck)
 	if err := model.Check(ck.Dir, g, refW); err != nil {
 		return nil, err
@@ -76,8 +81,16 @@ func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 		return nil, err
 	}
 	x.test, x.release = test, append(x.release, release)
+	x.refSrc, x.testSrc = refSrc, src
 	return x, nil
 }
+
+// Device names where the runs run: "cpu", or "gpu: <adapter> (<backend>)".
+func (x *Mix) Device() string { return DeviceName(x.dev) }
+
+// Boundaries says whether Run starts at a layer and reports the residual
+// stream leaving each: on the CPU only.
+func (x *Mix) Boundaries() bool { return x.dev == nil }
 
 // Geometry is the model's.
 func (x *Mix) Geometry() model.Geometry { return x.g }
@@ -151,6 +164,9 @@ type Choice struct {
 // leaving each layer (cpu.State.Trace). The rows (T, Vocab+Routes) lie in
 // a buffer that the next Run overwrites.
 func (x *Mix) Run(tokens []int, c Choice, from int, h []float32, seen func(l int, x []float32)) ([]float32, error) {
+	if x.dev != nil {
+		return x.runGPU(tokens, c, from, seen)
+	}
 	m, err := model.Assemble(x.g, func(s model.Spec) (*model.Matrix, error) {
 		r := x.ref[s.Name]
 		if r == nil {
@@ -182,3 +198,56 @@ func (x *Mix) Run(tokens []int, c Choice, from int, h []float32, seen func(l int
 	}
 	return x.st.Trace(tokens, from, h, seen)
 }
+
+// runGPU runs a whole window on the device: a program built from the
+// matrices c chooses, each uploaded from its set's files, every row read
+// back. A device program runs from the embeddings and keeps its residual
+// stream on the device: no boundaries, and no replaced matrices.
+func (x *Mix) runGPU(tokens []int, c Choice, from int, seen func(int, []float32)) ([]float32, error) {
+	switch {
+	case from != 0 || seen != nil:
+		return nil, errors.New("engine: a mix on a device runs whole windows: no layer boundaries")
+	case len(c.Over) > 0:
+		return nil, errors.New("engine: a mix on a device takes the reference's or the test's matrices, no others")
+	}
+	src := mixSource{ref: x.refSrc, test: x.testSrc, pick: c.Test}
+	st, err := gpuengine.New(x.dev, x.g, src, gpuengine.Options{Capacity: len(tokens), Acts8: x.acts8, Pipelines: x.pipes})
+	if err != nil {
+		return nil, err
+	}
+	e := &gpuEngine{State: st, dev: x.dev, vocab: x.g.Vocab, routes: x.g.Routes()}
+	defer e.Close()
+	w := Width(e)
+	out := make([]float32, 0, len(tokens)*w)
+	for a := 0; a < len(tokens); a += e.Chunk() {
+		r, err := e.Submit(tokens[a:min(len(tokens), a+e.Chunk())], All)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := e.Read(r)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			out = append(out, row...)
+		}
+	}
+	return out, nil
+}
+
+// mixSource serves the test's matrices where pick says so, else the
+// reference's, and the reference's vectors (a variant or a GGUF file
+// keeps norms and biases as float32 copies of them).
+type mixSource struct {
+	ref, test gpuengine.Source
+	pick      func(name string) bool
+}
+
+func (s mixSource) Matrix(name string, maxBytes int64) ([]gpuengine.Piece, error) {
+	if s.pick != nil && s.pick(name) {
+		return s.test.Matrix(name, maxBytes)
+	}
+	return s.ref.Matrix(name, maxBytes)
+}
+
+func (s mixSource) Vector(name string) ([]float32, error) { return s.ref.Vector(name) }

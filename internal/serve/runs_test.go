@@ -324,7 +324,7 @@ func checkRunsDir(t *testing.T, dir string, want int) {
 func TestRunSweeps(t *testing.T) {
 	f := newFixture(t)
 	f.withPage(t)
-	res := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Unit: attribution.ByTensor,
+	res := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Unit: attribution.ByTensor, NumLayers: 1,
 		Units:  []attribution.UnitResult{{Unit: attribution.Unit{Name: "model.layers.0.mlp.down_proj.weight", Kind: "mlp.down_proj"}}},
 		Layers: []attribution.Divergence{{}}}
 	body, err := res.Marshal()

@@ -148,7 +148,7 @@ func layerLabel(r *attribution.Result, l int) string {
 		return "all layers"
 	case l < 0:
 		return "embed"
-	case l >= len(r.Layers):
+	case l >= r.NumLayers:
 		return "head"
 	}
 	return "layer " + strconv.Itoa(l)
@@ -194,7 +194,9 @@ func sweepHTML(d *sweepDoc, v sweepView) string {
 	} else {
 		row("additivity", fmt.Sprintf("forward %.3f, reverse %.3f", r.Additivity.Forward, r.Additivity.Reverse))
 	}
-	row("divergence starts", layerLabel(r, r.Start))
+	if len(r.Layers) > 0 {
+		row("divergence starts", layerLabel(r, r.Start))
+	}
 	m.Close("tbody")
 	m.Close("table")
 	m.Close("div")
@@ -204,6 +206,9 @@ func sweepHTML(d *sweepDoc, v sweepView) string {
 		unitHTML(&m, r, v.Unit)
 	}
 	callsHTML(&m, r, v.Call)
+	if len(r.Layers) == 0 {
+		return m.String() // swept on a device: no boundaries
+	}
 	m.Open("div", "class", "sweep-chart", "id", "divergence")
 	m.Elem("h3", "Divergence by layer: the residual stream leaving each layer, test against reference")
 	rel := make([]float64, len(r.Layers))

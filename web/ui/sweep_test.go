@@ -17,7 +17,7 @@ func demoSweep(t *testing.T) *sweepDoc {
 		return attribution.UnitResult{Unit: attribution.Unit{Name: name, Kind: kind, Layer: layer, Tensors: []string{name}, Format: "q4", Params: 64, Bytes: 36},
 			Forward: attribution.Effect{MeanKLD: kld, KLD99: 2 * kld}, Reverse: attribution.Effect{MeanKLD: 0.01}}
 	}
-	res := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Model: "demo", Test: "q4", Unit: attribution.ByTensor,
+	res := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Model: "demo", Test: "q4", Unit: attribution.ByTensor, NumLayers: 2,
 		Whole: attribution.Effect{MeanKLD: 0.02, Clear: 1},
 		Units: []attribution.UnitResult{
 			unit("model.layers.1.mlp.down_proj.weight", "mlp.down_proj", 1, 0.15),

@@ -62,10 +62,14 @@ type Result struct {
 	Unit    string `json:"unit"`
 	// ForwardOnly says the reverse sweep was not run (Options): no
 	// reverse effects, reverse additivity or culprits.
-	ForwardOnly bool              `json:"forward_only,omitempty"`
-	Windows     int               `json:"windows"`
-	Positions   int               `json:"positions"`
-	Criterion   margins.Criterion `json:"criterion"`
+	ForwardOnly bool `json:"forward_only,omitempty"`
+	// NumLayers is the model's; Device where the runs ran ("cpu", or "gpu:
+	// <adapter>": a device runs whole windows, so its sweep has no Layers).
+	NumLayers int               `json:"num_layers"`
+	Device    string            `json:"device,omitempty"`
+	Windows   int               `json:"windows"`
+	Positions int               `json:"positions"`
+	Criterion margins.Criterion `json:"criterion"`
 	// Whole is the test against the reference: every unit quantized.
 	Whole Effect `json:"whole"`
 	// Floor is the reference against itself with every matrix perturbed by
@@ -214,8 +218,12 @@ func (r *Result) WriteText(w io.Writer, top int, text func(id int) string) error
 		}
 		p("\n")
 	}
-	p("\ndivergence by layer (the residual stream leaving it, test against reference):\n")
-	p("%-5s %10s %10s %10s %10s %9s\n", "layer", "mean rel", "max rel", "mean cos", "min cos", "SQNR dB")
+	if len(r.Layers) == 0 {
+		p("\nno divergence by layer: swept on %s, which runs each window from the embeddings\n", r.Device)
+	} else {
+		p("\ndivergence by layer (the residual stream leaving it, test against reference):\n")
+		p("%-5s %10s %10s %10s %10s %9s\n", "layer", "mean rel", "max rel", "mean cos", "min cos", "SQNR dB")
+	}
 	for _, d := range r.Layers {
 		mark := ""
 		if d.Layer == r.Start {
@@ -288,9 +296,12 @@ func Parse(data []byte, name string) (*Result, *Recipe, error) {
 		return nil, nil, fmt.Errorf("%s: %v", name, err)
 	}
 	for _, u := range r.Units {
-		if u.Layer < -1 || u.Layer > len(r.Layers) {
-			return nil, nil, fmt.Errorf("%s: unit %s: layer %d of a model of %d", name, u.Name, u.Layer, len(r.Layers))
+		if u.Layer < -1 || u.Layer > r.NumLayers {
+			return nil, nil, fmt.Errorf("%s: unit %s: layer %d of a model of %d", name, u.Name, u.Layer, r.NumLayers)
 		}
+	}
+	if len(r.Layers) > r.NumLayers {
+		return nil, nil, fmt.Errorf("%s: divergence of %d layers in a model of %d", name, len(r.Layers), r.NumLayers)
 	}
 	return &r, nil, nil
 }

@@ -16,7 +16,7 @@ func sealed(t testing.TB, r *Result) []byte {
 }
 
 func TestParse(t *testing.T) {
-	res := &Result{Kind: Kind, Version: Version, Unit: ByTensor, Windows: 2,
+	res := &Result{Kind: Kind, Version: Version, Unit: ByTensor, Windows: 2, NumLayers: 1,
 		Units:  []UnitResult{{Unit: Unit{Name: "lm_head.weight", Layer: 1, Kind: "lm_head"}}},
 		Layers: []Divergence{{Layer: 0}}}
 	data := sealed(t, res)
@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 // Whatever it is given, Parse returns a document or an error, never both
 // or neither, and never panics.
 func FuzzParse(f *testing.F) {
-	res := &Result{Kind: Kind, Version: Version, Layers: []Divergence{{}}, Units: []UnitResult{{Unit: Unit{Name: "a"}}}}
+	res := &Result{Kind: Kind, Version: Version, NumLayers: 1, Layers: []Divergence{{}}, Units: []UnitResult{{Unit: Unit{Name: "a"}}}}
 	data, _ := res.Marshal()
 	f.Add(data)
 	f.Add([]byte(`{"kind":"logitscope-recipe","version":1,"seal":"x"}`))

@@ -27,7 +27,7 @@ func (a acc) effect() attribution.Effect {
 
 func (sw *sweeper) result(windows int) *attribution.Result {
 	st := sw.st
-	r := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Key: st.Key, Unit: sw.opt.Unit, ForwardOnly: sw.opt.ForwardOnly, Windows: windows,
+	r := &attribution.Result{Kind: attribution.Kind, Version: attribution.Version, Key: st.Key, Unit: sw.opt.Unit, ForwardOnly: sw.opt.ForwardOnly, NumLayers: sw.layers, Device: sw.x.Device(), Windows: windows,
 		Positions: st.Positions, Criterion: st.Criterion, Whole: st.Whole.effect(), Calls: st.Calls}
 	if r.Calls == nil {
 		r.Calls = []attribution.Call{}
@@ -56,6 +56,9 @@ func (sw *sweeper) result(windows int) *attribution.Result {
 	slices.SortStableFunc(r.Units, func(a, b attribution.UnitResult) int { return cmp.Compare(b.Forward.MeanKLD, a.Forward.MeanKLD) })
 	grow := math.Inf(-1)
 	for l, a := range st.Layers {
+		if len(a.Rel) == 0 {
+			break // a sweep on a device: no boundaries, no divergence
+		}
 		d := attribution.Divergence{Layer: l, Rel: a.Rel, MinCos: 1, SQNR: 10 * math.Log10(a.Signal/a.Noise)}
 		if a.Noise == 0 {
 			d.SQNR = math.Inf(1)

@@ -110,6 +110,9 @@ func Sweep(x *engine.Mix, windows [][]int, units []attribution.Unit, opt Options
 		return nil, err
 	}
 	sw := &sweeper{x: x, units: units, opt: opt, st: st, vocab: g.Vocab, width: g.Vocab + g.Routes(), layers: g.NumLayers}
+	if opt.Controls && !x.Boundaries() {
+		return nil, fmt.Errorf("the controls run on the CPU: a mix on a device takes no noisy matrices")
+	}
 	if opt.Controls {
 		if err := sw.controls(); err != nil {
 			return nil, err
@@ -219,11 +222,12 @@ func (sw *sweeper) controls() error {
 }
 
 // run is one window of the model c chooses from unit layer l's boundary
-// (bounds: the residual stream leaving each layer of a full run), its
-// rows (T−1, Vocab) copied out; seen as Mix.Run's.
+// (bounds: the residual stream leaving each layer of a full run; none on
+// a device, which runs from the embeddings), its rows (T−1, Vocab) copied
+// out; seen as Mix.Run's.
 func (sw *sweeper) run(ids []int, c engine.Choice, l int, bounds [][]float32, seen func(int, []float32)) ([]float32, error) {
 	from, h := 0, []float32(nil)
-	if l > 0 {
+	if l > 0 && bounds != nil {
 		from, h = l, bounds[l-1]
 	}
 	rows, err := sw.x.Run(ids, c, from, h, seen)
@@ -239,8 +243,12 @@ func (sw *sweeper) run(ids []int, c engine.Choice, l int, bounds [][]float32, se
 }
 
 // full runs a whole window and keeps the residual stream leaving each
-// layer.
+// layer (none on a device).
 func (sw *sweeper) full(ids []int, c engine.Choice) ([]float32, [][]float32, error) {
+	if !sw.x.Boundaries() {
+		rows, err := sw.run(ids, c, 0, nil, nil)
+		return rows, nil, err
+	}
 	bounds := make([][]float32, 0, sw.layers)
 	rows, err := sw.run(ids, c, 0, nil, func(_ int, h []float32) { bounds = append(bounds, slices.Clone(h)) })
 	return rows, bounds, err

@@ -132,6 +132,11 @@ type Options struct {
 	// the same bits.
 	Workgroup int
 	Tune      bool
+	// Pipelines, if set, is a cache of compiled pipelines that States on
+	// the same device share (a pipeline is its source and entry, which its
+	// key names), so that a State built per run (engine.Mix on a device)
+	// compiles each kernel once; nil keeps one of the State's own.
+	Pipelines map[string]gpu.Pipeline
 }
 
 // New uploads the model described by g from src and prepares its KV cache.
@@ -147,7 +152,10 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	if opt.Acts8 && g.SparseLayers() > 0 {
 		return nil, fmt.Errorf("8-bit activations on the GPU: the mixture-of-experts kernels take float32 activations only")
 	}
-	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: map[string]gpu.Pipeline{}, acts8: opt.Acts8}
+	e := &State{dev: dev, g: g, capacity: max(opt.Capacity, 1), pipes: opt.Pipelines, acts8: opt.Acts8}
+	if e.pipes == nil {
+		e.pipes = map[string]gpu.Pipeline{}
+	}
 	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)
 	if opt.MaxPieceBytes > 0 {
 		e.maxPiece = min(e.maxPiece, opt.MaxPieceBytes)

@@ -33,7 +33,7 @@ func recipeCommand(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "the recipe's variant directory (default MODEL/variants/recipe)")
 	jsonPath := fs.String("json", "", "write the sealed recipe (frontier, picks, rules, measures) to FILE; the sweeps keep their state in FILE.SCHEME.partial and go on from there when run again")
 	force := fs.Bool("force", false, "replace the --json file if it exists")
-	acts := fs.String("activations", "f32", "how products with quantized weights take their activations: f32 or q8")
+	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (8-bit blocks, llama.cpp's CPU arithmetic)")
 	closeRule := marginFlags(fs)
 	if pos, err := parse(fs, args); err != nil {
 		return err

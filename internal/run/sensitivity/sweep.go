@@ -8,7 +8,10 @@
 // divergence layer by layer. Every run is the engine's own forward pass
 // (engine.Mix), started at the unit's first layer from the residual stream
 // the reference (or the test) had there, so only what follows a change is
-// recomputed and no unit is quantized twice.
+// recomputed and no unit is quantized twice; on a device (engine.Mix
+// with one), each run is the WGSL program from the embeddings. Recipe
+// sweeps a model in several schemes and makes, builds and measures a
+// scheme per unit within a size. What they find is package attribution's.
 package sensitivity
 
 import (

@@ -181,8 +181,18 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 // Pos is the number of tokens in the cache.
 func (e *State) Pos() int { return e.pos }
 
-// Close releases every buffer the engine made.
+// Close releases every buffer and bind group the engine made (not its
+// pipelines, which the device keeps, or a shared cache's: Options).
 func (e *State) Close() {
+	for _, op := range e.prog {
+		if op.group != 0 {
+			e.dev.DestroyBindGroup(op.group)
+		}
+		if op.many != nil && op.many.group != 0 {
+			e.dev.DestroyBindGroup(op.many.group)
+		}
+	}
+	e.prog = nil
 	for _, b := range e.owned {
 		e.dev.DestroyBuffer(b)
 	}

@@ -1,0 +1,213 @@
+package exl3
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/x448/float16"
+)
+
+// golden reads testdata/golden.txt (testdata/golden.py, a transcription
+// of exllamav3's decoding in Python): key → sha256.
+func golden(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open("testdata/golden.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) > 0 && f[0] != "#" {
+			g[strings.Join(f[:len(f)-1], " ")] = f[len(f)-1]
+		}
+	}
+	return g
+}
+
+func sum(w []uint16) string {
+	b := make([]byte, 2*len(w))
+	for i, x := range w {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Every state of every codebook decodes to the transcription's fp16 bits.
+func TestCodebooksMatchTheTranscription(t *testing.T) {
+	g := golden(t)
+	for _, cb := range []Codebook{Inst3, MCG, MUL1} {
+		w := make([]uint16, 1<<16)
+		for s := range w {
+			w[s] = cb.Decode(uint16(s))
+		}
+		if got, want := sum(w), g["codebook "+cb.String()]; got != want {
+			t.Errorf("%s: sha256 %s, the transcription's %s", cb, got, want)
+		}
+	}
+}
+
+func TestCodebookValues(t *testing.T) {
+	for _, c := range []struct {
+		cb   Codebook
+		s    uint16
+		want uint16
+	}{
+		{Inst3, 0, 0x3A25}, {Inst3, 1, 0xBB5B}, {Inst3, 2, 0x3B74}, {Inst3, 0x1234, 0xC066}, {Inst3, 0xFFFF, 0xB110},
+		{MCG, 0, 0x3F60}, {MCG, 1, 0x304E}, {MCG, 0x1234, 0x3E0F}, {MCG, 0xFFFF, 0x3ACD},
+		{MUL1, 0, 0xC2E8}, {MUL1, 1, 0x3921}, {MUL1, 0x1234, 0xB89E}, {MUL1, 0xFFFF, 0xB936},
+	} {
+		if got := c.cb.Decode(c.s); got != c.want {
+			t.Errorf("%s(%#04x) = %#04x, want %#04x", c.cb, c.s, got, c.want)
+		}
+	}
+	// The encoder scales weights by 3INST's standard deviation over all
+	// states (exllamav3's codebook_scale, 1.24371088).
+	var s1, s2 float64
+	for s := range 1 << 16 {
+		v := f16(Inst3.Decode(uint16(s)))
+		s1, s2 = s1+v, s2+v*v
+	}
+	n := float64(1 << 16)
+	if sd := math.Sqrt(s2/n - (s1/n)*(s1/n)); math.Abs(sd-1.24371088) > 1e-6 {
+		t.Errorf("3INST's standard deviation %.8f, want 1.24371088", sd)
+	}
+}
+
+// A tile of every K and codebook decodes to the transcription's weights.
+func TestDecodeTileMatchesTheTranscription(t *testing.T) {
+	g := golden(t)
+	for k := 1; k <= 8; k++ {
+		tile := make([]uint16, 16*k)
+		for j := range tile {
+			tile[j] = uint16((j+1)*40503 + k*7919)
+		}
+		for _, cb := range []Codebook{Inst3, MCG, MUL1} {
+			w, err := DecodeTile(tile, k, cb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := fmt.Sprintf("tile %d %s", k, cb)
+			if got, want := sum(w[:]), g[key]; got != want {
+				t.Errorf("%s: sha256 %s, the transcription's %s", key, got, want)
+			}
+		}
+	}
+}
+
+// Position visits every element of the tile once.
+func TestPositionIsAPermutation(t *testing.T) {
+	seen := map[[2]int]bool{}
+	for p := range TileWeights {
+		r, c := Position(p)
+		if r < 0 || r > 15 || c < 0 || c > 15 || seen[[2]int{r, c}] {
+			t.Fatalf("position %d: (%d, %d)", p, r, c)
+		}
+		seen[[2]int{r, c}] = true
+	}
+	if r, c := Position(7); r != 9 || c != 8 {
+		t.Errorf("position 7 is (%d, %d), want (9, 8)", r, c)
+	}
+}
+
+// Any tile's states pack back into the same tile: the stream is all the
+// states hold.
+func TestPackIsStatesInverse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := 1; k <= 8; k++ {
+		for range 20 {
+			tile := make([]uint16, 16*k)
+			for j := range tile {
+				tile[j] = uint16(rng.Uint32())
+			}
+			s, err := States(tile, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Pack(s, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range tile {
+				if back[j] != tile[j] {
+					t.Fatalf("k %d: word %d packs back as %#04x, was %#04x", k, j, back[j], tile[j])
+				}
+			}
+			// Each state holds the one before it shifted by k bits.
+			for p := 1; p < TileWeights; p++ {
+				if s[p]>>k != s[p-1]&(1<<(16-k)-1) {
+					t.Fatalf("k %d: state %d %#04x does not follow %#04x", k, p, s[p], s[p-1])
+				}
+			}
+			if s[0]>>k != s[TileWeights-1]&(1<<(16-k)-1) {
+				t.Fatalf("k %d: the path does not bite its tail", k)
+			}
+		}
+	}
+}
+
+func TestTileErrors(t *testing.T) {
+	for _, c := range []struct {
+		k, words int
+		want     string
+	}{
+		{0, 0, "0 bits per weight"},
+		{9, 144, "9 bits per weight"},
+		{4, 63, "a tile of 4 bits per weight is 64 int16 words, got 63"},
+	} {
+		if _, err := DecodeTile(make([]uint16, c.words), c.k, Inst3); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("k %d, %d words: %v, want %q", c.k, c.words, err, c.want)
+		}
+	}
+	if _, err := Pack([TileWeights]uint16{}, 0); err == nil {
+		t.Error("Pack took 0 bits per weight")
+	}
+}
+
+// toF16 rounds as x448/float16 does wherever float32 holds the value
+// (every fp16 bit pattern, and values between them).
+func TestToF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for h := range 1 << 16 {
+		v := f16(uint16(h))
+		if math.IsNaN(v) {
+			continue
+		}
+		if got := toF16(v); got != uint16(h) && !(v == 0 && got&0x7FFF == 0) {
+			t.Fatalf("toF16(f16(%#04x)) = %#04x", h, got)
+		}
+		x := float32(v) * (1 + float32(rng.Float64()-0.5)/512)
+		if got, want := toF16(float64(x)), float16.Fromfloat32(x).Bits(); got != want {
+			t.Fatalf("toF16(%g) = %#04x, float16 says %#04x", x, got, want)
+		}
+	}
+}
+
+func FuzzDecodeTile(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4}, 4, 0)
+	f.Fuzz(func(t *testing.T, data []byte, k, cb int) {
+		tile := make([]uint16, len(data)/2)
+		for i := range tile {
+			tile[i] = binary.LittleEndian.Uint16(data[2*i:])
+		}
+		w, err := DecodeTile(tile, k, Codebook(cb%3))
+		if err == nil && (k < 1 || k > 8 || len(tile) != 16*k) {
+			t.Fatalf("k %d, %d words decoded", k, len(tile))
+		}
+		for _, x := range w {
+			if err == nil && x&0x7C00 == 0x7C00 {
+				t.Fatalf("a codebook decoded to %#04x", x)
+			}
+		}
+	})
+}

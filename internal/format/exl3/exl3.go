@@ -199,3 +199,99 @@ func toF16(x float64) uint16 {
 	}
 	return sign | uint16(e+25)<<10 | uint16(m-1024)
 }
+
+// Layer is one quantized linear layer's tensors as exllamav3 stores them:
+// Trellis (In/16, Out/16, 16·K) int16 words, Suh (In) and Svh (Out) fp16
+// bits, In and Out multiples of 128.
+type Layer struct {
+	In, Out  int
+	K        int
+	Codebook Codebook
+	Trellis  []uint16
+	Suh, Svh []uint16
+}
+
+// Inner is the layer's Ŵ (In, Out) as fp16 bits, row-major: every tile
+// decoded into place.
+func (l Layer) Inner() ([]uint16, error) {
+	if l.In <= 0 || l.Out <= 0 || l.In%128 != 0 || l.Out%128 != 0 {
+		return nil, fmt.Errorf("exl3: a layer of %d×%d: both want a positive multiple of 128", l.In, l.Out)
+	}
+	per := 16 * l.K
+	if len(l.Trellis) != l.In/16*l.Out/16*per {
+		return nil, fmt.Errorf("exl3: trellis of %d words for %d×%d at %d bits, want %d", len(l.Trellis), l.In, l.Out, l.K, l.In/16*l.Out/16*per)
+	}
+	w := make([]uint16, l.In*l.Out)
+	for tk := range l.In / 16 {
+		for tn := range l.Out / 16 {
+			at := (tk*(l.Out/16) + tn) * per
+			tile, err := DecodeTile(l.Trellis[at:at+per], l.K, l.Codebook)
+			if err != nil {
+				return nil, err
+			}
+			for r := range 16 {
+				copy(w[(16*tk+r)*l.Out+16*tn:], tile[16*r:16*r+16])
+			}
+		}
+	}
+	return w, nil
+}
+
+// Dense is the layer's weight W (In, Out), y = x·W, as exllamav3's
+// get_weight_tensor builds it: diag(suh)·H·Ŵ·H·diag(svh), H the 128-wide
+// Hadamard normalised by 1/√128 on each block of 128. It rounds to fp16
+// where that does (after each Hadamard and each scaling) but sums its
+// Hadamards in its own order, so it matches exllamav3's to fp16
+// rounding, not bit for bit: Inner is the exact part.
+func (l Layer) Dense() ([]float32, error) {
+	inner, err := l.Inner()
+	if err != nil {
+		return nil, err
+	}
+	if len(l.Suh) != l.In || len(l.Svh) != l.Out {
+		return nil, fmt.Errorf("exl3: suh of %d and svh of %d for a layer of %d×%d", len(l.Suh), len(l.Svh), l.In, l.Out)
+	}
+	w := make([]float64, len(inner))
+	for i, h := range inner {
+		w[i] = f16(h)
+	}
+	col := make([]float64, l.In)
+	for c := range l.Out { // H·Ŵ: each column, along the inputs
+		for r := range l.In {
+			col[r] = w[r*l.Out+c]
+		}
+		hadamard(col)
+		for r := range l.In {
+			w[r*l.Out+c] = round16(round16(col[r]) * f16(l.Suh[r]))
+		}
+	}
+	out := make([]float32, len(w))
+	for r := range l.In { // ·H: each row, along the outputs
+		row := w[r*l.Out : (r+1)*l.Out]
+		hadamard(row)
+		for c, v := range row {
+			out[r*l.Out+c] = float32(round16(round16(v) * f16(l.Svh[c])))
+		}
+	}
+	return out, nil
+}
+
+// hadamard applies the normalised 128-wide Hadamard to each block of 128
+// of x, in place: H[i][j] = (−1)^popcount(i&j)/√128.
+func hadamard(x []float64) {
+	for b := 0; b < len(x); b += 128 {
+		v := x[b : b+128]
+		for h := 1; h < 128; h *= 2 {
+			for i := 0; i < 128; i += 2 * h {
+				for j := i; j < i+h; j++ {
+					v[j], v[j+h] = v[j]+v[j+h], v[j]-v[j+h]
+				}
+			}
+		}
+		for i := range v {
+			v[i] /= math.Sqrt(128)
+		}
+	}
+}
+
+func round16(x float64) float64 { return f16(toF16(x)) }

@@ -211,3 +211,93 @@ func FuzzDecodeTile(f *testing.F) {
 		}
 	})
 }
+
+// randomLayer is a layer of random tiles and sign×scale vectors.
+func randomLayer(rng *rand.Rand, in, out, k int, cb Codebook) Layer {
+	l := Layer{In: in, Out: out, K: k, Codebook: cb, Trellis: make([]uint16, in/16*out/16*16*k), Suh: make([]uint16, in), Svh: make([]uint16, out)}
+	for i := range l.Trellis {
+		l.Trellis[i] = uint16(rng.Uint32())
+	}
+	for i := range l.Suh {
+		l.Suh[i] = toF16((rng.Float64() + 0.5) * float64(1-2*rng.IntN(2)) * 0.01)
+	}
+	for i := range l.Svh {
+		l.Svh[i] = toF16((rng.Float64() + 0.5) * float64(1-2*rng.IntN(2)))
+	}
+	return l
+}
+
+// Inner places tile (tk, tn) at rows 16tk… and columns 16tn…, and Dense
+// is diag(suh)·H·Ŵ·H·diag(svh) to within its fp16 roundings.
+func TestLayerDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	l := randomLayer(rng, 256, 128, 3, MCG)
+	inner, err := l.Inner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := 16 * l.K
+	tile, _ := DecodeTile(l.Trellis[(1*(l.Out/16)+5)*per:][:per], l.K, l.Codebook) // tile (1, 5)
+	for r := range 16 {
+		for c := range 16 {
+			if inner[(16+r)*l.Out+80+c] != tile[16*r+c] {
+				t.Fatalf("Ŵ[%d][%d] is not tile (1, 5)'s [%d][%d]", 16+r, 80+c, r, c)
+			}
+		}
+	}
+	got, err := l.Dense()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In float64 throughout: H·Ŵ·H by the definition of H, then scaled.
+	h := func(i, j int) float64 {
+		if i/128 != j/128 {
+			return 0
+		}
+		s := 1.0
+		for x := i % 128 & (j % 128); x != 0; x &= x - 1 {
+			s = -s
+		}
+		return s / math.Sqrt(128)
+	}
+	hw := make([]float64, l.In*l.Out)
+	for r := range l.In {
+		for c := range l.Out {
+			for j := r / 128 * 128; j < r/128*128+128; j++ {
+				hw[r*l.Out+c] += h(r, j) * f16(inner[j*l.Out+c])
+			}
+		}
+	}
+	// Errors against the matrix's RMS: a Hadamard sums 128 terms, so an
+	// element near 0 carries the roundings of terms of the RMS's size.
+	exact := make([]float64, l.In*l.Out)
+	var rms float64
+	for r := range l.In {
+		for c := range l.Out {
+			var v float64
+			for j := c / 128 * 128; j < c/128*128+128; j++ {
+				v += hw[r*l.Out+j] * h(j, c)
+			}
+			exact[r*l.Out+c] = v * f16(l.Suh[r]) * f16(l.Svh[c])
+			rms += exact[r*l.Out+c] * exact[r*l.Out+c]
+		}
+	}
+	rms = math.Sqrt(rms / float64(len(exact)))
+	var worst float64
+	for i, v := range exact {
+		worst = max(worst, math.Abs(float64(got[i])-v)/rms)
+	}
+	t.Logf("Dense against the exact product: worst error %.3g of the RMS", worst)
+	if worst > 16*0x1p-11 { // three fp16 roundings of elements up to a few times the RMS
+		t.Errorf("Dense is %.3g of the RMS off the exact product: more than its fp16 roundings", worst)
+	}
+	for _, bad := range []Layer{{In: 100, Out: 128, K: 2}, {In: 128, Out: 128, K: 2, Trellis: make([]uint16, 10)}} {
+		if _, err := bad.Dense(); err == nil {
+			t.Errorf("%d×%d with %d words was taken", bad.In, bad.Out, len(bad.Trellis))
+		}
+	}
+	l.Svh = l.Svh[:1]
+	if _, err := l.Dense(); err == nil || !strings.Contains(err.Error(), "svh of 1") {
+		t.Errorf("a short svh: %v", err)
+	}
+}

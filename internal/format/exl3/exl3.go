@@ -15,7 +15,8 @@
 // first. The state of position p (0…255) is the 16 bits of the stream
 // that end at bit (p+1)·K, the stream read circularly (the trellis is
 // tail-biting); a codebook maps a state to an fp16 value; position p is
-// element Position(p) of the tile.
+// element Position(p) of the tile. ReadLayer reads a layer's tensors from
+// a safetensors file; Layer.Inner and Layer.Dense decode it.
 package exl3
 
 import (

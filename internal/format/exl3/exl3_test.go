@@ -9,10 +9,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/x448/float16"
+
+	"logitscope/internal/format/safetensors"
 )
 
 // golden reads testdata/golden.txt (testdata/golden.py, a transcription
@@ -299,5 +303,75 @@ func TestLayerDense(t *testing.T) {
 	l.Svh = l.Svh[:1]
 	if _, err := l.Dense(); err == nil || !strings.Contains(err.Error(), "svh of 1") {
 		t.Errorf("a short svh: %v", err)
+	}
+}
+
+// writeLayer writes l under prefix as exllamav3 stores it, with extra
+// tensors, and opens the file.
+func writeLayer(t *testing.T, l Layer, prefix string, extra ...safetensors.Tensor) *safetensors.File {
+	t.Helper()
+	u16 := func(w []uint16) []byte {
+		b := make([]byte, 2*len(w))
+		for i, x := range w {
+			binary.LittleEndian.PutUint16(b[2*i:], x)
+		}
+		return b
+	}
+	ts := append([]safetensors.Tensor{
+		{Name: prefix + ".trellis", DType: safetensors.I16, Shape: []int{l.In / 16, l.Out / 16, 16 * l.K}, Data: u16(l.Trellis)},
+		{Name: prefix + ".suh", DType: safetensors.F16, Shape: []int{len(l.Suh)}, Data: u16(l.Suh)},
+		{Name: prefix + ".svh", DType: safetensors.F16, Shape: []int{len(l.Svh)}, Data: u16(l.Svh)},
+	}, extra...)
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := safetensors.WriteFile(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestReadLayer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const p = "model.layers.0.mlp.experts.3.down_proj"
+	i32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	for _, c := range []struct {
+		cb    Codebook
+		extra []safetensors.Tensor
+	}{
+		{Inst3, nil},
+		{MCG, []safetensors.Tensor{{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(mcgMultiplier)}}},
+		{MUL1, []safetensors.Tensor{{Name: p + ".mul1", DType: safetensors.I32, Shape: []int{}, Data: i32(mul1Multiplier)}}},
+	} {
+		want := randomLayer(rng, 128, 256, 4, c.cb)
+		got, err := ReadLayer(writeLayer(t, want, p, c.extra...), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.In != 128 || got.Out != 256 || got.K != 4 || got.Codebook != c.cb || !slices.Equal(got.Trellis, want.Trellis) ||
+			!slices.Equal(got.Suh, want.Suh) || !slices.Equal(got.Svh, want.Svh) {
+			t.Errorf("%s: read back %d×%d K %d %s", c.cb, got.In, got.Out, got.K, got.Codebook)
+		}
+	}
+	l := randomLayer(rng, 128, 128, 2, Inst3)
+	for _, c := range []struct {
+		name string
+		f    *safetensors.File
+		want string
+	}{
+		{"no layer", writeLayer(t, l, "other"), "no " + p + ".trellis: not an EXL3 layer"},
+		{"legacy signs", writeLayer(t, l, "other", safetensors.Tensor{Name: p + ".su", DType: safetensors.I16, Shape: []int{8}, Data: make([]byte, 16)}), "bit-packed su/sv"},
+		{"another multiplier", writeLayer(t, l, p, safetensors.Tensor{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(12345)}), "mcg multiplier 0x00003039"},
+		{"two codebooks", writeLayer(t, l, p, safetensors.Tensor{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(mcgMultiplier)},
+			safetensors.Tensor{Name: p + ".mul1", DType: safetensors.I32, Shape: []int{}, Data: i32(mul1Multiplier)}), "which codebook"},
+		{"short suh", writeLayer(t, Layer{In: 128, Out: 128, K: 2, Trellis: l.Trellis, Suh: l.Suh[:64], Svh: l.Svh}, p), ".suh holds 64 values, want 128"},
+		{"9 bits", writeLayer(t, Layer{In: 128, Out: 128, K: 9, Trellis: make([]uint16, 64*16*9), Suh: l.Suh, Svh: l.Svh}, p), "at 9 bits per weight"},
+	} {
+		if _, err := ReadLayer(c.f, p); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "model.safetensors") {
+			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
+		}
 	}
 }

@@ -16,7 +16,8 @@
 // that end at bit (p+1)·K, the stream read circularly (the trellis is
 // tail-biting); a codebook maps a state to an fp16 value; position p is
 // element Position(p) of the tile. ReadLayer reads a layer's tensors from
-// a safetensors file; Layer.Inner and Layer.Dense decode it.
+// a safetensors file; Layer.Inner and Layer.Dense decode it; EncodeTile
+// finds a tile for given weights.
 package exl3
 
 import (

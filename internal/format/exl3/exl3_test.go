@@ -375,3 +375,55 @@ func TestReadLayer(t *testing.T) {
 		}
 	}
 }
+
+// The encoder's tile decodes to the weights it reports (its path bites
+// its tail, so the packed stream holds it), and more bits fit the target
+// better: Gaussian weights of the codebook's scale.
+func TestEncodeTile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var w [TileWeights]float32
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 1.24)
+	}
+	for _, cb := range []Codebook{Inst3, MCG, MUL1} {
+		scale := 1.24
+		if cb == MUL1 {
+			scale = 1.0
+		}
+		var x [TileWeights]float32
+		for i := range w {
+			x[i] = w[i] * float32(scale/1.24)
+		}
+		last := math.Inf(1)
+		for _, k := range []int{1, 2, 4, 6, 8} {
+			tile, sq, err := EncodeTile(&x, k, cb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := DecodeTile(tile, k, cb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var check float64
+			for i, h := range got {
+				d := f16(h) - float64(x[i])
+				check += d * d
+			}
+			if math.Abs(check-sq) > 1e-3*sq+1e-9 {
+				t.Fatalf("%s k %d: the tile decodes to a squared error of %g, the encoder reported %g", cb, k, check, sq)
+			}
+			mse := sq / TileWeights / (scale * scale)
+			t.Logf("%s k %d: relative MSE %.5f", cb, k, mse)
+			if mse >= last {
+				t.Errorf("%s k %d: relative MSE %.5f is no better than with fewer bits (%.5f)", cb, k, mse, last)
+			}
+			last = mse
+		}
+		if last > 0.001 {
+			t.Errorf("%s at 8 bits: relative MSE %.5f", cb, last)
+		}
+	}
+	if _, _, err := EncodeTile(&w, 9, Inst3); err == nil {
+		t.Error("9 bits were taken")
+	}
+}

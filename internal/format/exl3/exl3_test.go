@@ -427,3 +427,43 @@ func TestEncodeTile(t *testing.T) {
 		t.Error("9 bits were taken")
 	}
 }
+
+// A layer encoded and decoded again (Dense) is the weights it was made
+// from, within the tiles' error: the rotations and scales undo exactly.
+func TestEncodeLayer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const in, out = 128, 128
+	w := make([]float32, in*out)
+	var norm float64
+	for r := range in {
+		scale := 0.01 * math.Exp(rng.NormFloat64()) // rows of unequal size
+		for c := range out {
+			w[r*out+c] = float32(rng.NormFloat64() * scale)
+			norm += float64(w[r*out+c]) * float64(w[r*out+c])
+		}
+	}
+	last := math.Inf(1)
+	for _, k := range []int{2, 4} {
+		l, err := EncodeLayer(w, in, out, k, MCG, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Dense()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e float64
+		for i := range w {
+			e += (float64(d[i]) - float64(w[i])) * (float64(d[i]) - float64(w[i]))
+		}
+		rel := math.Sqrt(e / norm)
+		t.Logf("k %d: relative error %.4f", k, rel)
+		if rel >= last || rel > 2*math.Pow(2, -float64(k)) {
+			t.Errorf("k %d: relative error %.4f (fewer bits: %.4f)", k, rel, last)
+		}
+		last = rel
+	}
+	if _, err := EncodeLayer(w, 100, 128, 4, MCG, 1); err == nil {
+		t.Error("a layer of 100 rows was taken")
+	}
+}

@@ -106,7 +106,7 @@ func Recipe(ck *checkpoint.Checkpoint, windows [][]int, opt RecipeOptions) (*att
 		for _, u := range res.Units {
 			matrices += u.Bytes
 		}
-		if fixed == 0 {
+		if len(sweeps) == 0 { // the first scheme's variant tells the rest
 			fixed = -matrices
 			for _, s := range v.Manifest.Shards {
 				fixed += s.Size

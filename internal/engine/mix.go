@@ -29,6 +29,7 @@ type Mix struct {
 	dev             gpu.Device
 	refSrc, testSrc gpuengine.Source
 	pipes           map[string]gpu.Pipeline // compiled once for every run's program
+	wg              int                     // the matmul workgroup size the first run chose, kept (every size gives the same bits)
 }
 
 // Matrix is a matrix a Mix's test stores otherwise than as float32: a
@@ -211,9 +212,12 @@ func (x *Mix) runGPU(tokens []int, c Choice, from int, seen func(int, []float32)
 		return nil, errors.New("engine: a mix on a device takes the reference's or the test's matrices, no others")
 	}
 	src := mixSource{ref: x.refSrc, test: x.testSrc, pick: c.Test}
-	st, err := gpuengine.New(x.dev, x.g, src, gpuengine.Options{Capacity: len(tokens), Acts8: x.acts8, Pipelines: x.pipes})
+	st, err := gpuengine.New(x.dev, x.g, src, gpuengine.Options{Capacity: len(tokens), Acts8: x.acts8, Pipelines: x.pipes, Workgroup: x.wg})
 	if err != nil {
 		return nil, err
+	}
+	if x.wg == 0 { // measured on a real GPU's first run: not again on every run
+		_, x.wg = st.Workgroups()
 	}
 	e := &gpuEngine{State: st, dev: x.dev, vocab: x.g.Vocab, routes: x.g.Routes()}
 	defer e.Close()

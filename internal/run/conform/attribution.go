@@ -97,16 +97,9 @@ func attribute(c Case, ck *checkpoint.Checkpoint, test string, windows [][]int, 
 	var failures []string
 	if s := c.Sweep; s != nil {
 		fmt.Fprintf(log, "sweep %s by %s over %d windows\n", test, s.Unit, len(windows))
-		v, err := engine.OpenVariant(ck, test)
+		x, _, err := sensitivity.OpenVariant(ck, test, engine.Options{})
 		if err != nil {
-			return nil, err
-		}
-		if v == nil {
-			return nil, fmt.Errorf("sweep: the test is f32, the reference itself")
-		}
-		x, err := engine.OpenMix(ck, engine.Options{Variant: v})
-		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("sweep: %w", err)
 		}
 		res, err := func() (*attribution.Result, error) {
 			defer x.Close()

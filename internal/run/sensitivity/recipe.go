@@ -74,7 +74,7 @@ func Recipe(ck *checkpoint.Checkpoint, windows [][]int, opt RecipeOptions) (*att
 		if err != nil {
 			return nil, err
 		}
-		x, v, err := openVariant(ck, dir, opt.Engine)
+		x, v, err := OpenVariant(ck, dir, opt.Engine)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +136,7 @@ func Recipe(ck *checkpoint.Checkpoint, windows [][]int, opt RecipeOptions) (*att
 		return nil, err
 	}
 	r.Variant = opt.Dir
-	x, _, err := openVariant(ck, opt.Dir, opt.Engine)
+	x, _, err := OpenVariant(ck, opt.Dir, opt.Engine)
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +162,16 @@ func MeasureWhole(x *engine.Mix, windows [][]int, m margins.Options, progress fu
 	return res.Whole, nil
 }
 
-// openVariant opens ck's reference against the variant in dir, which
-// must have been quantized from it.
-func openVariant(ck *checkpoint.Checkpoint, dir string, opt engine.Options) (*engine.Mix, *variant.Variant, error) {
-	v, err := engine.OpenVariant(ck, dir)
+// OpenVariant opens ck's reference against its variant name (a scheme or
+// a directory, engine.OpenVariant), which must have been quantized from
+// it, for sweeps; opt gives Activations and Progress.
+func OpenVariant(ck *checkpoint.Checkpoint, name string, opt engine.Options) (*engine.Mix, *variant.Variant, error) {
+	v, err := engine.OpenVariant(ck, name)
 	if err != nil {
 		return nil, nil, err
+	}
+	if v == nil {
+		return nil, nil, fmt.Errorf("variant %s is the reference itself: a sweep needs a quantized one", name)
 	}
 	opt.Variant, opt.GGUF = v, nil
 	x, err := engine.OpenMix(ck, opt)

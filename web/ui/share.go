@@ -34,13 +34,19 @@ func (r *Root) ShareNow() {
 		r.Share = shareState{Err: "share: " + err.Error()}
 		return
 	}
-	r.Share = shareState{Busy: true}
 	seq := r.docSeq
+	r.post(body, func() bool { return r.docSeq == seq })
+}
+
+// post stores body in the background (lock held) and shows its link,
+// unless shown says another document has taken the page meanwhile.
+func (r *Root) post(body []byte, shown func() bool) {
+	r.Share = shareState{Busy: true}
 	go func() {
 		link, err := share(body)
 		r.update(func() {
-			if r.docSeq != seq {
-				return // another document is shown now
+			if !shown() {
+				return
 			}
 			r.Share = shareState{URL: link}
 			if err != nil {

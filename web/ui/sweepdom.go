@@ -111,20 +111,8 @@ func (r *Root) ShareSweep() {
 	if r.Sweep == nil || r.Share.Busy {
 		return
 	}
-	r.Share = shareState{Busy: true}
 	d := r.Sweep
-	go func() {
-		link, err := share(d.Raw)
-		r.update(func() {
-			if r.Sweep != d {
-				return
-			}
-			r.Share = shareState{URL: link}
-			if err != nil {
-				r.Share.Err = err.Error()
-			}
-		})
-	}()
+	r.post(d.Raw, func() bool { return r.Sweep == d })
 }
 
 // SweepLink is the shared sweep's link with the view shown now.

@@ -3,30 +3,37 @@ package model
 import (
 	"fmt"
 
+	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/quant"
 )
 
 // Format is how a stored matrix's rows are laid out: one of package
-// quant's schemes (q8, q6, q4), or else a ggml type: F32, F16 and BF16 for
-// float rows (a checkpoint's own bf16, f16 or f32 bytes are these too) or
-// one of llama.cpp's block types.
+// quant's schemes (q8, q6, q4), exllamav3's EXL3 (EXL3.K > 0), or else a
+// ggml type: F32, F16 and BF16 for float rows (a checkpoint's own bf16,
+// f16 or f32 bytes are these too) or one of llama.cpp's block types.
 type Format struct {
 	Scheme quant.Scheme
 	Type   ggml.Type
+	EXL3   exl3.Format
 }
 
 func (f Format) String() string {
-	if f.Scheme != "" {
+	switch {
+	case f.Scheme != "":
 		return string(f.Scheme)
+	case f.EXL3.K != 0:
+		return f.EXL3.String()
 	}
 	return f.Type.String()
 }
 
 // Piece is rows [Row0, Row0+Rows) of a matrix of Cols columns, stored in
 // one Format: the quant blob of those rows (quant.NewLayout(Scheme, Rows,
-// Cols): all their codes, then all their scales), or the rows' ggml blocks
-// one row after another.
+// Cols): all their codes, then all their scales), the rows' ggml blocks
+// one row after another, or an EXL3 layer's blob (exl3.Format.Bytes: the
+// whole matrix in one piece, its rows the layer's outputs, padded inside
+// the blob to multiples of 128).
 type Piece struct {
 	Row0, Rows int
 	Format     Format
@@ -40,6 +47,9 @@ func (m *Matrix) CheckPieces(name string) error {
 	for _, p := range m.Pieces {
 		if p.Row0 != row || p.Rows <= 0 {
 			return fmt.Errorf("%s: a piece holds rows [%d, %d), want them from %d", name, p.Row0, p.Row0+p.Rows, row)
+		}
+		if p.Format.EXL3.K != 0 && len(m.Pieces) != 1 {
+			return fmt.Errorf("%s: an %v piece in %d: an EXL3 layer is one piece (its Hadamards mix 128 rows)", name, p.Format, len(m.Pieces))
 		}
 		want, err := p.Format.bytes(p.Rows, m.Cols)
 		if err != nil {
@@ -61,6 +71,9 @@ func (f Format) bytes(rows, cols int) (int64, error) {
 	if f.Scheme != "" {
 		l, err := quant.NewLayout(f.Scheme, rows, cols)
 		return int64(l.Bytes()), err
+	}
+	if f.EXL3.K != 0 {
+		return f.EXL3.Bytes(cols, rows), nil
 	}
 	rb, err := f.Type.RowBytes(cols)
 	return int64(rows) * rb, err

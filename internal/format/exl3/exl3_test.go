@@ -231,8 +231,8 @@ func randomLayer(rng *rand.Rand, in, out, k int, cb Codebook) Layer {
 	return l
 }
 
-// Inner places tile (tk, tn) at rows 16tk… and columns 16tn…, and Dense
-// is diag(suh)·H·Ŵ·H·diag(svh) to within its fp16 roundings.
+// Inner places tile (tk, tn) at rows 16tk… and columns 16tn…, Exact is
+// diag(suh)·H·Ŵ·H·diag(svh) and Dense is it to within its fp16 roundings.
 func TestLayerDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	l := randomLayer(rng, 256, 128, 3, MCG)
@@ -287,6 +287,15 @@ func TestLayerDense(t *testing.T) {
 		}
 	}
 	rms = math.Sqrt(rms / float64(len(exact)))
+	exact2, err := l.Exact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range exact {
+		if math.Abs(exact2[i]-v) > 1e-12*rms {
+			t.Fatalf("Exact()[%d] = %g, the definition gives %g", i, exact2[i], v)
+		}
+	}
 	var worst float64
 	for i, v := range exact {
 		worst = max(worst, math.Abs(float64(got[i])-v)/rms)

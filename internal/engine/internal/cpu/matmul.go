@@ -19,7 +19,17 @@ import (
 // not once per token. For one token a fused kernel, where the format has
 // one, decodes four rows at a time in registers and multiplies them at
 // once; other formats are decoded a few rows at a time.
+// An EXL3 layer goes through matmulEXL3, which calls matmulRows with the
+// inner matrix its blocks decode.
 func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
+	if exl3Piece(W) != nil {
+		matmulEXL3(out, x, W, b, T)
+		return
+	}
+	matmulRows(out, x, W, b, T)
+}
+
+func matmulRows(out, x []float32, W *model.Matrix, b []float32, T int) {
 	n, k := W.Rows, W.Cols
 	fused := T == 1 && W.Data == nil
 	for _, p := range W.Pieces {
@@ -31,6 +41,9 @@ func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
 		rb = streamBlock(W)
 	case T == 1:
 		rb = max(4, min(streamRows, scratchFloats/k/4*4))
+	}
+	if W.Pieces != nil && W.Pieces[0].Format.EXL3.K != 0 {
+		rb = (rb + 15) / 16 * 16 // blocks of whole tiles
 	}
 	// The tiles take tokens four at a time: a partial last quad is
 	// padded with zero tokens, whose outputs are dropped.
@@ -228,6 +241,10 @@ func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k i
 // float32, row r at dst[(r-a)*k:]. dst has room for 2·GroupSize values
 // more: a quant decoder may write a last group's padding past the row.
 func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
+	if p.Format.EXL3.K != 0 {
+		decodeEXL3(p, k, a, b, dst)
+		return
+	}
 	if s := p.Format.Scheme; s != "" {
 		l, _ := quant.NewLayout(s, p.Rows, k) // checked by model.CheckPieces
 		qw, sw := 4*l.QuantWordsPerRow, 4*l.ScaleWordsPerRow
@@ -294,6 +311,10 @@ func row(W *model.Matrix, r int, dst []float32) {
 		copy(dst, W.Row(r))
 		return
 	}
+	if exl3Piece(W) != nil { // its rows mix in the Hadamards: all of them
+		copy(dst, denseEXL3(W)[r*k:(r+1)*k])
+		return
+	}
 	for i := range W.Pieces {
 		p := &W.Pieces[i]
 		if r < p.Row0+p.Rows {
@@ -345,6 +366,9 @@ func Decode(W *model.Matrix) []float32 {
 	k := W.Cols
 	if W.Data != nil {
 		return slices.Clone(W.Data)
+	}
+	if exl3Piece(W) != nil {
+		return denseEXL3(W)
 	}
 	out := make([]float32, W.Rows*k+2*quant.GroupSize)
 	for i := range W.Pieces {

@@ -99,10 +99,13 @@ const (
 	Q4_K
 	Q5_K
 	Q6_K
+	// EXL3 is exllamav3's trellis layer (exl3.wgsl): the piece is the
+	// whole layer's blob, and its bits and codebook are the piece's.
+	EXL3
 )
 
 var formatNames = [...]string{"f32", "bf16", "f16", "q8", "q6", "q4",
-	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"}
+	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "exl3"}
 
 // ggmlFormats pairs each ggml type the kernels read with its format.
 var ggmlFormats = map[ggml.Type]Format{

@@ -15,7 +15,7 @@ import (
 	"logitscope/internal/format/routing"
 	"logitscope/internal/gpu"
 	"logitscope/internal/model"
-	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/session"
 	"logitscope/internal/text/chat"
 	"logitscope/internal/text/tokenizer"
@@ -71,8 +71,8 @@ func open(data []byte, blocks map[uint32][]byte, newDevice func() (gpu.Device, e
 		}
 	case a.Variant != "" && a.Variant != "f32":
 		// Only the model's own variants: the guest sees nothing outside /model.
-		if _, err := quant.ParseScheme(a.Variant); err != nil {
-			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6, q4 or a .gguf file in the model directory", a.Variant)
+		if _, err := variant.ParseScheme(a.Variant); err != nil {
+			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6, q4, exl3-kK[-CODEBOOK] or a .gguf file in the model directory", a.Variant)
 		}
 	}
 	// A GGUF brings its own weights: the checkpoint only contributes its

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -15,18 +16,18 @@ import (
 func quantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", stdout)
 	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
-	schemeName := fs.String("scheme", "", "q8, q6 or q4 (required)")
+	schemeName := fs.String("scheme", "", "q8, q6, q4, or exllamav3's EXL3 at K bits a weight, exl3-kK[-CODEBOOK] (K 1 to 8; CODEBOOK mcg, the default, mul1 or 3inst): exl3-k4 (required)")
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
 	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")
 	keep := fs.String("keep", "", "keep the matrices whose name matches this regexp in float32 (e.g. 'lm_head|embed_tokens')")
 	var rules schemeRules
-	fs.Var(&rules, "as", "REGEX=SCHEME: the matrices whose name matches take SCHEME (q8, q6, q4 or f32), whatever --only, --keep and --scheme say; repeatable, the first that matches decides (e.g. 'self_attn\\.=q8')")
+	fs.Var(&rules, "as", "REGEX=SCHEME: the matrices whose name matches take SCHEME (q8, q6, q4, exl3-kK[-CODEBOOK] or f32), whatever --only, --keep and --scheme say; repeatable, the first that matches decides (e.g. 'self_attn\\.=q8')")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	scheme, err := quant.ParseScheme(*schemeName)
+	scheme, err := variant.ParseScheme(*schemeName)
 	if err != nil {
 		return err
 	}
@@ -89,9 +90,9 @@ func countSchemes(v *variant.Variant, scheme quant.Scheme) string {
 		return fmt.Sprintf("%d %s", n, more)
 	}
 	parts := []string{plural(n[string(scheme)], "tensor", "tensors") + " in " + string(scheme)}
-	for _, s := range quant.Schemes {
-		if s != scheme && n[string(s)] > 0 {
-			parts = append(parts, fmt.Sprintf("%d in %s", n[string(s)], s))
+	for _, s := range slices.Sorted(maps.Keys(n)) {
+		if s != string(scheme) && s != variant.SchemeF32 {
+			parts = append(parts, fmt.Sprintf("%d in %s", n[s], s))
 		}
 	}
 	if k := n[variant.SchemeF32]; k > 0 {

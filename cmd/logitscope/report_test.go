@@ -220,7 +220,7 @@ func TestQuantizeRules(t *testing.T) {
 
 	for _, c := range []struct{ as, want string }{
 		{`self_attn`, `invalid value "self_attn" for flag -as: want REGEX=SCHEME, e.g. 'self_attn\.=q8'`},
-		{`self_attn=q3`, `invalid value "self_attn=q3" for flag -as: scheme "q3": want q8, q6, q4 or f32`},
+		{`self_attn=q3`, `invalid value "self_attn=q3" for flag -as: scheme "q3": want q8, q6, q4, exl3-kK[-CODEBOOK] or f32`},
 		{`self_attn(=q8`, `invalid value "self_attn(=q8" for flag -as: error parsing regexp: missing closing ): ` + "`self_attn(`"},
 		{`=q8`, `invalid value "=q8" for flag -as: empty regexp (use --scheme for every matrix)`},
 	} {

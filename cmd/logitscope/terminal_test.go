@@ -195,7 +195,7 @@ func TestHintsWork(t *testing.T) {
 
 	capture[len(capture)-2] = "q5"
 	if code := cli(capture, io.Discard, &stderr); code != 1 || strings.Contains(stderr.String(), "logitscope quantize") ||
-		!strings.Contains(stderr.String(), "--variant q5: no such scheme or variant directory (schemes: f32, q8, q6, q4;") {
+		!strings.Contains(stderr.String(), "--variant q5: no such scheme or variant directory (schemes: f32, q8, q6, q4, exl3-kK[-CODEBOOK];") {
 		t.Errorf("--variant q5: exit %d, %q", code, stderr.String())
 	}
 }

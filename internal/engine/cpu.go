@@ -234,7 +234,7 @@ func (f *weightFiles) tensor(s model.Spec, src gpuengine.Source) (*model.Matrix,
 		return m, nil
 	}
 	for _, p := range pieces {
-		format, err := storedFormat(p.Format)
+		format, err := storedFormat(p)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", p.File, s.Name, err)
 		}
@@ -255,8 +255,11 @@ func (f *weightFiles) tensor(s model.Spec, src gpuengine.Source) (*model.Matrix,
 }
 
 // storedFormat is the CPU's name for a format the shaders read.
-func storedFormat(f shaders.Format) (model.Format, error) {
+func storedFormat(p gpuengine.Piece) (model.Format, error) {
+	f := p.Format
 	switch f {
+	case shaders.EXL3:
+		return model.Format{EXL3: p.EXL3}, nil
 	case shaders.Q8:
 		return model.Format{Scheme: quant.Q8}, nil
 	case shaders.Q6:

@@ -168,8 +168,8 @@ func VariantDir(modelDir, name string) string {
 	case name == "f32" || name == "":
 		return ""
 	case !strings.ContainsAny(name, `/\`):
-		if _, err := quant.ParseScheme(name); err == nil {
-			return variant.DefaultDir(modelDir, name)
+		if s, err := variant.ParseScheme(name); err == nil {
+			return variant.DefaultDir(modelDir, string(s))
 		}
 	}
 	return name
@@ -239,5 +239,5 @@ func schemeList() string {
 	for i, sc := range quant.Schemes {
 		s[i] = string(sc)
 	}
-	return strings.Join(s, ", ")
+	return strings.Join(s, ", ") + ", exl3-kK[-CODEBOOK]"
 }

@@ -190,3 +190,24 @@ func (l Layer) Exact() ([]float64, error) {
 	}
 	return w, nil
 }
+
+// Rows is a blob's W as the engines store a matrix, (out, in) for a layer
+// of in inputs and out outputs (unpadded): each output's weights, from
+// Exact rounded once to float32.
+func (f Format) Rows(blob []byte, in, out int) ([]float32, error) {
+	l, err := FromBlob(blob, in, out, f)
+	if err != nil {
+		return nil, err
+	}
+	w, err := l.Exact() // (In, Out), padded
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]float32, out*in)
+	for r := range out {
+		for c := range in {
+			rows[r*in+c] = float32(w[c*l.Out+r])
+		}
+	}
+	return rows, nil
+}

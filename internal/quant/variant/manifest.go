@@ -70,8 +70,14 @@ func ParseRule(s string) (Rule, error) {
 		return Rule{}, errors.New(`want REGEX=SCHEME, e.g. 'self_attn\.=q8'`)
 	}
 	r := Rule{Match: s[:i], Scheme: s[i+1:]}
-	_, err := r.compile()
-	return r, err
+	if _, err := r.compile(); err != nil {
+		return r, err
+	}
+	if r.Scheme != SchemeF32 {
+		canon, _ := ParseScheme(r.Scheme) // compile checked it
+		r.Scheme = string(canon)
+	}
+	return r, nil
 }
 
 // compile checks the rule's scheme and parses its pattern. An empty
@@ -79,8 +85,8 @@ func ParseRule(s string) (Rule, error) {
 // is what --scheme says, and is more likely a missing pattern than meant.
 func (r Rule) compile() (*regexp.Regexp, error) {
 	if r.Scheme != SchemeF32 {
-		if _, err := quant.ParseScheme(r.Scheme); err != nil {
-			return nil, fmt.Errorf("scheme %q: want q8, q6, q4 or f32", r.Scheme)
+		if _, err := ParseScheme(r.Scheme); err != nil {
+			return nil, fmt.Errorf("scheme %q: want q8, q6, q4, exl3-kK[-CODEBOOK] or f32", r.Scheme)
 		}
 	}
 	if r.Match == "" {
@@ -217,6 +223,13 @@ func (p Piece) expectedLength() (int64, error) {
 	if p.Scheme == SchemeF32 {
 		return int64(rows) * int64(p.cols()) * 4, nil
 	}
+	if f := EXL3(p.Scheme); f.K != 0 {
+		// One piece, the whole layer: its Hadamards mix its rows.
+		if len(p.Shape) != 2 || p.Rows != [2]int{0, p.Shape[0]} {
+			return 0, fmt.Errorf("an %s piece holds a whole matrix, not rows %v of %v", p.Scheme, p.Rows, p.Shape)
+		}
+		return f.Bytes(p.Shape[1], p.Shape[0]), nil
+	}
 	s, err := quant.ParseScheme(p.Scheme)
 	if err != nil {
 		return 0, err
@@ -235,8 +248,10 @@ func (m *Manifest) check() error {
 	if m.Format != Format {
 		return fmt.Errorf("format %q, want %q", m.Format, Format)
 	}
-	if _, err := quant.ParseScheme(m.Scheme); err != nil {
+	if canon, err := ParseScheme(m.Scheme); err != nil {
 		return fmt.Errorf("scheme: %v", err)
+	} else if string(canon) != m.Scheme {
+		return fmt.Errorf("scheme %q, written %q", m.Scheme, canon)
 	}
 	if m.GroupSize != quant.GroupSize {
 		return fmt.Errorf("group_size %d, this build reads %d", m.GroupSize, quant.GroupSize)

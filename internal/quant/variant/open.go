@@ -112,6 +112,14 @@ func (v *Variant) Float32(name string) ([]float32, []int, error) {
 			}
 			continue
 		}
+		if f := EXL3(p.Scheme); f.K != 0 {
+			w, err := f.Rows(blob, p.Shape[1], p.Shape[0])
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %s: %v", filepath.Join(v.Dir, p.Shard), p.Name, err)
+			}
+			copy(dst, w)
+			continue
+		}
 		s, _ := quant.ParseScheme(p.Scheme) // checked by Open
 		if err := quant.Dequantize(s, blob, p.Rows[1]-p.Rows[0], cols, dst); err != nil {
 			return nil, nil, fmt.Errorf("%s: %s rows %v: %v", filepath.Join(v.Dir, p.Shard), p.Name, p.Rows, err)

@@ -85,8 +85,8 @@ func TestPolicyErrors(t *testing.T) {
 		{Policy{Only: `mlp\.(`}, `policy only "mlp\\.(": error parsing regexp`},
 		{Policy{Keep: `[`}, `policy keep "["`},
 		{Policy{Rules: []Rule{{`mlp`, "q8"}, {`self_attn\.(`, "q8"}}}, `policy rules[1] "self_attn\\.(=q8": error parsing regexp: missing closing )`},
-		{Policy{Rules: []Rule{{`lm_head`, "q3"}}}, `policy rules[0] "lm_head=q3": scheme "q3": want q8, q6, q4 or f32`},
-		{Policy{Rules: []Rule{{`lm_head`, ""}}}, `policy rules[0] "lm_head=": scheme "": want q8, q6, q4 or f32`},
+		{Policy{Rules: []Rule{{`lm_head`, "q3"}}}, `policy rules[0] "lm_head=q3": scheme "q3": want q8, q6, q4, exl3-kK[-CODEBOOK] or f32`},
+		{Policy{Rules: []Rule{{`lm_head`, ""}}}, `policy rules[0] "lm_head=": scheme "": want q8, q6, q4, exl3-kK[-CODEBOOK] or f32`},
 		{Policy{Rules: []Rule{{``, "q8"}}}, `policy rules[0] "=q8": empty regexp`},
 	} {
 		err := Write(ck, quant.Q4, filepath.Join(t.TempDir(), "q4"), Options{Policy: &c.policy})
@@ -152,7 +152,10 @@ func TestParseRule(t *testing.T) {
 		{`lm_head=f32`, Rule{`lm_head`, "f32"}, ""},
 		{`(?P<a>x)=y=q6`, Rule{`(?P<a>x)=y`, "q6"}, ""}, // a regexp may hold "="
 		{`self_attn`, Rule{}, `want REGEX=SCHEME, e.g. 'self_attn\.=q8'`},
-		{`self_attn=Q8`, Rule{}, `scheme "Q8": want q8, q6, q4 or f32`},
+		{`experts=exl3-k4`, Rule{`experts`, "exl3-k4-mcg"}, ""}, // in its canonical spelling
+		{`experts=exl3-k6-mul1`, Rule{`experts`, "exl3-k6-mul1"}, ""},
+		{`self_attn=Q8`, Rule{}, `scheme "Q8": want q8, q6, q4, exl3-kK[-CODEBOOK] or f32`},
+		{`experts=exl3-k9`, Rule{}, `scheme "exl3-k9": want q8, q6, q4, exl3-kK[-CODEBOOK] or f32`},
 		{`=q8`, Rule{}, `empty regexp (use --scheme for every matrix)`},
 		{`self_attn(=q8`, Rule{}, "error parsing regexp: missing closing ): `self_attn(`"},
 	} {

@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"hash/fnv"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/seal"
 	"logitscope/internal/quant"
 	"logitscope/internal/sys/tempfile"
@@ -46,6 +49,11 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 		// Its weights are llama.cpp's blocks, not the float tensors a
 		// scheme quantizes.
 		return fmt.Errorf("variant: %s is a GGUF file: quantize the Hugging Face checkpoint it was converted from", ck.GGUF)
+	}
+	if canon, err := ParseScheme(string(scheme)); err != nil {
+		return err
+	} else if canon != scheme {
+		return fmt.Errorf("variant: scheme %q: write it %q", scheme, canon)
 	}
 	if opt.MaxShardBytes == 0 {
 		opt.MaxShardBytes = MaxShardBytes
@@ -130,6 +138,9 @@ func encode(name string, data []float32, shape []int, as string, maxBytes int) (
 		shape = []int{1}
 	}
 	p := Piece{Name: name, Shape: shape, Scheme: as}
+	if f := EXL3(as); f.K != 0 {
+		return encodeEXL3(p, data, f, maxBytes)
+	}
 	rows, cols := shape[0], p.cols()
 	rowBytes := cols * 4
 	var scheme quant.Scheme
@@ -165,6 +176,38 @@ func encode(name string, data []float32, shape []int, as string, maxBytes int) (
 		out = append(out, encoded{p, blob})
 	}
 	return out, nil
+}
+
+// encodeEXL3 quantizes a matrix (out, in) to one EXL3 piece: the layer
+// exl3.EncodeLayer makes of its transpose (in, out), y = x·W, padded
+// with zeros to multiples of 128. The signs' seed is the name's hash,
+// so that the same checkpoint gives the same bytes.
+func encodeEXL3(p Piece, data []float32, f exl3.Format, maxBytes int) ([]encoded, error) {
+	if len(p.Shape) != 2 {
+		return nil, fmt.Errorf("%s is a linear layer's format; shape %v is not a matrix", p.Scheme, p.Shape)
+	}
+	if strings.Contains(p.Name, "embed_tokens") {
+		return nil, fmt.Errorf("%s quantizes linear layers, and the embedding is a lookup table (exllamav3 keeps it in 16 bits): leave it out with --keep embed_tokens or --only", p.Scheme)
+	}
+	out, in := p.Shape[0], p.Shape[1]
+	if n := f.Bytes(in, out); n > int64(maxBytes) {
+		return nil, fmt.Errorf("%s of %d×%d takes %d bytes, over a shard's %d: an EXL3 layer is one piece (its Hadamards mix its rows); leave it out with --keep or --only", p.Scheme, out, in, n, maxBytes)
+	}
+	ip, op := exl3.Pad(in), exl3.Pad(out)
+	w := make([]float32, ip*op)
+	for r := range out {
+		for c := range in {
+			w[c*op+r] = data[r*in+c]
+		}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(p.Name))
+	l, err := exl3.EncodeLayer(w, ip, op, f.K, f.Codebook, h.Sum64())
+	if err != nil {
+		return nil, err
+	}
+	p.Rows = [2]int{0, out}
+	return []encoded{{p, l.Blob()}}, nil
 }
 
 // shardWriter appends pieces to shard-NNNNN.bin files of at most max

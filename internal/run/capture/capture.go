@@ -23,7 +23,7 @@ import (
 	"logitscope/internal/gpu/native"
 	"logitscope/internal/model"
 	"logitscope/internal/model/ggufmodel"
-	"logitscope/internal/quant"
+	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/session"
 	"logitscope/internal/sys/progress"
 	"logitscope/internal/sys/tempfile"
@@ -335,7 +335,10 @@ func VariantLabel(name string) string {
 	if name == "" {
 		return "f32"
 	}
-	if _, err := quant.ParseScheme(name); err == nil || name == "f32" {
+	if s, err := variant.ParseScheme(name); err == nil {
+		return string(s)
+	}
+	if name == "f32" {
 		return name
 	}
 	return filepath.Base(name)

@@ -136,7 +136,7 @@ func TestRunErrors(t *testing.T) {
 		{"q8", Options{Device: "cpu", Runtime: "native"}, "no variant at " + filepath.Join(ck.Dir, "variants", "q8") + ": run logitscope quantize --model " + ck.Dir + " --scheme q8"},
 		// A mistyped scheme is named as one; no quantize command would
 		// make it.
-		{"q5", Options{Device: "cpu", Runtime: "native"}, "--variant q5: no such scheme or variant directory (schemes: f32, q8, q6, q4;"},
+		{"q5", Options{Device: "cpu", Runtime: "native"}, "--variant q5: no such scheme or variant directory (schemes: f32, q8, q6, q4, exl3-kK[-CODEBOOK];"},
 		{"f32", Options{Device: "tpu", Runtime: "native"}, `--device "tpu"`},
 		{"f32", Options{Device: "cpu", Runtime: "js"}, `--runtime "js"`},
 		{"f32", Options{Device: "cpu", Runtime: "wasm", Engine: filepath.Join(t.TempDir(), "none.wasm")}, "make wasm"},

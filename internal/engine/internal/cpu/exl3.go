@@ -56,24 +56,14 @@ func decodeEXL3(p *model.Piece, k, a, z int, dst []float32) {
 	p.Format.EXL3.DecodeColumns(p.Data, k, p.Rows, a, z, dst)
 }
 
-// denseEXL3 is W (Rows, Cols) of an EXL3 layer, row-major, in float32
-// from the float64 reconstruction: the products, which rotate the
-// activations instead, agree with it to float32 rounding, not bit for bit.
+// denseEXL3 is W (Rows, Cols) of an EXL3 layer, row-major: the exact
+// reconstruction in float32, which the products, rotating the
+// activations instead, agree with to float32 rounding, not bit for bit.
 func denseEXL3(W *model.Matrix) []float32 {
 	p := exl3Piece(W)
-	l, err := exl3.FromBlob(p.Data, W.Cols, W.Rows, p.Format.EXL3)
+	w, err := p.Format.EXL3.Rows(p.Data, W.Cols, W.Rows)
 	if err != nil {
 		panic(err) // the blob's size was checked by model.CheckPieces
 	}
-	w, err := l.Exact()
-	if err != nil {
-		panic(err)
-	}
-	out := make([]float32, W.Rows*W.Cols)
-	for r := range W.Rows {
-		for c := range W.Cols {
-			out[r*W.Cols+c] = float32(w[c*l.Out+r])
-		}
-	}
-	return out
+	return w
 }

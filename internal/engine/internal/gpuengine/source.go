@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/format/safetensors"
 	"logitscope/internal/model/ggufmodel"
@@ -32,6 +33,9 @@ type Piece struct {
 	// too is read in Hugging Face's order). Row0 and Rows are then
 	// multiples of hd. The embedding never needs it.
 	Interleaved int
+	// EXL3 is the bits and codebook of an EXL3 piece (Format EXL3), the
+	// whole layer's blob (exl3.Format.Bytes).
+	EXL3 exl3.Format
 }
 
 // Source serves a model's weights for upload: matrices as stored (decoded
@@ -107,6 +111,14 @@ func pieceFormat(scheme string) (shaders.Format, bool) {
 func (s varSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
 	var out []Piece
 	for _, p := range s.v.Pieces(name) {
+		if e := variant.EXL3(p.Scheme); e.K != 0 {
+			if p.Length > maxBytes {
+				return nil, fmt.Errorf("%s: %s is %d bytes of %s, over the device's %d-byte binding limit", s.v.Dir, name, p.Length, p.Scheme, maxBytes)
+			}
+			out = append(out, Piece{Rows: p.Shape[0], Cols: p.Shape[1], Format: shaders.EXL3, EXL3: e,
+				File: filepath.Join(s.v.Dir, p.Shard), Offset: p.Offset, Length: p.Length})
+			continue
+		}
 		f, ok := pieceFormat(p.Scheme)
 		if !ok || len(p.Shape) != 2 {
 			return nil, fmt.Errorf("%s: %s is %s %v, not a matrix", s.v.Dir, name, p.Scheme, p.Shape)
@@ -262,6 +274,9 @@ func GGMLPieces(file string, offset int64, t ggml.Type, rows, cols int, maxBytes
 // does not fit whole heads, a ggml block piece whose length is not its
 // rows' bytes.
 func (p Piece) check() error {
+	if p.Format == shaders.EXL3 {
+		return fmt.Errorf("%s: %v: the GPU engine does not run EXL3 layers yet: use the CPU engine (--device cpu)", p.File, p.EXL3)
+	}
 	if p.Interleaved != 0 && (p.Interleaved < 0 || p.Interleaved%2 != 0 || p.Row0%p.Interleaved != 0 || p.Rows%p.Interleaved != 0) {
 		return fmt.Errorf("%s: rows [%d, %d) are not whole heads of %d for the q/k interleave", p.File, p.Row0, p.Row0+p.Rows, p.Interleaved)
 	}

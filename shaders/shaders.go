@@ -41,6 +41,8 @@ var (
 	elementwise string
 	//go:embed moe.wgsl
 	moe string
+	//go:embed exl3.wgsl
+	exl3 string
 )
 
 // The workgroup geometry that the kernels and the dispatches share, stated
@@ -246,3 +248,8 @@ func RoPE() string        { return prelude + rope }
 func Attention() string   { return prelude + attention }
 func Elementwise() string { return prelude + quantize + "\n" + elementwise }
 func MoE() string         { return prelude + moe }
+
+// EXL3Product is exllamav3's layers' product and its parts (rotate_in, product,
+// rotate_out, and decode for tests): exl3.wgsl, which decodes its own
+// format, not through weights.wgsl.
+func EXL3Product() string { return prelude + exl3 }

@@ -18,7 +18,7 @@ import (
 // a syntax or type error fails here without a GPU.
 func TestCompile(t *testing.T) {
 	sources := map[string]string{
-		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(),
+		"rmsnorm": RMSNorm(), "rope": RoPE(), "attention": Attention(), "elementwise": Elementwise(), "moe": MoE(), "exl3": EXL3Product(),
 	}
 	for f := F32; f <= Q6_K; f++ {
 		for _, v := range MatmulVariants {
@@ -60,7 +60,7 @@ var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm 
 func files() map[string]string {
 	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "matmul_out": matmulOut, "matmul_stacked": matmulStacked,
 		"matmul_lanes": matmulLanes, "matmul_subgroup": matmulSubgroup, "embed": embed, "rmsnorm": rmsnorm,
-		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "matmul_a8": matmulA8, "quantize": quantize}
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "matmul_a8": matmulA8, "quantize": quantize, "exl3": exl3}
 }
 
 // TestTintRules: what Chromium's WGSL compiler refuses and naga does not.

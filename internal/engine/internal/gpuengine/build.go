@@ -309,6 +309,9 @@ func (u *uploader) pieces(name string) []Piece {
 		if err == nil {
 			err = p.check()
 		}
+		if err == nil && p.Format == shaders.EXL3 {
+			err = u.e.exl3Scratch()
+		}
 	}
 	u.err = err
 	return ps
@@ -470,6 +473,9 @@ func (e *State) matmulOps(name string, W matrix, x gpu.Buffer, xOff func(step) i
 // otherwise); rounded: the op before rounded X into xq and xd for it (W
 // takes 8-bit activations, e.rounds).
 func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) int, ys []out, bias gpu.Buffer, tokens func(step) int, rounded bool) []pending {
+	if p := W.pieces[0]; p.Format == shaders.EXL3 {
+		return e.exl3Ops(name, p, W.bufs[0], tokens, nil, false, x, xOff, ys[0], bias)
+	}
 	var prog []pending
 	software := e.dev.Info().Software
 	a8 := e.rounds(W)

@@ -57,6 +57,9 @@ type State struct {
 	// (T, K, ExpertIntermediate) and outputs (T, K, d), Qwen2-MoE's shared
 	// expert's output (T, d) and gate logit (T,).
 	router, routeIDs, routeW, eg, eu, ey, shared, sgate gpu.Buffer
+	// exl3x and exl3y are an EXL3 product's rotated X and unrotated Y
+	// (exl3Ops), made with the first EXL3 layer uploaded.
+	exl3x, exl3y gpu.Buffer
 
 	dispatches int64 // recorded so far, for benchmarks
 

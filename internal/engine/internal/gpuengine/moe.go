@@ -73,9 +73,14 @@ func (u *uploader) experts(names []string) []bank {
 			return nil
 		}
 		for _, p := range pieces[e] {
-			if p.Interleaved != 0 {
+			switch {
+			case p.Interleaved != 0:
 				u.err = fmt.Errorf("%s: an expert's rows are not q/k rows to de-interleave", name)
-			} else {
+			case p.Format == shaders.EXL3:
+				if u.err = p.check(); u.err == nil {
+					u.err = u.e.exl3Scratch()
+				}
+			default:
 				u.err = p.check()
 			}
 			if u.err != nil {
@@ -94,7 +99,7 @@ func (u *uploader) experts(names []string) []bank {
 			stride := (p.Length + 3) / 4 * 4
 			n := 1
 			for e+n < len(names) && int64(n+1)*stride <= u.e.maxPiece &&
-				pieces[e+n][j].Format == p.Format && pieces[e+n][j].Length == p.Length {
+				pieces[e+n][j].Format == p.Format && pieces[e+n][j].EXL3 == p.EXL3 && pieces[e+n][j].Length == p.Length {
 				n++
 			}
 			b := bank{first: e, count: n, piece: p, stride: stride}
@@ -206,17 +211,23 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 	if perSlot {
 		xSlot = 1
 	}
-	var out []pending
+	var ops []pending
 	software := e.dev.Info().Software
 	for i, b := range banks {
 		p := b.piece
+		if p.Format == shaders.EXL3 {
+			rows := func(s step) int { return s.T * K }
+			ops = append(ops, e.exl3Ops(fmt.Sprintf("%s[%d]", name, i), p, b.buf, rows, &b, !perSlot,
+				x, func(step) int { return 0 }, out{y, func(step) int { return 0 }, ldy, false}, e.none)...)
+			continue
+		}
 		v := e.matmulVariant(false, false, e.wg.decode)
 		entry, perGroup := expertEntry(v, p.Cols, software)
 		pipe := e.kernel(v.Name(p.Format), shaders.Matmul(p.Format, v), entry)
 		base, _ := p.scaleBase()
 		groups := uint32((p.Cols + 31) / 32)
 		blocks := ceilDiv(p.Rows, perGroup)
-		out = append(out, pending{
+		ops = append(ops, pending{
 			op: op{
 				name: fmt.Sprintf("%s[%d]", name, i), family: "matmul " + name, pipe: pipe,
 				dims: func(s step) (uint32, uint32, uint32) { return blocks, uint32(K), uint32(s.T) },
@@ -229,7 +240,7 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 			paramsAt: 4,
 		})
 	}
-	return out
+	return ops
 }
 
 // expertEntry is the matmul.wgsl entry point for a bank of experts with

@@ -189,6 +189,9 @@ func stackPieces(ps []Piece, maxBytes int64) (stacking, bool) {
 		return stacking{}, false
 	}
 	first := ps[0]
+	if first.Format == shaders.EXL3 { // each EXL3 layer rotates its own inputs
+		return stacking{}, false
+	}
 	st := stacking{piece: Piece{Cols: first.Cols, Format: first.Format, File: first.File, Interleaved: first.Interleaved}}
 	var scales []Piece
 	for i, p := range ps {
@@ -274,8 +277,8 @@ func GGMLPieces(file string, offset int64, t ggml.Type, rows, cols int, maxBytes
 // does not fit whole heads, a ggml block piece whose length is not its
 // rows' bytes.
 func (p Piece) check() error {
-	if p.Format == shaders.EXL3 {
-		return fmt.Errorf("%s: %v: the GPU engine does not run EXL3 layers yet: use the CPU engine (--device cpu)", p.File, p.EXL3)
+	if p.Format == shaders.EXL3 && (p.Row0 != 0 || p.Length != p.EXL3.Bytes(p.Cols, p.Rows) || p.Length%4 != 0) {
+		return fmt.Errorf("%s: an %v piece of rows [%d, %d) of %d columns is %d bytes: want the whole layer's %d", p.File, p.EXL3, p.Row0, p.Row0+p.Rows, p.Cols, p.Length, p.EXL3.Bytes(p.Cols, p.Rows))
 	}
 	if p.Interleaved != 0 && (p.Interleaved < 0 || p.Interleaved%2 != 0 || p.Row0%p.Interleaved != 0 || p.Rows%p.Interleaved != 0) {
 		return fmt.Errorf("%s: rows [%d, %d) are not whole heads of %d for the q/k interleave", p.File, p.Row0, p.Row0+p.Rows, p.Interleaved)

@@ -65,6 +65,10 @@ func (e *State) chooseSizes(opt Options, src Source) (timings, error) {
 	if err != nil {
 		return timings{}, err
 	}
+	if ps[0].Format == shaders.EXL3 { // exl3.wgsl's product has no workgroup sizes to choose
+		e.wg = defaultSizes
+		return timings{}, nil
+	}
 	t, err := e.timeSizes(ps[0], e.rounds(matrix{pieces: ps}))
 	if err != nil {
 		return t, fmt.Errorf("choosing the matmul workgroup size on %s: %w", info.Adapter, err)

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"logitscope/internal/format/exl3"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/sys/progress"
@@ -20,6 +22,7 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
 	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")
 	keep := fs.String("keep", "", "keep the matrices whose name matches this regexp in float32 (e.g. 'lm_head|embed_tokens')")
+	exl3From := fs.String("exl3", "", "with an exl3-* --scheme: take the EXL3 layers from DIR, a model exllamav3 converted (its config.json and .safetensors), instead of encoding them; the manifest records each file's sha256")
 	var rules schemeRules
 	fs.Var(&rules, "as", "REGEX=SCHEME: the matrices whose name matches take SCHEME (q8, q6, q4, exl3-kK[-CODEBOOK] or f32), whatever --only, --keep and --scheme say; repeatable, the first that matches decides (e.g. 'self_attn\\.=q8')")
 	if pos, err := parse(fs, args); err != nil {
@@ -47,6 +50,15 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	if *only != "" || *keep != "" || len(rules) > 0 {
 		opt.Policy = &variant.Policy{Only: *only, Keep: *keep, Rules: rules}
 	}
+	if *exl3From != "" {
+		if variant.EXL3(string(scheme)).K == 0 {
+			return fmt.Errorf("--exl3 %s takes EXL3 layers: give an exl3-kK --scheme, not %s", *exl3From, scheme)
+		}
+		if opt.EXL3, err = exl3.OpenDir(*exl3From); err != nil {
+			return err
+		}
+		defer opt.EXL3.Close()
+	}
 	if err := variant.Write(ck, scheme, *out, opt); err != nil {
 		return err
 	}
@@ -60,6 +72,9 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s variant: %s, %d shards, %.1f MB, manifest_sha256 %s -> %s\n",
 		scheme, countSchemes(v, scheme), len(v.Manifest.Shards), float64(size)/1e6, v.Manifest.Seal, *out)
+	for _, f := range slices.Sorted(maps.Keys(v.Manifest.EXL3Sources)) {
+		fmt.Fprintf(stdout, "EXL3 layers from %s, sha256 %s\n", filepath.Join(*exl3From, f), v.Manifest.EXL3Sources[f])
+	}
 	// A rule that decides no matrix is allowed (the variant is what the
 	// other flags make), but is more likely a mistyped pattern, or one that
 	// an earlier rule shadows, than meant.

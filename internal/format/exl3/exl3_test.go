@@ -319,18 +319,7 @@ func TestLayerDense(t *testing.T) {
 // tensors, and opens the file.
 func writeLayer(t *testing.T, l Layer, prefix string, extra ...safetensors.Tensor) *safetensors.File {
 	t.Helper()
-	u16 := func(w []uint16) []byte {
-		b := make([]byte, 2*len(w))
-		for i, x := range w {
-			binary.LittleEndian.PutUint16(b[2*i:], x)
-		}
-		return b
-	}
-	ts := append([]safetensors.Tensor{
-		{Name: prefix + ".trellis", DType: safetensors.I16, Shape: []int{l.In / 16, l.Out / 16, 16 * l.K}, Data: u16(l.Trellis)},
-		{Name: prefix + ".suh", DType: safetensors.F16, Shape: []int{len(l.Suh)}, Data: u16(l.Suh)},
-		{Name: prefix + ".svh", DType: safetensors.F16, Shape: []int{len(l.Svh)}, Data: u16(l.Svh)},
-	}, extra...)
+	ts := append(l.Tensors(prefix)[:3:3], extra...) // the markers as the case gives them
 	path := filepath.Join(t.TempDir(), "model.safetensors")
 	if err := safetensors.WriteFile(path, ts, nil); err != nil {
 		t.Fatal(err)

@@ -34,9 +34,13 @@ type Manifest struct {
 	GroupSize int     `json:"group_size"`
 	Model     string  `json:"model_sha256"` // the source checkpoint's Fingerprint
 	Policy    *Policy `json:"policy,omitempty"`
-	Tensors   []Piece `json:"tensors"`
-	Shards    []Shard `json:"shards"`
-	Seal      string  `json:"manifest_sha256"`
+	// EXL3Sources are the files of a model exllamav3 converted that the
+	// EXL3 layers were taken from, by base name, with their sha256;
+	// absent when this package encoded them.
+	EXL3Sources map[string]string `json:"exl3_sources,omitempty"`
+	Tensors     []Piece           `json:"tensors"`
+	Shards      []Shard           `json:"shards"`
+	Seal        string            `json:"manifest_sha256"`
 }
 
 // Policy says which scheme each matrix of a variant takes, by Hugging Face

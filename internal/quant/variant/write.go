@@ -35,6 +35,11 @@ type Options struct {
 	// Policy, if not nil, picks each matrix's scheme; it is recorded in
 	// the manifest.
 	Policy *Policy
+	// EXL3, if not nil, supplies the layers of the matrices the policy
+	// puts in EXL3, as exllamav3 converted them, instead of this
+	// package's encoder; the manifest records the sha256 of each file
+	// that supplied one.
+	EXL3 *exl3.Dir
 }
 
 // Write quantizes ck with scheme into dir: every matrix (linear weights,
@@ -87,15 +92,22 @@ func Write(ck *checkpoint.Checkpoint, scheme quant.Scheme, dir string, opt Optio
 	m := &Manifest{Format: Format, Scheme: string(scheme), GroupSize: quant.GroupSize, Model: fp, Policy: opt.Policy}
 	names := ck.Names()
 	for i, name := range names {
-		data, shape, err := ck.Float32(name)
-		if err != nil {
-			return err
-		}
+		info, _, _ := ck.Info(name)
 		as := SchemeF32
-		if len(shape) > 1 {
+		if len(info.Shape) > 1 {
 			as = opt.Policy.SchemeOf(name, scheme)
 		}
-		pieces, err := encode(name, data, shape, as, opt.MaxShardBytes)
+		var pieces []encoded
+		var err error
+		if f := EXL3(as); f.K != 0 && opt.EXL3 != nil {
+			pieces, err = importEXL3(opt.EXL3, name, info.Shape, f, opt.MaxShardBytes, m)
+		} else {
+			var data []float32
+			var shape []int
+			if data, shape, err = ck.Float32(name); err == nil {
+				pieces, err = encode(name, data, shape, as, opt.MaxShardBytes)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", ck.Dir, name, err)
 		}
@@ -208,6 +220,31 @@ func encodeEXL3(p Piece, data []float32, f exl3.Format, maxBytes int) ([]encoded
 	}
 	p.Rows = [2]int{0, out}
 	return []encoded{{p, l.Blob()}}, nil
+}
+
+// importEXL3 takes a matrix (out, in)'s layer from d, as exllamav3
+// converted it: it must be of format f and pad the matrix's dims. m
+// records the file's sha256.
+func importEXL3(d *exl3.Dir, name string, shape []int, f exl3.Format, maxBytes int, m *Manifest) ([]encoded, error) {
+	l, file, ok, err := d.Layer(name)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("%s holds no EXL3 layer of it (%s.trellis)", d.Path, strings.TrimSuffix(name, ".weight"))
+	case l.In != exl3.Pad(shape[1]) || l.Out != exl3.Pad(shape[0]):
+		return nil, fmt.Errorf("%s/%s: its EXL3 layer is %d×%d (in×out, padded), the matrix %d×%d pads to %d×%d", d.Path, file, l.In, l.Out, shape[1], shape[0], exl3.Pad(shape[1]), exl3.Pad(shape[0]))
+	case (exl3.Format{K: l.K, Codebook: l.Codebook}) != f:
+		return nil, fmt.Errorf("%s/%s: its EXL3 layer is %v, the variant's scheme %v (quantize --scheme %v)", d.Path, file, exl3.Format{K: l.K, Codebook: l.Codebook}, f, exl3.Format{K: l.K, Codebook: l.Codebook})
+	}
+	if n := f.Bytes(shape[1], shape[0]); n > int64(maxBytes) {
+		return nil, fmt.Errorf("%v of %d×%d takes %d bytes, over a shard's %d", f, shape[0], shape[1], n, maxBytes)
+	}
+	if m.EXL3Sources == nil {
+		m.EXL3Sources = map[string]string{}
+	}
+	m.EXL3Sources[file] = d.Files[file]
+	return []encoded{{Piece{Name: name, Shape: shape, Scheme: f.String(), Rows: [2]int{0, shape[0]}}, l.Blob()}}, nil
 }
 
 // shardWriter appends pieces to shard-NNNNN.bin files of at most max

@@ -115,20 +115,29 @@ func (f Format) DecodeColumns(trellis []byte, in, out, c0, c1 int, dst []float32
 	k, per := f.K, 32*f.K // bits a weight, bytes a tile
 	lut := table(f.Codebook)
 	n := TileWeights * k // bits in a tile's stream
+	// at[p] is position p's place in dst from its tile's corner.
+	var at [TileWeights]int
+	for p := range at {
+		r, c := Position(p)
+		at[p] = c*in + r
+	}
 	var u [8*8 + 1]uint32
 	for tn := c0 / 16; tn < c1/16; tn++ {
 		for tk := range in / 16 {
 			tile := trellis[(tk*(out/16)+tn)*per:][:per]
 			for i := range 8 * k {
-				u[i] = uint32(binary.LittleEndian.Uint16(tile[4*i:])) | uint32(binary.LittleEndian.Uint16(tile[4*i+2:]))<<16
+				u[i] = binary.LittleEndian.Uint32(tile[4*i:]) // words 2i and 2i+1, the first low
 			}
 			u[8*k] = u[0] // the stream read circularly
+			d := dst[(16*tn-c0)*in+16*tk:]
+			s := n + k - 16 // position 0's state's first bit, from the stream's end
 			for p := range TileWeights {
-				s := ((p+1)*k - 16 + n) % n // the state's first bit
+				if s >= n {
+					s -= n
+				}
 				w := uint64(u[s>>5])<<32 | uint64(u[s>>5+1])
-				st := uint16(w >> (48 - s&31))
-				r, c := Position(p)
-				dst[(16*tn+c-c0)*in+16*tk+r] = lut[st]
+				d[at[p]] = lut[uint16(w>>(48-s&31))]
+				s += k
 			}
 		}
 	}

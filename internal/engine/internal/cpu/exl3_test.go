@@ -14,7 +14,7 @@ import (
 // exl3Matrix is a random EXL3 layer of format f for a (rows, cols)
 // matrix, and the engine's W of it: random words are as good a trellis
 // as any, and much faster to make than an encoding.
-func exl3Matrix(t *testing.T, rng *rand.Rand, rows, cols int, f exl3.Format) (*model.Matrix, exl3.Layer) {
+func exl3Matrix(t testing.TB, rng *rand.Rand, rows, cols int, f exl3.Format) (*model.Matrix, exl3.Layer) {
 	t.Helper()
 	l := exl3.Layer{In: exl3.Pad(cols), Out: exl3.Pad(rows), K: f.K, Codebook: f.Codebook}
 	l.Trellis = make([]uint16, f.TrellisBytes(cols, rows)/2)

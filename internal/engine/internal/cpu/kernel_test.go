@@ -10,6 +10,7 @@ import (
 
 	"github.com/x448/float16"
 
+	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/model"
 	"logitscope/internal/quant"
@@ -409,6 +410,9 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 		l, err := quant.NewLayout(f.Scheme, rows, cols)
 		return l.Bytes(), err
 	}
+	if f.EXL3.K != 0 {
+		return int(f.EXL3.Bytes(cols, rows)), nil
+	}
 	rb, err := f.Type.RowBytes(cols)
 	return rows * int(rb), err
 }
@@ -420,7 +424,8 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 // on a machine others share, it varies less than the wall time), on each
 // kernel path: "go" is what engine.wasm runs, natively compiled.
 func BenchmarkMatmul(b *testing.B) {
-	benchMatmul(b, []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0}}, matmul)
+	benchMatmul(b, []model.Format{{Type: ggml.F32}, {Type: ggml.BF16}, {Scheme: quant.Q8}, {Scheme: quant.Q4}, {Type: ggml.Q8_0}, {Type: ggml.Q4_0},
+		{EXL3: exl3.Format{K: 4, Codebook: exl3.MCG}}}, matmul)
 }
 
 // BenchmarkMatmulA8 is BenchmarkMatmul with 8-bit activations (a8.go),
@@ -464,6 +469,12 @@ func benchMatmul(b *testing.B, formats []model.Format, mul func(out, x []float32
 func benchMatrix(b testing.TB, rng *rand.Rand, f model.Format, rows, cols int) *model.Matrix {
 	if f.Scheme != "" {
 		m, _ := stored(b, rng, f, rows, cols)
+		return m
+	}
+	if f.EXL3.K != 0 {
+		// The codebook's weights have a deviation of about 1: suh brings
+		// them to a normal weight's size.
+		m, _ := exl3Matrix(b, rng, rows, cols, f.EXL3)
 		return m
 	}
 	w := make([]float32, rows*cols)

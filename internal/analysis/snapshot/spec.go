@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/gguf"
 )
 
@@ -43,7 +44,7 @@ type Spec struct {
 	// weights shard's sha256), once a run has measured it: a link that
 	// reruns the spec runs only a folder with the same weights.
 	Fingerprint string `json:"fingerprint,omitempty"`
-	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | a GGUF file in the model dir | LocalPrefix + a GGUF file's name
+	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | exl3-kK-CODEBOOK | a GGUF file in the model dir | LocalPrefix + a GGUF file's name
 	Test        string `json:"test"` // the same choices
 	Mode        string `json:"mode"`
 	System      string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
@@ -63,12 +64,20 @@ func NewSpec() Spec {
 
 var variants = []string{"f32", "q8", "q6", "q4"}
 
-// checkVariant says why v cannot be a side: it must be one of variants, a
-// GGUF file's name (a plain file name, as the server lists the files beside
+// checkVariant says why v cannot be a side: it must be one of variants, an
+// EXL3 variant's (exl3-k4-mcg), a GGUF file's name (a plain file name, as the server lists the files beside
 // config.json), or LocalPrefix and one.
 func checkVariant(v string) error {
 	if slices.Contains(variants, v) {
 		return nil
+	}
+	if strings.HasPrefix(v, "exl3-") {
+		// An EXL3 variant, by the name quantize gives its directory.
+		f, err := exl3.ParseFormat(v)
+		if err == nil && f.String() != v {
+			err = fmt.Errorf("an EXL3 variant is named %s", f)
+		}
+		return err
 	}
 	name, local := LocalName(v)
 	switch {

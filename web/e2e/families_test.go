@@ -26,12 +26,14 @@ import (
 
 // families are the synthetic presets whose architecture makes the page's
 // WebGPU run dispatch what the demo's does not: Qwen3's q/k norms,
-// Mistral's sliding window, and Qwen3-MoE's routing and expert banks (its
-// route tails compared with wazero's as the logits are). tiny-llama3 is
+// Mistral's sliding window, Qwen3-MoE's routing and expert banks (its
+// route tails compared with wazero's as the logits are) and GLM-4.5's
+// partial rotary RoPE, grouped sigmoid routing and ungated shared
+// experts. tiny-llama3 is
 // left out: its rope_scaling only changes the frequency table engine.wasm
 // computes and uploads, which wazero computes in the same wasm, and a case
 // costs about 6 s.
-var families = []string{"tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe"}
+var families = []string{"tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe", "tiny-glm4-moe"}
 
 // familyModel writes preset (seed 0) into a temporary dir with its q4
 // variant, as a user would serve it.

@@ -337,7 +337,7 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 // probable experts per token (renormalized to sum 1 with NormTopK), and
 // out (T,d) = Σ p_e · expert_e(h) summed in increasing expert order into
 // zeros, as index_add_ does, plus sigmoid(SharedGate h) · shared(h) for
-// Qwen2-MoE. GLM-4.5 (Sigmoid) routes with routeGrouped instead and adds
+// Qwen2-MoE. GLM-4.5 (Sigmoid) routes with RouteGrouped instead and adds
 // its shared experts ungated. Each expert runs once over the tokens
 // routed to it. The chosen ids, in the router's order, go to routes (T,
 // Routes) at sparse layer si's columns.
@@ -399,12 +399,12 @@ func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, s
 }
 
 // route picks one token's experts and their weights from its router
-// logits (Experts,), overwriting them: GLM-4.5's routeGrouped, or the
+// logits (Experts,), overwriting them: GLM-4.5's RouteGrouped, or the
 // softmax, its TopK most probable (renormalized with NormTopK).
 func (s *State) route(logits []float32, L *model.Layer) ([]int, []float32) {
 	m := s.m
 	if m.Sigmoid {
-		return routeGrouped(logits, L.ScoreBias, m.Geometry)
+		return RouteGrouped(logits, L.ScoreBias, m.Geometry)
 	}
 	softmax(logits, make([]float64, len(logits)))
 	ids, ps := topK(logits, m.TopK)

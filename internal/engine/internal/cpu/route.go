@@ -2,7 +2,7 @@ package cpu
 
 import "logitscope/internal/model"
 
-// routeGrouped is GLM-4.5's router (transformers' Glm4MoeTopkRouter and
+// RouteGrouped is GLM-4.5's router (transformers' Glm4MoeTopkRouter and
 // Glm4MoeMoE.route_tokens_to_experts, main; DeepseekV3's in transformers
 // is the same function) for one token's router logits (Experts,), in
 // float32 as torch computes it:
@@ -24,7 +24,7 @@ import "logitscope/internal/model"
 // sorted=False, which leaves the order of its indices to the backend; the
 // ids returned here, and the routes every engine reports, are in
 // decreasing choice score.
-func routeGrouped(logits, bias []float32, g model.Geometry) ([]int, []float32) {
+func RouteGrouped(logits, bias []float32, g model.Geometry) ([]int, []float32) {
 	E := len(logits)
 	n := E / g.Groups // experts per group
 	scores, choice := make([]float32, E), make([]float32, E)

@@ -88,7 +88,7 @@ func TestRouteGrouped(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ids, w := routeGrouped(slices.Clone(c.logits), c.bias, c.g)
+			ids, w := RouteGrouped(slices.Clone(c.logits), c.bias, c.g)
 			if !slices.Equal(ids, c.ids) {
 				t.Fatalf("experts %v, want %v", ids, c.ids)
 			}

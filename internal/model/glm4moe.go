@@ -27,7 +27,7 @@ const glm4Moe = "Glm4MoeForCausalLM"
 //     first_k_dense_replace (default 1), else n_routed_experts (128)
 //     experts of moe_intermediate_size (1408), num_experts_per_tok (8) per
 //     token, chosen by Glm4MoeMoE.route_tokens_to_experts (the CPU
-//     engine's routeGrouped: n_group (1) groups, topk_group (1) kept,
+//     engine's RouteGrouped: n_group (1) groups, topk_group (1) kept,
 //     norm_topk_prob (true), routed_scaling_factor (1.0)), plus
 //     n_shared_experts (1) ungated shared experts as one SwiGLU of
 //     moe_intermediate_size·n_shared_experts;

@@ -154,8 +154,9 @@ func clickAndWait(b *Browser, sel string, from int) int {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// TestUIRouting opens an autorun link for tiny-qwen3-moe on the page's CPU
-// path (bit for bit with the native engine; TestUIFamilies runs the same
+// TestUIRouting opens an autorun link for tiny-qwen3-moe (softmax
+// routing) and for tiny-glm4-moe (GLM-4.5's grouped sigmoid routing, its
+// experts in decreasing choice score) on the page's CPU path (bit for bit with the native engine; TestUIFamilies runs the same
 // model on WebGPU, route tails compared with wazero's), f32 against
 // q4, greedy. The document's routing (each side's experts per position
 // and sparse layer, the flagged positions and the counts) must equal
@@ -166,7 +167,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // inspector showing both sides' experts at each.
 func TestUIRouting(t *testing.T) {
 	RequireUI(t)
-	const name = "tiny-qwen3-moe"
+	for _, name := range []string{"tiny-qwen3-moe", "tiny-glm4-moe"} {
+		t.Run(name, func(t *testing.T) { uiRouting(t, name) })
+	}
+}
+
+// uiRouting is TestUIRouting on one preset.
+func uiRouting(t *testing.T, name string) {
 	dir := familyModel(t, name)
 	site := StartSite(t, SiteModel{name, dir})
 	spec := snapshot.NewSpec()

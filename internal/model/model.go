@@ -1,7 +1,8 @@
 // Package model holds a decoder-only transformer's geometry and float32
 // weights, loaded from a checkpoint and checked against its config. It knows
 // the tensor names and semantics of Qwen2ForCausalLM, Qwen3ForCausalLM,
-// LlamaForCausalLM, MistralForCausalLM and Gemma3ForCausalLM.
+// LlamaForCausalLM, MistralForCausalLM, Gemma3ForCausalLM, the Qwen2 and
+// Qwen3 mixtures of experts and, in glm4moe.go, Glm4MoeForCausalLM.
 package model
 
 import (

@@ -170,7 +170,8 @@ type Layer struct {
 	// A sparse layer's MLP instead: Router (Experts, d), each expert's
 	// Wgate, Wup (ExpertIntermediate, d) and Wdown (d,
 	// ExpertIntermediate); Qwen2-MoE's Shared expert of SharedIntermediate
-	// and SharedGate (1, d).
+	// and SharedGate (1, d); GLM-4.5's Shared experts (as one SwiGLU of
+	// SharedIntermediate) without a gate, and its router's ScoreBias.
 	Router     *Matrix
 	ScoreBias  []float32 // (Experts,) GLM's e_score_correction_bias; nil with a softmax router
 	Experts    []Expert

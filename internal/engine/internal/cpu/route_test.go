@@ -82,6 +82,13 @@ func TestRouteGrouped(t *testing.T) {
 			ids: []int{2}, weights: []float64{0.1},
 		},
 		{
+			// Groups 0 and 1 score alike (0.9 + 0.5): group 0, the lower,
+			// is kept, so expert 1 is picked before group 1's 0.9.
+			name: "tied groups: the lower group kept", g: geom(2, 1, 2, false, 1),
+			logits: logits(0.9, 0.5, 0.9, 0.5), bias: make([]float32, 4),
+			ids: []int{0, 1}, weights: []float64{0.9, 0.5},
+		},
+		{
 			name: "ties: the lower id first", g: geom(2, 2, 3, false, 1),
 			logits: logits(0.3, 0.7, 0.7, 0.3, 0.7, 0.3), bias: make([]float32, 6),
 			ids: []int{1, 2, 4}, weights: []float64{0.7, 0.7, 0.7},

@@ -72,7 +72,7 @@ func setup(t testing.TB) {
 			return
 		}
 		f.families = map[string]string{}
-		for _, name := range []string{"tiny-qwen3", "tiny-llama3", "tiny-mistral", "tiny-llama-bias", "tiny-gemma3", "tiny-qwen3-moe", "tiny-qwen2-moe"} {
+		for _, name := range []string{"tiny-qwen3", "tiny-llama3", "tiny-mistral", "tiny-llama-bias", "tiny-gemma3", "tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-glm4-moe"} {
 			f.families[name] = filepath.Join(f.tmp, name)
 			if f.err = synth.Write(synth.Presets[name], f.families[name], synth.Options{}); f.err != nil {
 				return

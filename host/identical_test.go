@@ -45,6 +45,7 @@ func TestBitIdentical(t *testing.T) {
 		{"tiny-gemma3/f32", fixtures.families["tiny-gemma3"], "f32"},         // (1 + w) norms, GELU-tanh, two RoPE tables
 		{"tiny-qwen3-moe/f32", fixtures.families["tiny-qwen3-moe"], "f32"},   // routed experts in banks, route tails in the rows
 		{"tiny-qwen2-moe/f32", fixtures.families["tiny-qwen2-moe"], "f32"},   // a dense layer, then experts and a gated shared expert
+		{"tiny-glm4-moe/f32", fixtures.families["tiny-glm4-moe"], "f32"},     // partial RoPE, grouped sigmoid routing, ungated shared experts
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prompt := testPrompt()

@@ -15,10 +15,13 @@ import (
 )
 
 // moeModel writes tiny-qwen3-moe (seed 0) with its q4 variant.
-func moeModel(t *testing.T) string {
+func moeModel(t *testing.T) string { return moeModelOf(t, "tiny-qwen3-moe") }
+
+// moeModelOf writes preset (seed 0) with its q4 variant.
+func moeModelOf(t *testing.T, preset string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny-qwen3-moe")
-	if err := synth.Write(synth.Presets["tiny-qwen3-moe"], dir, synth.Options{}); err != nil {
+	dir := filepath.Join(t.TempDir(), preset)
+	if err := synth.Write(synth.Presets[preset], dir, synth.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run(t, quantizeCmd, "--model", dir, "--scheme", "q4"); err != nil {
@@ -187,10 +190,17 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // engine.wasm's CPU path splits rows as the native engine does: its
 // safetensors dumps of a mixture of experts, greedy (the guest picks each
 // token from the logits alone), panel and forced, are byte-identical to
-// the native CPU engine's, routes included.
+// the native CPU engine's, routes included; for Qwen3-MoE's softmax
+// router and GLM-4.5's grouped sigmoid one.
 func TestCaptureRuntimeWasmCPUMoE(t *testing.T) {
+	for _, preset := range []string{"tiny-qwen3-moe", "tiny-glm4-moe"} {
+		t.Run(preset, func(t *testing.T) { captureWasmCPUMoE(t, preset) })
+	}
+}
+
+func captureWasmCPUMoE(t *testing.T, preset string) {
 	wasm := engineWasm(t)
-	dir := moeModel(t)
+	dir := moeModelOf(t, preset)
 	out := t.TempDir()
 	panel := panelFile(t)
 	ref := filepath.Join(out, "ref.safetensors")

@@ -1,7 +1,8 @@
 // Package model holds a decoder-only transformer's geometry and float32
 // weights, loaded from a checkpoint and checked against its config. It knows
 // the tensor names and semantics of Qwen2ForCausalLM, Qwen3ForCausalLM,
-// LlamaForCausalLM, MistralForCausalLM and Gemma3ForCausalLM.
+// LlamaForCausalLM, MistralForCausalLM, Gemma3ForCausalLM, the Qwen2 and
+// Qwen3 mixtures of experts and, in glm4moe.go, Glm4MoeForCausalLM.
 package model
 
 import (
@@ -25,6 +26,7 @@ type Geometry struct {
 	Heads        int     // query heads
 	KVHeads      int     // key/value heads (GQA: Heads is a multiple)
 	HeadDim      int     //
+	RotaryDim    int     // RoPE rotates each head's first RotaryDim values, the rest pass (partial_rotary_factor); 0: all HeadDim
 	Vocab        int     // rows of the embedding and of the LM head
 	MaxPos       int     // context length
 	NormEps      float32 // RMSNorm epsilon
@@ -66,6 +68,19 @@ type Geometry struct {
 	SharedIntermediate int
 	NormTopK           bool
 	Sparse             []bool
+
+	// GLM-4.5's routing (Glm4MoeForCausalLM, glm4moe.go) where Sigmoid:
+	// sigmoid scores; each token's experts chosen by score plus the
+	// layer's ScoreBias among the TopKGroup best of Groups equal groups;
+	// weights the unbiased scores (over their sum when NormTopK) times
+	// RoutedScale. SharedUngated: the shared experts are added without a
+	// gate. MTPLayers: multi-token prediction layers stored after the
+	// causal ones, checked but never run.
+	Sigmoid           bool
+	Groups, TopKGroup int
+	RoutedScale       float32
+	SharedUngated     bool
+	MTPLayers         int
 }
 
 // SparseLayers counts the layers whose MLP is routed.
@@ -155,8 +170,10 @@ type Layer struct {
 	// A sparse layer's MLP instead: Router (Experts, d), each expert's
 	// Wgate, Wup (ExpertIntermediate, d) and Wdown (d,
 	// ExpertIntermediate); Qwen2-MoE's Shared expert of SharedIntermediate
-	// and SharedGate (1, d).
+	// and SharedGate (1, d); GLM-4.5's Shared experts (as one SwiGLU of
+	// SharedIntermediate) without a gate, and its router's ScoreBias.
 	Router     *Matrix
+	ScoreBias  []float32 // (Experts,) GLM's e_score_correction_bias; nil with a softmax router
 	Experts    []Expert
 	Shared     *Expert
 	SharedGate *Matrix
@@ -178,7 +195,7 @@ type Model struct {
 
 // Architectures are the config.json architectures this package reads.
 var Architectures = []string{"Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM",
-	"Gemma3ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"}
+	"Gemma3ForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", glm4Moe}
 
 // MaxExperts bounds num_experts: DeepSeek-V3 has 256 routed experts,
 // Qwen3-235B-A22B 128.
@@ -315,6 +332,10 @@ func GeometryOf(c checkpoint.Config) (Geometry, error) {
 		}
 	case "Gemma3ForCausalLM":
 		if err := gemma3(c, &g); err != nil {
+			return g, err
+		}
+	case glm4Moe:
+		if err := glm4moe(c, &g); err != nil {
 			return g, err
 		}
 	default:
@@ -575,7 +596,7 @@ func unsupported(c checkpoint.Config) error {
 		json.Unmarshal(c.QuantizationConfig, &q)
 		return fmt.Errorf("config.json: quantization_config (quant_method %q): a checkpoint quantized by another tool is not supported; open the float checkpoint it was made from", q.Method)
 	}
-	if f := c.PartialRotaryFactor; f != nil && *f != 1 {
+	if f := c.PartialRotaryFactor; f != nil && *f != 1 && c.Arch() != glm4Moe {
 		return fmt.Errorf("config.json: partial_rotary_factor %g: only full rotary embeddings (1) are supported", *f)
 	}
 	return nil
@@ -758,13 +779,13 @@ func Assemble(g Geometry, load func(Spec) (*Matrix, error)) (*Model, error) {
 		}
 		if g.Sparse != nil && g.Sparse[i] {
 			expert := func(e ExpertNames) Expert { return Expert{data[e.Wgate], data[e.Wup], data[e.Wdown]} }
-			L.Router = data[n.Router]
+			L.Router, L.ScoreBias = data[n.Router], vec(n.ScoreBias)
 			for e := 0; e < g.Experts; e++ {
 				L.Experts = append(L.Experts, expert(n.Expert(e)))
 			}
 			if g.SharedIntermediate > 0 {
 				shared := expert(n.Shared)
-				L.Shared, L.SharedGate = &shared, data[n.SharedGate]
+				L.Shared, L.SharedGate = &shared, data[n.SharedGate] // nil when SharedUngated
 			}
 		}
 		m.Layers[i] = L
@@ -781,49 +802,59 @@ type Spec struct {
 
 // Specs lists the tensors of g in load order.
 func (g Geometry) Specs() []Spec {
-	d, q, kv := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
-	s := []Spec{{EmbedName, []int{g.Vocab, d}}}
+	s := []Spec{{EmbedName, []int{g.Vocab, g.Dim}}}
 	for i := 0; i < g.NumLayers; i++ {
-		n := g.Names(i)
-		s = append(s, Spec{n.AttnNorm, []int{d}},
-			Spec{n.Wq, []int{q, d}}, Spec{n.Wk, []int{kv, d}}, Spec{n.Wv, []int{kv, d}}, Spec{n.Wo, []int{d, q}})
-		if g.QKVBias {
-			s = append(s, Spec{n.Bq, []int{q}}, Spec{n.Bk, []int{kv}}, Spec{n.Bv, []int{kv}})
-		}
-		if g.OBias {
-			s = append(s, Spec{n.Bo, []int{d}})
-		}
-		if g.QKNorm {
-			s = append(s, Spec{n.QNorm, []int{g.HeadDim}}, Spec{n.KNorm, []int{g.HeadDim}})
-		}
-		if g.SandwichNorm {
-			s = append(s, Spec{n.PostAttnNorm, []int{d}})
-		}
-		s = append(s, Spec{n.MLPNorm, []int{d}})
-		if g.Sparse != nil && g.Sparse[i] {
-			s = append(s, g.moeSpecs(n)...)
-		} else {
-			s = append(s, Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
-		}
-		if g.SandwichNorm {
-			s = append(s, Spec{n.PostMLPNorm, []int{d}})
-		}
-		if g.MLPBias {
-			s = append(s, Spec{n.Bgate, []int{g.Intermediate}}, Spec{n.Bup, []int{g.Intermediate}}, Spec{n.Bdown, []int{d}})
-		}
+		s = append(s, g.layerSpecs(g.Names(i), g.Sparse != nil && g.Sparse[i])...)
 	}
-	s = append(s, Spec{NormName, []int{d}})
+	s = append(s, Spec{NormName, []int{g.Dim}})
 	if !g.TiedHead {
-		s = append(s, Spec{HeadName, []int{g.Vocab, d}})
+		s = append(s, Spec{HeadName, []int{g.Vocab, g.Dim}})
 	}
 	return s
 }
 
-// moeSpecs lists a sparse layer's MLP tensors: the router, each expert's,
-// and Qwen2-MoE's shared expert and its gate.
+// layerSpecs lists one transformer block's tensors, named n, with a routed
+// MLP where sparse.
+func (g Geometry) layerSpecs(n LayerNames, sparse bool) []Spec {
+	d, q, kv := g.Dim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
+	s := []Spec{{n.AttnNorm, []int{d}},
+		{n.Wq, []int{q, d}}, {n.Wk, []int{kv, d}}, {n.Wv, []int{kv, d}}, {n.Wo, []int{d, q}}}
+	if g.QKVBias {
+		s = append(s, Spec{n.Bq, []int{q}}, Spec{n.Bk, []int{kv}}, Spec{n.Bv, []int{kv}})
+	}
+	if g.OBias {
+		s = append(s, Spec{n.Bo, []int{d}})
+	}
+	if g.QKNorm {
+		s = append(s, Spec{n.QNorm, []int{g.HeadDim}}, Spec{n.KNorm, []int{g.HeadDim}})
+	}
+	if g.SandwichNorm {
+		s = append(s, Spec{n.PostAttnNorm, []int{d}})
+	}
+	s = append(s, Spec{n.MLPNorm, []int{d}})
+	if sparse {
+		s = append(s, g.moeSpecs(n)...)
+	} else {
+		s = append(s, Spec{n.Wgate, []int{g.Intermediate, d}}, Spec{n.Wup, []int{g.Intermediate, d}}, Spec{n.Wdown, []int{d, g.Intermediate}})
+	}
+	if g.SandwichNorm {
+		s = append(s, Spec{n.PostMLPNorm, []int{d}})
+	}
+	if g.MLPBias {
+		s = append(s, Spec{n.Bgate, []int{g.Intermediate}}, Spec{n.Bup, []int{g.Intermediate}}, Spec{n.Bdown, []int{d}})
+	}
+	return s
+}
+
+// moeSpecs lists a sparse layer's MLP tensors: the router (and GLM's
+// score bias), each expert's, and the shared expert (Qwen2-MoE's behind
+// its gate).
 func (g Geometry) moeSpecs(n LayerNames) []Spec {
 	d, ff := g.Dim, g.ExpertIntermediate
 	s := []Spec{{n.Router, []int{g.Experts, d}}}
+	if g.Sigmoid {
+		s = append(s, Spec{n.ScoreBias, []int{g.Experts}})
+	}
 	mlp := func(e ExpertNames, ff int) {
 		s = append(s, Spec{e.Wgate, []int{ff, d}}, Spec{e.Wup, []int{ff, d}}, Spec{e.Wdown, []int{d, ff}})
 	}
@@ -832,7 +863,9 @@ func (g Geometry) moeSpecs(n LayerNames) []Spec {
 	}
 	if g.SharedIntermediate > 0 {
 		mlp(n.Shared, g.SharedIntermediate)
-		s = append(s, Spec{n.SharedGate, []int{1, d}})
+		if !g.SharedUngated {
+			s = append(s, Spec{n.SharedGate, []int{1, d}})
+		}
 	}
 	return s
 }
@@ -845,8 +878,8 @@ func Check(dir string, g Geometry, w Weights) error {
 	// Specs lists every layer's tensors, so the layer count is checked
 	// against the stored names first: a corrupt count then fails at once
 	// instead of after enumerating (and allocating for) its layers.
-	if held := layersHeld(w.Names()); g.NumLayers != held {
-		return fmt.Errorf("%s: config.json: num_hidden_layers %d, but the weights hold %d layers", dir, g.NumLayers, held)
+	if held := layersHeld(w.Names()); g.NumLayers+g.MTPLayers != held {
+		return fmt.Errorf("%s: config.json: num_hidden_layers %d, but the weights hold %d layers%s", dir, g.NumLayers, held, g.layerCountHint(held))
 	}
 	for _, n := range w.Names() {
 		if strings.HasSuffix(n, "mlp.experts.gate_up_proj") || strings.HasSuffix(n, "mlp.experts.down_proj") {
@@ -855,9 +888,15 @@ func Check(dir string, g Geometry, w Weights) error {
 		}
 	}
 	used := map[string]bool{}
-	for _, s := range g.Specs() {
+	specs := g.Specs()
+	run := len(specs) // the rest, multi-token prediction layers, are only checked
+	specs = append(specs, g.mtpSpecs()...)
+	for i, s := range specs {
 		used[s.Name] = true
 		stored, file, _, ok := w.Shape(s.Name)
+		if !ok && i >= run {
+			return g.mtpMissing(dir, s.Name, w)
+		}
 		if !ok {
 			return fmt.Errorf("%s: missing tensor %s", dir, s.Name)
 		}
@@ -869,7 +908,7 @@ func Check(dir string, g Geometry, w Weights) error {
 	for _, n := range w.Names() {
 		// A tied checkpoint may still store a copy of the head, and old
 		// exporters stored the rotary frequencies, which are recomputed.
-		if !used[n] && !(g.TiedHead && n == HeadName) && !strings.HasSuffix(n, "rotary_emb.inv_freq") {
+		if !used[n] && !(g.TiedHead && n == HeadName) && !strings.HasSuffix(n, "rotary_emb.inv_freq") && !g.mtpOptional(n) {
 			extra = append(extra, n)
 		}
 	}
@@ -893,18 +932,29 @@ func layersHeld(names []string) int {
 	return len(layers)
 }
 
-// InvFreq is RoPE's inverse frequencies (HeadDim/2,), computed as
+// InvFreq is RoPE's inverse frequencies (RopeDim/2,), computed as
 // transformers does: in float32, 1/θ^(2i/hd), then scaled as g.Rope says
 // with the same float32 operations as torch (a scalar divides or
 // multiplies in float32; x / tensor is reciprocal(tensor) · x).
-func (g Geometry) InvFreq() []float32 { return invFreq(g.RopeTheta, g.HeadDim, g.Rope) }
+func (g Geometry) InvFreq() []float32 { return invFreq(g.RopeTheta, g.RopeDim(), g.Rope) }
+
+// RopeDim is how many of each head's values RoPE rotates: RotaryDim
+// where a partial_rotary_factor set it, else HeadDim. The frequencies are
+// built over it (InvFreq has RopeDim/2 of them), as transformers'
+// compute_default_rope_parameters does.
+func (g Geometry) RopeDim() int {
+	if g.RotaryDim > 0 {
+		return g.RotaryDim
+	}
+	return g.HeadDim
+}
 
 // LayerInvFreq is layer l's RoPE inverse frequencies: Gemma 3's sliding
 // layers (LocalRopeTheta set, a window on the layer) use the local base
 // unscaled; every other layer uses InvFreq.
 func (g Geometry) LayerInvFreq(l int) []float32 {
 	if g.LocalRope(l) {
-		return invFreq(g.LocalRopeTheta, g.HeadDim, RopeScaling{})
+		return invFreq(g.LocalRopeTheta, g.RopeDim(), RopeScaling{})
 	}
 	return g.InvFreq()
 }

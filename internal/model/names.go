@@ -17,10 +17,10 @@ type LayerNames struct {
 	PostAttnNorm, PostMLPNorm                                                                             string // "" without SandwichNorm
 
 	// A sparse layer's router, shared expert and its gate (Qwen2-MoE,
-	// Qwen3-MoE); Expert names the routed experts.
-	Router, SharedGate string
-	Shared             ExpertNames
-	prefix             string
+	// Qwen3-MoE), GLM's router score bias; Expert names the routed experts.
+	Router, SharedGate, ScoreBias string
+	Shared                        ExpertNames
+	prefix                        string
 }
 
 // ExpertNames are the tensor names of one expert's SwiGLU MLP.
@@ -52,7 +52,7 @@ func NamesOf(i int) LayerNames {
 		MLPNorm: p + "post_attention_layernorm.weight",
 		Wgate:   p + "mlp.gate_proj.weight", Wup: p + "mlp.up_proj.weight", Wdown: p + "mlp.down_proj.weight",
 		Bgate: p + "mlp.gate_proj.bias", Bup: p + "mlp.up_proj.bias", Bdown: p + "mlp.down_proj.bias",
-		Router: p + "mlp.gate.weight", SharedGate: p + "mlp.shared_expert_gate.weight",
+		Router: p + "mlp.gate.weight", SharedGate: p + "mlp.shared_expert_gate.weight", ScoreBias: p + "mlp.gate.e_score_correction_bias",
 		Shared: expertNames(p + "mlp.shared_expert."), prefix: p,
 	}
 }
@@ -60,7 +60,8 @@ func NamesOf(i int) LayerNames {
 // Names gives layer i's tensor names for g's architecture. Gemma 3 has four
 // norms: its post_attention_layernorm normalizes the attention output (in
 // Llama it is the MLP's input norm) and pre_feedforward_layernorm is the
-// MLP's input norm.
+// MLP's input norm. GLM-4.5's shared experts are mlp.shared_experts
+// (plural, as DeepSeek-V3's).
 func (g Geometry) Names(i int) LayerNames {
 	n := NamesOf(i)
 	if g.SandwichNorm {
@@ -68,6 +69,9 @@ func (g Geometry) Names(i int) LayerNames {
 		n.PostAttnNorm = p + "post_attention_layernorm.weight"
 		n.MLPNorm = p + "pre_feedforward_layernorm.weight"
 		n.PostMLPNorm = p + "post_feedforward_layernorm.weight"
+	}
+	if g.Arch == glm4Moe {
+		n.Shared = expertNames(n.prefix + "mlp.shared_experts.")
 	}
 	return n
 }

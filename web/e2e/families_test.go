@@ -26,12 +26,14 @@ import (
 
 // families are the synthetic presets whose architecture makes the page's
 // WebGPU run dispatch what the demo's does not: Qwen3's q/k norms,
-// Mistral's sliding window, and Qwen3-MoE's routing and expert banks (its
-// route tails compared with wazero's as the logits are). tiny-llama3 is
+// Mistral's sliding window, Qwen3-MoE's routing and expert banks (its
+// route tails compared with wazero's as the logits are) and GLM-4.5's
+// partial rotary RoPE, grouped sigmoid routing and ungated shared
+// experts. tiny-llama3 is
 // left out: its rope_scaling only changes the frequency table engine.wasm
 // computes and uploads, which wazero computes in the same wasm, and a case
 // costs about 6 s.
-var families = []string{"tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe"}
+var families = []string{"tiny-qwen3", "tiny-mistral", "tiny-qwen3-moe", "tiny-glm4-moe"}
 
 // familyModel writes preset (seed 0) into a temporary dir with its q4
 // variant, as a user would serve it.
@@ -152,8 +154,9 @@ func clickAndWait(b *Browser, sel string, from int) int {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// TestUIRouting opens an autorun link for tiny-qwen3-moe on the page's CPU
-// path (bit for bit with the native engine; TestUIFamilies runs the same
+// TestUIRouting opens an autorun link for tiny-qwen3-moe (softmax
+// routing) and for tiny-glm4-moe (GLM-4.5's grouped sigmoid routing, its
+// experts in decreasing choice score) on the page's CPU path (bit for bit with the native engine; TestUIFamilies runs the same
 // model on WebGPU, route tails compared with wazero's), f32 against
 // q4, greedy. The document's routing (each side's experts per position
 // and sparse layer, the flagged positions and the counts) must equal
@@ -164,7 +167,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // inspector showing both sides' experts at each.
 func TestUIRouting(t *testing.T) {
 	RequireUI(t)
-	const name = "tiny-qwen3-moe"
+	for _, name := range []string{"tiny-qwen3-moe", "tiny-glm4-moe"} {
+		t.Run(name, func(t *testing.T) { uiRouting(t, name) })
+	}
+}
+
+// uiRouting is TestUIRouting on one preset.
+func uiRouting(t *testing.T, name string) {
 	dir := familyModel(t, name)
 	site := StartSite(t, SiteModel{name, dir})
 	spec := snapshot.NewSpec()

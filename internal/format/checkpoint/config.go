@@ -74,6 +74,23 @@ type Config struct {
 	DecoderSparseStep            *int  `json:"decoder_sparse_step,omitempty"`
 	MLPOnlyLayers                []int `json:"mlp_only_layers,omitempty"`
 	QKVBias                      *bool `json:"qkv_bias,omitempty"`
+
+	// GLM-4.5's mixture of experts (Glm4MoeConfig; DeepSeek-V3 names them
+	// alike): n_routed_experts sigmoid-routed experts in n_group groups, of
+	// which topk_group are kept per token, weights times
+	// routed_scaling_factor; n_shared_experts ungated shared experts of
+	// moe_intermediate_size each; dense MLPs on the first
+	// first_k_dense_replace layers; num_nextn_predict_layers multi-token
+	// prediction layers stored after the causal ones; q/k norms when
+	// use_qk_norm.
+	NRoutedExperts        *int     `json:"n_routed_experts,omitempty"`
+	NSharedExperts        *int     `json:"n_shared_experts,omitempty"`
+	NGroup                *int     `json:"n_group,omitempty"`
+	TopKGroup             *int     `json:"topk_group,omitempty"`
+	RoutedScalingFactor   *float64 `json:"routed_scaling_factor,omitempty"`
+	FirstKDenseReplace    *int     `json:"first_k_dense_replace,omitempty"`
+	NumNextnPredictLayers *int     `json:"num_nextn_predict_layers,omitempty"`
+	UseQKNorm             *bool    `json:"use_qk_norm,omitempty"`
 }
 
 // Defaults for fields that config.json may omit; they match the
@@ -242,7 +259,13 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		c.TieWordEmbeddings = true
 	}
 
+	// Glm4MoeConfig's defaults differ: rms_norm_eps 1e-5,
+	// max_position_embeddings 131072.
+	glm := c.Arch() == "Glm4MoeForCausalLM"
 	c.RMSNormEps = DefaultRMSNormEps
+	if glm {
+		c.RMSNormEps = 1e-5
+	}
 	if p.RMSNormEps != nil {
 		if *p.RMSNormEps <= 0 {
 			return fail("rms_norm_eps must be > 0, got %g", *p.RMSNormEps)
@@ -267,7 +290,7 @@ func ParseConfig(data []byte, name string) (Config, error) {
 		c.RopeTheta = *theta
 	}
 	c.MaxPositionEmbeddings = DefaultMaxPositionEmbeddings
-	if gemma3 {
+	if gemma3 || glm {
 		c.MaxPositionEmbeddings = 131072
 	}
 	if p.MaxPositionEmbeddings != nil {

@@ -5,7 +5,9 @@
 //
 // Every engine row is Vocab logits followed by the routes: for each sparse
 // layer, in layer order, the TopK chosen expert ids as float32, most
-// probable first (engine.Width, model.Geometry.Routes). [SplitRow] is where
+// probable first (engine.Width, model.Geometry.Routes); for GLM-4.5's
+// sigmoid router, largest choice score (score plus its correction bias)
+// first, the order it picks them in. [SplitRow] is where
 // a row becomes logits and routes, so that argmax, statistics and dumps
 // see only the logits. A dense model's rows have no routes, and splitting
 // leaves them as they are.

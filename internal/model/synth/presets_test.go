@@ -114,11 +114,51 @@ const qwen3_30b_a3b = `{
   "vocab_size": 151936
 }`
 
+// glm_4_5_air is GLM-4.5-Air's config.json as PrimeIntellect's
+// INTELLECT-3-Base, trained from it, publishes it (auto_map left out).
+const glm_4_5_air = `{
+  "architectures": ["Glm4MoeForCausalLM"],
+  "attention_bias": true,
+  "attention_dropout": 0.0,
+  "pad_token_id": 151329,
+  "eos_token_id": [151334, 151329],
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "partial_rotary_factor": 0.5,
+  "initializer_range": 0.02,
+  "intermediate_size": 10944,
+  "max_position_embeddings": 131072,
+  "model_type": "glm4_moe",
+  "moe_intermediate_size": 1408,
+  "norm_topk_prob": true,
+  "num_attention_heads": 96,
+  "n_group": 1,
+  "topk_group": 1,
+  "n_routed_experts": 128,
+  "n_shared_experts": 1,
+  "routed_scaling_factor": 1.0,
+  "num_experts_per_tok": 8,
+  "first_k_dense_replace": 1,
+  "num_hidden_layers": 46,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "num_nextn_predict_layers": 1,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.54.0",
+  "use_cache": true,
+  "use_qk_norm": false,
+  "vocab_size": 151552
+}`
+
 // A preset named after a real model gives the geometry of that model's own
 // config.json, so benchmarks on it measure the real shapes. The preset's
 // config is checked without writing its 1.2 GB of weights.
 func TestPresetsMatchRealConfigs(t *testing.T) {
-	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}, {"gemma-3-1b", gemma3_1b}, {"qwen3-30b-a3b", qwen3_30b_a3b}} {
+	for _, c := range []struct{ preset, config string }{{"qwen3-0.6b", qwen3_0_6b}, {"gemma-3-1b", gemma3_1b}, {"qwen3-30b-a3b", qwen3_30b_a3b}, {"glm-4.5-air", glm_4_5_air}} {
 		t.Run(c.preset, func(t *testing.T) {
 			p := Presets[c.preset]
 			b, err := json.Marshal(config(p, p.Vocab, p.SpecialBase, p.SpecialBase+2))

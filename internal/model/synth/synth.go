@@ -55,10 +55,28 @@ type Preset struct {
 	SharedIntermediate int
 	NormTopK           bool
 	MLPOnly            []int
+
+	// GLM-4.5 (Glm4MoeForCausalLM): the Experts are sigmoid-routed in
+	// Groups groups of which TopKGroup are kept, weights times
+	// RoutedScale; SharedExperts ungated shared experts of MoEIntermediate;
+	// the layers before FirstDense dense; MTP multi-token prediction
+	// layers stored after the causal ones; RoPE on PartialRotary of each
+	// head; QKNorm is use_qk_norm. Its q/k/v have biases.
+	Groups, TopKGroup int
+	RoutedScale       float64
+	SharedExperts     int
+	FirstDense        int
+	MTP               int
+	PartialRotary     float64
+	QKNorm            bool
 }
 
 // sparse tells whether layer i has routed experts.
-func (p Preset) sparse(i int) bool { return p.Experts > 0 && !slices.Contains(p.MLPOnly, i) }
+func (p Preset) sparse(i int) bool {
+	return p.Experts > 0 && !slices.Contains(p.MLPOnly, i) && i >= p.FirstDense
+}
+
+const glm4Moe = "Glm4MoeForCausalLM"
 
 // Presets by name. qwen2.5-0.5b and qwen3-0.6b have those models' exact
 // geometries (config.json values) and put the special tokens at Qwen's ids,
@@ -122,6 +140,21 @@ var Presets = map[string]Preset{
 	// layers (604M expert parameters each) cut to two.
 	"qwen3-30b-a3b": {Name: "qwen3-30b-a3b", Arch: "Qwen3MoeForCausalLM", Hidden: 2048, Intermediate: 6144, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128,
 		Vocab: 151936, MaxPos: 40960, RopeTheta: 1e6, Tied: false, Merges: 400, SpecialBase: 151643, Experts: 128, TopK: 8, MoEIntermediate: 768, NormTopK: true},
+	// GLM-4.5 at the tiny size: layer 0 dense (first_k_dense_replace),
+	// layers 1–2 route each token to 3 of 16 experts (width 32) in 4
+	// groups of which 2 are kept, by sigmoid scores plus a score bias,
+	// renormalized and scaled by 2.5 (as GLM-4.6's routed_scaling_factor),
+	// plus a shared expert; half of each head rotary; q/k norms and biases;
+	// a multi-token prediction layer stored as layer 3.
+	"tiny-glm4-moe": {Name: "tiny-glm4-moe", Arch: glm4Moe, Hidden: 64, Intermediate: 160, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 32,
+		MaxPos: 4096, RopeTheta: 1e6, Tied: false, Merges: 400, RMSNormEps: 1e-5, Experts: 16, TopK: 3, MoEIntermediate: 32, NormTopK: true,
+		Groups: 4, TopKGroup: 2, RoutedScale: 2.5, SharedExperts: 1, FirstDense: 1, MTP: 1, PartialRotary: 0.5, QKNorm: true},
+	// zai-org/GLM-4.5-Air's geometry (config.json values): 106B
+	// parameters; each sparse layer's experts are 2.2B, so benchmarks run
+	// TwoLayer of it (a dense layer, then a sparse one; no MTP layer).
+	"glm-4.5-air": {Name: "glm-4.5-air", Arch: glm4Moe, Hidden: 4096, Intermediate: 10944, Layers: 46, Heads: 96, KVHeads: 8, HeadDim: 128,
+		Vocab: 151552, MaxPos: 131072, RopeTheta: 1e6, Tied: false, Merges: 400, RMSNormEps: 1e-5, Experts: 128, TopK: 8, MoEIntermediate: 1408,
+		NormTopK: true, Groups: 1, TopKGroup: 1, RoutedScale: 1, SharedExperts: 1, FirstDense: 1, MTP: 1, PartialRotary: 0.5},
 	// google/gemma-3-1b's text geometry (config.json values).
 	"gemma-3-1b": {Name: "gemma-3-1b", Arch: "Gemma3ForCausalLM", Hidden: 1152, Intermediate: 6912, Layers: 26, Heads: 4, KVHeads: 1, HeadDim: 256,
 		Vocab: 262144, MaxPos: 32768, RopeTheta: 1e6, Tied: true, Merges: 400, SlidingWindow: 512, SlidingWindowPattern: 6, LocalRopeTheta: 1e4,
@@ -149,10 +182,12 @@ func Tiny() []Preset {
 }
 
 // TwoLayer is a real geometry cut to two layers with the tiny tokenizer's
-// vocabulary, so that its per-layer shapes run in a test.
+// vocabulary, so that its per-layer shapes run in a test; without
+// multi-token prediction layers, which no forward pass runs and which
+// would double a sparse model's bytes.
 func TwoLayer(name string) Preset {
 	p := Presets[name]
-	p.Name, p.Layers, p.Vocab, p.SpecialBase = name+"-2layer", 2, 0, 0
+	p.Name, p.Layers, p.Vocab, p.SpecialBase, p.MTP = name+"-2layer", 2, 0, 0, 0
 	return p
 }
 
@@ -368,6 +403,25 @@ func config(p Preset, vocab, bos, eos int) map[string]any {
 			c["model_type"] = "qwen2_moe"
 			c["shared_expert_intermediate_size"] = p.SharedIntermediate
 		}
+	case glm4Moe:
+		// As GLM-4.5-Air's config.json writes them.
+		c["model_type"] = "glm4_moe"
+		c["head_dim"] = p.headDim()
+		c["attention_bias"] = true
+		c["attention_dropout"] = 0.0
+		c["partial_rotary_factor"] = p.PartialRotary
+		c["rope_scaling"] = nil
+		c["n_routed_experts"] = p.Experts
+		c["num_experts_per_tok"] = p.TopK
+		c["moe_intermediate_size"] = p.MoEIntermediate
+		c["n_shared_experts"] = p.SharedExperts
+		c["n_group"] = p.Groups
+		c["topk_group"] = p.TopKGroup
+		c["routed_scaling_factor"] = p.RoutedScale
+		c["norm_topk_prob"] = p.NormTopK
+		c["first_k_dense_replace"] = p.FirstDense
+		c["num_nextn_predict_layers"] = p.MTP
+		c["use_qk_norm"] = p.QKNorm
 	case "MistralForCausalLM":
 		c["model_type"] = "mistral"
 		c["sliding_window"] = nil
@@ -419,8 +473,18 @@ func specs(p Preset, vocab int) []tensorSpec {
 		norm = kindUnitNorm
 	}
 	s := []tensorSpec{{"model.embed_tokens.weight", []int{vocab, d}, kindEmbed, 4 / float32(math.Sqrt(float64(d)))}}
-	for i := 0; i < p.Layers; i++ {
+	for i := 0; i < p.Layers+p.MTP; i++ {
 		pre := fmt.Sprintf("model.layers.%d.", i)
+		if i >= p.Layers {
+			// A multi-token prediction layer: a decoder layer (below) and
+			// what combines its inputs and reads its output, as GLM-4.5's
+			// checkpoints store them; nothing here runs it.
+			s = append(s, lin(pre+"eh_proj.weight", d, 2*d, 1),
+				tensorSpec{pre + "enorm.weight", []int{d}, norm, 0.2},
+				tensorSpec{pre + "hnorm.weight", []int{d}, norm, 0.2},
+				tensorSpec{pre + "shared_head.norm.weight", []int{d}, norm, 0.2},
+				tensorSpec{pre + "shared_head.head.weight", []int{vocab, d}, kindEmbed, 4 / float32(math.Sqrt(float64(d)))})
+		}
 		s = append(s,
 			tensorSpec{pre + "input_layernorm.weight", []int{d}, norm, 0.2},
 			lin(pre+"self_attn.q_proj.weight", q, d, 1),
@@ -442,6 +506,14 @@ func specs(p Preset, vocab int) []tensorSpec {
 			for e := 0; e < p.Experts; e++ {
 				mlp(fmt.Sprintf("%smlp.experts.%d.", pre, e), p.MoEIntermediate, 1)
 			}
+			if p.Arch == glm4Moe {
+				// The score bias moves choices between sigmoid scores
+				// about 0.1 apart, as trained ones do near the top.
+				s = append(s, tensorSpec{pre + "mlp.gate.e_score_correction_bias", []int{p.Experts}, kindBias, 0.1})
+				if p.SharedExperts > 0 {
+					mlp(pre+"mlp.shared_experts.", p.SharedExperts*p.MoEIntermediate, 1)
+				}
+			}
 			if p.SharedIntermediate > 0 {
 				mlp(pre+"mlp.shared_expert.", p.SharedIntermediate, 1)
 				s = append(s, lin(pre+"mlp.shared_expert_gate.weight", 1, d, 1))
@@ -449,7 +521,7 @@ func specs(p Preset, vocab int) []tensorSpec {
 		} else {
 			mlp(pre+"mlp.", p.Intermediate, 1)
 		}
-		if p.Arch == "Qwen2ForCausalLM" || p.Arch == "Qwen2MoeForCausalLM" {
+		if p.Arch == "Qwen2ForCausalLM" || p.Arch == "Qwen2MoeForCausalLM" || p.Arch == glm4Moe {
 			s = append(s,
 				tensorSpec{pre + "self_attn.q_proj.bias", []int{q}, kindBias, 0.5},
 				tensorSpec{pre + "self_attn.k_proj.bias", []int{kv}, kindBias, 0.5},
@@ -467,7 +539,7 @@ func specs(p Preset, vocab int) []tensorSpec {
 				tensorSpec{pre + "mlp.down_proj.bias", []int{d}, kindBias, 0.05},
 			)
 		}
-		if p.Arch == "Qwen3ForCausalLM" || p.Arch == "Qwen3MoeForCausalLM" || gemma {
+		if p.Arch == "Qwen3ForCausalLM" || p.Arch == "Qwen3MoeForCausalLM" || gemma || p.QKNorm {
 			// Spread enough that a forward pass that skipped q/k norm, or
 			// applied one head's weight to another, would be seen.
 			s = append(s,
@@ -495,6 +567,11 @@ func weights(p Preset, vocab int, opt Options) []safetensors.Tensor {
 	for i, s := range sp {
 		out[i] = safetensors.Tensor{Name: s.name, DType: safetensors.BF16, Shape: s.shape,
 			Data: safetensors.EncodeBF16(generate(s, opt.Seed))}
+		if strings.HasSuffix(s.name, "e_score_correction_bias") {
+			// float32, not bf16, as GLM-4.5's checkpoints store it
+			// (transformers keeps it in float32: _keep_in_fp32_modules).
+			out[i].DType, out[i].Data = safetensors.F32, safetensors.EncodeF32(generate(s, opt.Seed))
+		}
 		if opt.Progress != nil {
 			opt.Progress(i+1, len(sp))
 		}

@@ -337,9 +337,10 @@ func (s *State) mlp(out, x []float32, e model.Expert, bg, bu, bd []float32, T in
 // probable experts per token (renormalized to sum 1 with NormTopK), and
 // out (T,d) = Σ p_e · expert_e(h) summed in increasing expert order into
 // zeros, as index_add_ does, plus sigmoid(SharedGate h) · shared(h) for
-// Qwen2-MoE. Each expert runs once over the tokens routed to it. The
-// chosen ids, in the router's order, go to routes (T, Routes) at sparse
-// layer si's columns.
+// Qwen2-MoE. GLM-4.5 (Sigmoid) routes with RouteGrouped instead and adds
+// its shared experts ungated. Each expert runs once over the tokens
+// routed to it. The chosen ids, in the router's order, go to routes (T,
+// Routes) at sparse layer si's columns.
 func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, si int) {
 	m := s.m
 	d, E, K := m.Dim, m.Experts, m.TopK
@@ -351,18 +352,7 @@ func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, s
 	}
 	byExpert := make([][]pick, E)
 	for t := 0; t < T; t++ {
-		pt := probs[t*E : (t+1)*E]
-		softmax(pt, make([]float64, E))
-		ids, ps := topK(pt, K)
-		if m.NormTopK {
-			var sum float32
-			for _, p := range ps {
-				sum += p
-			}
-			for j := range ps {
-				ps[j] /= sum
-			}
-		}
+		ids, ps := s.route(probs[t*E:(t+1)*E], L)
 		for j, e := range ids {
 			byExpert[e] = append(byExpert[e], pick{t, ps[j]})
 			routes[t*m.Routes()+si*K+j] = float32(e)
@@ -393,14 +383,41 @@ func (s *State) moe(out, h []float32, L *model.Layer, T int, routes []float32, s
 	shared := make([]float32, T*d)
 	s.mlp(shared, h, *L.Shared, nil, nil, nil, T)
 	gate := make([]float32, T)
-	s.matmul(gate, h, L.SharedGate, nil, T)
+	if L.SharedGate != nil {
+		s.matmul(gate, h, L.SharedGate, nil, T)
+	}
 	for t := 0; t < T; t++ {
-		g := sigmoid(gate[t])
+		g := float32(1) // GLM's shared experts: no gate
+		if L.SharedGate != nil {
+			g = sigmoid(gate[t])
+		}
 		ot, st := out[t*d:(t+1)*d], shared[t*d:(t+1)*d]
 		for c := range ot {
 			ot[c] += float32(g * st[c])
 		}
 	}
+}
+
+// route picks one token's experts and their weights from its router
+// logits (Experts,), overwriting them: GLM-4.5's RouteGrouped, or the
+// softmax, its TopK most probable (renormalized with NormTopK).
+func (s *State) route(logits []float32, L *model.Layer) ([]int, []float32) {
+	m := s.m
+	if m.Sigmoid {
+		return RouteGrouped(logits, L.ScoreBias, m.Geometry)
+	}
+	softmax(logits, make([]float64, len(logits)))
+	ids, ps := topK(logits, m.TopK)
+	if m.NormTopK {
+		var sum float32
+		for _, p := range ps {
+			sum += p
+		}
+		for j := range ps {
+			ps[j] /= sum
+		}
+	}
+	return ids, ps
 }
 
 // topK returns the indices of the k largest of p, largest first (the
@@ -425,10 +442,11 @@ func topK(p []float32, k int) ([]int, []float32) {
 func sigmoid(x float32) float32 { return float32(1 / (1 + exp64.Exp(-float64(x)))) }
 
 // rope rotates each head of v (heads*hd,) in place by rot (a token's
-// pairs of cos and sin, rotations), NeoX style (rotate_half): element i
-// pairs with element i+hd/2.
+// pairs of cos and sin, rotations), NeoX style (rotate_half) within the
+// head's first rd = len(rot) values (rd < hd: partial_rotary_factor):
+// element i < rd/2 pairs with element i+rd/2; elements rd.. pass.
 func rope(v, rot []float32, hd int) {
-	half := hd / 2
+	half := len(rot) / 2
 	for i := range len(rot) / 2 {
 		c, sn := rot[2*i], rot[2*i+1]
 		for h := 0; h < len(v); h += hd {

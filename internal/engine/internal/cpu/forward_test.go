@@ -133,6 +133,19 @@ func TestFeaturesMatter(t *testing.T) {
 		{"tiny-mistral", func(m *model.Model) bool { return m.Window[0] == 8 && m.Window[1] == 8 }, func(m *model.Model) { m.Window = nil }},
 		{"tiny-qwen3-moe", func(m *model.Model) bool { return m.NormTopK }, func(m *model.Model) { m.NormTopK = false }},
 		{"tiny-qwen2-moe", func(m *model.Model) bool { return m.Layers[1].Shared != nil }, func(m *model.Model) { m.Layers[1].Shared = nil }},
+		// GLM-4.5: each of partial rotary, the score bias, the groups, the
+		// scaling factor and the shared experts moves the logits.
+		{"tiny-glm4-moe", func(m *model.Model) bool { return m.RotaryDim == m.HeadDim/2 }, func(m *model.Model) { m.RotaryDim = 0 }},
+		{"tiny-glm4-moe", func(m *model.Model) bool { return m.Layers[1].ScoreBias != nil }, func(m *model.Model) {
+			for l := range m.Layers {
+				clear(m.Layers[l].ScoreBias)
+			}
+		}},
+		{"tiny-glm4-moe", func(m *model.Model) bool { return m.TopKGroup < m.Groups }, func(m *model.Model) { m.TopKGroup = m.Groups }},
+		{"tiny-glm4-moe", func(m *model.Model) bool { return m.RoutedScale == 2.5 }, func(m *model.Model) { m.RoutedScale = 1 }},
+		{"tiny-glm4-moe", func(m *model.Model) bool { return m.NormTopK }, func(m *model.Model) { m.NormTopK = false }},
+		{"tiny-glm4-moe", func(m *model.Model) bool { return m.Layers[2].Shared != nil && m.Layers[2].SharedGate == nil },
+			func(m *model.Model) { m.Layers[1].Shared, m.Layers[2].Shared = nil, nil }},
 	} {
 		t.Run(c.preset, func(t *testing.T) {
 			m := load(t, synth.Presets[c.preset])

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"logitscope/internal/model"
 )
@@ -155,9 +156,10 @@ func linear64(x [][]float64, W *model.Matrix, b []float32) [][]float64 {
 // modeling_rope_utils.py does for rope_type linear and llama3.
 func invFreq64(g model.Geometry) []float64 {
 	r := g.Rope
-	out := make([]float64, g.HeadDim/2)
+	dim := g.RopeDim() // head_dim · partial_rotary_factor
+	out := make([]float64, dim/2)
 	for i := range out {
-		f := 1 / math.Pow(g.RopeTheta, float64(2*i)/float64(g.HeadDim))
+		f := 1 / math.Pow(g.RopeTheta, float64(2*i)/float64(dim))
 		switch r.Type {
 		case "linear":
 			f /= r.Factor
@@ -176,11 +178,14 @@ func invFreq64(g model.Geometry) []float64 {
 	return out
 }
 
+// With fewer frequencies than hd/2 (partial_rotary_factor), the head's
+// first 2·len(inv) values rotate among themselves (apply_rotary_pos_emb's
+// q_rot) and the rest pass (q_pass).
 func rope64(x []float64, pos, hd int, inv []float64) []float64 {
-	out := make([]float64, len(x))
-	half := hd / 2
+	out := slices.Clone(x)
+	half := len(inv)
 	for h := 0; h < len(x); h += hd {
-		for i := 0; i < hd; i++ {
+		for i := 0; i < 2*half; i++ {
 			a := float64(pos) * inv[i%half]
 			var rot float64 // rotate_half(x) = cat(-x2, x1)
 			if i < half {

@@ -69,6 +69,8 @@ func matrices(m *model.Model) []**model.Matrix {
 		}
 		if L.Shared != nil {
 			mlp(L.Shared)
+		}
+		if L.SharedGate != nil { // Qwen2-MoE's; GLM's shared experts have none
 			out = append(out, &L.SharedGate)
 		}
 	}

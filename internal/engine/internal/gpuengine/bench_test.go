@@ -51,11 +51,12 @@ func benchModel(b testing.TB, preset synth.Preset, vname string) (model.Geometry
 }
 
 // BenchmarkOps profiles one GPU decode step op by op (a wait after each
-// dispatch) and reports each op family's time as "<op>-ms"; the mixture of
-// experts is Qwen3-30B-A3B's layers cut to two (see engine's
-// BenchmarkDecode).
+// dispatch) and reports each op family's time as "<op>-ms"; the mixtures
+// of experts are Qwen3-30B-A3B's and GLM-4.5-Air's layers cut to two (see
+// engine's BenchmarkDecode).
 func BenchmarkOps(b *testing.B) {
-	for _, preset := range []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"], synth.TwoLayer("qwen3-30b-a3b")} {
+	for _, preset := range []synth.Preset{synth.Presets["tiny"], synth.Presets["qwen2.5-0.5b"], synth.Presets["qwen3-0.6b"], synth.TwoLayer("qwen3-30b-a3b"),
+		synth.TwoLayer("glm-4.5-air")} {
 		for _, vname := range []string{"f32", "q4", "q4+a8"} {
 			b.Run(preset.Name+"/"+vname, func(b *testing.B) {
 				base, a8 := strings.CutSuffix(vname, "+a8")

@@ -253,7 +253,7 @@ func (e *State) finish(prog []pending) error {
 	return nil
 }
 
-// uploadRope writes the (capacity, HeadDim/2) cos/sin table of InvFreq,
+// uploadRope writes the (capacity, RopeDim/2) cos/sin table of InvFreq,
 // and a second one of the local base where sliding layers have their own
 // (Gemma 3).
 func (e *State) uploadRope() error {
@@ -695,18 +695,19 @@ func (e *State) headNormOp(name string, v, w gpu.Buffer, heads int, off func(ste
 }
 
 // ropeOp rotates q's T*Heads head vectors and those of the k rows from
-// kOff (KVHeads a row) with the cos/sin table, in one dispatch.
+// kOff (KVHeads a row) with the cos/sin table, in one dispatch: the first
+// RopeDim values of each head (all of it but with a partial_rotary_factor).
 func (e *State) ropeOp(table, k gpu.Buffer, kOff func(step) int) pending {
 	g := e.g
-	hd, qDim, kvDim := g.HeadDim, g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
+	hd, rd, qDim, kvDim := g.HeadDim, g.RopeDim(), g.Heads*g.HeadDim, g.KVHeads*g.HeadDim
 	return pending{
 		op: op{
 			name: "rope", family: "rope", pipe: e.kernel("rope", shaders.RoPE(), "main"),
 			dims: func(s step) (uint32, uint32, uint32) {
-				return ceilDiv((g.Heads+g.KVHeads)*hd/2, shaders.Workgroup), uint32(s.T), 1
+				return ceilDiv((g.Heads+g.KVHeads)*rd/2, shaders.Workgroup), uint32(s.T), 1
 			},
 			params: func(s step) []uint32 {
-				return []uint32{uint32(g.Heads), uint32(hd), uint32(s.pos0), 0, uint32(qDim), uint32(g.KVHeads), uint32(kOff(s)), uint32(kvDim)}
+				return []uint32{uint32(g.Heads), uint32(hd), uint32(s.pos0), 0, uint32(qDim), uint32(g.KVHeads), uint32(kOff(s)), uint32(kvDim), uint32(rd)}
 			},
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: e.q}, {Binding: 1, Buffer: table}, {Binding: 3, Buffer: k}},

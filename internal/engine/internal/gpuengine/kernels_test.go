@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"logitscope/internal/engine/internal/cpu"
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/format/safetensors"
 	"logitscope/internal/gpu"
@@ -213,47 +214,54 @@ func TestRMSNormInPlaceKernel(t *testing.T) {
 	}
 }
 
+// RoPE on whole heads and, as GLM-4.5's partial_rotary_factor 0.5 asks,
+// on each head's first half, the rest left as it was.
 func TestRoPEKernel(t *testing.T) {
 	dev := nativetest.Device(t)
-	g := model.Geometry{HeadDim: 16, RopeTheta: 1e6}
-	// q: 3 heads a row from element 0; k: 2 heads a row of 40 from
-	// element 7 (a KV cache's rows from a position on).
-	const heads, kHeads, T, pos0, kOff, kLd = 3, 2, 3, 5, 7, 40
-	ld := heads * g.HeadDim
-	inv := g.InvFreq()
-	var tab []float32
-	for pos := 0; pos < pos0+T; pos++ {
-		for _, f := range inv {
-			c, s := model.Rotation(pos, f)
-			tab = append(tab, c, s)
-		}
-	}
-	r := rnd(9)
-	q, k := r.fill(T*ld, 1), r.fill(kOff+T*kLd, 1)
-	qb, kb := buf(t, dev, q), buf(t, dev, k)
-	groups := ceilDiv((heads+kHeads)*g.HeadDim/2, shaders.Workgroup)
-	dispatch(t, dev, shaders.RoPE(), "main", []gpu.Buffer{qb, buf(t, dev, tab), buf(t, dev, params(heads, g.HeadDim, pos0, 0, ld, kHeads, kOff, kLd)), kb}, groups, T, 1)
-	half := g.HeadDim / 2
-	// want rotates v's heads a row of ld from off; the rest stays.
-	want := func(v []float32, heads, off, ld int) []float64 {
-		out := make([]float64, len(v))
-		for i, x := range v {
-			out[i] = float64(x)
-		}
-		for tk := 0; tk < T; tk++ {
-			for h := 0; h < heads; h++ {
-				for i := 0; i < half; i++ {
-					c, s := float64(tab[((pos0+tk)*half+i)*2]), float64(tab[((pos0+tk)*half+i)*2+1])
-					a := off + tk*ld + h*g.HeadDim + i
-					x1, x2 := float64(v[a]), float64(v[a+half])
-					out[a], out[a+half] = x1*c-x2*s, x2*c+x1*s
+	for _, rotary := range []int{0, 8} {
+		g := model.Geometry{HeadDim: 16, RotaryDim: rotary, RopeTheta: 1e6}
+		t.Run(fmt.Sprint("rotary", g.RopeDim()), func(t *testing.T) {
+			// q: 3 heads a row from element 0; k: 2 heads a row of 40 from
+			// element 7 (a KV cache's rows from a position on).
+			const heads, kHeads, T, pos0, kOff, kLd = 3, 2, 3, 5, 7, 40
+			ld, rd := heads*g.HeadDim, g.RopeDim()
+			inv := g.InvFreq()
+			var tab []float32
+			for pos := 0; pos < pos0+T; pos++ {
+				for _, f := range inv {
+					c, s := model.Rotation(pos, f)
+					tab = append(tab, c, s)
 				}
 			}
-		}
-		return out
+			r := rnd(9)
+			q, k := r.fill(T*ld, 1), r.fill(kOff+T*kLd, 1)
+			qb, kb := buf(t, dev, q), buf(t, dev, k)
+			groups := ceilDiv((heads+kHeads)*rd/2, shaders.Workgroup)
+			dispatch(t, dev, shaders.RoPE(), "main", []gpu.Buffer{qb, buf(t, dev, tab), buf(t, dev, params(heads, g.HeadDim, pos0, 0, ld, kHeads, kOff, kLd, rd)), kb}, groups, T, 1)
+			half := rd / 2
+			// want rotates the first rd values of v's heads a row of ld
+			// from off; the rest stays.
+			want := func(v []float32, heads, off, ld int) []float64 {
+				out := make([]float64, len(v))
+				for i, x := range v {
+					out[i] = float64(x)
+				}
+				for tk := 0; tk < T; tk++ {
+					for h := 0; h < heads; h++ {
+						for i := 0; i < half; i++ {
+							c, s := float64(tab[((pos0+tk)*half+i)*2]), float64(tab[((pos0+tk)*half+i)*2+1])
+							a := off + tk*ld + h*g.HeadDim + i
+							x1, x2 := float64(v[a]), float64(v[a+half])
+							out[a], out[a+half] = x1*c-x2*s, x2*c+x1*s
+						}
+					}
+				}
+				return out
+			}
+			check(t, "rope q", read(t, dev, qb, len(q)), want(q, heads, 0, ld), 1e-12, 1e-6)
+			check(t, "rope k", read(t, dev, kb, len(k)), want(k, kHeads, kOff, kLd), 1e-12, 1e-6)
+		})
 	}
-	check(t, "rope q", read(t, dev, qb, len(q)), want(q, heads, 0, ld), 1e-12, 1e-6)
-	check(t, "rope k", read(t, dev, kb, len(k)), want(k, kHeads, kOff, kLd), 1e-12, 1e-6)
 }
 
 // Grouped-query attention for a 3-token chunk at position 5 of the cache,
@@ -449,8 +457,8 @@ func TestRouteKernel(t *testing.T) {
 			if c.norm {
 				norm = 1
 			}
-			p := buf(t, dev, params(c.E, c.K, norm, c.T-c.rows, ldl, col, 0, 0))
-			dispatch(t, dev, shaders.MoE(), "route", []gpu.Buffer{rb, ids, wts, ob, 0, 0, 0, p}, uint32(c.T), 1, 1)
+			p := buf(t, dev, params(c.E, c.K, norm, c.T-c.rows, ldl, col, 0, 0, 0, 0, float32(1), 0))
+			dispatch(t, dev, shaders.MoE(), "route", []gpu.Buffer{rb, ids, wts, ob, 0, 0, 0, p, buf(t, dev, make([]float32, 1))}, uint32(c.T), 1, 1)
 			gotIDs, gotW, gotOut := read(t, dev, ids, c.T*c.K), read(t, dev, wts, c.T*c.K), read(t, dev, ob, len(out))
 			for tk := 0; tk < c.T; tk++ {
 				pick, w := refRoute(logits[tk*c.E:(tk+1)*c.E], c.K, c.norm)
@@ -479,6 +487,79 @@ func TestRouteKernel(t *testing.T) {
 						if gotOut[row*ldl+j] != sentinel {
 							t.Fatalf("row %d: logit %d overwritten", row, j)
 						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// GLM-4.5's grouped sigmoid router against the CPU engine's
+// (cpu.RouteGrouped): the same experts in the same order, in the logit
+// rows' route tails and (sorted by id) in the scratch, weights within
+// 1e-6. Cases: one group (GLM-4.5-Air), groups where the top-2 sums
+// decide, experts beyond the workgroup, ties, and a bias negative enough
+// that the 0.0 mask wins, each with norm_topk_prob on or off and a scale.
+func TestRouteGroupedKernel(t *testing.T) {
+	dev := nativetest.Device(t)
+	for _, c := range []struct {
+		name                 string
+		E, K, groups, keep   int
+		norm                 bool
+		scale                float32
+		biasMean, biasSpread float32
+		tie                  bool // token 0's logits take few distinct values
+	}{
+		{name: "air-like", E: 128, K: 8, groups: 1, keep: 1, norm: true, scale: 1, biasSpread: 0.1},
+		{name: "grouped", E: 16, K: 3, groups: 4, keep: 2, norm: true, scale: 2.5, biasSpread: 0.1},
+		{name: "deepseek-like", E: 256, K: 8, groups: 8, keep: 4, norm: true, scale: 2.5, biasSpread: 0.05},
+		{name: "no-norm", E: 12, K: 4, groups: 3, keep: 1, scale: 1.5, biasSpread: 0.2},
+		{name: "ties", E: 16, K: 5, groups: 4, keep: 3, norm: true, scale: 1, tie: true},
+		{name: "negative-bias", E: 8, K: 3, groups: 2, keep: 1, scale: 1, biasMean: -2, biasSpread: 0.1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const T, rows = 4, 3
+			r := rnd(c.E*10 + c.K)
+			logits := r.fill(T*c.E, 2)
+			if c.tie {
+				for e := 0; e < c.E; e++ {
+					logits[e] = float32(e % 3)
+				}
+			}
+			bias := r.fill(c.E, c.biasSpread)
+			for e := range bias {
+				bias[e] += c.biasMean
+			}
+			const vocab = 10
+			ldl := vocab + c.K
+			rb, ids, wts := buf(t, dev, logits), buf(t, dev, make([]uint32, T*c.K)), buf(t, dev, make([]float32, T*c.K))
+			ob := buf(t, dev, make([]float32, rows*ldl))
+			norm := 0
+			if c.norm {
+				norm = 1
+			}
+			p := buf(t, dev, params(c.E, c.K, norm, T-rows, ldl, vocab, 0, 0, c.groups, c.keep, c.scale, 0))
+			dispatch(t, dev, shaders.MoE(), "route_grouped", []gpu.Buffer{rb, ids, wts, ob, 0, 0, 0, p, buf(t, dev, bias)}, T, 1, 1)
+			gotIDs, gotW, gotOut := read(t, dev, ids, T*c.K), read(t, dev, wts, T*c.K), read(t, dev, ob, rows*ldl)
+			g := model.Geometry{Groups: c.groups, TopKGroup: c.keep, TopK: c.K, NormTopK: c.norm, RoutedScale: c.scale}
+			for tk := 0; tk < T; tk++ {
+				pick, w := cpu.RouteGrouped(slices.Clone(logits[tk*c.E:(tk+1)*c.E]), bias, g)
+				if row := tk - (T - rows); row >= 0 {
+					for j, e := range pick {
+						if got := gotOut[row*ldl+vocab+j]; got != float32(e) {
+							t.Fatalf("token %d route tail %v, CPU %v", tk, gotOut[row*ldl+vocab:(row+1)*ldl], pick)
+						}
+					}
+				}
+				byID := slices.Clone(pick)
+				slices.Sort(byID)
+				for j, e := range byID {
+					i := tk*c.K + j
+					if got := math.Float32bits(gotIDs[i]); got != uint32(e) {
+						t.Fatalf("token %d slot %d: expert %d, CPU %d (picks %v)", tk, j, got, e, pick)
+					}
+					if want := w[slices.Index(pick, e)]; math.Abs(float64(gotW[i]-want)) > 1e-6 {
+						t.Fatalf("token %d expert %d: weight %g, CPU %g", tk, e, gotW[i], want)
 					}
 				}
 			}
@@ -528,16 +609,16 @@ func refRoute(logits []float32, k int, norm bool) ([]int, []float64) {
 }
 
 // combine: O = Σ_k w·y over each token's slots, plus the shared expert
-// behind its sigmoid gate when there is one.
+// behind its sigmoid gate (Qwen2-MoE) or ungated (GLM) when there is one.
 func TestCombineKernel(t *testing.T) {
 	dev := nativetest.Device(t)
 	const T, K, d = 3, 3, 70
 	r := rnd(29)
 	ys, w, shared, sg := r.fill(T*K*d, 2), r.fill(T*K, 0.5), r.fill(T*d, 2), r.fill(T, 3)
-	for _, hasShared := range []int{0, 1} {
+	for _, hasShared := range []int{0, 1, 2} { // none, gated (Qwen2-MoE), ungated (GLM)
 		t.Run(fmt.Sprint("shared", hasShared), func(t *testing.T) {
 			out := buf(t, dev, make([]float32, T*d))
-			p := buf(t, dev, params(0, K, 0, 0, 0, 0, d, hasShared))
+			p := buf(t, dev, params(0, K, 0, 0, 0, 0, d, hasShared, 0, 0, float32(1), 0))
 			dispatch(t, dev, shaders.MoE(), "combine", []gpu.Buffer{0, 0, buf(t, dev, w), out, buf(t, dev, ys), buf(t, dev, shared), buf(t, dev, sg), p},
 				(d+63)/64, T, 1)
 			want := make([]float64, T*d)
@@ -546,8 +627,11 @@ func TestCombineKernel(t *testing.T) {
 					for k := 0; k < K; k++ {
 						want[tk*d+c] += float64(w[tk*K+k]) * float64(ys[(tk*K+k)*d+c])
 					}
-					if hasShared == 1 {
+					switch hasShared {
+					case 1:
 						want[tk*d+c] += float64(shared[tk*d+c]) / (1 + math.Exp(-float64(sg[tk])))
+					case 2:
+						want[tk*d+c] += float64(shared[tk*d+c])
 					}
 				}
 			}

@@ -2,6 +2,7 @@ package gpuengine
 
 import (
 	"fmt"
+	"math"
 
 	"logitscope/internal/gpu"
 	"logitscope/internal/model"
@@ -32,14 +33,18 @@ type bank struct {
 type moeLayer struct {
 	router         matrix
 	gate, up, down []bank
-	shared         *mlp   // Qwen2-MoE's shared expert; nil without
-	sharedGate     matrix // (1, d)
-	sparse         int    // the layer's index among the sparse layers
+	shared         *mlp       // Qwen2-MoE's shared expert, GLM's shared experts; nil without
+	sharedGate     matrix     // (1, d); no pieces where the shared expert is ungated (GLM)
+	bias           gpu.Buffer // GLM's e_score_correction_bias (E,); e.none with a softmax router
+	sparse         int        // the layer's index among the sparse layers
 }
 
 func (u *uploader) moe(n model.LayerNames, sparse int) moeLayer {
 	g := u.e.g
-	L := moeLayer{router: u.matrix(n.Router), sparse: sparse}
+	L := moeLayer{router: u.matrix(n.Router), bias: u.e.none, sparse: sparse}
+	if g.Sigmoid {
+		L.bias = u.vector(n.ScoreBias)
+	}
 	names := func(pick func(model.ExpertNames) string) []string {
 		out := make([]string, g.Experts)
 		for e := range out {
@@ -53,7 +58,9 @@ func (u *uploader) moe(n model.LayerNames, sparse int) moeLayer {
 	if g.SharedIntermediate > 0 {
 		shared := u.mlp([3]string{n.Shared.Wgate, n.Shared.Wup, n.Shared.Wdown}, [3]string{})
 		L.shared = &shared
-		L.sharedGate = u.matrix(n.SharedGate)
+		if !g.SharedUngated {
+			L.sharedGate = u.matrix(n.SharedGate)
+		}
 	}
 	return L
 }
@@ -151,7 +158,9 @@ func (e *State) moeOps(L moeLayer, act string) []pending {
 	if L.shared != nil {
 		shared, sgate = e.shared, e.sgate
 		prog = append(prog, e.swigluOps("shared-", *L.shared, g.SharedIntermediate, act, out{e.shared, zero, d, false}, false)...)
-		prog = append(prog, e.matmulOps("shared-expert-gate", L.sharedGate, e.h, zero, e.sgate, zero, 1, e.none, T)...)
+		if !g.SharedUngated {
+			prog = append(prog, e.matmulOps("shared-expert-gate", L.sharedGate, e.h, zero, e.sgate, zero, 1, e.none, T)...)
+		}
 	}
 	return append(prog, e.combineOp(L, shared, sgate))
 }
@@ -163,24 +172,33 @@ func (e *State) moeParams(L moeLayer, s step, hasShared bool) []uint32 {
 	if g.NormTopK {
 		norm = 1
 	}
-	if hasShared {
+	switch {
+	case hasShared && g.SharedUngated:
+		sh = 2
+	case hasShared:
 		sh = 1
 	}
 	return []uint32{uint32(g.Experts), uint32(g.TopK), norm, uint32(s.T - s.rows),
-		uint32(g.Vocab + g.Routes()), uint32(g.Vocab + L.sparse*g.TopK), uint32(g.Dim), sh}
+		uint32(g.Vocab + g.Routes()), uint32(g.Vocab + L.sparse*g.TopK), uint32(g.Dim), sh,
+		uint32(g.Groups), uint32(g.TopKGroup), math.Float32bits(g.RoutedScale)}
 }
 
 // routeOp turns the router's logits into each token's K experts and
-// weights, and writes the ids into the wanted rows' route tails.
+// weights, and writes the ids into the wanted rows' route tails: the
+// softmax router (route) or GLM's grouped sigmoid one (route_grouped).
 func (e *State) routeOp(L moeLayer) pending {
+	entry := "route"
+	if e.g.Sigmoid {
+		entry = "route_grouped"
+	}
 	return pending{
 		op: op{
-			name: fmt.Sprintf("route.%d", L.sparse), family: "route", pipe: e.kernel("moe", shaders.MoE(), "route"),
+			name: fmt.Sprintf("route.%d", L.sparse), family: "route", pipe: e.kernel("moe", shaders.MoE(), entry),
 			dims:   func(s step) (uint32, uint32, uint32) { return uint32(s.T), 1, 1 },
 			params: func(s step) []uint32 { return e.moeParams(L, s, false) },
 		},
 		bindings: []gpu.Binding{{Binding: 0, Buffer: e.router}, {Binding: 1, Buffer: e.routeIDs},
-			{Binding: 2, Buffer: e.routeW}, {Binding: 3, Buffer: e.logits}},
+			{Binding: 2, Buffer: e.routeW}, {Binding: 3, Buffer: e.logits}, {Binding: 8, Buffer: L.bias}},
 		paramsAt: 7,
 	}
 }
@@ -269,6 +287,10 @@ func checkMoE(g model.Geometry, lim gpu.Limits) error {
 	}
 	if g.TopK > maxDim {
 		return fmt.Errorf("%s: num_experts_per_tok %d is more than the device's %d workgroups per dimension", g.Arch, g.TopK, maxDim)
+	}
+	if g.Sigmoid && g.Groups > shaders.Workgroup {
+		// route_grouped scores a group per invocation of one workgroup.
+		return fmt.Errorf("%s: n_group %d: the GPU router takes at most %d groups", g.Arch, g.Groups, shaders.Workgroup)
 	}
 	return nil
 }

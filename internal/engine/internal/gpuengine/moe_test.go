@@ -124,3 +124,24 @@ func moeRows(t *testing.T, dev gpu.Device, g model.Geometry, src Source, maxByte
 	}
 	return rows, banks / g.SparseLayers()
 }
+
+// What the sparse kernels cannot dispatch is refused before any upload,
+// naming the field: route_grouped scores one group per invocation of a
+// workgroup.
+func TestCheckMoE(t *testing.T) {
+	ok := model.Geometry{Arch: "Glm4MoeForCausalLM", Dim: 64, Experts: 128, TopK: 8, ExpertIntermediate: 32, Sparse: []bool{false, true},
+		Sigmoid: true, Groups: 64, TopKGroup: 4}
+	if err := checkMoE(ok, gpu.Limits{}); err != nil {
+		t.Fatalf("64 groups: %v", err)
+	}
+	many := ok
+	many.Experts, many.Groups = 256, 128
+	if err := checkMoE(many, gpu.Limits{}); err == nil || !strings.Contains(err.Error(), "n_group 128: the GPU router takes at most 64 groups") {
+		t.Fatalf("128 groups: %v", err)
+	}
+	wide := ok
+	wide.TopK = 70000
+	if err := checkMoE(wide, gpu.Limits{}); err == nil || !strings.Contains(err.Error(), "num_experts_per_tok 70000") {
+		t.Fatalf("top-k beyond the workgroups: %v", err)
+	}
+}

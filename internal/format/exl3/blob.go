@@ -164,42 +164,6 @@ func Hadamard32(x []float32) {
 	}
 }
 
-// Exact is the layer's W (In, Out), y = x·W, computed in float64 from
-// the stored values with no rounding between the steps: the reference
-// both engines' products are held to. (Dense rounds where exllamav3's
-// fp16 kernels do; no single path of exllamav3 is bit-exact.)
-func (l Layer) Exact() ([]float64, error) {
-	inner, err := l.Inner()
-	if err != nil {
-		return nil, err
-	}
-	if len(l.Suh) != l.In || len(l.Svh) != l.Out {
-		return nil, fmt.Errorf("exl3: suh of %d and svh of %d for a layer of %d×%d", len(l.Suh), len(l.Svh), l.In, l.Out)
-	}
-	w := make([]float64, len(inner))
-	for i, h := range inner {
-		w[i] = f16(h)
-	}
-	col := make([]float64, l.In)
-	for c := range l.Out {
-		for r := range l.In {
-			col[r] = w[r*l.Out+c]
-		}
-		hadamard(col)
-		for r := range l.In {
-			w[r*l.Out+c] = col[r] * f16(l.Suh[r])
-		}
-	}
-	for r := range l.In {
-		row := w[r*l.Out : (r+1)*l.Out]
-		hadamard(row)
-		for c := range row {
-			row[c] *= f16(l.Svh[c])
-		}
-	}
-	return w, nil
-}
-
 // Rows is a blob's W as the engines store a matrix, (out, in) for a layer
 // of in inputs and out outputs (unpadded): each output's weights, from
 // Exact rounded once to float32.

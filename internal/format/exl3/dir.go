@@ -1,17 +1,15 @@
 package exl3
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/safetensors"
 )
 
@@ -75,7 +73,7 @@ func OpenDir(dir string) (*Dir, error) {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
-		sum, err := fileSHA256(p)
+		sum, err := checkpoint.FileSHA256(p)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -88,19 +86,6 @@ func OpenDir(dir string) (*Dir, error) {
 		d.Files[filepath.Base(p)], d.open = sum, append(d.open, f)
 	}
 	return d, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %v", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Layer reads the EXL3 layer of a matrix (its Hugging Face name, ending

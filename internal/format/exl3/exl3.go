@@ -246,6 +246,25 @@ func (l Layer) Inner() ([]uint16, error) {
 // Hadamards in its own order, so it matches exllamav3's to fp16
 // rounding, not bit for bit: Inner is the exact part.
 func (l Layer) Dense() ([]float32, error) {
+	w, err := l.reconstruct(round16)
+	out := make([]float32, len(w))
+	for i, v := range w {
+		out[i] = float32(v)
+	}
+	return out, err
+}
+
+// Exact is the layer's W (In, Out), y = x·W, computed in float64 from
+// the stored values with no rounding between the steps: the reference
+// both engines' products are held to. (Dense rounds where exllamav3's
+// fp16 kernels do; no single path of exllamav3 is bit-exact.)
+func (l Layer) Exact() ([]float64, error) {
+	return l.reconstruct(func(x float64) float64 { return x })
+}
+
+// reconstruct is diag(suh)·H·Ŵ·H·diag(svh) in float64, round applied
+// after each Hadamard and each scaling.
+func (l Layer) reconstruct(round func(float64) float64) ([]float64, error) {
 	inner, err := l.Inner()
 	if err != nil {
 		return nil, err
@@ -264,18 +283,17 @@ func (l Layer) Dense() ([]float32, error) {
 		}
 		hadamard(col)
 		for r := range l.In {
-			w[r*l.Out+c] = round16(round16(col[r]) * f16(l.Suh[r]))
+			w[r*l.Out+c] = round(round(col[r]) * f16(l.Suh[r]))
 		}
 	}
-	out := make([]float32, len(w))
 	for r := range l.In { // ·H: each row, along the outputs
 		row := w[r*l.Out : (r+1)*l.Out]
 		hadamard(row)
 		for c, v := range row {
-			out[r*l.Out+c] = float32(round16(round16(v) * f16(l.Svh[c])))
+			row[c] = round(round(v) * f16(l.Svh[c]))
 		}
 	}
-	return out, nil
+	return w, nil
 }
 
 // hadamard applies the normalised 128-wide Hadamard to each block of 128

@@ -1,8 +1,6 @@
 package variant
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -155,7 +153,7 @@ func TestWriteEXL3FromExllamav3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, _ := fileSHA(filepath.Join(src, "model.safetensors"))
+	sum, _ := checkpoint.FileSHA256(filepath.Join(src, "model.safetensors"))
 	if fmt.Sprint(v.Manifest.EXL3Sources) != fmt.Sprint(map[string]string{"model.safetensors": sum}) {
 		t.Errorf("exl3_sources %v, want model.safetensors %s", v.Manifest.EXL3Sources, sum)
 	}
@@ -188,10 +186,4 @@ func TestWriteEXL3FromExllamav3(t *testing.T) {
 	if _, err := exl3.OpenDir(other); err == nil || !strings.Contains(err.Error(), `no quantization_config with quant_method "exl3"`) {
 		t.Errorf("a GPTQ model: %v", err)
 	}
-}
-
-func fileSHA(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:]), err
 }

@@ -5,30 +5,16 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/x448/float16"
-
 	"logitscope/internal/format/exl3"
+	"logitscope/internal/format/exl3/exl3test"
 	"logitscope/internal/model"
 )
 
 // exl3Matrix is a random EXL3 layer of format f for a (rows, cols)
-// matrix, and the engine's W of it: random words are as good a trellis
-// as any, and much faster to make than an encoding.
+// matrix (exl3test.Random), and the engine's W of it.
 func exl3Matrix(t testing.TB, rng *rand.Rand, rows, cols int, f exl3.Format) (*model.Matrix, exl3.Layer) {
 	t.Helper()
-	l := exl3.Layer{In: exl3.Pad(cols), Out: exl3.Pad(rows), K: f.K, Codebook: f.Codebook}
-	l.Trellis = make([]uint16, f.TrellisBytes(cols, rows)/2)
-	for i := range l.Trellis {
-		l.Trellis[i] = uint16(rng.Uint32())
-	}
-	scales := func(n int, size float32) []uint16 {
-		s := make([]uint16, n)
-		for i := range s {
-			s[i] = float16.Fromfloat32(size * float32(rng.Float64()+0.5) * float32(1-2*rng.IntN(2))).Bits()
-		}
-		return s
-	}
-	l.Suh, l.Svh = scales(l.In, 0.02), scales(l.Out, 1)
+	l := exl3test.Random(rng, cols, rows, f)
 	W := &model.Matrix{Rows: rows, Cols: cols, Pieces: []model.Piece{{Rows: rows, Format: model.Format{EXL3: f}, Data: l.Blob()}}}
 	if err := W.CheckPieces("w"); err != nil {
 		t.Fatal(err)

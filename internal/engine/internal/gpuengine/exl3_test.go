@@ -6,32 +6,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/x448/float16"
-
 	"logitscope/internal/format/exl3"
+	"logitscope/internal/format/exl3/exl3test"
 	"logitscope/internal/gpu"
 	"logitscope/internal/gpu/native/nativetest"
 	"logitscope/shaders"
 )
-
-// randomEXL3 is a random EXL3 layer of format f for n_in inputs and n_out
-// outputs: random words are as good a trellis as any.
-func randomEXL3(rng *rand.Rand, nIn, nOut int, f exl3.Format) exl3.Layer {
-	l := exl3.Layer{In: exl3.Pad(nIn), Out: exl3.Pad(nOut), K: f.K, Codebook: f.Codebook}
-	l.Trellis = make([]uint16, f.TrellisBytes(nIn, nOut)/2)
-	for i := range l.Trellis {
-		l.Trellis[i] = uint16(rng.Uint32())
-	}
-	scales := func(n int, size float32) []uint16 {
-		s := make([]uint16, n)
-		for i := range s {
-			s[i] = float16.Fromfloat32(size * float32(rng.Float64()+0.5) * float32(1-2*rng.IntN(2))).Bits()
-		}
-		return s
-	}
-	l.Suh, l.Svh = scales(l.In, 0.02), scales(l.Out, 1)
-	return l
-}
 
 // exl3Params are exl3.wgsl's Params in order.
 type exl3Params struct {
@@ -51,7 +31,7 @@ func TestEXL3DecodeKernel(t *testing.T) {
 	for _, cb := range []exl3.Codebook{exl3.Inst3, exl3.MCG, exl3.MUL1} {
 		for k := 1; k <= 8; k++ {
 			f := exl3.Format{K: k, Codebook: cb}
-			l := randomEXL3(rng, 256, 128, f)
+			l := exl3test.Random(rng, 256, 128, f)
 			blob := l.Blob()
 			want := make([]float32, l.In*l.Out)
 			f.DecodeColumns(blob, l.In, l.Out, 0, l.Out, want)
@@ -96,7 +76,7 @@ func TestEXL3ProductKernels(t *testing.T) {
 			var blobs []byte
 			var layers []exl3.Layer
 			for range experts {
-				l := randomEXL3(rng, nIn, nOut, f)
+				l := exl3test.Random(rng, nIn, nOut, f)
 				layers, blobs = append(layers, l), append(blobs, l.Blob()...)
 			}
 			inP, onP := exl3.Pad(nIn), exl3.Pad(nOut)

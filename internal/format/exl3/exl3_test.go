@@ -332,6 +332,46 @@ func writeLayer(t *testing.T, l Layer, prefix string, extra ...safetensors.Tenso
 	return f
 }
 
+// Older files pack suh and svh as sign bits, su and sv: the lowest bit
+// first, set for −1.
+func TestReadLayerPackedSigns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	const p = "model.layers.1.self_attn.o_proj"
+	l := randomLayer(rng, 128, 256, 3, MCG)
+	packed := func(n int) ([]byte, []uint16) {
+		b, want := make([]byte, n/8), make([]uint16, n)
+		for i := range want {
+			want[i] = 0x3C00
+			if rng.IntN(2) == 1 {
+				b[i/8] |= 1 << (i % 8)
+				want[i] = 0xBC00
+			}
+		}
+		return b, want
+	}
+	su, suh := packed(l.In)
+	sv, svh := packed(l.Out)
+	ts := append(l.Tensors(p)[:1:1], l.Tensors(p)[3:]...) // the trellis and the marker, no suh/svh
+	ts = append(ts, safetensors.Tensor{Name: p + ".su", DType: safetensors.I16, Shape: []int{l.In / 16}, Data: su},
+		safetensors.Tensor{Name: p + ".sv", DType: safetensors.I16, Shape: []int{l.Out / 16}, Data: sv})
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := safetensors.WriteFile(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := ReadLayer(f, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Suh, suh) || !slices.Equal(got.Svh, svh) || !slices.Equal(got.Trellis, l.Trellis) || got.Codebook != MCG {
+		t.Error("the packed signs did not unpack to ±1 in order")
+	}
+}
+
 func TestReadLayer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const p = "model.layers.0.mlp.experts.3.down_proj"
@@ -361,7 +401,8 @@ func TestReadLayer(t *testing.T) {
 		want string
 	}{
 		{"no layer", writeLayer(t, l, "other"), "no " + p + ".trellis: not an EXL3 layer"},
-		{"legacy signs", writeLayer(t, l, "other", safetensors.Tensor{Name: p + ".su", DType: safetensors.I16, Shape: []int{8}, Data: make([]byte, 16)}), "bit-packed su/sv"},
+		{"half-integer K", writeLayer(t, l, "other", safetensors.Tensor{Name: p + ".trellis", DType: safetensors.I16, Shape: []int{8, 8, 40}, Data: make([]byte, 2*64*40)}), "a half-integer bitrate"},
+		{"no scales", writeLayer(t, Layer{In: 128, Out: 128, K: 2, Trellis: l.Trellis}, p), "no " + p + ".suh nor " + p + ".su"},
 		{"another multiplier", writeLayer(t, l, p, safetensors.Tensor{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(12345)}), "mcg multiplier 0x00003039"},
 		{"two codebooks", writeLayer(t, l, p, safetensors.Tensor{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(mcgMultiplier)},
 			safetensors.Tensor{Name: p + ".mul1", DType: safetensors.I32, Shape: []int{}, Data: i32(mul1Multiplier)}), "which codebook"},

@@ -16,7 +16,8 @@ const (
 
 // ReadLayer reads the quantized linear layer named prefix (for example
 // model.layers.3.mlp.experts.7.down_proj) from f: prefix.trellis (I16, k/16
-// × n/16 × 16·K), prefix.suh (F16, k), prefix.svh (F16, n), and the
+// × n/16 × 16·K), prefix.suh (F16, k) and prefix.svh (F16, n), or older
+// files' packed signs prefix.su (I16, k/16) and prefix.sv, and the
 // codebook a prefix.mcg or prefix.mul1 tensor names (3INST without
 // either). Errors name the file and the tensor.
 func ReadLayer(f *safetensors.File, prefix string) (Layer, error) {
@@ -27,10 +28,10 @@ func ReadLayer(f *safetensors.File, prefix string) (Layer, error) {
 	}
 	tr, ok := f.Info(prefix + ".trellis")
 	if !ok {
-		if _, legacy := f.Info(prefix + ".su"); legacy {
-			return fail("bit-packed su/sv signs (an early exllamav3 layout) are not read: convert it again with exllamav3 ≥ 0.0.4's suh/svh")
-		}
 		return fail("no %s.trellis: not an EXL3 layer", prefix)
+	}
+	if tr.DType == safetensors.I16 && len(tr.Shape) == 3 && tr.Shape[2]%16 == 8 {
+		return fail("trellis %v: %d words a tile, a half-integer bitrate (K+½, mul1 only), which this build does not decode", tr.Shape, tr.Shape[2])
 	}
 	if tr.DType != safetensors.I16 || len(tr.Shape) != 3 || tr.Shape[2]%16 != 0 {
 		return fail("trellis is %s %v: want I16 (k/16, n/16, 16·K)", tr.DType, tr.Shape)
@@ -64,10 +65,29 @@ func ReadLayer(f *safetensors.File, prefix string) (Layer, error) {
 	if l.Trellis, err = words(prefix+".trellis", safetensors.I16, l.In/16*l.Out/16*16*l.K); err != nil {
 		return Layer{}, err
 	}
-	if l.Suh, err = words(prefix+".suh", safetensors.F16, l.In); err != nil {
+	// suh and svh, or the packed signs su and sv of older files: one bit
+	// an element, the lowest first, set for −1 (exllamav3's unpack_bf).
+	scales := func(name string, n int) ([]uint16, error) {
+		if _, ok := f.Info(prefix + ".s" + name + "h"); ok || n%16 != 0 {
+			return words(prefix+".s"+name+"h", safetensors.F16, n)
+		}
+		if _, ok := f.Info(prefix + ".s" + name); !ok {
+			return nil, fmt.Errorf("%s: no %s.s%sh nor %s.s%s", file, prefix, name, prefix, name)
+		}
+		bits, err := words(prefix+".s"+name, safetensors.I16, n/16)
+		if err != nil {
+			return nil, err
+		}
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = 0x3C00 | bits[i/16]>>(i%16)&1<<15 // ±1.0
+		}
+		return v, nil
+	}
+	if l.Suh, err = scales("u", l.In); err != nil {
 		return Layer{}, err
 	}
-	if l.Svh, err = words(prefix+".svh", safetensors.F16, l.Out); err != nil {
+	if l.Svh, err = scales("v", l.Out); err != nil {
 		return Layer{}, err
 	}
 	for _, c := range []struct {

@@ -402,7 +402,7 @@ func TestReadLayer(t *testing.T) {
 	}{
 		{"no layer", writeLayer(t, l, "other"), "no " + p + ".trellis: not an EXL3 layer"},
 		{"half-integer K", writeLayer(t, l, "other", safetensors.Tensor{Name: p + ".trellis", DType: safetensors.I16, Shape: []int{8, 8, 40}, Data: make([]byte, 2*64*40)}), "a half-integer bitrate"},
-		{"no scales", writeLayer(t, Layer{In: 128, Out: 128, K: 2, Trellis: l.Trellis}, p), "no " + p + ".suh nor " + p + ".su"},
+		{"no scales", writeLayer(t, l, "other", l.Tensors(p)[0]), "no " + p + ".suh nor " + p + ".su"},
 		{"another multiplier", writeLayer(t, l, p, safetensors.Tensor{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(12345)}), "mcg multiplier 0x00003039"},
 		{"two codebooks", writeLayer(t, l, p, safetensors.Tensor{Name: p + ".mcg", DType: safetensors.I32, Shape: []int{}, Data: i32(mcgMultiplier)},
 			safetensors.Tensor{Name: p + ".mul1", DType: safetensors.I32, Shape: []int{}, Data: i32(mul1Multiplier)}), "which codebook"},

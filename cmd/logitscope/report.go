@@ -35,6 +35,9 @@ type reportJSON struct {
 	// Notes say what the report could not check, such as a dump without
 	// its receipt.
 	Notes []string `json:"notes,omitempty"`
+	// Breakdown summarizes the positions by their windows' domain and
+	// role, when the reference's receipt carries its panel's.
+	Breakdown margins.Breakdown `json:"breakdown,omitempty"`
 	*margins.Report
 }
 
@@ -149,6 +152,14 @@ func report(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	out.Report = rep
+	// By the domains and roles of the panel the receipts bind.
+	if p, err := receipt.Panel(ref.Receipt, test.Receipt, ref.Path, test.Path); err != nil {
+		return err
+	} else if p != nil {
+		if out.Breakdown, err = rep.BreakdownOf(margins.PanelGroups(p)); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return printJSON(stdout, out)
 	}
@@ -163,7 +174,10 @@ func report(args []string, stdout, stderr io.Writer) error {
 				"      capture the test with --follow %s to feed it the reference's tokens\n", ref.Path)
 		}
 	}
-	return rep.WriteText(stdout)
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	return out.Breakdown.WriteText(stdout)
 }
 
 // openSide opens a dump to be read row by row and, if a receipt lies

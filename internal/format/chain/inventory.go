@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -147,4 +148,21 @@ func (inv *Inventory) shard(name string) (File, bool) {
 		}
 	}
 	return File{}, false
+}
+
+// ReadInventory reads a sealed inventory (one that `logitscope inventory`
+// or a capture's dry run printed), checking its seal.
+func ReadInventory(path string) (*Inventory, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var inv Inventory
+	if err := json.Unmarshal(b, &inv); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := verify(&inv); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &inv, nil
 }

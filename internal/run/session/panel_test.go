@@ -191,3 +191,37 @@ func FuzzReadPanelJSONL(f *testing.F) {
 		}
 	})
 }
+
+// testdata/seed-panel.jsonl is a panel in the seed's layout (padded left
+// and right, documents, domains, roles) with the receipt `logitscope
+// panel` sealed beside it: it reads against that receipt, which is
+// byte for byte what sealing it writes today (a golden file of the
+// receipt's format), and its windows run their attended spans.
+func TestSeedPanelGolden(t *testing.T) {
+	const path = "testdata/seed-panel.jsonl"
+	p, err := ReadPanelFile(path, nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(t.TempDir(), "receipt.json")
+	if err := chain.WritePanel(again, p.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(again)
+	want, err := os.ReadFile(chain.PanelPath(path))
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("%s is not what sealing the panel writes now (go run ./cmd/logitscope panel --force %s):\n%s", chain.PanelPath(path), path, got)
+	}
+	positions := 0
+	for _, w := range p.Windows {
+		positions += len(w.Tokens()) - 1
+		for i, id := range w.IDs {
+			if attended := i >= w.Span[0] && i < w.Span[1]; attended != (w.Mask[i] == 1) {
+				t.Fatalf("window %s: token %d (%d) attended %v, mask %d", w.ID, i, id, attended, w.Mask[i])
+			}
+		}
+	}
+	if len(p.Windows) != 8 || positions != 227 {
+		t.Fatalf("%d windows, %d prediction positions", len(p.Windows), positions)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"logitscope/internal/format/chain"
+	"logitscope/internal/format/chain/chaintest"
 	"logitscope/internal/format/dump"
 )
 
@@ -130,16 +131,8 @@ func TestRefused(t *testing.T) {
 func chained(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	inv := &chain.Inventory{Config: chain.File{Name: "config.json", SHA256: strings.Repeat("c", 64)}, Shards: []chain.File{{Name: "model.safetensors", SHA256: strings.Repeat("1", 64)}}}
-	must(t, chain.Seal(inv))
-	ct := &chain.Contract{Inventory: inv.Seal, Variant: "f32", Scheme: "f32"}
-	must(t, chain.Seal(ct))
-	ck := &chain.Checkpoint{Inventory: inv.Seal, Contract: ct.Seal, Model: inv.Fingerprint()}
-	must(t, chain.Seal(ck))
-	be := &chain.Backend{Checkpoint: ck.Seal, Runtime: "native", Device: "cpu", Logitscope: "devel", Go: "go"}
-	must(t, chain.Seal(be))
 	p := &chain.Panel{}
-	r := &Receipt{Vocab: 4, Model: ck.Model, Chain: &chain.Chain{Inventory: inv, Contract: ct, Checkpoint: ck, Backend: be, Panel: p}}
+	r := &Receipt{Vocab: 4}
 	for i := range 2 {
 		w := chain.PanelWindow{WindowID: strconv.Itoa(i), Domain: []string{"code", "prose"}[i], Role: "eval", Tokens: i + 2,
 			TokenIDsSHA256: TokensSHA256([]int{i, i + 1}), AttentionMaskSHA256: TokensSHA256([]int{1, 1}), PredictionPositions: i + 1}
@@ -148,7 +141,8 @@ func chained(t *testing.T) string {
 		must(t, err)
 		r.LogitFiles = append(r.LogitFiles, f)
 	}
-	must(t, chain.Seal(p))
+	r.Chain = chaintest.Chain(t, p)
+	r.Model = r.Chain.Checkpoint.Model
 	must(t, WriteReceipt(dir, r))
 	return dir
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -67,40 +68,60 @@ func kept(ck *checkpoint.Checkpoint, v *Variant, p Piece) (chain.Kept, error) {
 	row := int64(p.cols() * info.DType.Size())
 	off := info.Offset + int64(p.Rows[0])*row
 	n := int64(p.Rows[1]-p.Rows[0]) * row
-	raw, err := readAt(shard, off, n)
-	if err != nil {
-		return k, err
+	var err error
+	k.Official = chain.Span{Shard: filepath.Base(shard), DType: string(info.DType), Offset: off, Length: n}
+	if k.Official.SHA256, k.Official.F32SHA256, err = hashWidened(shard, info.DType, off, n); err != nil {
+		return k, fmt.Errorf("%s: tensor %s: %w", shard, p.Name, err)
 	}
-	vals := make([]float32, p.cols()*(p.Rows[1]-p.Rows[0]))
-	if err := safetensors.DecodeFloat32(info.DType, raw, vals); err != nil {
-		return k, fmt.Errorf("%s: tensor %s: %v", shard, p.Name, err)
+	loaded := filepath.Join(v.Dir, p.Shard)
+	k.Loaded = chain.Span{Shard: p.Shard, DType: string(safetensors.F32), Offset: p.Offset, Length: p.Length}
+	if k.Loaded.SHA256, _, err = hashWidened(loaded, safetensors.F32, p.Offset, p.Length); err != nil {
+		return k, fmt.Errorf("%s: tensor %s: %w", loaded, p.Name, err)
 	}
-	k.Official = chain.Span{Shard: filepath.Base(shard), DType: string(info.DType), Offset: off, Length: n,
-		SHA256: sum(raw), F32SHA256: sum(safetensors.EncodeF32(vals))}
-	loaded, err := v.Raw(p)
-	if err != nil {
-		return k, err
-	}
-	k.Loaded = chain.Span{Shard: p.Shard, DType: string(safetensors.F32), Offset: p.Offset, Length: p.Length, SHA256: sum(loaded)}
 	return k, nil
 }
 
-func readAt(path string, off, n int64) ([]byte, error) {
+// chunkValues bounds what hashWidened holds at once: a kept piece may be
+// 64 MiB of float32 (a large embedding), and the proof reads every one.
+const chunkValues = 1 << 18
+
+// hashWidened streams n bytes of dtype values at off in path and returns
+// the sha256 of those bytes and of the values as little-endian float32
+// (as a variant stores a kept tensor), a chunk at a time.
+func hashWidened(path string, dtype safetensors.DType, off, n int64) (raw, f32 string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
 	defer f.Close()
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		return nil, fmt.Errorf("%s: reading [%d, %d): %w", path, off, off+n, err)
+	size := int64(dtype.Size())
+	if !dtype.IsFloat() || n%size != 0 {
+		return "", "", fmt.Errorf("%d bytes are not whole %s values", n, dtype)
 	}
-	return b, nil
-}
-
-func sum(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	hr, hf := sha256.New(), sha256.New()
+	buf := make([]byte, chunkValues*size)
+	vals := make([]float32, chunkValues)
+	r := io.NewSectionReader(f, off, n)
+	for done := int64(0); done < n; {
+		m := min(int64(len(buf)), n-done)
+		if _, err := io.ReadFull(r, buf[:m]); err != nil {
+			return "", "", fmt.Errorf("reading [%d, %d): %w", off, off+n, err)
+		}
+		hr.Write(buf[:m])
+		if dtype != safetensors.F32 { // an F32 tensor's bytes are its float32 encoding
+			v := vals[:m/size]
+			if err := safetensors.DecodeFloat32(dtype, buf[:m], v); err != nil {
+				return "", "", err
+			}
+			hf.Write(safetensors.EncodeF32(v))
+		}
+		done += m
+	}
+	raw = hex.EncodeToString(hr.Sum(nil))
+	if dtype == safetensors.F32 {
+		return raw, raw, nil
+	}
+	return raw, hex.EncodeToString(hf.Sum(nil)), nil
 }
 
 // Replaced counts the tensors v stores in each quantized scheme in place

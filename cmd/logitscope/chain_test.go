@@ -142,6 +142,9 @@ func TestChainCapture(t *testing.T) {
 	}
 	windowed, err := run(t, reportCmd, "--ref", p.f32, "--test", p.q4)
 	must(t, err)
+	if want := "test chain: checkpoint " + got.Checkpoint.Seal[:12] + "… (1 shards), q4 (q4: 48 tensors in q4, --only \"mlp\\\\.experts\\\\.\"), 21 kept pieces proved the checkpoint's, native cpu, links verified\n"; !strings.Contains(windowed, want) {
+		t.Errorf("the report's header has no line\n%s:\n%s", want, windowed)
+	}
 	_, byDomain, ok := strings.Cut(windowed, "====== By domain ======")
 	if !ok || !strings.Contains(byDomain, "====== By role ======") || !strings.Contains(byDomain, "calibration") {
 		t.Fatalf("no breakdown:\n%s", windowed)

@@ -169,6 +169,8 @@ func report(args []string, stdout, stderr io.Writer) error {
 	}
 	if p := out.Provenance; p != nil {
 		fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: %s\n", yesNo(p.SameModel), yesNo(p.SameSequence))
+		chainLine(stdout, "ref", ref.Receipt.Chain)
+		chainLine(stdout, "test", test.Receipt.Chain)
 		if !p.SameSequence && ref.Receipt.Request.Mode != session.Panel && test.Receipt.Request.Mode != session.Panel {
 			fmt.Fprintf(stdout, "note: the sides decoded different tokens, so rows after the first difference compare different contexts;\n"+
 				"      capture the test with --follow %s to feed it the reference's tokens\n", ref.Path)

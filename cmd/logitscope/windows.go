@@ -233,6 +233,10 @@ func reportWindows(refDirs, testDirs []string, opt margins.Options, asJSON bool,
 	}
 	fmt.Fprintf(stdout, "ref:  %s (%d windows)\ntest: %s (%d windows)\n", strings.Join(refDirs, ", "), len(rc.Windows), strings.Join(testDirs, ", "), len(test))
 	fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: yes (every window's token_ids_sha256)\n", yesNo(out.SameModel))
+	// Shards of a capture carry the same checkpoint identity (their
+	// backends may differ): the first's chain speaks for the side.
+	chainLine(stdout, "ref", rc.Receipts[0].Chain)
+	chainLine(stdout, "test", tc.Receipts[0].Chain)
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}

@@ -286,6 +286,9 @@ func Open(dirs ...string) (*Capture, error) {
 		if err := r.Verify(d); err != nil {
 			return nil, err
 		}
+		if err := sameCapture(r, d, c); err != nil {
+			return nil, err
+		}
 		c.Receipts = append(c.Receipts, r)
 		for _, f := range r.LogitFiles {
 			if other, ok := seen[f.WindowID]; ok {
@@ -297,6 +300,28 @@ func Open(dirs ...string) (*Capture, error) {
 	}
 	slices.SortStableFunc(c.Windows, func(a, b Window) int { return compareIDs(a.WindowID, b.WindowID) })
 	return c, nil
+}
+
+// sameCapture refuses a shard (r, in dir) whose chain is not the first
+// shard's: another checkpoint identity (files, variant, kept tensors) or
+// another panel. Their backends may differ: shards run on several
+// machines.
+func sameCapture(r *Receipt, dir string, c *Capture) error {
+	if len(c.Receipts) == 0 {
+		return nil
+	}
+	first, firstDir := c.Receipts[0], c.Dirs[0]
+	switch {
+	case (r.Chain == nil) != (first.Chain == nil):
+		return fmt.Errorf("%s and %s: one receipt has a chain and the other none: the shards are of different captures", firstDir, dir)
+	case r.Chain == nil:
+		return nil
+	case r.Chain.Checkpoint.Seal != first.Chain.Checkpoint.Seal:
+		return fmt.Errorf("%s: checkpoint identity %.12s…, %s's is %.12s…: the shards are of different captures", dir, r.Chain.Checkpoint.Seal, firstDir, first.Chain.Checkpoint.Seal)
+	case r.PanelReceipt != first.PanelReceipt:
+		return fmt.Errorf("%s: panel receipt %.12s…, %s's is %.12s…: the shards ran different panels", dir, r.PanelReceipt, firstDir, first.PanelReceipt)
+	}
+	return nil
 }
 
 func compareIDs(a, b ID) int {

@@ -128,23 +128,56 @@ func TestRefused(t *testing.T) {
 
 // chained writes a capture of windows 0 and 1 (domains code and prose)
 // under a receipt with a sealed chain and panel receipt.
-func chained(t *testing.T) string {
+func chained(t *testing.T) string { return chainedShard(t, []int{0, 1}, nil) }
+
+// chainedShard writes the windows of shard (of a panel of 4: 0, 1 code
+// and prose, 2, 3 math and poetry) under a chain of the whole panel;
+// change, when set, changes the chain before its checkpoint is sealed.
+func chainedShard(t *testing.T, shard []int, change func(*chain.Chain)) string {
 	t.Helper()
 	dir := t.TempDir()
 	p := &chain.Panel{}
 	r := &Receipt{Vocab: 4}
-	for i := range 2 {
-		w := chain.PanelWindow{WindowID: strconv.Itoa(i), Domain: []string{"code", "prose"}[i], Role: "eval", Tokens: i + 2,
+	for i := range 4 {
+		w := chain.PanelWindow{WindowID: strconv.Itoa(i), Domain: []string{"code", "prose", "math", "poetry"}[i], Role: "eval", Tokens: i + 2,
 			TokenIDsSHA256: TokensSHA256([]int{i, i + 1}), AttentionMaskSHA256: TokensSHA256([]int{1, 1}), PredictionPositions: i + 1}
 		p.Windows = append(p.Windows, w)
+		if !slices.Contains(shard, i) {
+			continue
+		}
 		f, err := WriteWindow(dir, i, window(i), w, nil)
 		must(t, err)
 		r.LogitFiles = append(r.LogitFiles, f)
 	}
 	r.Chain = chaintest.Chain(t, p)
+	if change != nil {
+		change(r.Chain)
+		must(t, chain.Seal(r.Chain.Contract))
+		r.Chain.Checkpoint.Contract = r.Chain.Contract.Seal
+		must(t, chain.Seal(r.Chain.Checkpoint))
+		r.Chain.Backend.Checkpoint = r.Chain.Checkpoint.Seal
+		must(t, chain.Seal(r.Chain.Backend))
+	}
 	r.Model = r.Chain.Checkpoint.Model
 	must(t, WriteReceipt(dir, r))
 	return dir
+}
+
+// Shards of one capture share its chain's checkpoint identity and panel:
+// a shard of another variant, or of a capture without a chain, is refused
+// naming both directories.
+func TestShardsOfOneChain(t *testing.T) {
+	a := chainedShard(t, []int{0, 2}, nil)
+	if c, err := Open(a, chainedShard(t, []int{1, 3}, nil)); err != nil || len(c.Windows) != 4 {
+		t.Fatalf("two shards of one capture: %v", err)
+	}
+	q4 := chainedShard(t, []int{1, 3}, func(c *chain.Chain) { c.Contract.Variant, c.Contract.Scheme = "q4", "q4" })
+	if _, err := Open(a, q4); err == nil || !strings.Contains(err.Error(), q4+": checkpoint identity ") || !strings.Contains(err.Error(), "the shards are of different captures") {
+		t.Fatalf("a shard of another variant: %v", err)
+	}
+	if _, err := Open(a, writeShard(t, "", 1, 3)); err == nil || !strings.Contains(err.Error(), "one receipt has a chain and the other none") {
+		t.Fatalf("a shard without a chain: %v", err)
+	}
 }
 
 func must(t *testing.T, err error) {

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"logitscope/internal/engine"
+	"logitscope/internal/format/chain"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/logitdir"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/model/ggufmodel"
 	"logitscope/internal/model/hub"
@@ -46,7 +48,8 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	panelPath := fs.String("panel", "", "teacher-forced panel instead of a PROMPT: a text file, .jsonl token-id windows, or llama.cpp's --kl-divergence-base file (its chunks)")
 	window := fs.Int("window", 128, "tokens per window when --panel is text")
 	follow := fs.String("follow", "", "feed back the prompt and output tokens of this dump's receipt (teacher-forced agreement) instead of decoding")
-	dryRun := fs.Bool("dry-run", false, "print the plan as JSON and run nothing")
+	dryRun := fs.Bool("dry-run", false, "print the plan as JSON, with every identity of its chain (inventory, contract, checkpoint, backend, panel), and run nothing")
+	inventoryPath := fs.String("inventory", "", "the official checkpoint's sealed inventory (logitscope inventory): refuse to run on local files that do not match it")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
 	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
 	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (rounded to 8-bit blocks first, as llama.cpp's CPU backend does for its quantized types; native engine, CPU or GPU)")
@@ -106,7 +109,8 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 
 	req := session.Request{Mode: session.Greedy, MaxNew: *maxNew, Stops: stops.ids}
 	followed := "" // the sha256 of the dump a forced capture feeds back
-	prompt := ""   // the rendered chat prompt, for the receipt
+	var panel *chain.Panel
+	prompt := "" // the rendered chat prompt, for the receipt
 	switch {
 	case *follow != "":
 		ref, err := openSide(*follow, false)
@@ -129,11 +133,12 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 				*follow, len(req.PromptIDs), len(req.Outputs), dir, maxPos)
 		}
 	case *panelPath != "":
-		windows, prefix, err := readPanel(ck, tok, tmpl, *panelPath, *window)
+		p, prefix, err := readPanel(ck, tok, tmpl, *panelPath, *window)
 		if err != nil {
 			return err
 		}
-		req = session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
+		req = session.Request{Mode: session.Panel, Windows: p.Tokens(), Prefix: prefix}
+		panel = p.Receipt
 	default:
 		user := pos[0]
 		if user == "-" { // as cat and most tools read it: the prompt from stdin
@@ -163,9 +168,17 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	rq := capture.ReceiptRequest(req, followed)
 	rq.Prompt = prompt
-	opt := capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Activations: *acts, Log: stderr, Progress: progress.New(stderr)}
+	opt := capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Activations: *acts, Log: stderr, Progress: progress.New(stderr), Panel: panel}
+	if panel != nil {
+		rq.PanelReceipt = panel.Seal
+	}
+	if *inventoryPath != "" {
+		if opt.Inventory, err = chain.ReadInventory(*inventoryPath); err != nil {
+			return err
+		}
+	}
 	if *dryRun {
-		return printPlan(stdout, ck, *variantName, opt, rq, req.Windows, *dumpPath)
+		return printPlan(stdout, ck, *variantName, opt, rq, req.Windows, *dumpPath, *outDir)
 	}
 	if *outDir != "" {
 		shard, from, err := shardOf(*shardFlag)
@@ -236,16 +249,21 @@ func firstDifference(a, b []int) int {
 }
 
 // printPlan prints what a capture would do, where capture.Run would run
-// it (capture.Where) included.
-func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name string, opt capture.Options, req receipt.Request, windows [][]int, dumpPath string) error {
-	where, err := capture.Where(ck, name, opt)
+// it (capture.Plan) and every identity of the chain its receipt would
+// carry, computing nothing else.
+func printPlan(w io.Writer, ck *checkpoint.Checkpoint, name string, opt capture.Options, req receipt.Request, windows [][]int, dumpPath, outDir string) error {
+	where, ch, err := capture.Plan(ck, name, opt)
 	if err != nil {
 		return err
 	}
 	plan := map[string]any{
 		"model": ck.Source(), "architecture": ck.Config.Arch(), "variant": capture.VariantLabel(name),
-		"runtime": where.Runtime, "device": where.Device,
-		"request": req, "dump": dumpPath, "receipt": receipt.Path(dumpPath),
+		"runtime": where.Runtime, "device": where.Device, "request": req, "chain": ch,
+	}
+	if outDir != "" {
+		plan["out"], plan["receipt"] = outDir, filepath.Join(outDir, logitdir.ReceiptName)
+	} else {
+		plan["dump"], plan["receipt"] = dumpPath, receipt.Path(dumpPath)
 	}
 	if where.Why != "" {
 		plan["why"] = where.Why
@@ -279,19 +297,19 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// readPanel reads a panel's windows (session.ReadPanel) after the
-// checkpoint's BOS prefix, refusing a window longer than its context.
-func readPanel(ck *checkpoint.Checkpoint, tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig, path string, window int) (windows [][]int, prefix []int, err error) {
+// readPanel reads a panel (session.ReadPanelFile) after the checkpoint's
+// BOS prefix, refusing a window whose attended tokens exceed its context.
+func readPanel(ck *checkpoint.Checkpoint, tok *tokenizer.Tokenizer, tmpl chat.TemplateConfig, path string, window int) (p *session.PanelFile, prefix []int, err error) {
 	prefix = chat.RawPrefix(tok, tmpl)
-	if windows, err = session.ReadPanel(path, tok, window, prefix); err != nil {
+	if p, err = session.ReadPanelFile(path, tok, window, prefix); err != nil {
 		return nil, nil, err
 	}
-	for i, w := range windows {
-		if max := ck.Config.MaxPositionEmbeddings; len(w) > max {
-			return nil, nil, fmt.Errorf("%s: window %d has %d tokens, more than %s's context of %d", path, i+1, len(w), ck.Source(), max)
+	for _, w := range p.Windows {
+		if max := ck.Config.MaxPositionEmbeddings; len(w.Tokens()) > max {
+			return nil, nil, fmt.Errorf("%s: window %s has %d tokens, more than %s's context of %d", path, w.ID, len(w.Tokens()), ck.Source(), max)
 		}
 	}
-	return windows, prefix, nil
+	return p, prefix, nil
 }
 
 // panelOf reads a panel's windows with ck's own tokenizer and BOS prefix.
@@ -304,8 +322,11 @@ func panelOf(ck *checkpoint.Checkpoint, path string, window int) ([][]int, error
 	if err != nil {
 		return nil, err
 	}
-	windows, _, err := readPanel(ck, tok, tmpl, path, window)
-	return windows, err
+	p, _, err := readPanel(ck, tok, tmpl, path, window)
+	if err != nil {
+		return nil, err
+	}
+	return p.Tokens(), nil
 }
 
 // openModel opens the checkpoint that modelPath names: a Hugging Face

@@ -3,7 +3,7 @@
 //	logitscope mkmodel  --preset NAME [--tokenizer FILE] [--seed N] --out DIR
 //	logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR]
 //	logitscope capture  [--model DIR|F.gguf] [--variant f32|q8|q6|q4|DIR|F.gguf] [--system S] [--max-new N] [--stop ID ...]
-//	                    [--prompt-ids FILE|-] [--dry-run] --dump-logits FILE (PROMPT | --panel FILE [--window N])
+//	                    [--prompt-ids FILE|-] [--dry-run] [--inventory FILE] --dump-logits FILE (PROMPT | --panel FILE [--window N])
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
 //	logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines
 //	logitscope conform  --suite FILE [--junit FILE] [--out DIR] [--shard i/n] [--engine FILE] [--runtime wasm|native]
@@ -11,6 +11,9 @@
 //	logitscope export   [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf
 //	logitscope sensitivity [--model DIR] (--scheme q8|q6|q4 | --variant DIR|F.gguf) --panel FILE [--unit tensor|layer|kind] [--out FILE.json]
 //	logitscope recipe   [--model DIR] --panel FILE (--target-bpw B | --target-size S) [--schemes q8,q6,q4] [--unit tensor|layer|kind] [--out DIR] [--json FILE]
+//	logitscope verify   [--model DIR] [--variant NAME] [--panel FILE] CAPTURE_DIR[,DIR…]|DUMP
+//	logitscope inventory [--model DIR]
+//	logitscope panel    [--force] PANEL.jsonl
 //
 // Wherever --model takes a directory it takes a Hugging Face Hub id too,
 // hf:ORG/NAME[@REV] (or hf:ORG/NAME/FILE.gguf[@REV]): package hub downloads
@@ -44,6 +47,9 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 	"export":      export,
 	"sensitivity": sensitivityCommand,
 	"recipe":      recipeCommand,
+	"verify":      verifyCommand,
+	"inventory":   inventoryCommand,
+	"panel":       panelCommand,
 }
 
 // about says what each command does and how it is called, for the usage
@@ -61,6 +67,9 @@ var about = map[string]struct{ what, use string }{
 	"export": {"write a model or variant as a llama.cpp GGUF", "logitscope export [--model DIR] [--variant f32|q8|q6|q4|DIR] --gguf OUT.gguf"},
 	"sensitivity": {"which matrices a quantization's damage comes from: sweeps, culprits of clear calls, divergence by layer",
 		"logitscope sensitivity [--model DIR] (--scheme q8|q6|q4 | --variant DIR|F.gguf) --panel FILE [--unit tensor|layer|kind] [--out FILE.json]"},
+	"verify":    {"check a capture's chain: its receipt, and the local checkpoint, variant and panel it names", "logitscope verify [--model DIR] [--variant NAME] [--panel FILE] CAPTURE_DIR[,DIR…]|DUMP"},
+	"inventory": {"print the sealed inventory of a checkpoint's files (capture --inventory checks against it)", "logitscope inventory [--model DIR]"},
+	"panel":     {"seal a .jsonl panel: its receipt beside it, checked by every later read", "logitscope panel [--force] PANEL.jsonl"},
 	"recipe": {"a scheme per tensor within a size, from sweeps of each scheme: built, measured, and written for quantize and llama-quantize",
 		"logitscope recipe [--model DIR] --panel FILE (--target-bpw B | --target-size S) [--schemes q8,q6,q4] [--unit tensor|layer|kind] [--out DIR] [--json FILE]"},
 }

@@ -118,7 +118,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		}
 		ran++
 	}
-	if ran != 2 {
-		t.Errorf("%d walkthroughs ran; README.md has 2 (the commands, the GGUF example)", ran)
+	if ran != 3 {
+		t.Errorf("%d walkthroughs ran; README.md has 3 (the commands, the GGUF example, the chain)", ran)
 	}
 }

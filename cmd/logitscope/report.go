@@ -35,6 +35,9 @@ type reportJSON struct {
 	// Notes say what the report could not check, such as a dump without
 	// its receipt.
 	Notes []string `json:"notes,omitempty"`
+	// Breakdown summarizes the positions by their windows' domain and
+	// role, when the reference's receipt carries its panel's.
+	Breakdown margins.Breakdown `json:"breakdown,omitempty"`
 	*margins.Report
 }
 
@@ -149,6 +152,14 @@ func report(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	out.Report = rep
+	// By the domains and roles of the panel the receipts bind.
+	if p, err := receipt.Panel(ref.Receipt, test.Receipt, ref.Path, test.Path); err != nil {
+		return err
+	} else if p != nil {
+		if out.Breakdown, err = rep.BreakdownOf(margins.PanelGroups(p)); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return printJSON(stdout, out)
 	}
@@ -158,12 +169,17 @@ func report(args []string, stdout, stderr io.Writer) error {
 	}
 	if p := out.Provenance; p != nil {
 		fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: %s\n", yesNo(p.SameModel), yesNo(p.SameSequence))
+		chainLine(stdout, "ref", ref.Receipt.Chain)
+		chainLine(stdout, "test", test.Receipt.Chain)
 		if !p.SameSequence && ref.Receipt.Request.Mode != session.Panel && test.Receipt.Request.Mode != session.Panel {
 			fmt.Fprintf(stdout, "note: the sides decoded different tokens, so rows after the first difference compare different contexts;\n"+
 				"      capture the test with --follow %s to feed it the reference's tokens\n", ref.Path)
 		}
 	}
-	return rep.WriteText(stdout)
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	return out.Breakdown.WriteText(stdout)
 }
 
 // openSide opens a dump to be read row by row and, if a receipt lies

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"logitscope/internal/analysis/margins"
+	"logitscope/internal/format/chain"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/logitdir"
@@ -71,15 +72,13 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	label := capture.VariantLabel(variantName)
 	meta := map[string]string{"model_sha256": fp, "variant": label}
 	mine := shard.Pick(len(req.Windows))
 	files := map[int]logitdir.File{}
+	entry := func(i int) chain.PanelWindow { return opt.Panel.Windows[i] }
 	for _, i := range mine {
-		f, ok, err := finished(dir, i, logitdir.TokensSHA256(req.Windows[i]), meta)
+		f, ok, err := finished(dir, i, entry(i), meta)
 		switch {
 		case err != nil:
 			return err
@@ -102,7 +101,7 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 		if t, err := json.Marshal(r.Targets); err == nil {
 			wm["targets"] = string(t)
 		}
-		f, err := logitdir.WriteWindow(dir, i, l, logitdir.TokensSHA256(req.Windows[i]), wm)
+		f, err := logitdir.WriteWindow(dir, i, l, entry(i), wm)
 		files[i] = f
 		// A window's rows, their copy and its file's bytes are garbage
 		// now: collected here, the next window reuses their memory, and
@@ -114,7 +113,7 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 	if err != nil {
 		return err
 	}
-	rc := &logitdir.Receipt{Model: fp, Variant: label, Device: c.Device, Vocab: ck.Config.VocabSize}
+	rc := &logitdir.Receipt{Model: fp, Variant: label, Device: c.Device, Vocab: ck.Config.VocabSize, Chain: c.Chain}
 	if shard.N > 1 {
 		rc.Shard = shard.String()
 	}
@@ -122,6 +121,11 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 	for _, i := range mine {
 		rc.LogitFiles = append(rc.LogitFiles, files[i])
 		positions += files[i].PredictionPositions
+	}
+	// Made only now (or by the first window written): a capture refused
+	// before it ran leaves no directory behind.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	if err := logitdir.WriteReceipt(dir, rc); err != nil {
 		return err
@@ -137,9 +141,9 @@ func captureWindows(ck *checkpoint.Checkpoint, variantName string, req session.R
 
 // finished says whether window i's file in dir is a finished window of
 // this capture: it opens, holds logits, and its metadata names the same
-// window, tokens, checkpoint and variant. A file of another capture is an
-// error: resuming must not mix two.
-func finished(dir string, i int, tokens string, meta map[string]string) (logitdir.File, bool, error) {
+// window, tokens, mask, checkpoint and variant. A file of another capture
+// is an error: resuming must not mix two.
+func finished(dir string, i int, w chain.PanelWindow, meta map[string]string) (logitdir.File, bool, error) {
 	path := filepath.Join(dir, logitdir.WindowPath(i))
 	f, err := safetensors.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -156,14 +160,14 @@ func finished(dir string, i int, tokens string, meta map[string]string) (logitdi
 		return logitdir.File{}, false, err
 	}
 	want := maps.Clone(meta)
-	want["window_id"], want["token_ids_sha256"] = strconv.Itoa(i), tokens
+	want["window_id"], want["token_ids_sha256"], want["attention_mask_sha256"] = w.WindowID, w.TokenIDsSHA256, w.AttentionMaskSHA256
 	for k, v := range want {
 		if f.Metadata[k] != v {
 			return logitdir.File{}, false, fmt.Errorf("%s: %s %q, this capture's is %q: the directory holds another capture", path, k, f.Metadata[k], v)
 		}
 	}
-	m, err := logitdir.Measure(dir, logitdir.File{WindowID: logitdir.ID(strconv.Itoa(i)), TokenIDsSHA256: tokens,
-		PredictionPositions: r.Rows, Path: logitdir.WindowPath(i)})
+	m, err := logitdir.Measure(dir, logitdir.File{WindowID: logitdir.ID(w.WindowID), TokenIDsSHA256: w.TokenIDsSHA256, AttentionMaskSHA256: w.AttentionMaskSHA256,
+		DocumentID: w.DocumentID, Domain: w.Domain, Role: w.Role, PredictionPositions: r.Rows, Path: logitdir.WindowPath(i)})
 	return m, err == nil, err
 }
 
@@ -171,10 +175,10 @@ func finished(dir string, i int, tokens string, meta map[string]string) (logitdi
 // sides' directories and receipts, the margins report over every window in
 // window-id order, and its summaries by the windows' domain and role.
 type windowsJSON struct {
-	Ref       windowSide                             `json:"ref"`
-	Test      windowSide                             `json:"test"`
-	SameModel bool                                   `json:"same_model"`
-	Breakdown map[string]map[string]*margins.Summary `json:"breakdown,omitempty"`
+	Ref       windowSide        `json:"ref"`
+	Test      windowSide        `json:"test"`
+	SameModel bool              `json:"same_model"`
+	Breakdown margins.Breakdown `json:"breakdown,omitempty"`
 	*margins.Report
 }
 
@@ -217,7 +221,11 @@ func reportWindows(refDirs, testDirs []string, opt margins.Options, asJSON bool,
 	for _, r := range append(slices.Clone(rc.Receipts), tc.Receipts...) {
 		out.SameModel = out.SameModel && r.Model != "" && r.Model == rc.Receipts[0].Model
 	}
-	if out.Breakdown, err = breakdown(rep, rc.Windows); err != nil {
+	groups := make([]margins.Group, len(rc.Windows))
+	for i, w := range rc.Windows {
+		groups[i] = margins.Group{Positions: w.PredictionPositions, Labels: map[string]string{"domain": w.Domain, "role": w.Role}}
+	}
+	if out.Breakdown, err = rep.BreakdownOf(groups); err != nil {
 		return err
 	}
 	if asJSON {
@@ -225,22 +233,14 @@ func reportWindows(refDirs, testDirs []string, opt margins.Options, asJSON bool,
 	}
 	fmt.Fprintf(stdout, "ref:  %s (%d windows)\ntest: %s (%d windows)\n", strings.Join(refDirs, ", "), len(rc.Windows), strings.Join(testDirs, ", "), len(test))
 	fmt.Fprintf(stdout, "same checkpoint: %s; same token sequence: yes (every window's token_ids_sha256)\n", yesNo(out.SameModel))
+	// Shards of a capture carry the same checkpoint identity (their
+	// backends may differ): the first's chain speaks for the side.
+	chainLine(stdout, "ref", rc.Receipts[0].Chain)
+	chainLine(stdout, "test", tc.Receipts[0].Chain)
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
-	for _, by := range []string{"domain", "role"} {
-		groups := out.Breakdown[by]
-		if len(groups) == 0 {
-			continue
-		}
-		fmt.Fprintf(stdout, "\n====== By %s ======\n", by)
-		fmt.Fprintf(stdout, "%-20s %9s %12s %10s %8s %8s\n", by, "positions", "mean KLD", "same top", "close", "clear")
-		for _, name := range slices.Sorted(maps.Keys(groups)) {
-			s := groups[name]
-			fmt.Fprintf(stdout, "%-20s %9d %12.6f %9.3f%% %8d %8d\n", name, s.Positions, s.KLD.Value, 100*s.SameTop.Value, s.CloseFlips, s.ClearFlips)
-		}
-	}
-	return nil
+	return out.Breakdown.WriteText(stdout)
 }
 
 // matchWindows is the test's windows in the reference's order, each the
@@ -266,37 +266,6 @@ func matchWindows(ref, test []logitdir.Window) ([]logitdir.Window, error) {
 	}
 	for id, t := range byID {
 		return nil, fmt.Errorf("window %s of the test capture (%s) is not in the reference", id, t.Dir)
-	}
-	return out, nil
-}
-
-// breakdown summarizes rep's positions by their windows' domain and by
-// their role, where windows carry them.
-func breakdown(rep *margins.Report, windows []logitdir.Window) (map[string]map[string]*margins.Summary, error) {
-	idx := map[string]map[string][]int{"domain": {}, "role": {}}
-	at := 0
-	for _, w := range windows {
-		for by, key := range map[string]string{"domain": w.Domain, "role": w.Role} {
-			if key != "" {
-				for p := at; p < at+w.PredictionPositions; p++ {
-					idx[by][key] = append(idx[by][key], p)
-				}
-			}
-		}
-		at += w.PredictionPositions
-	}
-	out := map[string]map[string]*margins.Summary{}
-	for by, groups := range idx {
-		for key, positions := range groups {
-			s, err := rep.SummaryOf(positions)
-			if err != nil {
-				return nil, err
-			}
-			if out[by] == nil {
-				out[by] = map[string]*margins.Summary{}
-			}
-			out[by][key] = &s
-		}
 	}
 	return out, nil
 }

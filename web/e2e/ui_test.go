@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,8 @@ import (
 
 	"logitscope/host"
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/chain"
+	"logitscope/internal/format/chain/chaintest"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/gpu"
@@ -359,9 +363,17 @@ func TestUIOfflineCompare(t *testing.T) {
 		data := buf.Bytes()
 		d := snapshot.Dropped{Name: variant + ".dump", File: bytes.NewReader(data), Size: int64(len(data))}
 		if variant == "f32" {
+			// The receipt binds a panel whose windows have domains and
+			// roles: the page breaks the statistics down as report does.
+			panel := &chain.Panel{}
+			for i, w := range windows {
+				panel.Windows = append(panel.Windows, chain.PanelWindow{WindowID: strconv.Itoa(i), Domain: []string{"code", "prose"}[i%2], Role: "eval",
+					Tokens: len(w), TokenIDsSHA256: chain.IntsSHA256(w), AttentionMaskSHA256: chain.IntsSHA256(slices.Repeat([]int{1}, len(w))), PredictionPositions: len(w) - 1})
+			}
+			ch := chaintest.Chain(t, panel)
 			sum := sha256.Sum256(data)
-			d.Receipt, err = receipt.Marshal(&receipt.Receipt{Variant: variant, Device: "wasm+cpu",
-				Request: receipt.Request{Mode: "panel", Windows: len(windows)}, Targets: res.Targets,
+			d.Receipt, err = receipt.Marshal(&receipt.Receipt{Variant: variant, Device: "wasm+cpu", Model: ch.Checkpoint.Model, Chain: ch,
+				Request: receipt.Request{Mode: "panel", Windows: len(windows), PanelReceipt: panel.Seal}, Targets: res.Targets,
 				Dump: receipt.Dump{SHA256: hex.EncodeToString(sum[:]), Rows: l.Rows, Vocab: l.Vocab}})
 			if err != nil {
 				t.Fatal(err)
@@ -412,6 +424,12 @@ func TestUIOfflineCompare(t *testing.T) {
 	delete(w, "timing")
 	if err := approxEqual(g, w, "doc"); err != nil {
 		t.Error(err)
+	}
+	if want.Breakdown["domain"]["code"] == nil || want.Breakdown["domain"]["prose"] == nil {
+		t.Errorf("no breakdown by domain: %+v", want.Breakdown)
+	}
+	if text := Eval[string](b, `document.querySelector('#summary').innerText`); !strings.Contains(text, "By domain") || !strings.Contains(text, "By role") {
+		t.Errorf("the page's summary has no breakdown:\n%s", text)
 	}
 	s := want.Report.Summary
 	t.Logf("offline: %d positions, mean KLD %.4g, %d flips (%d close, %d clear)", s.Positions, s.KLD.Value, s.Flips, s.CloseFlips, s.ClearFlips)

@@ -5,6 +5,7 @@ package main
 // the token strip's HTML and the charts' SVG. Pure Go, tested natively.
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -96,6 +97,7 @@ func summaryView(d *snapshot.Doc) []section {
 		row("Mode", mode),
 		row("Geometry", strconv.Itoa(d.Report.Rows)+" positions × "+strconv.Itoa(d.Report.Vocab)+" vocab"))
 	out = append(out, fl)
+	out = append(out, breakdownSections(d.Breakdown)...)
 
 	if rt := d.Report.Routing; rt != nil {
 		out = append(out, routingSection(rt))
@@ -116,6 +118,36 @@ func summaryView(d *snapshot.Doc) []section {
 		out = append(out, tm)
 	}
 	out = append(out, section{"Sides", []kv{sideRow("Reference", d.Ref), sideRow("Test", d.Test)}})
+	return out
+}
+
+// breakdownSections are the report's statistics by the panel windows'
+// domain and by their role, a section per key and a row per label, in
+// the order report prints its tables: positions, mean KLD, its 99th
+// percentile, same top-1, flips and clear calls.
+func breakdownSections(b margins.Breakdown) []section {
+	var out []section
+	keys := slices.Clone(margins.BreakdownKeys)
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, key := range keys {
+		labels := b[key]
+		if len(labels) == 0 {
+			continue
+		}
+		sec := section{Title: "By " + key}
+		for _, label := range slices.Sorted(maps.Keys(labels)) {
+			s := labels[label]
+			sec.Rows = append(sec.Rows, kv{Label: label, Pos: -1,
+				Value: strconv.Itoa(s.Positions) + " positions · KLD " + fixed(s.KLD.Value, 6) + " · 99% " + fixed(s.KLDQuant.P99, 6) +
+					" · same top " + pct(s.SameTop.Value, 2) + " · " + strconv.Itoa(s.Flips) + " flips, " + strconv.Itoa(s.ClearFlips) + " clear",
+				Note: "the positions of the panel's windows whose " + key + " is " + label})
+		}
+		out = append(out, sec)
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -405,5 +406,46 @@ func TestSoftwareAdapter(t *testing.T) {
 		if got := softwareAdapter(name); got != want {
 			t.Errorf("softwareAdapter(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// A document of dumps whose receipts bind a panel with domains and roles
+// shows a section per key after the flips, a row per label with report's
+// columns; one without shows none (TestSummaryView).
+func TestSummaryBreakdown(t *testing.T) {
+	d := testDoc(t)
+	var err error
+	d.Breakdown, err = d.Report.BreakdownOf([]margins.Group{
+		{Positions: 2, Labels: map[string]string{"domain": "prose", "role": "eval"}},
+		{Positions: 2, Labels: map[string]string{"domain": "code", "role": "eval"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := summaryView(d)
+	var titles []string
+	rows := map[string]kv{}
+	for _, s := range secs {
+		titles = append(titles, s.Title)
+		if strings.HasPrefix(s.Title, "By ") {
+			for _, r := range s.Rows {
+				rows[s.Title+"/"+r.Label] = r
+			}
+		}
+	}
+	if got := strings.Join(titles, ","); got != "KL divergence,Token probability,Argmax flips,By domain,By role,Timing,Sides" {
+		t.Errorf("sections %s", got)
+	}
+	prose, code := d.Breakdown["domain"]["prose"], d.Breakdown["domain"]["code"]
+	if prose.Flips+code.Flips != d.Report.Summary.Flips || prose.Positions != 2 {
+		t.Fatalf("prose %+v, code %+v", prose, code)
+	}
+	want := "2 positions · KLD " + fixed(code.KLD.Value, 6) + " · 99% " + fixed(code.KLDQuant.P99, 6) + " · same top " + pct(code.SameTop.Value, 2) +
+		" · " + strconv.Itoa(code.Flips) + " flips, " + strconv.Itoa(code.ClearFlips) + " clear"
+	if r := rows["By domain/code"]; r.Value != want {
+		t.Errorf("code: %q, want %q", r.Value, want)
+	}
+	if r := rows["By role/eval"]; !strings.HasPrefix(r.Value, "4 positions · ") {
+		t.Errorf("eval: %q", r.Value)
 	}
 }

@@ -51,6 +51,9 @@ type Doc struct {
 	Windows []Window `json:"windows,omitempty"`
 	// View is what the page showed when the document was shared.
 	View *View `json:"view,omitempty"`
+	// Breakdown is the report's statistics by the domain and role of the
+	// panel windows the dropped dumps' receipts bind; nil otherwise.
+	Breakdown margins.Breakdown `json:"breakdown,omitempty"`
 }
 
 // Side describes where one side's logits came from.

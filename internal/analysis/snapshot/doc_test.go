@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"logitscope/internal/format/chain"
+	"logitscope/internal/format/chain/chaintest"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/format/routing"
@@ -205,4 +207,38 @@ func TestOfflineRoutes(t *testing.T) {
 // dropped is a dropped dump of data, with its receipt rc (nil: none).
 func dropped(name string, data, rc []byte) Dropped {
 	return Dropped{Name: name, File: bytes.NewReader(data), Size: int64(len(data)), Receipt: rc}
+}
+
+// Two dropped dumps whose receipts bind a panel with domains and roles
+// give a document broken down by them, as report prints it; dumps of two
+// different panels are refused.
+func TestOfflineBreakdown(t *testing.T) {
+	ref, test := pair()
+	refData, testData := dumpBytes(t, ref), dumpBytes(t, test)
+	panel := func(second string) *chain.Panel {
+		return &chain.Panel{Windows: []chain.PanelWindow{
+			{WindowID: "a", Domain: "code", Role: "eval", Tokens: 2, PredictionPositions: 1},
+			{WindowID: "b", Domain: second, Role: "eval", Tokens: 3, PredictionPositions: 2},
+		}}
+	}
+	receiptOf := func(data []byte, p *chain.Panel) []byte {
+		sum := sha256.Sum256(data)
+		ch := chaintest.Chain(t, p)
+		return sealed(t, &receipt.Receipt{Variant: "f32", Device: "cpu", Model: ch.Checkpoint.Model, Chain: ch,
+			Request: receipt.Request{Mode: "panel", PanelReceipt: ch.Panel.Seal}, Targets: []int{1, 1, 0},
+			Dump: receipt.Dump{SHA256: hex.EncodeToString(sum[:]), Rows: 3, Vocab: 16}})
+	}
+	d, err := Offline(dropped("ref.dump", refData, receiptOf(refData, panel("prose"))), dropped("q.dump", testData, receiptOf(testData, panel("prose"))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := d.Breakdown
+	if b["domain"]["code"].Positions != 1 || b["domain"]["prose"].Positions != 2 || b["role"]["eval"].Positions != 3 ||
+		b["domain"]["code"].Flips+b["domain"]["prose"].Flips != d.Report.Summary.Flips {
+		t.Fatalf("breakdown %+v", b)
+	}
+	_, err = Offline(dropped("ref.dump", refData, receiptOf(refData, panel("prose"))), dropped("q.dump", testData, receiptOf(testData, panel("math"))), nil)
+	if err == nil || !strings.Contains(err.Error(), "the sides ran different panels") {
+		t.Fatalf("different panels: %v", err)
+	}
 }

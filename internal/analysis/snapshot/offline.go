@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 
+	"logitscope/internal/analysis/margins"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/format/safetensors"
@@ -51,6 +52,15 @@ func Offline(ref, test Dropped, textFor func(vocab int) func(id int) string) (*D
 	d, err := Build(nil, a, b, a.Targets, text)
 	if err != nil {
 		return nil, err
+	}
+	// By the domains and roles of the panel the receipts bind, as report
+	// prints them.
+	if p, err := receipt.Panel(a.Side.Receipt, b.Side.Receipt, ref.Name, test.Name); err != nil {
+		return nil, err
+	} else if p != nil {
+		if d.Breakdown, err = d.Report.BreakdownOf(margins.PanelGroups(p)); err != nil {
+			return nil, err
+		}
 	}
 	// A binary dump was hashed as it was read: a document of a dump its
 	// receipt does not describe is never returned.

@@ -30,6 +30,7 @@ type Checkpoint struct {
 	shards  []*safetensors.File          // sorted by path
 	tensors map[string]*safetensors.File // tensor name → shard holding it
 	fp      string                       // Fingerprint, once computed
+	sums    []FileSum                    // FileSums, once computed
 }
 
 // Open resolves path and opens config, generation config and all shards.

@@ -25,32 +25,69 @@ func (c *Checkpoint) Fingerprint() (string, error) {
 	if c.fp != "" {
 		return c.fp, nil
 	}
+	sums, err := c.FileSums()
+	if err != nil {
+		return "", err
+	}
 	if c.GGUF != "" {
-		fp, err := FileSHA256(c.GGUF)
-		c.fp = fp
-		return fp, err
+		c.fp = sums[0].SHA256
+	} else {
+		c.fp = FingerprintOf(sums)
 	}
-	if len(c.shards) == 0 { // OpenWithoutWeights: Open refuses a model without shards
-		return "", fmt.Errorf("checkpoint: %s was opened without its weights: it has no fingerprint", c.Dir)
-	}
-	files := []string{filepath.Join(c.Dir, "config.json")}
-	for _, f := range c.shards {
-		files = append(files, f.Path)
-	}
-	sums := make([]FileSum, len(files))
-	for i, path := range files {
-		sum, err := FileSHA256(path)
-		if err != nil {
-			return "", err
-		}
-		sums[i] = FileSum{Name: filepath.Base(path), SHA256: sum}
-	}
-	c.fp = FingerprintOf(sums)
 	return c.fp, nil
 }
 
+// FileSums is what Fingerprint hashes: config.json's sum, then every
+// weights shard's in the order Open reads them; a model opened from a GGUF
+// file has the file's alone. Computed once, with Fingerprint: an
+// inventory of the files (package chain) needs the same sums.
+func (c *Checkpoint) FileSums() ([]FileSum, error) {
+	if c.sums != nil {
+		return c.sums, nil
+	}
+	var files []string
+	switch {
+	case c.GGUF != "":
+		files = []string{c.GGUF}
+	case len(c.shards) == 0: // OpenWithoutWeights: Open refuses a model without shards
+		return nil, fmt.Errorf("checkpoint: %s was opened without its weights: it has no fingerprint", c.Dir)
+	default:
+		files = []string{filepath.Join(c.Dir, "config.json")}
+		for _, f := range c.shards {
+			files = append(files, f.Path)
+		}
+	}
+	sums := make([]FileSum, len(files))
+	for i, path := range files {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		sum, err := FileSHA256(path)
+		if err != nil {
+			return nil, err
+		}
+		sums[i] = FileSum{Name: filepath.Base(path), SHA256: sum, Bytes: st.Size()}
+	}
+	c.sums = sums
+	return sums, nil
+}
+
+// IndexPath is model.safetensors.index.json's path when the weights were
+// opened through one, else "".
+func (c *Checkpoint) IndexPath() string {
+	p := filepath.Join(c.Dir, indexName)
+	if c.GGUF != "" || len(c.shards) == 0 || !exists(p) {
+		return ""
+	}
+	return p
+}
+
 // FileSum is a file's name and the hex sha256 of its bytes.
-type FileSum struct{ Name, SHA256 string }
+type FileSum struct {
+	Name, SHA256 string
+	Bytes        int64 // its size; FingerprintOf does not use it
+}
 
 // FingerprintOf is the Fingerprint of a checkpoint whose config.json and
 // weights shards have these sums: config.json first, then the shards in

@@ -13,6 +13,8 @@ func FuzzReceipt(f *testing.F) {
 	f.Add([]byte(`{"logit_files":[{"window_id":1,"path":"logits/window-0001.safetensors","bytes":3,"sha256":"00"}],"seal":"x"}`))
 	f.Add([]byte(`{"logit_files":[{"window_id":"a","path":"../x"}]}`))
 	f.Add([]byte(`{"logit_files":null,"seal":""}`))
+	f.Add([]byte(`{"chain":{},"logit_files":[]}`))
+	f.Add([]byte(`{"chain":{"inventory":{},"contract":{},"checkpoint":{},"backend":{},"untouched":{"tensors":[{}]},"panel":{"windows":null}},"logit_files":[{"window_id":0}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, ReceiptName), b, 0o644); err != nil {

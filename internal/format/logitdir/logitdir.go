@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"logitscope/internal/format/chain"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/routing"
 	"logitscope/internal/format/safetensors"
@@ -48,6 +49,11 @@ type File struct {
 	Path                string `json:"path"` // relative to the directory
 	Bytes               int64  `json:"bytes"`
 	SHA256              string `json:"sha256"`
+	// AttentionMaskSHA256 and DocumentID are the window's as its panel
+	// receipt has them (logitscope's captures write them; the seed's may
+	// not).
+	AttentionMaskSHA256 string `json:"attention_mask_sha256,omitempty"`
+	DocumentID          string `json:"document_id,omitempty"`
 	// Domain and Role are the window's, when the panel says.
 	Domain string `json:"domain,omitempty"`
 	Role   string `json:"role,omitempty"`
@@ -80,26 +86,34 @@ type Receipt struct {
 	Vocab      int    `json:"vocab,omitempty"`
 	Shard      string `json:"shard,omitempty"` // i/n of a sharded capture
 	LogitFiles []File `json:"logit_files"`
-	Seal       string `json:"seal"`
+	// Chain is where the logits came from (package chain): the checkpoint's
+	// files, the variant's contract, the checkpoint and backend
+	// identities, the panel receipt; Backend and PanelReceipt name the
+	// links the receipt stands on by their seals.
+	Chain        *chain.Chain `json:"chain,omitempty"`
+	Backend      string       `json:"backend_sha256,omitempty"`
+	PanelReceipt string       `json:"panel_receipt_sha256,omitempty"`
+	Seal         string       `json:"seal"`
 }
 
 // TokensSHA256 is a window's token_ids_sha256 as logitscope writes it:
 // the sha256 of the ids as a JSON array.
-func TokensSHA256(ids []int) string {
-	b, _ := json.Marshal(ids)
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
+func TokensSHA256(ids []int) string { return chain.IntsSHA256(ids) }
 
 // WindowPath is where logitscope writes window i's file.
 func WindowPath(i int) string { return fmt.Sprintf("logits/window-%04d.safetensors", i) }
 
-// WriteWindow writes a window's logits (and routes) into dir at
-// WindowPath(i), whole or not at all, with the window's id, token hash and
-// meta as safetensors metadata, and returns its receipt entry.
-func WriteWindow(dir string, i int, l *dump.Logits, tokensSHA256 string, meta map[string]string) (File, error) {
-	f := File{WindowID: ID(strconv.Itoa(i)), TokenIDsSHA256: tokensSHA256, PredictionPositions: l.Rows, Path: WindowPath(i)}
-	all := map[string]string{"window_id": string(f.WindowID), "token_ids_sha256": tokensSHA256}
+// WriteWindow writes window i's logits (and routes) into dir at
+// WindowPath(i), whole or not at all, with the window's id, token and
+// mask hashes (its panel receipt entry) and meta as safetensors metadata,
+// and returns its receipt entry.
+func WriteWindow(dir string, i int, l *dump.Logits, w chain.PanelWindow, meta map[string]string) (File, error) {
+	f := File{WindowID: ID(w.WindowID), TokenIDsSHA256: w.TokenIDsSHA256, AttentionMaskSHA256: w.AttentionMaskSHA256,
+		DocumentID: w.DocumentID, Domain: w.Domain, Role: w.Role, PredictionPositions: l.Rows, Path: WindowPath(i)}
+	all := map[string]string{"window_id": w.WindowID, "token_ids_sha256": w.TokenIDsSHA256}
+	if w.AttentionMaskSHA256 != "" {
+		all["attention_mask_sha256"] = w.AttentionMaskSHA256
+	}
 	for k, v := range meta {
 		all[k] = v
 	}
@@ -126,10 +140,17 @@ func Measure(dir string, f File) (File, error) {
 	return f, err
 }
 
-// WriteReceipt seals r and writes it into dir, whole or not at all.
+// WriteReceipt seals r and writes it into dir, whole or not at all; a
+// receipt with a chain names its backend and panel receipt by their seals.
 func WriteReceipt(dir string, r *Receipt) error {
 	if r.Format == "" {
 		r.Format = Format
+	}
+	if r.Chain != nil {
+		r.Backend = r.Chain.Backend.Seal
+		if r.Chain.Panel != nil {
+			r.PanelReceipt = r.Chain.Panel.Seal
+		}
 	}
 	b, err := seal.Marshal(r, "seal", func(s string) { r.Seal = s })
 	if err != nil {
@@ -143,20 +164,29 @@ func WriteReceipt(dir string, r *Receipt) error {
 	return tempfile.Rename(tempfile.Move{Temp: tmp, Path: path})
 }
 
-// ReadReceipt reads dir's receipt and checks its seal and its entries'
-// paths; it does not read the window files (Verify does).
+// ReadReceipt reads dir's receipt and checks it: its chain link by link
+// (package chain), that the receipt names the chain's backend and panel
+// receipt, that each window is the panel receipt's, then its own seal and
+// its entries' paths. So a change is named where it was made: the link,
+// the window, else the receipt. It does not read the window files
+// (Verify does).
 func ReadReceipt(dir string) (*Receipt, error) {
 	path := filepath.Join(dir, ReceiptName)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := seal.Verify(b, "seal", path); err != nil {
-		return nil, err
-	}
 	var r Receipt
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if r.Chain != nil {
+		if err := r.checkChain(); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	if err := seal.Verify(b, "seal", path); err != nil {
+		return nil, err
 	}
 	for _, f := range r.LogitFiles {
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) || strings.Contains(f.Path, `\`) {
@@ -167,6 +197,49 @@ func ReadReceipt(dir string) (*Receipt, error) {
 		}
 	}
 	return &r, nil
+}
+
+// checkChain verifies the chain and what the receipt says of it.
+func (r *Receipt) checkChain() error {
+	c := r.Chain
+	if err := c.Verify(); err != nil {
+		return err
+	}
+	switch {
+	case r.Backend != c.Backend.Seal:
+		return fmt.Errorf("capture receipt: backend_sha256 %.12s…, but the backend's seal is %.12s…", r.Backend, c.Backend.Seal)
+	case r.Model != c.Checkpoint.Model:
+		return fmt.Errorf("capture receipt: model_sha256 %.12s…, but the checkpoint identity's is %.12s…", r.Model, c.Checkpoint.Model)
+	case c.Panel == nil && r.PanelReceipt != "":
+		return fmt.Errorf("capture receipt: panel_receipt_sha256 %.12s…, but the chain has no panel receipt", r.PanelReceipt)
+	case c.Panel == nil:
+		return nil
+	case r.PanelReceipt != c.Panel.Seal:
+		return fmt.Errorf("capture receipt: panel_receipt_sha256 %.12s…, but the panel receipt's seal is %.12s…", r.PanelReceipt, c.Panel.Seal)
+	}
+	panel := map[ID]chain.PanelWindow{}
+	for _, w := range c.Panel.Windows {
+		panel[ID(w.WindowID)] = w
+	}
+	for _, f := range r.LogitFiles {
+		w, ok := panel[f.WindowID]
+		if !ok {
+			return fmt.Errorf("window %s: not in the panel receipt", f.WindowID)
+		}
+		for _, x := range []struct{ field, got, want string }{
+			{"token_ids_sha256", f.TokenIDsSHA256, w.TokenIDsSHA256},
+			{"attention_mask_sha256", f.AttentionMaskSHA256, w.AttentionMaskSHA256},
+			{"document_id", f.DocumentID, w.DocumentID},
+			{"domain", f.Domain, w.Domain},
+			{"role", f.Role, w.Role},
+			{"prediction_positions", strconv.Itoa(f.PredictionPositions), strconv.Itoa(w.PredictionPositions)},
+		} {
+			if x.got != x.want {
+				return fmt.Errorf("window %s: %s %q, the panel receipt says %q", f.WindowID, x.field, x.got, x.want)
+			}
+		}
+	}
+	return nil
 }
 
 // Verify checks that each window file is the one the receipt lists: its
@@ -213,6 +286,9 @@ func Open(dirs ...string) (*Capture, error) {
 		if err := r.Verify(d); err != nil {
 			return nil, err
 		}
+		if err := sameCapture(r, d, c); err != nil {
+			return nil, err
+		}
 		c.Receipts = append(c.Receipts, r)
 		for _, f := range r.LogitFiles {
 			if other, ok := seen[f.WindowID]; ok {
@@ -224,6 +300,28 @@ func Open(dirs ...string) (*Capture, error) {
 	}
 	slices.SortStableFunc(c.Windows, func(a, b Window) int { return compareIDs(a.WindowID, b.WindowID) })
 	return c, nil
+}
+
+// sameCapture refuses a shard (r, in dir) whose chain is not the first
+// shard's: another checkpoint identity (files, variant, kept tensors) or
+// another panel. Their backends may differ: shards run on several
+// machines.
+func sameCapture(r *Receipt, dir string, c *Capture) error {
+	if len(c.Receipts) == 0 {
+		return nil
+	}
+	first, firstDir := c.Receipts[0], c.Dirs[0]
+	switch {
+	case (r.Chain == nil) != (first.Chain == nil):
+		return fmt.Errorf("%s and %s: one receipt has a chain and the other none: the shards are of different captures", firstDir, dir)
+	case r.Chain == nil:
+		return nil
+	case r.Chain.Checkpoint.Seal != first.Chain.Checkpoint.Seal:
+		return fmt.Errorf("%s: checkpoint identity %.12s…, %s's is %.12s…: the shards are of different captures", dir, r.Chain.Checkpoint.Seal, firstDir, first.Chain.Checkpoint.Seal)
+	case r.PanelReceipt != first.PanelReceipt:
+		return fmt.Errorf("%s: panel receipt %.12s…, %s's is %.12s…: the shards ran different panels", dir, r.PanelReceipt, firstDir, first.PanelReceipt)
+	}
+	return nil
 }
 
 func compareIDs(a, b ID) int {

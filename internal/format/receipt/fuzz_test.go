@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"logitscope/internal/format/chain"
+	"logitscope/internal/format/chain/chaintest"
 )
 
 // A receipt that parses was sealed and has this format, and survives being
@@ -14,6 +17,15 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good)
+	withChain := sample()
+	withChain.Chain = chaintest.Chain(f, &chain.Panel{Windows: []chain.PanelWindow{{WindowID: "0", Tokens: 3, PredictionPositions: 2}}})
+	withChain.Model, withChain.Request.PanelReceipt = withChain.Chain.Checkpoint.Model, withChain.Chain.Panel.Seal
+	chained, err := Marshal(withChain)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(chained)
+	f.Add(bytes.Replace(chained, []byte(`"runtime": "native"`), []byte(`"runtime": "wasm"`), 1))
 	f.Add(bytes.Replace(good, []byte(`"q4"`), []byte(`"q8"`), 1))
 	f.Add([]byte(`{"format":"logitscope.receipt/1","receipt_sha256":"00"}`))
 	f.Add([]byte(`{"format":"logitscope.receipt/0","receipt_sha256":"22a9d06a5aa5ed9ded3deaf8d36e64ac6f6d1f0ba8eb4c8a5f1bba08dd3f8f73"}`))

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"logitscope/internal/format/chain"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/seal"
 	"logitscope/internal/sys/tempfile"
@@ -36,7 +37,10 @@ type Receipt struct {
 	OutputIDs       []int   `json:"output_ids,omitempty"` // greedy: the tokens chosen
 	Targets         []int   `json:"targets,omitempty"`    // panel: the token each row predicts
 	Dump            Dump    `json:"dump"`
-	Seal            string  `json:"receipt_sha256"`
+	// Chain is where the rows came from, from the checkpoint's files to
+	// the backend (package chain); absent in receipts made before it.
+	Chain *chain.Chain `json:"chain,omitempty"`
+	Seal  string       `json:"receipt_sha256"`
 }
 
 // GGUF identifies a llama.cpp file run as the variant or as the model.
@@ -65,6 +69,9 @@ type Request struct {
 	// Follow is the sha256 of the dump whose prompt and output tokens a
 	// forced capture fed back.
 	Follow string `json:"follow_sha256,omitempty"`
+	// PanelReceipt is the seal of the panel's receipt (chain.Panel), which
+	// binds each window's tokens, mask, document, domain and role.
+	PanelReceipt string `json:"panel_receipt_sha256,omitempty"`
 }
 
 // Dump describes the dump file.
@@ -137,18 +144,44 @@ func Read(path string) (*Receipt, error) {
 
 // Parse verifies the seal of a receipt's bytes and decodes them; name is
 // for messages (the page passes a dropped file's name).
+//
+// A receipt with a chain has it checked link by link first, so that a
+// change is named by the link it broke rather than by the receipt's seal.
 func Parse(data []byte, name string) (*Receipt, error) {
-	if err := seal.Verify(data, "receipt_sha256", name); err != nil {
-		return nil, err
-	}
 	var r Receipt
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if r.Chain != nil {
+		if err := r.checkChain(); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := seal.Verify(data, "receipt_sha256", name); err != nil {
+		return nil, err
 	}
 	if r.Format != Format {
 		return nil, fmt.Errorf("%s: format %q, want %q", name, r.Format, Format)
 	}
 	return &r, nil
+}
+
+// checkChain verifies the chain and that the receipt is the one it names:
+// the checkpoint identity's fingerprint and the panel receipt's seal.
+func (r *Receipt) checkChain() error {
+	c := r.Chain
+	if err := c.Verify(); err != nil {
+		return err
+	}
+	switch {
+	case r.Model != c.Checkpoint.Model:
+		return fmt.Errorf("receipt: model_sha256 %.12s…, but the checkpoint identity's is %.12s…", r.Model, c.Checkpoint.Model)
+	case c.Panel != nil && r.Request.PanelReceipt != c.Panel.Seal:
+		return fmt.Errorf("receipt: request.panel_receipt_sha256 %.12s…, but the panel receipt's seal is %.12s…", r.Request.PanelReceipt, c.Panel.Seal)
+	case c.Panel == nil && r.Request.PanelReceipt != "":
+		return fmt.Errorf("receipt: request.panel_receipt_sha256 %.12s…, but the chain has no panel receipt", r.Request.PanelReceipt)
+	}
+	return nil
 }
 
 // CheckDump verifies that dumpPath is the dump the receipt describes.
@@ -189,4 +222,21 @@ func Compare(ref, test *Receipt) Provenance {
 		same = same && slices.Equal(ref.OutputIDs, test.OutputIDs)
 	}
 	return Provenance{SameModel: ref.Model == test.Model, SameSequence: same}
+}
+
+// Panel is the panel receipt both sides' chains bind (the reference's),
+// nil when the reference's has none; a test captured on another panel is
+// refused. A report breaks its statistics down by that panel's windows.
+func Panel(ref, test *Receipt, refName, testName string) (*chain.Panel, error) {
+	of := func(r *Receipt) *chain.Panel {
+		if r == nil || r.Chain == nil {
+			return nil
+		}
+		return r.Chain.Panel
+	}
+	p, q := of(ref), of(test)
+	if p != nil && q != nil && p.Seal != q.Seal {
+		return nil, fmt.Errorf("%s and %s: panel receipts %.12s… and %.12s…: the sides ran different panels", refName, testName, p.Seal, q.Seal)
+	}
+	return p, nil
 }

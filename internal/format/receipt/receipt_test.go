@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"logitscope/internal/format/chain"
+	"logitscope/internal/format/chain/chaintest"
 )
 
 func sample() *Receipt {
@@ -64,5 +67,42 @@ func TestCompare(t *testing.T) {
 	b.Request.Panel = PanelSHA256([][]int{{1, 2, 3, 4}})
 	if Compare(a, b).SameSequence {
 		t.Fatal("different windows compare equal")
+	}
+}
+
+// A receipt's chain is checked before its seal, and the receipt must be
+// the one the chain names: its fingerprint and its panel receipt. Each
+// mismatch is refused naming the field, even in a receipt sealed again.
+func TestChainedReceipt(t *testing.T) {
+	chained := func() *Receipt {
+		r := sample()
+		r.Chain = chaintest.Chain(t, &chain.Panel{Windows: []chain.PanelWindow{{WindowID: "0", Tokens: 3, PredictionPositions: 2}}})
+		r.Model, r.Request.PanelReceipt = r.Chain.Checkpoint.Model, r.Chain.Panel.Seal
+		return r
+	}
+	tests := []struct {
+		name   string
+		change func(r *Receipt)
+		want   string
+	}{
+		{"as made", func(*Receipt) {}, ""},
+		{"another model", func(r *Receipt) { r.Model = "abc" }, "x.receipt.json: receipt: model_sha256 abc…, but the checkpoint identity's is"},
+		{"another panel", func(r *Receipt) { r.Request.PanelReceipt = "0123" }, "receipt: request.panel_receipt_sha256 0123…, but the panel receipt's seal is"},
+		{"no panel", func(r *Receipt) { r.Chain.Panel = nil }, "but the chain has no panel receipt"},
+		{"a link changed", func(r *Receipt) { r.Chain.Backend.Device = "gpu" }, "x.receipt.json: backend: seal "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := chained()
+			tc.change(r)
+			b, err := Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Parse(b, "x.receipt.json")
+			if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v; want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"logitscope/internal/engine"
+	"logitscope/internal/format/chain"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/gguf"
@@ -49,6 +50,11 @@ type Options struct {
 	// finished ones, another shard's.
 	Window func(i int, r session.Result) error
 	Omit   func(i int) bool
+	// Inventory, when set, is the official checkpoint's inventory: a run
+	// on local files that do not match it is refused before anything runs.
+	Inventory *chain.Inventory
+	// Panel is the panel request's receipt, which the chain carries.
+	Panel *chain.Panel
 }
 
 // Capture is what a request produced and what its receipt records.
@@ -63,6 +69,9 @@ type Capture struct {
 	// Routing labels Result.Routes: the model's sparse layers, TopK and
 	// experts (the zero Layout for a dense model, whose Routes are nil).
 	Routing routing.Layout
+	// Chain is where the rows came from, from the checkpoint's files to
+	// the backend that ran them (package chain).
+	Chain *chain.Chain
 }
 
 // Run runs req on the variant of ck that variantName names (f32, q8, q6,
@@ -88,36 +97,19 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if err := engine.CheckActivations(opt.Activations); err != nil {
 		return nil, err
 	}
+	// Every identity before any compute, the inventory first: a
+	// checkpoint that is not the official inventory's is refused before
+	// its weights open.
+	inv, err := inventory(ck, opt)
+	if err != nil {
+		return nil, err
+	}
 	eo := engine.Options{Capacity: req.Capacity(), Progress: loading(opt.Progress), Activations: opt.Activations}
-	switch {
-	case gguf.IsFileName(variantName):
-		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
-			return nil, err
-		}
-		sum, err := checkpoint.FileSHA256(variantName)
-		if err != nil {
-			return nil, err
-		}
-		c.GGUF = ggufReceipt(eo.GGUF, sum)
-	case ck.GGUF != "" && engine.VariantDir(ck.Dir, variantName) == "":
-		// A model opened from a GGUF file runs its own weights: the
-		// receipt names and describes the file as for a GGUF variant, and
-		// its sha256 is the model's fingerprint.
-		if eo.GGUF, err = ggufmodel.Open(ck.GGUF, g); err != nil {
-			return nil, err
-		}
-		sum, err := ck.Fingerprint()
-		if err != nil {
-			return nil, err
-		}
-		c.GGUF, c.Variant = ggufReceipt(eo.GGUF, sum), eo.GGUF.Name()
-	default:
-		if eo.Variant, err = engine.OpenVariant(ck, variantName); err != nil {
-			return nil, err
-		}
-		if v := eo.Variant; v != nil {
-			c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
-		}
+	if err := openWeights(ck, variantName, g, &eo, c); err != nil {
+		return nil, err
+	}
+	if c.Chain, err = links(ck, inv, c, eo.Variant, opt); err != nil {
+		return nil, err
 	}
 	rt, note, err := runtimeFor(ck, variantName, opt)
 	if note != "" {
@@ -135,7 +127,47 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if err != nil {
 		return nil, err
 	}
+	if c.Chain.Backend, err = backendOf(c.Chain.Checkpoint, Target{Runtime: rt, Device: c.Device}, opt); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// openWeights opens the weights variantName names into eo (a variant, or
+// a GGUF file) and records in c what the receipt says of them.
+func openWeights(ck *checkpoint.Checkpoint, variantName string, g model.Geometry, eo *engine.Options, c *Capture) error {
+	var err error
+	switch {
+	case gguf.IsFileName(variantName):
+		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
+			return err
+		}
+		sum, err := checkpoint.FileSHA256(variantName)
+		if err != nil {
+			return err
+		}
+		c.GGUF = ggufReceipt(eo.GGUF, sum)
+	case ck.GGUF != "" && engine.VariantDir(ck.Dir, variantName) == "":
+		// A model opened from a GGUF file runs its own weights: the
+		// receipt names and describes the file as for a GGUF variant, and
+		// its sha256 is the model's fingerprint.
+		if eo.GGUF, err = ggufmodel.Open(ck.GGUF, g); err != nil {
+			return err
+		}
+		sum, err := ck.Fingerprint()
+		if err != nil {
+			return err
+		}
+		c.GGUF, c.Variant = ggufReceipt(eo.GGUF, sum), eo.GGUF.Name()
+	default:
+		if eo.Variant, err = engine.OpenVariant(ck, variantName); err != nil {
+			return err
+		}
+		if v := eo.Variant; v != nil {
+			c.Manifest, c.Policy = v.Manifest.Seal, v.Manifest.Policy.String()
+		}
+	}
+	return nil
 }
 
 // ggufReceipt is what a receipt records of a GGUF file whose sha256 is
@@ -405,7 +437,10 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 	rc := &receipt.Receipt{
 		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy, GGUF: c.GGUF,
 		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
-		Dump: receipt.Dump{SHA256: sum, Rows: len(c.Rows), Vocab: vocab},
+		Dump: receipt.Dump{SHA256: sum, Rows: len(c.Rows), Vocab: vocab}, Chain: c.Chain,
+	}
+	if c.Chain != nil && c.Chain.Panel != nil {
+		rc.Request.PanelReceipt = c.Chain.Panel.Seal
 	}
 	rtmp, err := receipt.WriteTemp(receipt.Path(path), rc)
 	if err != nil {

@@ -175,7 +175,7 @@ func ExampleVariantLabel() {
 
 func ExampleReceiptRequest() {
 	fmt.Printf("%+v\n", ReceiptRequest(session.Request{Mode: session.Forced, PromptIDs: []int{1, 2}, Outputs: []int{3}, MaxNew: 9}, "ab12"))
-	// Output: {Mode:forced PromptIDs:[1 2] Prompt: MaxNew:0 Stops:[] Panel: Windows:0 Prefix:[] Follow:ab12}
+	// Output: {Mode:forced PromptIDs:[1 2] Prompt: MaxNew:0 Stops:[] Panel: Windows:0 Prefix:[] Follow:ab12 PanelReceipt:}
 }
 
 // A windowed panel runs, and shows progress for, only the windows it does

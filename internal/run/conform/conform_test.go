@@ -256,6 +256,9 @@ func TestLoadErrors(t *testing.T) {
 		{"no name", `{"model": "m", "test": "q8", "panel": "p"}`, "case 1: no name"},
 		{"missing golden", `{` + ok + `, "golden": "none.dump"}`, "none.dump"},
 		{"trailing data", `{` + ok + `}]} {`, "after the suite"},
+		{"domains without a panel", `{"name": "x", "model": "m", "test": "q8", "prompts": ["a"], "domains": {"code": {"max_mean_kld": 1}}}`, "domains: a panel's windows have domains"},
+		{"a domain's golden", `{` + ok + `, "domains": {"code": {"max_abs_logit_diff": 1}}}`, `domains "code": max_abs_logit_diff is a golden dump's`},
+		{"a domain's negative kld", `{` + ok + `, "domains": {"code": {"max_mean_kld": -1}}}`, `domains "code": max_mean_kld -1`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -345,5 +348,33 @@ func TestFamiliesSuite(t *testing.T) {
 	sum := run(t, s, "wasm", engineWasm(t), t.TempDir(), Shard{})
 	if err := sum.Err(); err != nil || sum.Passed != len(s.Cases) {
 		t.Fatalf("%d of %d passed: %v", sum.Passed, len(s.Cases), err)
+	}
+}
+
+// A case may bound each domain of a panel in the seed's layout on its
+// own: a domain past its bound fails the case naming it, a domain no
+// window has fails too, and summary.json has every domain's measures.
+func TestRunDomains(t *testing.T) {
+	model := tinyModel(t)
+	dir := t.TempDir()
+	for _, f := range []string{"seed-panel.jsonl", "seed-panel.jsonl.receipt.json"} {
+		b, err := os.ReadFile(filepath.Join("../session/testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	c := map[string]any{"name": "domains", "model": model, "test": "q4", "panel": "seed-panel.jsonl", "thresholds": map[string]any{},
+		"domains": map[string]any{"code": map[string]any{"max_mean_kld": 0}, "prose": map[string]any{"max_mean_kld": 1000}, "poetry": map[string]any{"max_clear_flips": 0}}}
+	s := writeSuite(t, dir, c)
+	sum := run(t, s, "native", "", t.TempDir(), Shard{})
+	got := sum.Cases[0]
+	want := []string{"domain code: mean_kld", "domain poetry: no window of the panel is in it"}
+	if got.Status != "fail" || len(got.Failures) != 2 || !strings.HasPrefix(got.Failures[0], want[0]) || got.Failures[1] != want[1] {
+		t.Fatalf("%s: %q; want failures starting %q", got.Status, got.Failures, want)
+	}
+	d := got.Metrics.Domains
+	if d["code"].Positions != 83 || d["math"].Positions != 60 || d["prose"].Positions != 84 || got.Metrics.Positions != 227 {
+		t.Fatalf("domains %+v of %d positions", d, got.Metrics.Positions)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +66,9 @@ type Metrics struct {
 	TopUnit       string   `json:"top_unit,omitempty"`
 	RecipeMeanKLD *float64 `json:"recipe_mean_kld,omitempty"`
 	RecipeBPW     *float64 `json:"recipe_bpw,omitempty"`
+	// Domains are the same measures over each domain's windows, for a
+	// panel whose windows have domains.
+	Domains map[string]*Metrics `json:"domains,omitempty"`
 }
 
 // Summary is summary.json: the run's settings and every case's result.
@@ -219,10 +224,11 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	compare := "panel"
 	if c.Panel != "" {
 		prefix := chat.RawPrefix(tok, tmpl)
-		windows, err = session.ReadPanel(s.path(c.Panel), tok, c.Window, prefix)
+		panel, err := session.ReadPanelFile(s.path(c.Panel), tok, c.Window, prefix)
 		if err != nil {
 			return nil, compare, nil, err
 		}
+		windows, co.Panel = panel.Tokens(), panel.Receipt // the receipts bind the panel's windows, domains included
 		req := session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
 		var p [2]side
 		for i, v := range []string{c.Reference, c.Test} {
@@ -261,6 +267,16 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		return nil, compare, nil, err
 	}
 	failures := checkThresholds(c.Thresholds, m)
+	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
+		dm, ok := m.Domains[d]
+		if !ok {
+			failures = append(failures, fmt.Sprintf("domain %s: no window of the panel is in it", d))
+			continue
+		}
+		for _, f := range checkThresholds(c.Domains[d], dm) {
+			failures = append(failures, "domain "+d+": "+f)
+		}
+	}
 	if c.Golden != "" {
 		diff, err := maxAbsDiff(s.path(c.Golden), pairs[0][0].path)
 		if err != nil {
@@ -338,6 +354,19 @@ func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, er
 		same += sm.SameTop.Value * float64(sm.Positions)
 		m.Flips += sm.Flips
 		m.ClearFlips += sm.ClearFlips
+		// A panel is one pair: its domains are its windows'.
+		if ref.rc.Chain != nil && ref.rc.Chain.Panel != nil {
+			b, err := rep.BreakdownOf(margins.PanelGroups(ref.rc.Chain.Panel))
+			if err != nil {
+				return nil, err
+			}
+			for d, s := range b["domain"] {
+				if m.Domains == nil {
+					m.Domains = map[string]*Metrics{}
+				}
+				m.Domains[d] = &Metrics{Positions: s.Positions, MeanKLD: s.KLD.Value, SameTop1: s.SameTop.Value, Flips: s.Flips, ClearFlips: s.ClearFlips}
+			}
+		}
 	}
 	if m.Positions > 0 {
 		m.MeanKLD, m.SameTop1 = kld/float64(m.Positions), same/float64(m.Positions)

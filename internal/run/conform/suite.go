@@ -11,8 +11,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -40,6 +42,11 @@ type Case struct {
 	Window     int        `json:"window,omitempty"` // default 128, as capture's
 	Golden     string     `json:"golden,omitempty"` // a dump the reference must match
 	Thresholds Thresholds `json:"thresholds"`
+	// Domains bound a panel's domains each on its own (their windows'
+	// domain, from a .jsonl panel in the seed's layout): a change that
+	// hurts code and helps prose fails on code. max_abs_logit_diff, a
+	// golden's, has no domain.
+	Domains map[string]Thresholds `json:"domains,omitempty"`
 	// Sweep and Recipe, with a panel, also sweep the units over it on the
 	// CPU (attribution.go): which matrix the damage comes from, and what a
 	// recipe to a target size measures.
@@ -158,6 +165,21 @@ func (c *Case) check() error {
 	if c.Window == 0 {
 		c.Window = 128
 	}
+	if err := c.Thresholds.check(""); err != nil {
+		return err
+	}
+	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
+		t := c.Domains[d]
+		switch {
+		case c.Panel == "":
+			return fmt.Errorf("domains: a panel's windows have domains: give one")
+		case t.MaxAbsLogitDiff != nil:
+			return fmt.Errorf("domains %q: max_abs_logit_diff is a golden dump's, which has no domains", d)
+		}
+		if err := t.check(fmt.Sprintf("domains %q: ", d)); err != nil {
+			return err
+		}
+	}
 	t := c.Thresholds
 	switch {
 	case c.Model == "":
@@ -174,14 +196,6 @@ func (c *Case) check() error {
 		return fmt.Errorf("a golden dump matches one capture: give one prompt or a panel")
 	case t.MaxAbsLogitDiff != nil && c.Golden == "":
 		return fmt.Errorf("max_abs_logit_diff needs a golden dump")
-	case t.MinSameTop1 != nil && (*t.MinSameTop1 < 0 || *t.MinSameTop1 > 1):
-		return fmt.Errorf("min_same_top1 %g: a fraction, 0 to 1", *t.MinSameTop1)
-	case t.MaxMeanKLD != nil && *t.MaxMeanKLD < 0:
-		return fmt.Errorf("max_mean_kld %g: a KL divergence is never negative, so no case could pass", *t.MaxMeanKLD)
-	case t.MaxClearFlips != nil && *t.MaxClearFlips < 0:
-		return fmt.Errorf("max_clear_flips %d: a count is never negative, so no case could pass", *t.MaxClearFlips)
-	case t.MaxAbsLogitDiff != nil && *t.MaxAbsLogitDiff < 0:
-		return fmt.Errorf("max_abs_logit_diff %g: a distance is never negative, so no case could pass", *t.MaxAbsLogitDiff)
 	case (c.Sweep != nil || c.Recipe != nil) && c.Panel == "":
 		return fmt.Errorf("a sweep or a recipe measures over a panel: give one")
 	}
@@ -192,6 +206,21 @@ func (c *Case) check() error {
 	}
 	if c.Recipe != nil {
 		return c.Recipe.check()
+	}
+	return nil
+}
+
+// check refuses bounds no case could pass; where prefixes its messages.
+func (t Thresholds) check(where string) error {
+	switch {
+	case t.MinSameTop1 != nil && (*t.MinSameTop1 < 0 || *t.MinSameTop1 > 1):
+		return fmt.Errorf("%smin_same_top1 %g: a fraction, 0 to 1", where, *t.MinSameTop1)
+	case t.MaxMeanKLD != nil && *t.MaxMeanKLD < 0:
+		return fmt.Errorf("%smax_mean_kld %g: a KL divergence is never negative, so no case could pass", where, *t.MaxMeanKLD)
+	case t.MaxClearFlips != nil && *t.MaxClearFlips < 0:
+		return fmt.Errorf("%smax_clear_flips %d: a count is never negative, so no case could pass", where, *t.MaxClearFlips)
+	case t.MaxAbsLogitDiff != nil && *t.MaxAbsLogitDiff < 0:
+		return fmt.Errorf("%smax_abs_logit_diff %g: a distance is never negative, so no case could pass", where, *t.MaxAbsLogitDiff)
 	}
 	return nil
 }

@@ -10,11 +10,11 @@ import (
 	"logitscope/internal/engine"
 )
 
-// chain predicts (last token + 1) mod vocab, one-hot; it records resets
+// succ predicts (last token + 1) mod vocab, one-hot; it records resets
 // and submissions so that the chunks a request takes can be checked. With
 // routes, each row carries that many "expert ids" after its logits, all
 // larger than any logit: token t was routed to t+5, t+6, ….
-type chain struct {
+type succ struct {
 	vocab, chunk int
 	routes       int
 	log          []string
@@ -22,14 +22,14 @@ type chain struct {
 	rows         []float32
 }
 
-func (c *chain) Name() string { return "chain" }
-func (c *chain) Vocab() int   { return c.vocab }
-func (c *chain) Routes() int  { return c.routes }
-func (c *chain) Chunk() int   { return c.chunk }
-func (c *chain) Close()       {}
-func (c *chain) Reset()       { c.pos = 0; c.log = append(c.log, "reset") }
+func (c *succ) Name() string { return "succ" }
+func (c *succ) Vocab() int   { return c.vocab }
+func (c *succ) Routes() int  { return c.routes }
+func (c *succ) Chunk() int   { return c.chunk }
+func (c *succ) Close()       {}
+func (c *succ) Reset()       { c.pos = 0; c.log = append(c.log, "reset") }
 
-func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
+func (c *succ) Submit(tokens []int, want engine.Want) (engine.Region, error) {
 	c.log = append(c.log, strings.Repeat("t", len(tokens))+map[engine.Want]string{engine.None: "", engine.Last: "1", engine.All: "*"}[want])
 	c.pos += len(tokens)
 	if want == engine.Last {
@@ -50,7 +50,7 @@ func (c *chain) Submit(tokens []int, want engine.Want) (engine.Region, error) {
 	return engine.Region{Rows: len(tokens), Host: c.rows}, nil
 }
 
-func (c *chain) Read(r engine.Region) ([][]float32, error) {
+func (c *succ) Read(r engine.Region) ([][]float32, error) {
 	var out [][]float32
 	w := c.vocab + c.routes
 	for i := range r.Rows {
@@ -94,7 +94,7 @@ func TestDrive(t *testing.T) {
 	for _, routes := range []int{0, 2} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/routes%d", c.name, routes), func(t *testing.T) {
-				e := &chain{vocab: 10, chunk: c.chunk, routes: routes}
+				e := &succ{vocab: 10, chunk: c.chunk, routes: routes}
 				ran := 0
 				res, err := DriveTracked(e, c.req, func(n int) { ran += n })
 				if err != nil {
@@ -132,11 +132,11 @@ func TestDriveSplitsRoutes(t *testing.T) {
 		{"panel", Request{Mode: Panel, Windows: [][]int{{1, 2, 3}, {7, 8}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dense, err := Drive(&chain{vocab: 10, chunk: 2}, c.req)
+			dense, err := Drive(&succ{vocab: 10, chunk: 2}, c.req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			moe, err := Drive(&chain{vocab: 10, chunk: 2, routes: 4}, c.req)
+			moe, err := Drive(&succ{vocab: 10, chunk: 2, routes: 4}, c.req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func TestKeepAndStream(t *testing.T) {
 
 // Forward splits like a request and keeps every row, or the last.
 func TestForward(t *testing.T) {
-	e := &chain{vocab: 10, chunk: 2}
+	e := &succ{vocab: 10, chunk: 2}
 	rows, err := Forward(e, []int{1, 2, 3, 4, 5}, true)
 	if err != nil || len(rows) != 5 || Argmax(rows[4]) != 6 {
 		t.Fatalf("all: %d rows, %v", len(rows), err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -105,7 +106,18 @@ func countSchemes(v *variant.Variant, scheme quant.Scheme) string {
 		return fmt.Sprintf("%d %s", n, more)
 	}
 	parts := []string{plural(n[string(scheme)], "tensor", "tensors") + " in " + string(scheme)}
-	for _, s := range slices.Sorted(maps.Keys(n)) {
+	// quant's schemes most precise first, then any other (EXL3's) by name.
+	order := func(a, b string) int {
+		ia, ib := slices.Index(quant.Schemes, quant.Scheme(a)), slices.Index(quant.Schemes, quant.Scheme(b))
+		if ia < 0 {
+			ia = len(quant.Schemes)
+		}
+		if ib < 0 {
+			ib = len(quant.Schemes)
+		}
+		return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a, b))
+	}
+	for _, s := range slices.SortedFunc(maps.Keys(n), order) {
 		if s != string(scheme) && s != variant.SchemeF32 {
 			parts = append(parts, fmt.Sprintf("%d in %s", n[s], s))
 		}

@@ -127,13 +127,7 @@ func summaryView(d *snapshot.Doc) []section {
 // percentile, same top-1, flips and clear calls.
 func breakdownSections(b margins.Breakdown) []section {
 	var out []section
-	keys := slices.Clone(margins.BreakdownKeys)
-	for _, k := range slices.Sorted(maps.Keys(b)) {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	for _, key := range keys {
+	for _, key := range b.Keys() {
 		labels := b[key]
 		if len(labels) == 0 {
 			continue

@@ -77,13 +77,7 @@ func (r *Report) BreakdownOf(groups []Group) (Breakdown, error) {
 // in name order): positions, mean KLD, its 99th percentile, same top-1,
 // flips, and of those the close and clear calls.
 func (b Breakdown) WriteText(w io.Writer) error {
-	keys := slices.Clone(BreakdownKeys)
-	for _, k := range slices.Sorted(maps.Keys(b)) {
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	for _, key := range keys {
+	for _, key := range b.Keys() {
 		labels := b[key]
 		if len(labels) == 0 {
 			continue
@@ -99,4 +93,16 @@ func (b Breakdown) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// Keys are the keys in the order the report shows them: BreakdownKeys,
+// then any other by name (some may have no labels).
+func (b Breakdown) Keys() []string {
+	keys := slices.Clone(BreakdownKeys)
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }

@@ -132,9 +132,11 @@ type Format interface {
 	// Name is the format and its settings, for receipts and reports:
 	// "gptq 4-bit g128 asym", "mlx 4-bit g64".
 	Name() string
-	// Quantized says whether the module (a weight's name without
-	// ".weight": "model.layers.0.self_attn.q_proj") is stored quantized;
-	// the others are read as the checkpoint's float tensors.
+	// Quantized says whether the format's tool quantizes the module (a
+	// weight's name without ".weight": "model.layers.0.self_attn.q_proj"),
+	// by its config's rules (ignore lists, modules_to_not_convert, MLX's
+	// per-layer false): the writer asks it. A reader takes a module whose
+	// ".weight" is stored as a float dtype as float whatever this says.
 	Quantized(module string) bool
 	// Matrix transcodes a quantized module's stored tensors, without loss.
 	Matrix(t Tensors, module string) (*Matrix, error)
@@ -147,4 +149,11 @@ type Format interface {
 	Quantize(module string, w []float32, rows, cols int) ([]safetensors.Tensor, error)
 	// Config is the quantization_config the format's tool writes.
 	Config() json.RawMessage
+}
+
+// Finisher is a Format whose tool rearranges the tensors after quantizing
+// each module (MLX stacks a MoE's experts under switch_mlp); the writer
+// calls Finish on all of them before writing.
+type Finisher interface {
+	Finish(tensors []safetensors.Tensor) ([]safetensors.Tensor, error)
 }

@@ -1,0 +1,75 @@
+package mlx
+
+import (
+	"fmt"
+
+	"logitscope/internal/format/safetensors"
+)
+
+// memory serves tensors held in memory, as a checkpoint would.
+type memory map[string]safetensors.Tensor
+
+func (m memory) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
+	t, ok := m[name]
+	if !ok {
+		return nil, safetensors.TensorInfo{}, fmt.Errorf("no tensor %q", name)
+	}
+	return t.Data, safetensors.TensorInfo{Name: name, DType: t.DType, Shape: t.Shape, Length: int64(len(t.Data))}, nil
+}
+
+func store(m memory, ts []safetensors.Tensor) memory {
+	for _, t := range ts {
+		m[t.Name] = t
+	}
+	return m
+}
+
+// file serves an opened safetensors file.
+type file struct{ *safetensors.File }
+
+func (f file) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
+	info, ok := f.Info(name)
+	if !ok {
+		return nil, info, fmt.Errorf("no tensor %q", name)
+	}
+	b, err := f.ReadRaw(name)
+	return b, info, err
+}
+
+// dequantize is an independent MLX dequantizer over the stored tensors
+// (no code shared with the reader): bit by bit from the U32 words' bytes,
+// w = scale·q + bias in float32. expert < 0 is a plain module.
+func dequantize(m memory, stem string, expert, bits, group int) []float32 {
+	w, s, b := m[stem+".weight"], m[stem+".scales"], m[stem+".biases"]
+	sc, bi := floats(s), floats(b)
+	n := len(w.Shape)
+	rows, words := w.Shape[n-2], w.Shape[n-1]
+	cols := words * 32 / bits
+	groups := cols / group
+	out := make([]float32, 0, rows*cols)
+	for r := range rows {
+		rr := r
+		if expert >= 0 {
+			rr += expert * rows
+		}
+		row := w.Data[rr*words*4 : (rr+1)*words*4]
+		for c := range cols {
+			q := 0
+			for j := range bits {
+				p := c*bits + j
+				q |= int(row[p/8]>>(p%8)&1) << j
+			}
+			g := rr*groups + c/group
+			out = append(out, float32(q)*sc[g]+bi[g])
+		}
+	}
+	return out
+}
+
+func floats(t safetensors.Tensor) []float32 {
+	out := make([]float32, len(t.Data)/t.DType.Size())
+	if err := safetensors.DecodeFloat32(t.DType, t.Data, out); err != nil {
+		panic(err)
+	}
+	return out
+}

@@ -247,15 +247,25 @@ func TestMatrixRefuses(t *testing.T) {
 		want   string
 	}{
 		{"missing scales", func(m memory) { delete(m, "m.scales") }, "m", `m: no tensor "m.scales"`},
-		{"weight dtype", func(m memory) { m["m.weight"] = safetensors.Tensor{DType: safetensors.I32, Shape: []int{2, 8}, Data: make([]byte, 64)} }, "m", "m.weight: dtype I32, want [U32]"},
-		{"weight bytes", func(m memory) { m["m.weight"] = safetensors.Tensor{DType: safetensors.U32, Shape: []int{2, 8}, Data: make([]byte, 60)} }, "m", "m.weight: 60 bytes for shape [2 8] of U32, want 64"},
-		{"bits", func(m memory) { m["m.weight"] = safetensors.Tensor{DType: safetensors.U32, Shape: []int{2, 6}, Data: make([]byte, 48)} }, "m", "m.weight: 6 words a row for 2 groups of 32 at 4-bit g32"},
+		{"weight dtype", func(m memory) {
+			m["m.weight"] = safetensors.Tensor{DType: safetensors.I32, Shape: []int{2, 8}, Data: make([]byte, 64)}
+		}, "m", "m.weight: dtype I32, want [U32]"},
+		{"weight bytes", func(m memory) {
+			m["m.weight"] = safetensors.Tensor{DType: safetensors.U32, Shape: []int{2, 8}, Data: make([]byte, 60)}
+		}, "m", "m.weight: 60 bytes for shape [2 8] of U32, want 64"},
+		{"bits", func(m memory) {
+			m["m.weight"] = safetensors.Tensor{DType: safetensors.U32, Shape: []int{2, 6}, Data: make([]byte, 48)}
+		}, "m", "m.weight: 6 words a row for 2 groups of 32 at 4-bit g32"},
 		{"biases dtype", func(m memory) {
 			b := m["m.biases"]
 			m["m.biases"] = safetensors.Tensor{DType: safetensors.F32, Shape: b.Shape, Data: make([]byte, 16)}
 		}, "m", "m.biases: dtype F32, want [BF16]"},
-		{"scales shape", func(m memory) { m["m.scales"] = safetensors.Tensor{DType: safetensors.BF16, Shape: []int{3, 2}, Data: make([]byte, 12)} }, "m", "m.scales: shape [3 2], want [2 2]"},
-		{"scales int", func(m memory) { m["m.scales"] = safetensors.Tensor{DType: safetensors.I16, Shape: []int{2, 2}, Data: make([]byte, 8)} }, "m", "m.scales: I16 [2 2], want a float tensor"},
+		{"scales shape", func(m memory) {
+			m["m.scales"] = safetensors.Tensor{DType: safetensors.BF16, Shape: []int{3, 2}, Data: make([]byte, 12)}
+		}, "m", "m.scales: shape [3 2], want [2 2]"},
+		{"scales int", func(m memory) {
+			m["m.scales"] = safetensors.Tensor{DType: safetensors.I16, Shape: []int{2, 2}, Data: make([]byte, 8)}
+		}, "m", "m.scales: I16 [2 2], want a float tensor"},
 		{"not stacked", func(m memory) {
 			for _, s := range []string{"weight", "scales", "biases"} {
 				m["x.mlp.switch_mlp.up_proj."+s] = m["m."+s]

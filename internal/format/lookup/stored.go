@@ -72,3 +72,24 @@ func (s Stored) Floats() ([]float32, error) {
 	}
 	return out, nil
 }
+
+// Memory serves tensors held in memory as Tensors: what a Format's
+// Quantize made, read back without a file (tests, demos).
+type Memory map[string]safetensors.Tensor
+
+// Put adds tensors, replacing any of the same name.
+func (m Memory) Put(ts ...safetensors.Tensor) Memory {
+	for _, t := range ts {
+		m[t.Name] = t
+	}
+	return m
+}
+
+// Raw is a tensor's bytes and description.
+func (m Memory) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
+	t, ok := m[name]
+	if !ok {
+		return nil, safetensors.TensorInfo{}, fmt.Errorf("no tensor %q", name)
+	}
+	return t.Data, safetensors.TensorInfo{Name: name, DType: t.DType, Shape: t.Shape, Length: int64(len(t.Data))}, nil
+}

@@ -3,17 +3,9 @@ package mlx_test
 import (
 	"fmt"
 
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/mlx"
-	"logitscope/internal/format/safetensors"
 )
-
-// checkpoint serves tensors from memory, as a checkpoint does from files.
-type checkpoint map[string]safetensors.Tensor
-
-func (c checkpoint) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
-	t := c[name]
-	return t.Data, safetensors.TensorInfo{Name: name, DType: t.DType, Shape: t.Shape}, nil
-}
 
 // An MLX 3-bit matrix: mlx-lm's tensors for one row of 32 weights, read
 // back as a lookup matrix whose rows decode to scale·q + bias.
@@ -27,10 +19,9 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	ck := checkpoint{}
+	ck := lookup.Memory{}.Put(tensors...)
 	for _, t := range tensors {
 		fmt.Println(t.Name, t.DType, t.Shape)
-		ck[t.Name] = t
 	}
 	m, err := f.Matrix(ck, "model.layers.0.mlp.up_proj")
 	if err != nil {

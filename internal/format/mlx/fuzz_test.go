@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
 )
 
@@ -55,7 +56,7 @@ func FuzzMatrix(f *testing.F) {
 		for _, d := range sShape {
 			n *= d
 		}
-		m := memory{
+		m := lookup.Memory{
 			stem + ".weight": {DType: safetensors.U32, Shape: wShape, Data: cut(len(data) - int(sel>>3))},
 			stem + ".scales": {DType: dt, Shape: sShape, Data: cut(n * dt.Size())},
 			stem + ".biases": {DType: dt, Shape: sShape, Data: cut(n * dt.Size())},

@@ -3,26 +3,9 @@ package mlx
 import (
 	"fmt"
 
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
 )
-
-// memory serves tensors held in memory, as a checkpoint would.
-type memory map[string]safetensors.Tensor
-
-func (m memory) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
-	t, ok := m[name]
-	if !ok {
-		return nil, safetensors.TensorInfo{}, fmt.Errorf("no tensor %q", name)
-	}
-	return t.Data, safetensors.TensorInfo{Name: name, DType: t.DType, Shape: t.Shape, Length: int64(len(t.Data))}, nil
-}
-
-func store(m memory, ts []safetensors.Tensor) memory {
-	for _, t := range ts {
-		m[t.Name] = t
-	}
-	return m
-}
 
 // file serves an opened safetensors file.
 type file struct{ *safetensors.File }
@@ -39,7 +22,7 @@ func (f file) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
 // dequantize is an independent MLX dequantizer over the stored tensors
 // (no code shared with the reader): bit by bit from the U32 words' bytes,
 // w = scale·q + bias in float32. expert < 0 is a plain module.
-func dequantize(m memory, stem string, expert, bits, group int) []float32 {
+func dequantize(m lookup.Memory, stem string, expert, bits, group int) []float32 {
 	w, s, b := m[stem+".weight"], m[stem+".scales"], m[stem+".biases"]
 	sc, bi := floats(s), floats(b)
 	n := len(w.Shape)

@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					m := store(memory{}, ts)
+					m := lookup.Memory{}.Put(ts...)
 					mat, err := f.Matrix(m, "model.layers.0.mlp.up_proj")
 					if err != nil {
 						t.Fatal(err)
@@ -83,7 +83,7 @@ func TestQuantizeByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := store(memory{}, ts)
+	m := lookup.Memory{}.Put(ts...)
 	if s, b := floats(m["m.scales"]), floats(m["m.biases"]); s[0] != float32(1)/-15 || b[0] != 1 {
 		t.Fatalf("scale %v bias %v, want %v and 1", s[0], b[0], float32(1)/-15)
 	}
@@ -123,7 +123,7 @@ func TestExperts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := store(memory{}, stacked)
+	m := lookup.Memory{}.Put(stacked...)
 	var names []string
 	for n := range m {
 		names = append(names, n)
@@ -242,50 +242,50 @@ func TestMatrixRefuses(t *testing.T) {
 	good, _ := f.Quantize("m", randomMatrix(2, 64, 3), 2, 64)
 	for _, tc := range []struct {
 		name   string
-		change func(memory)
+		change func(lookup.Memory)
 		module string
 		want   string
 	}{
-		{"missing scales", func(m memory) { delete(m, "m.scales") }, "m", `m: no tensor "m.scales"`},
-		{"weight dtype", func(m memory) {
+		{"missing scales", func(m lookup.Memory) { delete(m, "m.scales") }, "m", `m: no tensor "m.scales"`},
+		{"weight dtype", func(m lookup.Memory) {
 			m["m.weight"] = safetensors.Tensor{DType: safetensors.I32, Shape: []int{2, 8}, Data: make([]byte, 64)}
 		}, "m", "m.weight: dtype I32, want [U32]"},
-		{"weight bytes", func(m memory) {
+		{"weight bytes", func(m lookup.Memory) {
 			m["m.weight"] = safetensors.Tensor{DType: safetensors.U32, Shape: []int{2, 8}, Data: make([]byte, 60)}
 		}, "m", "m.weight: 60 bytes for shape [2 8] of U32, want 64"},
-		{"bits", func(m memory) {
+		{"bits", func(m lookup.Memory) {
 			m["m.weight"] = safetensors.Tensor{DType: safetensors.U32, Shape: []int{2, 6}, Data: make([]byte, 48)}
 		}, "m", "m.weight: 6 words a row for 2 groups of 32 at 4-bit g32"},
-		{"biases dtype", func(m memory) {
+		{"biases dtype", func(m lookup.Memory) {
 			b := m["m.biases"]
 			m["m.biases"] = safetensors.Tensor{DType: safetensors.F32, Shape: b.Shape, Data: make([]byte, 16)}
 		}, "m", "m.biases: dtype F32, want [BF16]"},
-		{"scales shape", func(m memory) {
+		{"scales shape", func(m lookup.Memory) {
 			m["m.scales"] = safetensors.Tensor{DType: safetensors.BF16, Shape: []int{3, 2}, Data: make([]byte, 12)}
 		}, "m", "m.scales: shape [3 2], want [2 2]"},
-		{"scales int", func(m memory) {
+		{"scales int", func(m lookup.Memory) {
 			m["m.scales"] = safetensors.Tensor{DType: safetensors.I16, Shape: []int{2, 2}, Data: make([]byte, 8)}
 		}, "m", "m.scales: I16 [2 2], want a float tensor"},
-		{"not stacked", func(m memory) {
+		{"not stacked", func(m lookup.Memory) {
 			for _, s := range []string{"weight", "scales", "biases"} {
 				m["x.mlp.switch_mlp.up_proj."+s] = m["m."+s]
 			}
 		}, "x.mlp.experts.0.up_proj", "x.mlp.switch_mlp.up_proj.weight: shape [2 8], want 3 dimensions"},
 	} {
-		m := store(memory{}, good)
+		m := lookup.Memory{}.Put(good...)
 		tc.change(m)
 		if _, err := f.Matrix(m, tc.module); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	q, _ := Parse(json.RawMessage(`{"group_size": 32, "bits": 4, "m": false}`))
-	if _, err := q.Matrix(store(memory{}, good), "m"); err == nil || !strings.Contains(err.Error(), "m is left float") {
+	if _, err := q.Matrix(lookup.Memory{}.Put(good...), "m"); err == nil || !strings.Contains(err.Error(), "m is left float") {
 		t.Errorf("a module set to false: %v", err)
 	}
 	if _, err := f.Quantize("m", randomMatrix(2, 48, 3), 2, 48); err == nil || !strings.Contains(err.Error(), "48 columns are not whole groups of 32") {
 		t.Errorf("48 columns: %v", err)
 	}
-	if _, err := New(7, 64).Matrix(memory{}, "m"); err == nil || !strings.Contains(err.Error(), "bits = 7") {
+	if _, err := New(7, 64).Matrix(lookup.Memory{}, "m"); err == nil || !strings.Contains(err.Error(), "bits = 7") {
 		t.Errorf("New(7, 64): %v", err)
 	}
 }

@@ -29,8 +29,9 @@ func FuzzParse(f *testing.F) {
 // or return a matrix that passes Check and decodes.
 func FuzzMatrix(f *testing.F) {
 	good, _ := New(4, 32).Quantize("m", make([]float32, 64), 2, 32)
-	f.Add(uint8(0), uint8(4), uint8(2), uint8(4), uint8(2), uint8(1), uint8(0), good[0].Data)
-	f.Add(uint8(1), uint8(3), uint8(2), uint8(3), uint8(2), uint8(1), uint8(1), make([]byte, 24))
+	// bits is 2 + bits%7: a 4-bit (2, 32) matrix, and 3-bit experts 1 of 2.
+	f.Add(uint8(0), uint8(2), uint8(2), uint8(4), uint8(1), uint8(0), uint8(0), good[0].Data)
+	f.Add(uint8(4), uint8(1), uint8(2), uint8(3), uint8(1), uint8(2), uint8(1), make([]byte, 48))
 	f.Fuzz(func(t *testing.T, sel, bits, rows, words, groups, experts, e uint8, data []byte) {
 		dtypes := []safetensors.DType{safetensors.F16, safetensors.BF16, safetensors.F32, safetensors.U8}
 		q, err := Parse(json.RawMessage(`{"group_size": 32, "bits": ` + string('2'+rune(bits%7)) + `}`))

@@ -1,26 +1,16 @@
 package bnb
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"logitscope/internal/format/lookup"
+	"logitscope/internal/format/lookup/lookuptest"
 	"logitscope/internal/format/safetensors"
 )
-
-func randomMatrix(rows, cols int, seed uint64) []float32 {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	w := make([]float32, rows*cols)
-	for i := range w {
-		w[i] = float32(rng.NormFloat64() * 0.05)
-	}
-	return w
-}
 
 // TestTables: the tables are bnb's kernel constants, bit for bit (FP4's
 // code 8 is −0, as the kernel's sign multiply gives).
@@ -66,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%s/double=%v/%dx%d", quant, double, shape[0], shape[1]), func(t *testing.T) {
 					rows, cols := shape[0], shape[1]
-					w := randomMatrix(rows, cols, uint64(rows*cols))
+					w := lookuptest.Weights(rows, cols, uint64(rows*cols))
 					ts, err := f.Quantize("model.layers.0.mlp.up_proj", w, rows, cols)
 					if err != nil {
 						t.Fatal(err)
@@ -135,7 +125,7 @@ func TestQuantizeByHand(t *testing.T) {
 // and the values.
 func TestMatrixRefuses(t *testing.T) {
 	f := NF4(true)
-	good, _ := f.Quantize("m", randomMatrix(2, 64, 3), 2, 64)
+	good, _ := f.Quantize("m", lookuptest.Weights(2, 64, 3), 2, 64)
 	const key = "m.weight.quant_state.bitsandbytes__nf4"
 	state := func(js string) func(lookup.Memory) {
 		return func(m lookup.Memory) {
@@ -172,52 +162,20 @@ func TestMatrixRefuses(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		config, name, err string
-		floats, quantized []string
-	}{
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "load_in_8bit": false, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true, "bnb_4bit_compute_dtype": "bfloat16", "bnb_4bit_quant_storage": "uint8", "llm_int8_skip_modules": null, "llm_int8_threshold": 6.0}`,
-			name: "bnb nf4 double-quant", floats: []string{"lm_head", "model.embed_tokens"}, quantized: []string{"model.layers.0.mlp.gate", "model.layers.0.mlp.experts.3.up_proj"}},
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": true}`, name: "bnb fp4"},
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "llm_int8_skip_modules": ["mlp.gate", "model.layers.1"]}`,
-			name: "bnb nf4", floats: []string{"model.layers.0.mlp.gate", "model.layers.1.self_attn.q_proj"}, quantized: []string{"model.layers.0.mlp.gate_proj", "model.layers.10.self_attn.q_proj"}},
-		{config: `{"quant_method": "bitsandbytes", "load_in_8bit": true}`, err: "quantization_config.load_in_8bit = true: LLM.int8 is not supported"},
-		{config: `{"quant_method": "bitsandbytes"}`, err: "quantization_config.load_in_4bit = missing, want true"},
-		{config: `{"quant_method": "gptq", "load_in_4bit": true}`, err: `quantization_config.quant_method = "gptq"`},
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "int4"}`, err: `bnb_4bit_quant_type = "int4"`},
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_compute_dtype": "float64"}`, err: `bnb_4bit_compute_dtype = "float64"`},
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_storage": "bfloat16"}`, err: `bnb_4bit_quant_storage = "bfloat16": only uint8`},
-		{config: `{"quant_method": "bitsandbytes", "load_in_4bit": "yes"}`, err: "quantization_config: json: cannot unmarshal string"},
-	} {
-		f, err := Parse(json.RawMessage(tc.config))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.config, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.config, err)
-			continue
-		}
-		if f.Name() != tc.name {
-			t.Errorf("%s: name %q, want %q", tc.config, f.Name(), tc.name)
-		}
-		for _, m := range tc.floats {
-			if f.Quantized(m) {
-				t.Errorf("%s: %s quantized, want float", tc.config, m)
-			}
-		}
-		for _, m := range tc.quantized {
-			if !f.Quantized(m) {
-				t.Errorf("%s: %s float, want quantized", tc.config, m)
-			}
-		}
-		g, err := Parse(f.Config())
-		if err != nil || g.Name() != f.Name() || string(g.Config()) != string(f.Config()) {
-			t.Errorf("%s: Config %s reads back as %v, %v", tc.config, f.Config(), g, err)
-		}
-	}
+	lookuptest.Parse(t, Parse, []lookuptest.Case{
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "load_in_8bit": false, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true, "bnb_4bit_compute_dtype": "bfloat16", "bnb_4bit_quant_storage": "uint8", "llm_int8_skip_modules": null, "llm_int8_threshold": 6.0}`,
+			Name: "bnb nf4 double-quant", Floats: []string{"lm_head", "model.embed_tokens"}, Quantized: []string{"model.layers.0.mlp.gate", "model.layers.0.mlp.experts.3.up_proj"}},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": true}`, Name: "bnb fp4"},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "llm_int8_skip_modules": ["mlp.gate", "model.layers.1"]}`,
+			Name: "bnb nf4", Floats: []string{"model.layers.0.mlp.gate", "model.layers.1.self_attn.q_proj"}, Quantized: []string{"model.layers.0.mlp.gate_proj", "model.layers.10.self_attn.q_proj"}},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_8bit": true}`, Err: "quantization_config.load_in_8bit = true: LLM.int8 is not supported"},
+		{Config: `{"quant_method": "bitsandbytes"}`, Err: "quantization_config.load_in_4bit = missing, want true"},
+		{Config: `{"quant_method": "gptq", "load_in_4bit": true}`, Err: `quantization_config.quant_method = "gptq"`},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "int4"}`, Err: `bnb_4bit_quant_type = "int4"`},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_compute_dtype": "float64"}`, Err: `bnb_4bit_compute_dtype = "float64"`},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_storage": "bfloat16"}`, Err: `bnb_4bit_quant_storage = "bfloat16": only uint8`},
+		{Config: `{"quant_method": "bitsandbytes", "load_in_4bit": "yes"}`, Err: "quantization_config: json: cannot unmarshal string"},
+	})
 }
 
 func TestPyFloat(t *testing.T) {

@@ -1,26 +1,17 @@
 package bnb
 
 import (
-	"encoding/json"
 	"testing"
 
 	"logitscope/internal/format/lookup"
+	"logitscope/internal/format/lookup/lookuptest"
 	"logitscope/internal/format/safetensors"
 )
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true, "llm_int8_skip_modules": ["lm_head"]}`))
 	f.Add([]byte(`{"quant_method": "bitsandbytes", "load_in_8bit": true}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		q, err := Parse(json.RawMessage(data))
-		if err != nil {
-			return
-		}
-		if _, err := Parse(q.Config()); err != nil {
-			t.Fatalf("Config %s of %s does not parse: %v", q.Config(), data, err)
-		}
-		q.Quantized("model.layers.0.mlp.up_proj")
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { lookuptest.FuzzConfig(t, Parse, data) })
 }
 
 // FuzzParseState: any quant-state bytes are refused or give a state whose

@@ -2,24 +2,10 @@ package bnb
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 
 	"logitscope/internal/format/lookup"
-	"logitscope/internal/format/safetensors"
 )
-
-// file serves an opened safetensors file.
-type file struct{ *safetensors.File }
-
-func (f file) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
-	info, ok := f.Info(name)
-	if !ok {
-		return nil, info, fmt.Errorf("no tensor %q", name)
-	}
-	b, err := f.ReadRaw(name)
-	return b, info, err
-}
 
 // kernelTables are bnb's CUDA lookup tables as csrc/kernels.cu writes
 // them (FP4: the magnitudes for bits 0-2, negated when bit 3 is set).

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"logitscope/internal/format/lookup"
+	"logitscope/internal/format/lookup/lookuptest"
 	"logitscope/internal/format/safetensors"
 )
 
@@ -12,16 +13,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"group_size": 64, "bits": 4, "mode": "affine", "lm_head": false, "a.b": {"bits": 8, "group_size": 32}}`))
 	f.Add([]byte(`{"group_size": 32, "bits": 3, "x": true}`))
 	f.Add([]byte(`{"bits": 4}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		q, err := Parse(json.RawMessage(data))
-		if err != nil {
-			return
-		}
-		if _, err := Parse(q.Config()); err != nil {
-			t.Fatalf("Config %s of %s does not parse: %v", q.Config(), data, err)
-		}
-		q.Quantized("model.layers.0.mlp.experts.3.up_proj")
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { lookuptest.FuzzConfig(t, Parse, data) })
 }
 
 // FuzzMatrix feeds Matrix hostile tensors: any dtypes, shapes and byte

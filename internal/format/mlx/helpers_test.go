@@ -1,23 +1,9 @@
 package mlx
 
 import (
-	"fmt"
-
 	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
 )
-
-// file serves an opened safetensors file.
-type file struct{ *safetensors.File }
-
-func (f file) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
-	info, ok := f.Info(name)
-	if !ok {
-		return nil, info, fmt.Errorf("no tensor %q", name)
-	}
-	b, err := f.ReadRaw(name)
-	return b, info, err
-}
 
 // dequantize is an independent MLX dequantizer over the stored tensors
 // (no code shared with the reader): bit by bit from the U32 words' bytes,

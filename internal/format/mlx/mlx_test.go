@@ -4,23 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"logitscope/internal/format/lookup"
+	"logitscope/internal/format/lookup/lookuptest"
 	"logitscope/internal/format/safetensors"
 )
-
-func randomMatrix(rows, cols int, seed uint64) []float32 {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	w := make([]float32, rows*cols)
-	for i := range w {
-		w[i] = float32(rng.NormFloat64() * 0.05)
-	}
-	return w
-}
 
 // TestRoundTrip quantizes at every bits, group size and scale dtype,
 // reads the tensors back through Matrix and compares Row with the
@@ -33,7 +24,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					f := New(bits, group).WithScales(dt)
 					rows, cols := 3, 2*128
-					w := randomMatrix(rows, cols, uint64(bits*group))
+					w := lookuptest.Weights(rows, cols, uint64(bits*group))
 					ts, err := f.Quantize("model.layers.0.mlp.up_proj", w, rows, cols)
 					if err != nil {
 						t.Fatal(err)
@@ -109,7 +100,7 @@ func TestExperts(t *testing.T) {
 	for e := range 3 {
 		for _, proj := range []string{"gate_proj", "down_proj"} {
 			module := fmt.Sprintf("model.layers.2.mlp.experts.%d.%s", e, proj)
-			w := randomMatrix(4, 64, uint64(10*e+len(proj)))
+			w := lookuptest.Weights(4, 64, uint64(10*e+len(proj)))
 			ts, err := f.Quantize(module, w, 4, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -163,9 +154,9 @@ func TestExperts(t *testing.T) {
 
 func TestFinishRefuses(t *testing.T) {
 	f := New(4, 32)
-	a, _ := f.Quantize("model.layers.0.mlp.experts.0.up_proj", randomMatrix(2, 32, 1), 2, 32)
-	b, _ := f.Quantize("model.layers.0.mlp.experts.2.up_proj", randomMatrix(2, 32, 2), 2, 32)
-	c, _ := f.Quantize("model.layers.0.mlp.experts.1.up_proj", randomMatrix(4, 32, 2), 4, 32)
+	a, _ := f.Quantize("model.layers.0.mlp.experts.0.up_proj", lookuptest.Weights(2, 32, 1), 2, 32)
+	b, _ := f.Quantize("model.layers.0.mlp.experts.2.up_proj", lookuptest.Weights(2, 32, 2), 2, 32)
+	c, _ := f.Quantize("model.layers.0.mlp.experts.1.up_proj", lookuptest.Weights(4, 32, 2), 4, 32)
 	for _, tc := range []struct {
 		name string
 		in   []safetensors.Tensor
@@ -182,64 +173,31 @@ func TestFinishRefuses(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		config, name, err string
-		floats, quantized []string
-	}{
-		{config: `{"group_size": 64, "bits": 4}`, name: "mlx 4-bit g64", quantized: []string{"model.embed_tokens", "lm_head"}},
-		{config: `{"group_size": 32, "bits": 3, "mode": "affine", "lm_head": false, "model.layers.0.mlp.switch_mlp.up_proj": false, "model.layers.1.mlp.gate": {"group_size": 64, "bits": 8}}`,
-			name: "mlx 3-bit g32 +3 per-layer", floats: []string{"lm_head", "model.layers.0.mlp.experts.7.up_proj"}, quantized: []string{"model.layers.0.mlp.experts.7.gate_proj", "model.layers.1.mlp.gate"}},
-		{config: `{"group_size": 128, "bits": 8, "model.embed_tokens": true}`, name: "mlx 8-bit g128 +1 per-layer"},
-		{config: `{"group_size": 32, "bits": 4, "mode": "mxfp4"}`, err: `quantization.mode = "mxfp4": only affine`},
-		{config: `{"group_size": 64, "bits": 4, "x.y": {"mode": "nvfp4"}}`, err: `quantization.x.y.mode = "nvfp4"`},
-		{config: `{"group_size": 64, "bits": 7}`, err: "quantization.bits = 7"},
-		{config: `{"group_size": 16, "bits": 4}`, err: "quantization.group_size = 16"},
-		{config: `{"group_size": 64}`, err: "quantization.bits is missing"},
-		{config: `{"group_size": 64, "bits": "4"}`, err: `quantization.bits = "4"`},
-		{config: `{"group_size": 64, "bits": 4, "quant_method": "mlx"}`, err: `quantization.quant_method = "mlx": not bits`},
-		{config: `{"group_size": 64, "bits": 4, "a.b": {"bits": 2, "scale": 1}}`, err: "quantization.a.b.scale: unknown setting"},
-		{config: `{"group_size": 64, "bits": 4, "a.b": {"bits": 5, "group_size": 48}}`, err: "quantization.a.b.group_size = 48"},
-		{config: `{"group_size": 64, "bits": 4, "quantize_input": true}`, err: "quantization.quantize_input = true"},
-		{config: `[1]`, err: "not a JSON object"},
-		{config: `null`, err: "not a JSON object"},
-	} {
-		f, err := Parse(json.RawMessage(tc.config))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want %q", tc.config, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", tc.config, err)
-			continue
-		}
-		if f.Name() != tc.name {
-			t.Errorf("%s: name %q, want %q", tc.config, f.Name(), tc.name)
-		}
-		for _, m := range tc.floats {
-			if f.Quantized(m) {
-				t.Errorf("%s: %s quantized, want float", tc.config, m)
-			}
-		}
-		for _, m := range tc.quantized {
-			if !f.Quantized(m) {
-				t.Errorf("%s: %s float, want quantized", tc.config, m)
-			}
-		}
-		// Config writes what Parse reads back.
-		g, err := Parse(f.Config())
-		if err != nil || g.Name() != f.Name() || string(g.Config()) != string(f.Config()) {
-			t.Errorf("%s: Config %s reads back as %v, %v", tc.config, f.Config(), g, err)
-		}
-	}
+	lookuptest.Parse(t, Parse, []lookuptest.Case{
+		{Config: `{"group_size": 64, "bits": 4}`, Name: "mlx 4-bit g64", Quantized: []string{"model.embed_tokens", "lm_head"}},
+		{Config: `{"group_size": 32, "bits": 3, "mode": "affine", "lm_head": false, "model.layers.0.mlp.switch_mlp.up_proj": false, "model.layers.1.mlp.gate": {"group_size": 64, "bits": 8}}`,
+			Name: "mlx 3-bit g32 +3 per-layer", Floats: []string{"lm_head", "model.layers.0.mlp.experts.7.up_proj"}, Quantized: []string{"model.layers.0.mlp.experts.7.gate_proj", "model.layers.1.mlp.gate"}},
+		{Config: `{"group_size": 128, "bits": 8, "model.embed_tokens": true}`, Name: "mlx 8-bit g128 +1 per-layer"},
+		{Config: `{"group_size": 32, "bits": 4, "mode": "mxfp4"}`, Err: `quantization.mode = "mxfp4": only affine`},
+		{Config: `{"group_size": 64, "bits": 4, "x.y": {"mode": "nvfp4"}}`, Err: `quantization.x.y.mode = "nvfp4"`},
+		{Config: `{"group_size": 64, "bits": 7}`, Err: "quantization.bits = 7"},
+		{Config: `{"group_size": 16, "bits": 4}`, Err: "quantization.group_size = 16"},
+		{Config: `{"group_size": 64}`, Err: "quantization.bits is missing"},
+		{Config: `{"group_size": 64, "bits": "4"}`, Err: `quantization.bits = "4"`},
+		{Config: `{"group_size": 64, "bits": 4, "quant_method": "mlx"}`, Err: `quantization.quant_method = "mlx": not bits`},
+		{Config: `{"group_size": 64, "bits": 4, "a.b": {"bits": 2, "scale": 1}}`, Err: "quantization.a.b.scale: unknown setting"},
+		{Config: `{"group_size": 64, "bits": 4, "a.b": {"bits": 5, "group_size": 48}}`, Err: "quantization.a.b.group_size = 48"},
+		{Config: `{"group_size": 64, "bits": 4, "quantize_input": true}`, Err: "quantization.quantize_input = true"},
+		{Config: `[1]`, Err: "not a JSON object"},
+		{Config: `null`, Err: "not a JSON object"},
+	})
 }
 
 // TestMatrixRefuses: each broken checkpoint is refused naming the tensor
 // or setting and the values.
 func TestMatrixRefuses(t *testing.T) {
 	f := New(4, 32)
-	good, _ := f.Quantize("m", randomMatrix(2, 64, 3), 2, 64)
+	good, _ := f.Quantize("m", lookuptest.Weights(2, 64, 3), 2, 64)
 	for _, tc := range []struct {
 		name   string
 		change func(lookup.Memory)
@@ -282,7 +240,7 @@ func TestMatrixRefuses(t *testing.T) {
 	if _, err := q.Matrix(lookup.Memory{}.Put(good...), "m"); err == nil || !strings.Contains(err.Error(), "m is left float") {
 		t.Errorf("a module set to false: %v", err)
 	}
-	if _, err := f.Quantize("m", randomMatrix(2, 48, 3), 2, 48); err == nil || !strings.Contains(err.Error(), "48 columns are not whole groups of 32") {
+	if _, err := f.Quantize("m", lookuptest.Weights(2, 48, 3), 2, 48); err == nil || !strings.Contains(err.Error(), "48 columns are not whole groups of 32") {
 		t.Errorf("48 columns: %v", err)
 	}
 	if _, err := New(7, 64).Matrix(lookup.Memory{}, "m"); err == nil || !strings.Contains(err.Error(), "bits = 7") {

@@ -132,3 +132,25 @@ func Weights(rows, cols int, seed uint64) []float32 {
 	}
 	return w
 }
+
+// Bench quantizes a (rows, cols) matrix with f, then times Matrix reading
+// it back, reporting the stored bits per weight (every tensor Quantize
+// writes, over rows·cols).
+func Bench(b *testing.B, f lookup.Format, rows, cols int) {
+	ts, err := f.Quantize("model.layers.0.mlp.up_proj", Weights(rows, cols, 1), rows, cols)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int
+	for _, t := range ts {
+		n += len(t.Data)
+	}
+	m := lookup.Memory{}.Put(ts...)
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		if _, err := f.Matrix(m, "model.layers.0.mlp.up_proj"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(8*n)/float64(rows*cols), "bits/weight")
+}

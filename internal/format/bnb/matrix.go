@@ -60,7 +60,10 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 			dst[c/2] |= q << (4 * (c % 2))
 		}
 	}
-	return m, m.Check()
+	if err := m.Check(); err != nil {
+		return nil, fmt.Errorf("bnb: %s: %v", module, err)
+	}
+	return m, nil
 }
 
 // readState finds the weight's packed quant state, __nf4 or __fp4, and

@@ -25,17 +25,17 @@ import (
 	"logitscope/internal/format/safetensors"
 )
 
-// Layer is one module's settings; Bits 0 means left float.
-type Layer struct{ Bits, GroupSize int }
+// settings are one module's bits and group size; Bits 0 is left float.
+type settings struct{ Bits, GroupSize int }
 
 // defaults are to_quantized's own for affine mode, which a per-layer
 // object's missing keys take (not the top level's).
-var defaults = Layer{Bits: 4, GroupSize: 64}
+var defaults = settings{Bits: 4, GroupSize: 64}
 
 // Format is an MLX affine quantization.
 type Format struct {
-	def    Layer
-	layers map[string]Layer
+	def    settings
+	layers map[string]settings
 	// scales is the dtype of the scales and biases the writer stores:
 	// MLX casts them to the weight's dtype.
 	scales safetensors.DType
@@ -46,7 +46,7 @@ type Format struct {
 // New is the writer's format: every linear and embedding at bits and
 // groupSize, scales and biases in BF16 (see WithScales).
 func New(bits, groupSize int) *Format {
-	l := Layer{Bits: bits, GroupSize: groupSize}
+	l := settings{Bits: bits, GroupSize: groupSize}
 	return &Format{def: l, scales: safetensors.BF16, err: l.check("mlx"), stacks: &stacks{}}
 }
 
@@ -61,7 +61,7 @@ func (f *Format) WithScales(dt safetensors.DType) *Format {
 	return &g
 }
 
-func (l Layer) check(where string) error {
+func (l settings) check(where string) error {
 	if !slices.Contains([]int{2, 3, 4, 5, 6, 8}, l.Bits) {
 		return fmt.Errorf("%s.bits = %d, want 2, 3, 4, 5, 6 or 8", where, l.Bits)
 	}
@@ -79,7 +79,7 @@ func Parse(q json.RawMessage) (lookup.Format, error) {
 	if err := json.Unmarshal(q, &fields); err != nil || fields == nil {
 		return nil, fmt.Errorf("mlx: quantization is not a JSON object: %.80s", q)
 	}
-	f := &Format{layers: map[string]Layer{}, scales: safetensors.BF16, stacks: &stacks{}}
+	f := &Format{layers: map[string]settings{}, scales: safetensors.BF16, stacks: &stacks{}}
 	var err error
 	if f.def, err = parseLayer("quantization", fields, true); err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func Parse(q json.RawMessage) (lookup.Format, error) {
 		where := "quantization." + path
 		switch v = bytes.TrimSpace(v); {
 		case string(v) == "false":
-			f.layers[path] = Layer{}
+			f.layers[path] = settings{}
 		case string(v) == "true":
 			f.layers[path] = f.def
 		case len(v) > 0 && v[0] == '{':
@@ -112,7 +112,7 @@ func Parse(q json.RawMessage) (lookup.Format, error) {
 
 // parseLayer reads one settings object; top requires bits and group_size
 // (mlx-lm indexes them), a module's object takes the defaults.
-func parseLayer(where string, fields map[string]json.RawMessage, top bool) (Layer, error) {
+func parseLayer(where string, fields map[string]json.RawMessage, top bool) (settings, error) {
 	l := defaults
 	for k, v := range fields {
 		var err error
@@ -182,7 +182,7 @@ func stacked(module string) (string, int) {
 
 // layer is module's settings (its switch_mlp path's, for an expert) and
 // whether it is quantized.
-func (f *Format) layer(module string) (Layer, bool) {
+func (f *Format) layer(module string) (settings, bool) {
 	path, _ := stacked(module)
 	if l, ok := f.layers[path]; ok {
 		return l, l.Bits != 0
@@ -217,4 +217,4 @@ func (f *Format) Config() json.RawMessage {
 }
 
 // describe names a module's settings for errors.
-func (l Layer) String() string { return fmt.Sprintf("%d-bit g%d", l.Bits, l.GroupSize) }
+func (l settings) String() string { return fmt.Sprintf("%d-bit g%d", l.Bits, l.GroupSize) }

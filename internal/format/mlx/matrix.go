@@ -89,7 +89,10 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 	for r := range rows {
 		unpack(w.Data[r*rowIn:(r+1)*rowIn], l.Bits, m.Codes[r*m.RowBytes():(r+1)*m.RowBytes()], m.Bits, cols)
 	}
-	return m, m.Check()
+	if err := m.Check(); err != nil {
+		return nil, fmt.Errorf("mlx: %s: %v", module, err)
+	}
+	return m, nil
 }
 
 // expert is the e-th of n equal slices of a stacked tensor's bytes.

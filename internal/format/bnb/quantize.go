@@ -31,11 +31,15 @@ func (f *Format) Quantize(module string, w []float32, rows, cols int) ([]safeten
 	for i := range packed {
 		packed[i] = codes[2*i]<<4 | codes[2*i+1]
 	}
+	// The stored quant_map is get_4bit_type's, whose FP4 list has the
+	// integer -0, a +0; the kernels (and Table) give −0. Equal values.
+	qmap := slices.Clone(tab)
+	qmap[8] = 0
 	name := module + ".weight"
 	st := State{QuantType: f.quant, Blocksize: blocksize, DType: "bfloat16", Shape: []int{rows, cols}}
 	out := []safetensors.Tensor{
 		{Name: name, DType: safetensors.U8, Shape: []int{len(packed), 1}, Data: packed},
-		{Name: name + ".quant_map", DType: safetensors.F32, Shape: []int{16}, Data: safetensors.EncodeF32(tab)},
+		{Name: name + ".quant_map", DType: safetensors.F32, Shape: []int{16}, Data: safetensors.EncodeF32(qmap)},
 	}
 	if !f.double {
 		out = append(out, safetensors.Tensor{Name: name + ".absmax", DType: safetensors.F32, Shape: []int{len(absmax)}, Data: safetensors.EncodeF32(absmax)})

@@ -2,6 +2,7 @@ package bnb
 
 import (
 	"fmt"
+	"slices"
 
 	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
@@ -36,6 +37,8 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 	if err != nil {
 		return nil, fmt.Errorf("bnb: %v", err)
 	}
+	// bnb's kernels decode with their own table, never the stored map, so
+	// only its form is checked.
 	if err := qm.Want([]int{16}, safetensors.F32); err != nil {
 		return nil, fmt.Errorf("bnb: %v", err)
 	}
@@ -44,7 +47,7 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 		return nil, err
 	}
 	g := gcd(cols, st.Blocksize)
-	m := &lookup.Matrix{Rows: rows, Cols: cols, Bits: 4, Table: table(st.QuantType), Groups: cols / g, GroupSize: g}
+	m := &lookup.Matrix{Rows: rows, Cols: cols, Bits: 4, Table: slices.Clone(table(st.QuantType)), Groups: cols / g, GroupSize: g}
 	m.Scale = make([]float32, rows*m.Groups)
 	for i := range m.Scale {
 		m.Scale[i] = absmax[i*g/st.Blocksize] // group i starts at flat index i·g

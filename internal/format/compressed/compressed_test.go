@@ -132,7 +132,7 @@ func e4m3(b byte) float64 {
 	if e == 0 {
 		v = float32(m) / 512
 	} else {
-		v = math.Float32frombits((e - 7 + 127) << 23 | m<<20)
+		v = math.Float32frombits((e-7+127)<<23 | m<<20)
 	}
 	if sign == 1 {
 		v = -v
@@ -147,7 +147,7 @@ func e4m3(b byte) float64 {
 func reference(t *testing.T, format string, schemeJSON json.RawMessage, ts []safetensors.Tensor, module string) []float64 {
 	var sc struct {
 		Weights struct {
-			NumBits        int    `json:"num_bits"`
+			NumBits        int `json:"num_bits"`
 			Type           string
 			Symmetric      *bool
 			Strategy       string

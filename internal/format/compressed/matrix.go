@@ -166,9 +166,9 @@ func (g *group) packed(ts tensors) (*lookup.Matrix, error) {
 		} else {
 			dims[i] = int64(int32(binary.LittleEndian.Uint32(rawShape[4*i:])))
 		}
-		if dims[i] <= 0 || dims[i] > 1<<30 {
-			return nil, fmt.Errorf("compressed: %s.weight_shape: %v", ts.module, dims)
-		}
+	}
+	if dims[0] <= 0 || dims[1] <= 0 || dims[0] > 1<<30 || dims[1] > 1<<30 {
+		return nil, fmt.Errorf("compressed: %s.weight_shape: %v, want two positive dims", ts.module, dims)
 	}
 	rows, cols := int(dims[0]), int(dims[1])
 	words := (cols + pf - 1) / pf

@@ -59,7 +59,9 @@ func TestMatrixErrors(t *testing.T) {
 		{"packed shape", w4, edit("m.weight_packed", func(x *safetensors.Tensor) { x.Shape = []int{4, 8}; x.Data = x.Data[:128] }), "m.weight_packed: shape [4 8], want [8 4] for weight_shape (8, 32) at 4 bits"},
 		{"shape missing", w4, func(m lookuptest.Map) { delete(m, "m.weight_shape") }, "m.weight_shape"},
 		{"shape dtype", w4, edit("m.weight_shape", func(x *safetensors.Tensor) { x.DType = safetensors.F64 }), "m.weight_shape: dtype F64"},
-		{"shape negative", w4, edit("m.weight_shape", func(x *safetensors.Tensor) { x.Data = append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, x.Data[8:]...) }), "m.weight_shape: [-1 32]"},
+		{"shape negative", w4, edit("m.weight_shape", func(x *safetensors.Tensor) {
+			x.Data = append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, x.Data[8:]...)
+		}), "m.weight_shape: [-1 32]"},
 		{"scale dtype", w4, edit("m.weight_scale", func(x *safetensors.Tensor) { x.DType = safetensors.I16 }), "m.weight_scale: dtype I16"},
 		{"scale shape", w4, edit("m.weight_scale", func(x *safetensors.Tensor) { x.Shape = []int{2, 8} }), "m.weight_scale: shape [2 8], want [8 2] for strategy \"group\""},
 		{"scale bytes", w4, edit("m.weight_scale", func(x *safetensors.Tensor) { x.Data = x.Data[1:] }), "m.weight_scale: 31 bytes for BF16 shape [8 2]"},

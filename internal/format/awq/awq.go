@@ -105,9 +105,14 @@ func (f *Format) Name() string {
 	return s
 }
 
-// Quantized follows modules_to_not_convert: AutoAWQ skips a linear whose
-// name contains any listed string.
+// Quantized says whether AutoAWQ quantizes module: only the linears
+// inside the decoder layers (a name with a numeric layer index; never
+// lm_head or the embeddings), less those whose name contains any string
+// of modules_to_not_convert.
 func (f *Format) Quantized(module string) bool {
+	if !inLayer(module) {
+		return false
+	}
 	for _, s := range f.NotConvert {
 		if strings.Contains(module, s) {
 			return false
@@ -329,4 +334,17 @@ func pack(v []int32, n, out int) []int32 {
 		}
 	}
 	return p
+}
+
+// inLayer says whether a module sits under a numbered layer
+// ("model.layers.3.mlp.up_proj"), where AutoAWQ looks for linears.
+func inLayer(module string) bool {
+	parts := strings.Split(module, ".")
+	for _, p := range parts[:len(parts)-1] {
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			last := parts[len(parts)-1]
+			return !strings.Contains(last, "embed") && !strings.Contains(last, "norm")
+		}
+	}
+	return false
 }

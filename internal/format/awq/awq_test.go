@@ -247,10 +247,14 @@ func TestQuantized(t *testing.T) {
 		t.Fatal(err)
 	}
 	for module, want := range map[string]bool{
-		"model.layers.0.self_attn.q_proj": true,
-		"model.layers.0.mlp.gate_proj":    false, // substring, as AutoAWQ matches
-		"model.visual.blocks.0.attn.qkv":  false,
-		"model.layers.0.mlp.down_proj":    true,
+		"model.layers.0.self_attn.q_proj":  true,
+		"model.layers.0.mlp.gate_proj":     false, // substring, as AutoAWQ matches
+		"model.visual.blocks.0.attn.qkv":   false,
+		"model.layers.0.mlp.down_proj":     true,
+		"model.layers.12.mlp.experts.3.w1": true,
+		"lm_head":                          false, // outside the decoder layers
+		"model.embed_tokens":               false,
+		"model.norm":                       false,
 	} {
 		if got := f.Quantized(module); got != want {
 			t.Errorf("Quantized(%q) = %v, want %v", module, got, want)

@@ -160,6 +160,12 @@ func reference(t *testing.T, format string, schemeJSON json.RawMessage, ts []saf
 	}
 	wa := sc.Weights
 	sym := wa.Symmetric == nil || *wa.Symmetric
+	if wa.Strategy == "" { // QuantizationArgs' rule: group_size absent, > 0 or −1
+		wa.Strategy = map[bool]string{true: "group", false: "tensor"}[wa.GroupSize > 0]
+		if wa.GroupSize == -1 {
+			wa.Strategy = "channel"
+		}
+	}
 	byName := map[string]safetensors.Tensor{}
 	for _, x := range ts {
 		byName[strings.TrimPrefix(x.Name, module+".")] = x
@@ -327,6 +333,10 @@ func TestRoundTrip(t *testing.T) {
 		{mk(FP8("tensor", false)), 0.04},
 		{mk(ByName("ct-nvfp4")), 0.2},
 		{mk(NVFP4(0)), 0.2},
+		{mk(Parse(json.RawMessage(cfg("pack-quantized", `{"targets":["Linear"],"weights":{"num_bits":8,"group_size":-1,"symmetric":false}}`)))), 0.01},
+		{mk(Parse(json.RawMessage(cfg("pack-quantized", `{"targets":["Linear"],"weights":{"num_bits":2,"group_size":32}}`)))), 0.5},
+		{mk(Parse(json.RawMessage(cfg("naive-quantized", `{"targets":["Linear"],"weights":{"num_bits":4,"symmetric":false}}`)))), 0.1},
+		{mk(Parse(json.RawMessage(cfg("int-quantized", `{"targets":["Linear"],"weights":{"num_bits":8,"group_size":64}}`)))), 0.01},
 	} {
 		t.Run(tc.f.Name(), func(t *testing.T) {
 			const rows, cols = 24, 256

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"logitscope/internal/format/lookup"
@@ -159,7 +160,7 @@ func tensor(t lookup.Tensors, module, name string, dtype safetensors.DType, shap
 	if info.DType != dtype {
 		return nil, fmt.Errorf("awq: %s: dtype %s, want %s", full, info.DType, dtype)
 	}
-	if !equal(info.Shape, shape) {
+	if !slices.Equal(info.Shape, shape) {
 		return nil, fmt.Errorf("awq: %s: shape %v, want %v", full, info.Shape, shape)
 	}
 	// The shape is the one asked for, whose product the caller bounded.
@@ -167,18 +168,6 @@ func tensor(t lookup.Tensors, module, name string, dtype safetensors.DType, shap
 		return nil, fmt.Errorf("awq: %s: %d bytes for shape %v", full, len(raw), info.Shape)
 	}
 	return raw, nil
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Matrix transcodes module's qweight, qzeros and scales: Table[q] = q,

@@ -208,9 +208,7 @@ func dequantizeCodes(data []byte, n, out int) [][]int {
 }
 
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		qc, name, err string
-	}{
+	lookuptest.Parse(t, Parse, [][3]string{
 		{`{"quant_method":"awq","zero_point":true,"group_size":128,"bits":4,"version":"gemm","modules_to_not_convert":null}`, "awq gemm 4-bit g128", ""},
 		{`{"quant_method":"awq","zero_point":false,"group_size":64,"bits":4,"version":"GEMM"}`, "awq gemm 4-bit g64 sym", ""},
 		{`{"zero_point":true,"q_group_size":-1,"w_bit":4,"version":"GEMM"}`, "awq gemm 4-bit g-1", ""},
@@ -223,22 +221,7 @@ func TestParse(t *testing.T) {
 		{`{"quant_method":"awq","bits":4,"group_size":0}`, "", "group_size 0"},
 		{`{"quant_method":"gptq","bits":4}`, "", `quant_method "gptq"`},
 		{`[1]`, "", "quantization_config"},
-	} {
-		f, err := Parse(json.RawMessage(tc.qc))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("Parse(%s) = %v, want an error containing %q", tc.qc, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("Parse(%s): %v", tc.qc, err)
-			continue
-		}
-		if f.Name() != tc.name {
-			t.Errorf("Parse(%s).Name() = %q, want %q", tc.qc, f.Name(), tc.name)
-		}
-	}
+	})
 }
 
 func TestQuantized(t *testing.T) {

@@ -2,8 +2,9 @@ package compressed
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
+
+	"logitscope/internal/format/lookup/lookuptest"
 )
 
 // cfg is a quantization_config with one group whose scheme is given.
@@ -14,9 +15,7 @@ func cfg(format, scheme string) string {
 const w4 = `{"targets":["Linear"],"weights":{"num_bits":4,"type":"int","symmetric":true,"strategy":"group","group_size":128}}`
 
 func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		qc, name, err string
-	}{
+	lookuptest.Parse(t, Parse, [][3]string{
 		{cfg("pack-quantized", w4), "compressed-tensors pack-quantized int4 g128", ""},
 		{cfg("pack-quantized", `{"targets":["Linear"],"weights":{"num_bits":8,"group_size":-1,"symmetric":false}}`), "compressed-tensors pack-quantized int8 channel asym", ""},
 		{cfg("pack-quantized", `{"targets":["Linear"],"weights":{"num_bits":2,"strategy":"group","group_size":64}}`), "compressed-tensors pack-quantized int2 g64", ""},
@@ -58,22 +57,7 @@ func TestParse(t *testing.T) {
 		{`{"quant_method":"gptq"}`, "", `quant_method "gptq"`},
 		{`{"quant_method":"compressed-tensors","config_groups":{"g":` + w4 + `}}`, "", "format: missing"},
 		{`[]`, "", "quantization_config"},
-	} {
-		f, err := Parse(json.RawMessage(tc.qc))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("Parse(%s)\n = %v\nwant an error containing %q", tc.qc, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("Parse(%s): %v", tc.qc, err)
-			continue
-		}
-		if f.Name() != tc.name {
-			t.Errorf("Parse(%s).Name() = %q, want %q", tc.qc, f.Name(), tc.name)
-		}
-	}
+	})
 }
 
 // TestTargets checks which group quantizes which module: ignore first,

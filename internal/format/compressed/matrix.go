@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
@@ -53,18 +54,6 @@ func (ts tensors) has(name string) bool {
 	return err == nil
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // layout is where a strategy's scales sit for a (rows, cols) weight.
 type layout struct {
 	groups, groupSize int
@@ -100,9 +89,9 @@ func scaleShapeOK(strategy string, got, want []int) bool {
 		}
 		return n == 1 && len(got) <= 2
 	case "channel":
-		return sameShape(got, want) || sameShape(got, want[:1])
+		return slices.Equal(got, want) || slices.Equal(got, want[:1])
 	}
-	return sameShape(got, want)
+	return slices.Equal(got, want)
 }
 
 // Matrix transcodes module's stored tensors as its config group's format
@@ -176,7 +165,7 @@ func (g *group) packed(ts tensors) (*lookup.Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(info.Shape, []int{rows, words}) {
+	if !slices.Equal(info.Shape, []int{rows, words}) {
 		return nil, fmt.Errorf("compressed: %s.weight_packed: shape %v, want [%d %d] for weight_shape (%d, %d) at %d bits", ts.module, info.Shape, rows, words, rows, cols, b)
 	}
 	lb := 8
@@ -299,7 +288,7 @@ func (g *group) zeros(ts tensors, rows int, lay layout) ([]float32, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !sameShape(info.Shape, want) {
+		if !slices.Equal(info.Shape, want) {
 			return nil, fmt.Errorf("compressed: %s.weight_zero_point: shape %v, want %v (packed along the output dim)", ts.module, info.Shape, want)
 		}
 		for r := range rows {
@@ -338,7 +327,7 @@ func (g *group) gidx(ts tensors, m *lookup.Matrix) error {
 	if err != nil {
 		return err
 	}
-	if !sameShape(info.Shape, []int{m.Cols}) {
+	if !slices.Equal(info.Shape, []int{m.Cols}) {
 		return fmt.Errorf("compressed: %s.weight_g_idx: shape %v, want [%d]", ts.module, info.Shape, m.Cols)
 	}
 	idx := make([]int32, m.Cols)
@@ -379,7 +368,7 @@ func (g *group) nvfp4(ts tensors) (*lookup.Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameShape(infoS.Shape, lay.shape) {
+	if !slices.Equal(infoS.Shape, lay.shape) {
 		return nil, fmt.Errorf("compressed: %s.weight_scale: shape %v, want %v", ts.module, infoS.Shape, lay.shape)
 	}
 	rawG, infoG, err := ts.get("weight_global_scale", safetensors.F32, safetensors.F16, safetensors.BF16)

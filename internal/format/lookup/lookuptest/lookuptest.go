@@ -1,13 +1,17 @@
-// Package lookuptest serves tensors to the hub-format readers' tests: a
-// real safetensors file written and reopened (File), and a map of raw
-// tensors whose bytes need not match their shape (Map), for fuzzing.
+// Package lookuptest holds what the hub-format readers' tests share: a
+// real safetensors file written and reopened (File), a map of raw tensors
+// whose bytes need not match their shape (Map), for fuzzing, and checks
+// of Parse's answers and of returned matrices.
 package lookuptest
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
 )
 
@@ -50,4 +54,35 @@ func (m Map) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
 		return nil, safetensors.TensorInfo{}, fmt.Errorf("no tensor %q", name)
 	}
 	return t.Data, safetensors.TensorInfo{Name: name, DType: t.DType, Shape: t.Shape, Length: int64(len(t.Data))}, nil
+}
+
+// Sound fails t unless m passes Check and decodes every row: what a
+// reader must return for any input it does not refuse.
+func Sound(t testing.TB, name string, m *lookup.Matrix) {
+	t.Helper()
+	if err := m.Check(); err != nil {
+		t.Fatalf("%s: Matrix returned a matrix that fails Check: %v", name, err)
+	}
+	m.Dequantize()
+}
+
+// Parse checks a format's Parse against cases, each {quantization_config,
+// the Name it parses to, ""} or {quantization_config, "", a part of the
+// error it must be refused with}.
+func Parse(t *testing.T, parse func(json.RawMessage) (lookup.Format, error), cases [][3]string) {
+	t.Helper()
+	for _, c := range cases {
+		config, name, wantErr := c[0], c[1], c[2]
+		f, err := parse(json.RawMessage(config))
+		switch {
+		case wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Errorf("Parse(%s)\n = %v\nwant an error containing %q", config, err, wantErr)
+			}
+		case err != nil:
+			t.Errorf("Parse(%s): %v", config, err)
+		case f.Name() != name:
+			t.Errorf("Parse(%s).Name() = %q, want %q", config, f.Name(), name)
+		}
+	}
 }

@@ -176,25 +176,24 @@ func tensor(t lookup.Tensors, module, name string, dtype safetensors.DType, shap
 // difference).
 func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error) {
 	name := module + ".qweight"
-	raw0, info, err := t.Raw(name)
+	qw, info, err := t.Raw(name)
 	if err != nil {
 		return nil, fmt.Errorf("awq: %s: %v", name, err)
+	}
+	if info.DType != safetensors.I32 {
+		return nil, fmt.Errorf("awq: %s: dtype %s, want I32", name, info.DType)
 	}
 	if len(info.Shape) != 2 || info.Shape[0] <= 0 || info.Shape[1] <= 0 {
 		return nil, fmt.Errorf("awq: %s: shape %v, want (in, out/8)", name, info.Shape)
 	}
 	in, words := info.Shape[0], info.Shape[1]
-	if words > 1<<24 || in > 1<<24 || int64(len(raw0)) != int64(in)*int64(words)*4 {
-		return nil, fmt.Errorf("awq: %s: %d bytes for I32 shape %v (or dims over 2^24)", name, len(raw0), info.Shape)
+	if words > 1<<24 || in > 1<<24 || int64(len(qw)) != int64(in)*int64(words)*4 {
+		return nil, fmt.Errorf("awq: %s: %d bytes for I32 shape %v (or dims over 2^24)", name, len(qw), info.Shape)
 	}
 	out := words * 8
 	ng, gs, err := f.groups(in)
 	if err != nil {
 		return nil, fmt.Errorf("awq: %s: shape %v: %v (group_size)", name, info.Shape, err)
-	}
-	qw, err := tensor(t, module, "qweight", safetensors.I32, in, words)
-	if err != nil {
-		return nil, err
 	}
 	qz, err := tensor(t, module, "qzeros", safetensors.I32, ng, words)
 	if err != nil {
@@ -216,13 +215,21 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 	m.Codes = make([]byte, out*m.RowBytes())
 	rb := m.RowBytes()
 	le := binary.LittleEndian
-	for i := range in {
+	// Inputs i and i+1 make one code byte of each output: read both rows
+	// of words and write every byte once. Tiles of 128 inputs keep each
+	// output's 64 code bytes in cache while the tile fills them.
+	const tile = 128
+	for i0 := 0; i0 < in; i0 += tile {
 		for j := range words {
-			w := le.Uint32(qw[4*(i*words+j):])
-			for k, p := range order {
-				o := 8*j + p
-				q := byte(w>>(4*k)) & 15
-				m.Codes[o*rb+i/2] |= q << (4 * (i % 2))
+			for i := i0; i < min(i0+tile, in); i += 2 {
+				lo := le.Uint32(qw[4*(i*words+j):])
+				var hi uint32
+				if i+1 < in {
+					hi = le.Uint32(qw[4*((i+1)*words+j):])
+				}
+				for k, p := range order {
+					m.Codes[(8*j+p)*rb+i/2] = byte(lo>>(4*k))&15 | byte(hi>>(4*k))<<4
+				}
 			}
 		}
 	}

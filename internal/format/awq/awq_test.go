@@ -280,6 +280,7 @@ func TestMatrixErrors(t *testing.T) {
 		wants string
 	}{
 		{"missing qzeros", func(m lookuptest.Map) { delete(m, "m.qzeros") }, "m.qzeros"},
+		{"qweight dtype", func(m lookuptest.Map) { x := m["m.qweight"]; x.DType = safetensors.U32; m["m.qweight"] = x }, "m.qweight: dtype U32, want I32"},
 		{"scales bf16", func(m lookuptest.Map) { x := m["m.scales"]; x.DType = safetensors.BF16; m["m.scales"] = x }, "m.scales: dtype BF16, want F16"},
 		{"qzeros shape", func(m lookuptest.Map) { x := m["m.qzeros"]; x.Shape = []int{1, 2}; m["m.qzeros"] = x }, "m.qzeros: shape [1 2], want [2 1]"},
 		{"qweight 1-d", func(m lookuptest.Map) { x := m["m.qweight"]; x.Shape = []int{8}; m["m.qweight"] = x }, "m.qweight: shape [8]"},
@@ -314,3 +315,27 @@ func TestQuantizeErrors(t *testing.T) {
 }
 
 var _ lookup.Format = (*Format)(nil)
+
+// BenchmarkMatrix transcodes a 4096 x 4096 g128 GEMM matrix.
+func BenchmarkMatrix(b *testing.B) {
+	const n = 4096
+	w := make([]float32, n*n)
+	for i := range w {
+		w[i] = float32(i%97) / 97
+	}
+	f := New(4, 128, true)
+	ts, err := f.Quantize("m", w, n, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := lookuptest.Map{}
+	for _, x := range ts {
+		m[x.Name] = x
+	}
+	b.SetBytes(int64(n * n / 2))
+	for b.Loop() {
+		if _, err := f.Matrix(m, "m"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

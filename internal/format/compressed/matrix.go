@@ -174,6 +174,16 @@ func (g *group) packed(ts tensors) (*lookup.Matrix, error) {
 	}
 	m := &lookup.Matrix{Rows: rows, Cols: cols, Bits: lb, Table: intTable(lb, b)}
 	m.Codes = make([]byte, rows*m.RowBytes())
+	if b == lb {
+		// At 4 and 8 bits the words' little-endian bytes are lookup's
+		// codes already (low nibble first); a padding nibble past Cols is
+		// never read.
+		rb := m.RowBytes()
+		for r := range rows {
+			copy(m.Codes[r*rb:(r+1)*rb], raw[4*r*words:])
+		}
+		return m, nil
+	}
 	mask := uint32(1)<<b - 1
 	for r := range rows {
 		for c := range cols {

@@ -212,3 +212,35 @@ func TestBlock(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatrix transcodes a 4096 x 4096 matrix written by each CLI
+// writer.
+func BenchmarkMatrix(b *testing.B) {
+	const n = 4096
+	w := make([]float32, n*n)
+	for i := range w {
+		w[i] = float32(i%97)/97 - 0.5
+	}
+	for _, name := range []string{"ct-w4a16", "ct-w8a8", "ct-fp8", "ct-nvfp4"} {
+		f, err := ByName(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts, err := f.Quantize("m", w, n, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := lookuptest.Map{}
+		for _, x := range ts {
+			m[x.Name] = x
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(n * n) // per weight
+			for b.Loop() {
+				if _, err := f.Matrix(m, "m"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

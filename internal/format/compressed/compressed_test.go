@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -373,5 +374,57 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("max |W − Q(W)| = %v, over %v of max |W| %v", worst, tc.tol, amax)
 			}
 		})
+	}
+}
+
+// TestUpstreamPacking checks the packer and the reader against the words
+// compressed-tensors' own test (test_pack_quant.py, test_pack_to_int32)
+// expects for the same values.
+func TestUpstreamPacking(t *testing.T) {
+	for _, tc := range []struct {
+		bits   int
+		values [][]int8
+		words  [][]int32
+	}{
+		{4, [][]int8{{-8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4}}, [][]int32{{1985229328, 52137}}},
+		{4, [][]int8{{-8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, -8, -8, -8, -8}, {1, 2, 3, 4, -8, -8, -8, -8, -8, -7, -6, -5, -4, -3, -2, -1}},
+			[][]int32{{1985229328, 52137}, {52137, 1985229328}}},
+		{8, [][]int8{{1, 2, 3, 4}, {-128, -127, -126, -125}}, [][]int32{{-2071756159}, {50462976}}},
+		{8, [][]int8{{1, 2, 3, 4, -128, -127, -126, -125}, {-128, -127, -126, -125, 1, 2, 3, 4}},
+			[][]int32{{-2071756159, 50462976}, {50462976, -2071756159}}},
+	} {
+		rows, cols := len(tc.values), len(tc.values[0])
+		var flat []int8
+		var want []int32
+		for r := range rows {
+			flat = append(flat, tc.values[r]...)
+			want = append(want, tc.words[r]...)
+		}
+		got := packRows(flat, rows, cols, tc.bits)
+		if !slices.Equal(got, want) {
+			t.Errorf("%d-bit packRows(%v) = %v, want %v", tc.bits, tc.values, got, want)
+		}
+		f, err := Parse(json.RawMessage(cfg("pack-quantized", `{"targets":["Linear"],"weights":{"num_bits":`+strconv.Itoa(tc.bits)+`,"strategy":"channel"}}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, uint64(rows)), uint64(cols))
+		ones := make([]float32, rows)
+		for i := range ones {
+			ones[i] = 1
+		}
+		m, err := f.Matrix(lookuptest.File(t, []safetensors.Tensor{
+			{Name: "m.weight_packed", DType: safetensors.I32, Shape: []int{rows, len(tc.words[0])}, Data: safetensors.EncodeI32(want)},
+			{Name: "m.weight_shape", DType: safetensors.I64, Shape: []int{2}, Data: shape},
+			{Name: "m.weight_scale", DType: safetensors.BF16, Shape: []int{rows, 1}, Data: safetensors.EncodeBF16(ones)},
+		}), "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range m.Dequantize() {
+			if x != float32(flat[i]) {
+				t.Errorf("%d-bit: W[%d] = %v, want %d", tc.bits, i, x, flat[i])
+			}
+		}
 	}
 }

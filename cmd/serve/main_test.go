@@ -100,7 +100,7 @@ func TestRun(t *testing.T) {
 	}
 }
 
-var bannerRE = regexp.MustCompile(`^logitscope serve: (open|serving models at) (http://127\.0\.0\.1:[0-9]+/) \(models: tiny\)$`)
+var bannerRE = regexp.MustCompile(`^logitscope serve: (open|serving models at) (http://(?:127\.0\.0\.1|localhost):[0-9]+/) \(models: tiny\)$`)
 
 // start runs the command and waits for its three lines; the first must be
 // the URL. stop cancels it and checks that it shut down cleanly.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -37,7 +36,7 @@ func (f snapshotFlags) report(ref, test side, rep *margins.Report, b margins.Bre
 	if !f.wanted() {
 		return nil
 	}
-	data, err := encodeSnapshot(reportSnapshot(ref, test, rep, b, text))
+	data, err := reportSnapshot(ref, test, rep, b, text).Marshal()
 	if err != nil {
 		return err
 	}
@@ -63,19 +62,6 @@ func reportSnapshot(ref, test side, rep *margins.Report, b margins.Breakdown, te
 	d.Breakdown = b
 	d.Created = time.Now().UTC().Format(time.RFC3339)
 	return d
-}
-
-// encodeSnapshot is the document's bytes, checked by the page's own
-// snapshot.Parse: a file the CLI writes is one every page opens.
-func encodeSnapshot(d *snapshot.Doc) ([]byte, error) {
-	b, err := json.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := snapshot.Parse(b); err != nil {
-		return nil, fmt.Errorf("the snapshot would not open in the page: %v", err)
-	}
-	return b, nil
 }
 
 // shareSnapshot writes b to path (if given) and posts it to server (if

@@ -204,6 +204,19 @@ func (d *Doc) Text(id int) string {
 	return "#" + strconv.Itoa(id)
 }
 
+// Marshal encodes d as the page's Share stores it, checked by Parse: a
+// document the CLI writes is one every page opens.
+func (d *Doc) Marshal() ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Parse(b); err != nil {
+		return nil, fmt.Errorf("%v (a page would refuse this document)", err)
+	}
+	return b, nil
+}
+
 // Parse decodes a stored document and checks that it can be rendered:
 // its kind and version, no key given twice, every enumerated field one of
 // its values, and every shape the report's (see check).

@@ -168,3 +168,59 @@ func TestUICLISnapshot(t *testing.T) {
 		shows(b, "link")
 	})
 }
+
+// TestUIConformSnapshot is a failing conform case as CI meets it: conform
+// --share SITE on the demo, with a threshold q4 cannot meet, prints the
+// failing metric beside a link; the link, opened in a fresh browser,
+// shows the case's positions and the metric it failed, with no run.
+func TestUIConformSnapshot(t *testing.T) {
+	RequireUI(t)
+	site := StartSite(t)
+	dir := t.TempDir()
+	bin := cli(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "panel.txt"), []byte("In the beginning God created the heaven and the earth. And the earth was without form, and void."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite, _ := json.Marshal(map[string]any{"name": "ci", "cases": []map[string]any{
+		{"name": "demo-q4", "model": site.DemoDir, "test": "q4", "panel": "panel.txt", "window": 16, "thresholds": map[string]any{"max_mean_kld": 0}},
+	}})
+	if err := os.WriteFile(filepath.Join(dir, "suite.json"), suite, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "conform", "--suite", filepath.Join(dir, "suite.json"), "--runtime", "native", "--device", "cpu",
+		"--out", out, "--junit", filepath.Join(dir, "junit.xml"), "--share", site.URL)
+	table, err := cmd.Output()
+	if _, failed := err.(*exec.ExitError); !failed {
+		t.Fatalf("conform did not fail: %v\n%s", err, table)
+	}
+	var line string
+	for _, l := range strings.Split(string(table), "\n") {
+		if strings.HasPrefix(l, "demo-q4") {
+			line = l
+		}
+	}
+	i := strings.Index(line, "view: ")
+	if !strings.Contains(line, "mean_kld") || !strings.Contains(line, "> max 0") || i < 0 {
+		t.Fatalf("no failing metric and link in the table:\n%s", table)
+	}
+	link := strings.TrimSpace(line[i+len("view: "):])
+	junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if !strings.Contains(string(junit), link) || !strings.Contains(string(junit), filepath.Join(out, "demo-q4", "snapshot.json")) {
+		t.Errorf("the JUnit failure does not name the snapshot and its link:\n%s", junit)
+	}
+	b := NewBrowser(t)
+	if state := b.Open(link, 2*time.Minute); state != "done" {
+		t.Fatalf("the link ended in %q: %s", state, Eval[string](b, `String(window.logitscope.error)`))
+	}
+	summary := Eval[string](b, `document.querySelector('#summary').innerText`)
+	for _, w := range []string{"Conformance case", "demo-q4", "Failed", "mean_kld", "> max 0"} {
+		if !strings.Contains(summary, w) {
+			t.Errorf("the summary lacks %q:\n%s", w, summary)
+		}
+	}
+	doc, _ := pageDoc(t, b)
+	if n := Eval[int](b, `document.querySelectorAll('#strip .t').length`); n != doc.Report.Rows || n == 0 {
+		t.Errorf("the strip shows %d positions, the case has %d", n, doc.Report.Rows)
+	}
+}

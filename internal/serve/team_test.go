@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -53,15 +54,7 @@ func TestWriteToken(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, lines := teamServer(t, tc.opt)
 			body := runDoc(tc.name)
-			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/runs", strings.NewReader(string(body)))
-			req.Header.Set("Content-Type", "application/json")
-			if tc.auth != "" {
-				req.Header.Set("Authorization", tc.auth)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := postHeaders(t, ts.URL, body, map[string]string{"Authorization": tc.auth})
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
 				t.Errorf("POST: %d, want %d", resp.StatusCode, tc.want)
@@ -116,15 +109,7 @@ func TestLinks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, lines := teamServer(t, tc.opt)
 			body := runDoc(tc.name)
-			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/runs", strings.NewReader(string(body)))
-			req.Header.Set("Content-Type", "application/json")
-			for k, v := range tc.header {
-				req.Header.Set(k, v)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := postHeaders(t, ts.URL, body, tc.header)
 			rep := struct{ URL, Link string }{}
 			decodeBody(t, resp, &rep)
 			want := tc.wantLink
@@ -182,4 +167,53 @@ func decodeBody(t *testing.T, resp *http.Response, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("reply (%s): %v", resp.Status, err)
 	}
+}
+
+// postHeaders POSTs a run to base's /api/runs with the given headers
+// (an empty value: not sent).
+func postHeaders(t *testing.T, base string, body []byte, header map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/runs", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// FuzzTeamFlags: -public-url accepts only an origin (scheme and host, no
+// path, query, fragment or user), which it gives back unchanged when
+// given again; -trusted-proxy gives masked prefixes that contain the
+// address they were written from, and neither panics.
+func FuzzTeamFlags(f *testing.F) {
+	for _, s := range []string{"https://logits.example.com", "http://h:8080/", "http://[::1]:80", "https://h/x", "h:80", "https://u@h",
+		"127.0.0.1", "10.0.0.0/8, ::1", "10.0.0.1/8", "fe80::1%eth0", "1.2.3.4/33", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if u, err := PublicURL(s); err == nil {
+			p, err := url.Parse(u)
+			if err != nil || p.Path != "" || p.RawQuery != "" || p.User != nil || p.Scheme+"://"+p.Host != u {
+				t.Fatalf("PublicURL(%q) = %q: not an origin", s, u)
+			}
+			if again, err := PublicURL(u); err != nil || again != u {
+				t.Fatalf("PublicURL(%q) = %q, %v", u, again, err)
+			}
+		}
+		ps, err := ParseProxies(s)
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			if p != p.Masked() {
+				t.Fatalf("ParseProxies(%q): %v not masked", s, p)
+			}
+		}
+	})
 }

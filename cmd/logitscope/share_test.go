@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/logitdir"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/serve"
 )
@@ -107,6 +108,13 @@ func TestReportSnapshot(t *testing.T) {
 	err = report([]string{"--ref", filepath.Join(out, "f32.dump"), "--test", filepath.Join(out, "q4.dump"), "--share", ts.URL}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), serve.TokenEnv) {
 		t.Errorf("share without the token: %v", err)
+	}
+	windowed := filepath.Join(out, "windowed")
+	os.MkdirAll(windowed, 0o755)
+	os.WriteFile(filepath.Join(windowed, logitdir.ReceiptName), []byte("{}"), 0o644)
+	err = report([]string{"--ref", windowed, "--test", windowed, "--snapshot", filepath.Join(out, "w.json")}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--snapshot and --share take two dumps") {
+		t.Errorf("--snapshot of a windowed capture: %v", err)
 	}
 }
 

@@ -8,7 +8,7 @@ FUZZTIME ?= 10s
 # Where make run listens: make run ADDR=:9000 (every interface, port 9000).
 ADDR    ?= 127.0.0.1:8080
 
-.PHONY: run test deps bench-deps vet bench fuzz wasm simd web conform clean
+.PHONY: run test deps bench-deps vet bench fuzz wasm simd web conform image-files clean
 
 # The server with the built-in demo model (embedded; written and quantized
 # on first use into the user cache directory) and the page, on ADDR; it
@@ -148,6 +148,14 @@ web: wasm
 	cp web/static/* $(OUT)/web/
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" $(OUT)/engine.wasm internal/engine/wasmsimd/simd.wasm $(OUT)/web/
 	GOOS=js GOARCH=wasm $(GO) build -o $(OUT)/web/ui.wasm ./web/ui
+
+# What the container image holds (Dockerfile), built by the same script the
+# Dockerfile runs, into .out/image: serve (static) and web/. No Docker
+# engine runs here or in CI, so this, and cmd/serve's TestContainerRecipe
+# which starts the result as the image's ENTRYPOINT does, is the recipe's
+# test.
+image-files:
+	deploy/build.sh $(OUT)/image
 
 # The conformance suites through engine.wasm, with JUnit XML (make test
 # runs the same suites from cmd/logitscope's and conform's tests).

@@ -8,6 +8,7 @@ import (
 
 	"logitscope/internal/run/capture"
 	"logitscope/internal/run/conform"
+	"logitscope/internal/serve"
 	"logitscope/internal/sys/progress"
 )
 
@@ -24,6 +25,9 @@ func conformCommand(args []string, stdout, stderr io.Writer) error {
 	shardFlag := fs.String("shard", "", "run only shard i of n (i/n, 1-based): the cases whose index mod n is i-1")
 	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+capture.DefaultEngine+")")
 	rt := fs.String("runtime", "wasm", "wasm (engine.wasm under wazero, on the GPU) or native (the Go engine)")
+	device := fs.String("device", "auto", "auto, gpu or cpu: where each capture runs")
+	allSnaps := fs.Bool("snapshot-all", false, "write every case's snapshot (the page's document of its positions) into its --out directory, not only a failing case's")
+	share := fs.String("share", "", "post each snapshot written to the logitscope server at URL and print its link beside the failing metric; the write token, if the server has one, is read from $"+serve.TokenEnv)
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -49,14 +53,15 @@ func conformCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stderr, "conform: suite %s, runtime %s, output in %s\n", s.Name, *rt, *outDir)
-	co := capture.Options{Device: "auto", Runtime: *rt, Engine: *enginePath}
+	co := capture.Options{Device: *device, Runtime: *rt, Engine: *enginePath}
 	if progress.IsTerminal(stderr) {
 		co.Progress = progress.New(stderr) // else each case's capture.log has it
 	}
-	sum, err := conform.Run(s, conform.Options{
-		Capture: co,
-		Out:     *outDir, Shard: shard, Log: stderr,
-	})
+	opt := conform.Options{Capture: co, Out: *outDir, Shard: shard, Log: stderr, AllSnapshots: *allSnaps}
+	if *share != "" {
+		opt.Share = func(doc []byte) (string, error) { return shareSnapshot(doc, "", *share) }
+	}
+	sum, err := conform.Run(s, opt)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 	topK := fs.Int("top-k", margins.DefaultTopK, "top tokens listed per side")
 	flips := fs.Int("flips", margins.DefaultMaxFlips, "flips listed in the text report (0: none, only their count)")
 	tokPath := fs.String("tokenizer", "", "tokenizer.json to show token text")
+	snap := addSnapshotFlags(fs, "also write the comparison as the page's snapshot document to FILE: drop it on any logitscope page, or open /?snapshot=URL (two dumps only)")
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -79,6 +80,9 @@ func report(args []string, stdout, stderr io.Writer) error {
 		opt.TokenText = tok.Piece // byte tokens as <0xNN>, as the page shows them, not "�"
 	}
 	refDirs, testDirs := strings.Split(*refPath, ","), strings.Split(*testPath, ",")
+	if snap.wanted() && (kldbase.Is(*refPath) || logitdir.IsCapture(refDirs[0]) || logitdir.IsCapture(testDirs[0])) {
+		return fmt.Errorf("--snapshot and --share take two dumps; %s and %s are a windowed capture or llama.cpp's base file", *refPath, *testPath)
+	}
 	if kldbase.Is(*refPath) {
 		return reportBase(*refPath, testDirs, opt, *asJSON, stdout, stderr)
 	}
@@ -159,6 +163,9 @@ func report(args []string, stdout, stderr io.Writer) error {
 		if out.Breakdown, err = rep.BreakdownOf(margins.PanelGroups(p)); err != nil {
 			return err
 		}
+	}
+	if err := snap.report(ref, test, rep, out.Breakdown, opt.TokenText, stderr); err != nil {
+		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, out)

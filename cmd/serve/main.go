@@ -2,6 +2,7 @@
 // over HTTP.
 //
 //	go run ./cmd/serve [-addr 127.0.0.1:8080] [-models DIR] [-data DIR] [-static DIR]
+//	    [-public-url URL] [-write-token FILE] [-read-only] [-trusted-proxy ADDRS]
 //
 // Without -models it serves the built-in demo model (package demo's small
 // Llama trained on the King James Bible, with q8, q6 and q4 variants
@@ -11,7 +12,13 @@
 // /r/<id>) are kept under -data, by default
 // $LOGITSCOPE_CACHE/runs-data or the user cache directory's
 // logitscope/runs-data ($XDG_CACHE_HOME/logitscope/runs-data on Linux);
-// -data="" turns sharing off. The first line printed is the URL to open.
+// -data="" turns sharing off. The first line printed is the URL to open:
+// -public-url's, when teammates reach the server by another address (a
+// reverse proxy's). A write token (-write-token FILE or
+// $LOGITSCOPE_WRITE_TOKEN) guards POST /api/runs, reads stay open;
+// -read-only refuses every write. Each request is logged to stderr, and
+// SIGTERM or Ctrl-C stops accepting, lets requests in flight finish (up to
+// 10 s) and exits.
 package main
 
 import (
@@ -57,6 +64,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	modelsDir := fl.String("models", "", "directory whose subdirectories are checkpoints (default: the built-in demo)")
 	dataDir := fl.String("data", defaultData(), "directory for shared runs, kept in DIR/runs and created if missing; -data=\"\" turns sharing off")
 	static := fl.String("static", "", "directory of the page: / and /r/<id> serve its index.html, /static/ its files (default: "+builtPage+" when it holds index.html)")
+	public := fl.String("public-url", "", "the address teammates reach this server by, http(s)://host[:port]: shared links and the URL printed name it (default: the listen address)")
+	tokenFile := fl.String("write-token", "", "file whose first line is the token POST /api/runs requires (default: $"+serve.TokenEnv+"; neither: anyone who reaches the server may share)")
+	readOnly := fl.Bool("read-only", false, "refuse every write: serve the runs already stored")
+	proxies := fl.String("trusted-proxy", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For, -Proto and -Host are believed")
+	accessLog := fl.Bool("access-log", true, "log a line per request to stderr: client, method, path, status, bytes, duration")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -75,7 +87,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h, err := serve.New(serve.Options{Models: models, Static: page, Data: *dataDir, HubOrigins: hubs})
+	team, err := teamOptions(*public, *tokenFile, *readOnly, *proxies)
+	if err != nil {
+		return err
+	}
+	opt := serve.Options{Models: models, Static: page, Data: *dataDir, HubOrigins: hubs,
+		PublicURL: team.PublicURL, WriteToken: team.WriteToken, ReadOnly: team.ReadOnly, TrustedProxies: team.TrustedProxies}
+	if *accessLog {
+		access := log.New(os.Stderr, "access ", log.LstdFlags|log.LUTC)
+		opt.AccessLog = func(line string) { access.Print(line) }
+	}
+	h, err := serve.New(opt)
 	if err != nil {
 		return err
 	}
@@ -85,9 +107,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, banner(browseAddr(ln.Addr().String()), page != "", models))
+	base := "http://" + browseAddr(ln.Addr().String())
+	if opt.PublicURL != "" {
+		base = strings.TrimSuffix(opt.PublicURL, "/")
+	}
+	fmt.Fprintln(out, banner(base, page != "", models))
 	fmt.Fprintln(out, "logitscope serve:", pageNote)
-	fmt.Fprintln(out, "logitscope serve:", dataNote(*dataDir))
+	fmt.Fprintln(out, "logitscope serve:", dataNote(*dataDir, team))
 	srv := h.HTTPServer() // with serve.Limits' timeouts
 	return serveUntil(ctx, srv, ln, out)
 }
@@ -105,8 +131,9 @@ func browseAddr(addr string) string {
 	return addr
 }
 
-// banner is the line the user needs first: where to point the browser.
-func banner(addr string, page bool, models []*serve.Model) string {
+// banner is the line the user needs first: where to point the browser
+// (base: http://host:port, or the public URL teammates use).
+func banner(base string, page bool, models []*serve.Model) string {
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.Name
@@ -115,7 +142,7 @@ func banner(addr string, page bool, models []*serve.Model) string {
 	if !page {
 		verb = "serving models at" // "/" only says the page is not built
 	}
-	return fmt.Sprintf("logitscope serve: %s http://%s/ (models: %s)", verb, addr, strings.Join(names, ", "))
+	return fmt.Sprintf("logitscope serve: %s %s/ (models: %s)", verb, base, strings.Join(names, ", "))
 }
 
 // defaultData is where shared runs live unless -data says otherwise: next
@@ -130,11 +157,42 @@ func defaultData() string {
 	return filepath.Join(root, "runs-data")
 }
 
-func dataNote(data string) string {
-	if data == "" {
+func dataNote(data string, team serve.Options) string {
+	switch {
+	case data == "":
 		return "shared runs are off (start with -data DIR to share links)"
+	case team.ReadOnly:
+		return "read-only: serving the shared runs in " + filepath.Join(data, "runs") + ", storing none"
+	case team.WriteToken != "":
+		return "shared runs are kept in " + filepath.Join(data, "runs") + "; sharing needs the write token"
 	}
-	return "shared runs are kept in " + filepath.Join(data, "runs")
+	return "shared runs are kept in " + filepath.Join(data, "runs") + "; anyone who reaches this server may share (-write-token FILE guards it)"
+}
+
+// teamOptions reads the flags of a server a team shares: the public URL,
+// the write token (-write-token FILE, else $LOGITSCOPE_WRITE_TOKEN), read-only
+// and the trusted proxies.
+func teamOptions(public, tokenFile string, readOnly bool, proxies string) (serve.Options, error) {
+	var opt serve.Options
+	var err error
+	if public != "" {
+		if opt.PublicURL, err = serve.PublicURL(public); err != nil {
+			return opt, fmt.Errorf("-public-url: %v", err)
+		}
+	}
+	switch {
+	case tokenFile != "":
+		if opt.WriteToken, err = serve.ReadToken(tokenFile); err != nil {
+			return opt, fmt.Errorf("-write-token: %v", err)
+		}
+	case os.Getenv(serve.TokenEnv) != "":
+		opt.WriteToken = strings.TrimSpace(os.Getenv(serve.TokenEnv))
+	}
+	opt.ReadOnly = readOnly
+	if opt.TrustedProxies, err = serve.ParseProxies(proxies); err != nil {
+		return opt, fmt.Errorf("-trusted-proxy: %v", err)
+	}
+	return opt, nil
 }
 
 // pageDir picks the page's directory: -static as given (it must hold

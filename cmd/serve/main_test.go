@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"logitscope/internal/model/synth"
 )
 
 func TestPageDir(t *testing.T) {
@@ -69,17 +67,12 @@ func TestDefaultData(t *testing.T) {
 func TestRun(t *testing.T) {
 	for _, built := range []bool{true, false} {
 		t.Run(map[bool]string{true: "page built", false: "page not built"}[built], func(t *testing.T) {
-			root := t.TempDir()
-			t.Chdir(root)
-			t.Setenv("XDG_CACHE_HOME", filepath.Join(root, "cache"))
-			t.Setenv("LOGITSCOPE_CACHE", "")
-			if err := synth.Write(synth.Presets["tiny"], filepath.Join(root, "models", "tiny"), synth.Options{}); err != nil {
-				t.Fatal(err)
-			}
+			models := tinyModels(t)
+			root := filepath.Dir(models)
 			if built {
 				mkfile(t, filepath.Join(builtPage, "index.html"), "<p>built</p>")
 			}
-			url, out, stop := start(t, "-addr", "127.0.0.1:0", "-models", filepath.Join(root, "models"))
+			url, out, stop := start(t, "-addr", "127.0.0.1:0", "-models", models)
 			defer stop()
 			if opens := strings.HasPrefix(out, "logitscope serve: open "); opens != built {
 				t.Errorf("says open: %v, with the page built: %v:\n%s", opens, built, out)
@@ -100,7 +93,7 @@ func TestRun(t *testing.T) {
 	}
 }
 
-var bannerRE = regexp.MustCompile(`^logitscope serve: (open|serving models at) (http://127\.0\.0\.1:[0-9]+/) \(models: tiny\)$`)
+var bannerRE = regexp.MustCompile(`^logitscope serve: (open|serving models at) (http://(?:127\.0\.0\.1|localhost):[0-9]+/) \(models: tiny\)$`)
 
 // start runs the command and waits for its three lines; the first must be
 // the URL. stop cancels it and checks that it shut down cleanly.

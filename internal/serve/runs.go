@@ -64,11 +64,16 @@ func runID(body []byte) string {
 	return hex.EncodeToString(sum[:])[:idLen]
 }
 
-// postRun stores the body as a shared run and replies its id and page URL:
-// 201 when it is new, 200 when the same bytes were stored before.
+// postRun stores the body as a shared run and replies its id, page path
+// and link: 201 when it is new, 200 when the same bytes were stored
+// before. A read-only server, or one with a write token the request does
+// not carry, refuses it (mayWrite) before reading the body.
 func (s *Server) postRun(w http.ResponseWriter, r *http.Request) {
 	if s.runs == "" {
 		http.Error(w, "shared runs are disabled: start the server with -data DIR", http.StatusServiceUnavailable)
+		return
+	}
+	if !s.mayWrite(w, r) {
 		return
 	}
 	// Only JSON: a form on another site can POST text/plain or a form
@@ -104,7 +109,8 @@ func (s *Server) postRun(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/runs/"+id)
 	}
-	s.writeJSON(w, status, "no-store", map[string]string{"id": id, "url": "/r/" + id})
+	// url is the page's path, link the whole address to hand a teammate.
+	s.writeJSON(w, status, "no-store", map[string]string{"id": id, "url": "/r/" + id, "link": s.origin(r) + "/r/" + id})
 }
 
 // readRun reads a POSTed run and checks it; when it says !ok it has

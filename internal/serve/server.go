@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"logitscope/internal/format/sidecar"
 )
@@ -32,6 +34,22 @@ type Options struct {
 	// hub field; the Content-Security-Policy's connect-src): nil means
 	// DefaultHubOrigins. HubOrigin words an endpoint as one.
 	HubOrigins []string
+	// PublicURL is the address teammates reach the server by
+	// (http(s)://host[:port], checked by PublicURL): the links POST
+	// /api/runs replies name it. "" names the request's own host (or a
+	// trusted proxy's X-Forwarded-Host).
+	PublicURL string
+	// WriteToken, if not empty, is the token POST /api/runs requires
+	// (TokenHeader: "Bearer TOKEN"); reads stay open to all.
+	WriteToken string
+	// ReadOnly refuses every write: the runs already stored are served.
+	ReadOnly bool
+	// TrustedProxies are the reverse proxies (ParseProxies) whose
+	// X-Forwarded-For, -Proto and -Host are believed; from anyone else
+	// those headers are ignored, since any client can send them.
+	TrustedProxies []netip.Prefix
+	// AccessLog, if set, receives a line per request (accessLine).
+	AccessLog func(line string)
 }
 
 // Server routes requests by hand rather than through http.ServeMux: the
@@ -50,6 +68,12 @@ type Server struct {
 	etags   *etagCache
 	logf    func(format string, args ...any)
 	csp     string // the Content-Security-Policy of every response
+	public  string // Options.PublicURL, checked
+	token   string
+	// readOnly refuses writes; proxies are the trusted reverse proxies.
+	readOnly bool
+	proxies  []netip.Prefix
+	access   func(line string)
 }
 
 // New returns a Server for opt.
@@ -57,6 +81,13 @@ func New(opt Options) (*Server, error) {
 	s := &Server{models: map[string]*Model{}, list: opt.Models, etags: fileHashes, kernels: engineShaders(), logf: opt.Logf,
 		lim: opt.Limits.withDefaults()}
 	s.uploads = make(chan struct{}, s.lim.Uploads)
+	s.token, s.readOnly, s.proxies, s.access = opt.WriteToken, opt.ReadOnly, opt.TrustedProxies, opt.AccessLog
+	if opt.PublicURL != "" {
+		var err error
+		if s.public, err = PublicURL(opt.PublicURL); err != nil {
+			return nil, fmt.Errorf("serve: %v", err)
+		}
+	}
 	hubs := opt.HubOrigins
 	if hubs == nil {
 		hubs = DefaultHubOrigins
@@ -107,6 +138,14 @@ func realDir(dir string) (string, error) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.access != nil {
+		lw := &loggedWriter{ResponseWriter: w}
+		start := time.Now()
+		defer func() {
+			s.access(accessLine(s.clientAddr(r), r.Method, r.URL.Path, lw.status, lw.bytes, time.Since(start)))
+		}()
+		w = lw
+	}
 	setSecurityHeaders(w.Header(), s.csp)
 	p := r.URL.Path
 	if allow := allowedMethods(p); !slices.Contains(strings.Split(allow, ", "), r.Method) {

@@ -36,7 +36,7 @@ func (r *Root) setSpec(s snapshot.Spec) {
 // edited follows an edit: the form no longer shows a shared snapshot's or
 // a finished run's spec, so the URL says the new spec without autorun.
 func (r *Root) edited() {
-	r.SnapID, r.Ran = "", false
+	r.SnapID, r.SnapURL, r.Ran = "", "", false
 	r.syncURL()
 }
 

@@ -186,11 +186,16 @@ func fetchWith(url string, init any) ([]byte, error) {
 	return body, nil
 }
 
-// postJSON POSTs body as application/json and returns the reply's body.
-func postJSON(url string, body []byte) ([]byte, error) {
+// postJSON POSTs body as application/json, with a team server's write
+// token when not "", and returns the reply's body.
+func postJSON(url string, body []byte, token string) ([]byte, error) {
+	headers := map[string]any{"Content-Type": "application/json"}
+	if token != "" {
+		headers["Authorization"] = "Bearer " + token
+	}
 	init := map[string]any{
 		"method":  "POST",
-		"headers": map[string]any{"Content-Type": "application/json"},
+		"headers": headers,
 		"body":    string(body),
 	}
 	return fetchWith(url, init)

@@ -87,9 +87,10 @@ func (r *Root) addFiles(list js.Value) {
 	files := make([]js.Value, 0, n)
 	for i := range n {
 		f := list.Index(i)
-		// A .json that is no dump's receipt is a sweep or a recipe.
+		// A .json that is no dump's receipt is a snapshot (the CLI's
+		// report --snapshot, conform's), a sweep or a recipe.
 		if name := f.Get("name").String(); strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, receiptSuffix) {
-			r.readSweep(f)
+			r.readDocFile(f)
 			continue
 		}
 		files = append(files, f)

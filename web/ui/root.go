@@ -8,7 +8,7 @@ package main
 //
 //	URL ──ParseQuery──▶ Spec ◀── form edits ──▶ history.replaceState(Spec.Query())
 //	Run ─▶ goroutine: tokenizer, bridge.open/run ×2, snapshot.Build ─▶ show(Doc)
-//	/r/<id> ─▶ goroutine: GET /api/runs/<id>, snapshot.Parse ─▶ show(Doc)
+//	/r/<id>, ?snapshot=URL, a dropped .json ─▶ goroutine: fetch or read, snapshot.Parse ─▶ show(Doc)
 //	dropped dumps ─▶ goroutine: File.arrayBuffer, snapshot.Offline ─▶ show(Doc)
 //	show(Doc) ─▶ window.logitscope.result (+ .logits for runs), State "done"
 //
@@ -64,6 +64,7 @@ type Root struct {
 	Filter    string // the token strip's tab: all, flips or routes (snapshot.Tab*)
 	Zoom      span   // the charts' positions
 	SnapID    string // the /r/<id> this page shows, until the form is edited
+	SnapURL   string // the ?snapshot=URL this page shows, likewise
 	Ran       bool   // the form's spec has been run: its URL reruns it
 
 	Share shareState
@@ -156,6 +157,10 @@ func (r *Root) boot(ee vugu.EventEnv) {
 		r.SnapID = id
 		r.begin("loading shared snapshot " + id)
 		go r.loadSnapshot(id, q)
+	case q.Get("snapshot") != "":
+		r.SnapURL = q.Get("snapshot")
+		r.begin("loading snapshot " + r.SnapURL)
+		go r.loadSnapshotURL(r.SnapURL, q)
 	case err != nil:
 		r.fail(fmt.Errorf("this link's spec: %v", err))
 	case q.Get("autorun") == "1" && r.localMissing() != "":
@@ -564,9 +569,13 @@ func (r *Root) syncURLNow() {
 	r.urlPending = false
 	var u string
 	q := url.Values{}
-	if r.SnapID != "" {
+	switch {
+	case r.SnapID != "":
 		u = "/r/" + r.SnapID
-	} else {
+	case r.SnapURL != "":
+		u = "/"
+		q.Set("snapshot", r.SnapURL)
+	default:
 		q = r.Spec.Query()
 		r.hubQuery(q)
 		if r.Ran {

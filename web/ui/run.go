@@ -70,7 +70,7 @@ func (r *Root) Run() {
 		}
 	}
 	folder := r.folderFor(spec.Model)
-	r.SnapID, r.Ran = "", true
+	r.SnapID, r.SnapURL, r.Ran = "", "", true
 	r.begin("starting")
 	r.syncURLNow()
 	go func() {

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
+	"syscall/js"
 
 	"logitscope/internal/analysis/snapshot"
 )
@@ -56,17 +58,28 @@ func (r *Root) post(body []byte, shown func() bool) {
 	}()
 }
 
+// share posts body with the write token this browser keeps, and once
+// more with one asked for when the server refuses it for want of one.
 func share(body []byte) (string, error) {
-	reply, err := postJSON("/api/runs", body)
+	reply, err := postJSON("/api/runs", body, writeToken())
+	if err != nil && (strings.Contains(err.Error(), "HTTP 401") || strings.Contains(err.Error(), "HTTP 403") && !strings.Contains(err.Error(), "read-only")) {
+		if tok := askWriteToken(err); tok != "" {
+			reply, err = postJSON("/api/runs", body, tok)
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("share: %v", err)
 	}
 	var v struct {
-		ID  string `json:"id"`
-		URL string `json:"url"`
+		ID   string `json:"id"`
+		URL  string `json:"url"`
+		Link string `json:"link"` // names the server's public URL
 	}
 	if err := json.Unmarshal(reply, &v); err != nil || v.URL == "" {
 		return "", fmt.Errorf("share: the server's reply %q has no url", string(reply))
+	}
+	if v.Link != "" {
+		return v.Link, nil
 	}
 	return global.Get("location").Get("origin").String() + v.URL, nil
 }
@@ -112,8 +125,28 @@ var noop = jsFunc(func() {})
 // says.
 func (r *Root) loadSnapshot(id string, q url.Values) {
 	data, err := fetchBytes("/api/runs/" + id)
+	r.openDoc(data, err, "shared snapshot "+id, q)
+}
+
+// loadSnapshotURL shows the document at u, a link's ?snapshot=URL: a file
+// the CLI wrote (report --snapshot, conform's), served by this server or
+// any the page may fetch from. The page's Content-Security-Policy lets it
+// fetch only from its own origin (and the model hubs), so the message of
+// a refused fetch says where to put the file.
+func (r *Root) loadSnapshotURL(u string, q url.Values) {
+	data, err := fetchBytes(u)
+	if err != nil {
+		err = fmt.Errorf("%v (the page reads snapshots from its own server only: open the file with the drop zone's file chooser, or share it with logitscope report --share)", err)
+	}
+	r.openDoc(data, err, "snapshot "+u, q)
+}
+
+// openDoc shows a document's bytes (lock not held): a sweep or a recipe,
+// or a run's snapshot, checked by snapshot.Parse whether it came from
+// this server, another, or a file: no engine is needed to show it.
+func (r *Root) openDoc(data []byte, err error, name string, q url.Values) {
 	if err == nil && isSweep(data) {
-		d, err := parseSweep(data, "shared sweep "+id)
+		d, err := parseSweep(data, name)
 		r.update(func() {
 			if err != nil {
 				r.fail(err)
@@ -129,7 +162,7 @@ func (r *Root) loadSnapshot(id string, q url.Values) {
 	}
 	r.update(func() {
 		if err != nil {
-			r.fail(fmt.Errorf("shared snapshot %s: %v", id, err))
+			r.fail(fmt.Errorf("%s: %v", name, err))
 			return
 		}
 		if doc.Spec != nil {
@@ -137,4 +170,33 @@ func (r *Root) loadSnapshot(id string, q url.Values) {
 		}
 		r.show(doc, data, "snapshot", nil)
 	})
+}
+
+// writeToken is the token a team's server asks of a share (sent as
+// Authorization: Bearer), kept in this browser's localStorage once given.
+const writeTokenKey = "logitscope.writeToken"
+
+func writeToken() string {
+	ls := global.Get("localStorage")
+	if !ls.Truthy() {
+		return ""
+	}
+	v := ls.Call("getItem", writeTokenKey)
+	if v.Type() != js.TypeString {
+		return ""
+	}
+	return v.String()
+}
+
+// askWriteToken asks for the server's write token after a refusal (HTTP
+// 401 or 403) and keeps it; "" when the user gives none.
+func askWriteToken(refusal error) string {
+	v := global.Call("prompt", "This logitscope server takes shared runs only with its write token.\n"+refusal.Error()+"\n\nWrite token (kept in this browser):")
+	if v.Type() != js.TypeString || v.String() == "" {
+		return ""
+	}
+	if ls := global.Get("localStorage"); ls.Truthy() {
+		ls.Call("setItem", writeTokenKey, v.String())
+	}
+	return v.String()
 }

@@ -3,11 +3,10 @@
 package main
 
 // A sweep or a recipe in the page: dropped as the CLI wrote it
-// (addFiles), or shared at /r/<id> (loadSnapshot), drawn by sweep.go into
+// (addFiles, readDocFile), or shared at /r/<id> (loadSnapshot), drawn by sweep.go into
 // #sweep-body, whose clicks and changes come here by delegation.
 
 import (
-	"fmt"
 	"net/url"
 	"strconv"
 	"syscall/js"
@@ -139,26 +138,18 @@ func (r *Root) SweepShareLabel() string {
 	return "Share this sweep"
 }
 
-// readSweep reads a dropped .json file as a sweep or a recipe, in the
-// background, and shows it (lock held).
-func (r *Root) readSweep(f js.Value) {
+// readDocFile reads a dropped or chosen .json file: a snapshot, a sweep
+// or a recipe, shown as a shared one is (openDoc).
+func (r *Root) readDocFile(f js.Value) {
 	name := f.Get("name").String()
 	r.begin("reading " + name)
+	r.SnapID, r.SnapURL = "", ""
 	go func() {
 		buf, err := call(f, "arrayBuffer")
-		var d *sweepDoc
+		var data []byte
 		if err == nil {
-			d, err = parseSweep(bytesOf(buf), name)
-		} else {
-			err = fmt.Errorf("%s: %v", name, err)
+			data = bytesOf(buf)
 		}
-		r.update(func() {
-			if err != nil {
-				r.fail(err)
-				return
-			}
-			r.SnapID = ""
-			r.showSweep(d, "offline", nil)
-		})
+		r.openDoc(data, err, name, nil)
 	}()
 }

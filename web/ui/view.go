@@ -38,6 +38,9 @@ func row(label, value string) kv { return kv{Label: label, Value: value, Pos: -1
 func summaryView(d *snapshot.Doc) []section {
 	s := &d.Report.Summary
 	var out []section
+	if c := d.Conform; c != nil {
+		out = append(out, conformSection(c))
+	}
 	if p := s.PPL; p != nil {
 		cor := "n/a"
 		if p.Cor != nil {
@@ -119,6 +122,27 @@ func summaryView(d *snapshot.Doc) []section {
 	}
 	out = append(out, section{"Sides", []kv{sideRow("Reference", d.Ref), sideRow("Test", d.Test)}})
 	return out
+}
+
+// conformSection names the conformance case first, and the thresholds it
+// failed as conform's JUnit failure words them: the reason the link was
+// followed from a CI log.
+func conformSection(c *snapshot.Conform) section {
+	sec := section{Title: "Conformance case", Rows: []kv{row("Case", c.Case)}}
+	if c.Suite != "" {
+		sec.Rows = append(sec.Rows, row("Suite", c.Suite))
+	}
+	if c.Pairs > 1 {
+		sec.Rows = append(sec.Rows, row("Capture", strconv.Itoa(c.Pair)+" of "+strconv.Itoa(c.Pairs)))
+	}
+	if len(c.Failures) == 0 {
+		return section{sec.Title, append(sec.Rows, row("Result", "pass"))}
+	}
+	for _, f := range c.Failures {
+		sec.Rows = append(sec.Rows, kv{Label: "Failed", Value: f, Class: "clear", Pos: -1,
+			Note: "the case's metric past its threshold, over all its captures"})
+	}
+	return sec
 }
 
 // breakdownSections are the report's statistics by the panel windows'

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -447,5 +448,41 @@ func TestSummaryBreakdown(t *testing.T) {
 	}
 	if r := rows["By role/eval"]; !strings.HasPrefix(r.Value, "4 positions · ") {
 		t.Errorf("eval: %q", r.Value)
+	}
+}
+
+// A conform snapshot opens on its case and the thresholds it failed, each
+// worded as the JUnit failure words it; a passing case says so.
+func TestConformSection(t *testing.T) {
+	tests := []struct {
+		name string
+		c    snapshot.Conform
+		want []string // label: value, in order
+	}{
+		{"failed", snapshot.Conform{Suite: "tiny", Case: "q4-panel", Pair: 1, Pairs: 1, Failures: []string{"mean_kld 0.3 > max 0.1", "clear_flips 4 > max 0"}},
+			[]string{"Case: q4-panel", "Suite: tiny", "Failed: mean_kld 0.3 > max 0.1", "Failed: clear_flips 4 > max 0"}},
+		{"second of three prompts", snapshot.Conform{Case: "greedy", Pair: 2, Pairs: 3, Failures: []string{"same_top1 0.5000 < min 0.9"}},
+			[]string{"Case: greedy", "Capture: 2 of 3", "Failed: same_top1 0.5000 < min 0.9"}},
+		{"passed", snapshot.Conform{Suite: "s", Case: "ok", Pair: 1, Pairs: 1}, []string{"Case: ok", "Suite: s", "Result: pass"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := testDoc(t)
+			d.Conform = &tc.c
+			secs := summaryView(d)
+			if secs[0].Title != "Conformance case" {
+				t.Fatalf("first section %q", secs[0].Title)
+			}
+			var got []string
+			for _, r := range secs[0].Rows {
+				got = append(got, r.Label+": "+r.Value)
+				if r.Label == "Failed" && r.Class != "clear" {
+					t.Errorf("failure row class %q", r.Class)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("rows %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -215,6 +215,7 @@ func TestParseRefusesBadExtras(t *testing.T) {
 	}
 	d.Model = &Model{Nature: "synthetic", About: "random weights"}
 	d.View = &View{Pos: 2, Tab: TabFlips, From: 1, To: 3}
+	d.Conform = &Conform{Suite: "tiny", Case: "q4-greedy", Pair: 1, Pairs: 2, Failures: []string{"mean_kld 0.3 > max 0.1"}}
 	data, _ := json.Marshal(d)
 	good := string(data)
 	if _, err := Parse(data); err != nil {
@@ -229,6 +230,9 @@ func TestParseRefusesBadExtras(t *testing.T) {
 		{"view tab", `"tab":"flips"`, `"tab":"x\"y"`, `view: tab "x\"y"`},
 		{"view zoom", `"from":1,"to":3`, `"from":3,"to":3`, `view: zoom 3-3`},
 		{"view zoom end", `"from":1,"to":3`, `"from":1,"to":4`, `view: zoom 1-4`},
+		{"conform case", `"case":"q4-greedy"`, `"case":""`, `conform: case ""`},
+		{"conform pair past pairs", `"pair":1,"pairs":2`, `"pair":3,"pairs":2`, `pair 3 of 2`},
+		{"conform pair 0", `"pair":1,"pairs":2`, `"pair":0,"pairs":2`, `pair 0 of 2`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := strings.Replace(good, c.from, c.to, 1)

@@ -54,6 +54,22 @@ type Doc struct {
 	// Breakdown is the report's statistics by the domain and role of the
 	// panel windows the dropped dumps' receipts bind; nil otherwise.
 	Breakdown margins.Breakdown `json:"breakdown,omitempty"`
+	// Conform is the conformance case the document is of (conform's
+	// snapshot of a case); nil otherwise.
+	Conform *Conform `json:"conform,omitempty"`
+}
+
+// Conform names the conformance case a document shows and the thresholds
+// it failed, worded as conform's table and JUnit file word them, so that
+// a link from a CI log opens on the failing metric beside its positions.
+type Conform struct {
+	Suite string `json:"suite"`
+	Case  string `json:"case"`
+	// Pair is which of the case's captures this is (1-based) of Pairs: a
+	// case of several prompts compares one pair of dumps per prompt.
+	Pair     int      `json:"pair"`
+	Pairs    int      `json:"pairs"`
+	Failures []string `json:"failures,omitempty"` // none: the case passed
 }
 
 // Side describes where one side's logits came from.
@@ -120,6 +136,14 @@ func Build(spec *Spec, ref, test Capture, targets []int, text func(id int) strin
 	if err != nil {
 		return nil, err
 	}
+	return FromReport(spec, ref, test, rep, text), nil
+}
+
+// FromReport is the document of a report already computed from ref's and
+// test's rows (their Logits and Rows are not read): `logitscope report`
+// and conform build theirs with their own options, so that the page shows
+// the very numbers they print.
+func FromReport(spec *Spec, ref, test Capture, rep *margins.Report, text func(id int) string) *Doc {
 	d := &Doc{Kind: Kind, Version: Version, Spec: spec, Ref: ref.Side, Test: test.Side,
 		PromptIDs: orEmpty(ref.PromptIDs), Report: rep, Texts: map[string]string{}}
 	d.Ref.Rows, d.Test.Rows = rep.Rows, rep.Rows
@@ -138,7 +162,7 @@ func Build(spec *Spec, ref, test Capture, targets []int, text func(id int) strin
 	if text != nil {
 		d.addTexts(text)
 	}
-	return d, nil
+	return d
 }
 
 // rows reads Rows, or Logits (checked by margins.Compare when both
@@ -178,6 +202,19 @@ func (d *Doc) Text(id int) string {
 		return s
 	}
 	return "#" + strconv.Itoa(id)
+}
+
+// Marshal encodes d as the page's Share stores it, checked by Parse: a
+// document the CLI writes is one every page opens.
+func (d *Doc) Marshal() ([]byte, error) {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Parse(b); err != nil {
+		return nil, fmt.Errorf("%v (a page would refuse this document)", err)
+	}
+	return b, nil
 }
 
 // Parse decodes a stored document and checks that it can be rendered:

@@ -114,10 +114,16 @@ func (f Dropped) Open() (Capture, error) {
 			return Capture{}, err
 		}
 	}
+	c.SetReceipt(r)
+	return c, nil
+}
+
+// SetReceipt takes what a verified receipt says of the capture: its
+// device, its GGUF file, the prompt and the tokens its rows predict.
+func (c *Capture) SetReceipt(r *receipt.Receipt) {
 	c.Side.Receipt, c.Side.Device = r, r.Device
 	if r.GGUF != nil {
 		c.Side.GGUF = &GGUF{Name: r.Variant, SHA256: r.GGUF.SHA256, Types: r.GGUF.Types}
 	}
 	c.PromptIDs, c.Output, c.Targets = r.Request.PromptIDs, r.OutputIDs, r.Targets
-	return c, nil
 }

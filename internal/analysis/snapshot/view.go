@@ -63,7 +63,8 @@ func (v View) Check(n int) error {
 	return nil
 }
 
-// checkExtras checks the model note, the panel windows and the view.
+// checkExtras checks the model note, the panel windows, the view and the
+// conformance case.
 func (d *Doc) checkExtras() error {
 	n, vocab := d.Report.Rows, d.Report.Vocab
 	if m := d.Model; m != nil {
@@ -83,6 +84,9 @@ func (d *Doc) checkExtras() error {
 		if err := v.Check(n); err != nil {
 			return fmt.Errorf("view: %v", err)
 		}
+	}
+	if c := d.Conform; c != nil && (c.Case == "" || c.Pairs < 1 || c.Pair < 1 || c.Pair > c.Pairs) {
+		return fmt.Errorf("conform: case %q, pair %d of %d: want a case name and 1 ≤ pair ≤ pairs", c.Case, c.Pair, c.Pairs)
 	}
 	return nil
 }

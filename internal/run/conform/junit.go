@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +21,9 @@ func (s *Summary) WriteTable(w io.Writer) error {
 			kld, same, clear = fmt.Sprintf("%.4g", m.MeanKLD), fmt.Sprintf("%.2f%%", 100*m.SameTop1), strconv.Itoa(m.ClearFlips)
 		}
 		detail := strings.Join(r.Failures, "; ")
+		if detail != "" {
+			detail += r.viewHint()
+		}
 		if r.Error != "" {
 			detail = r.Error
 		}
@@ -79,7 +83,10 @@ func (s *Summary) JUnit() JUnitSuites {
 			SystemOut: "outputs: " + r.Dir}
 		switch r.Status {
 		case "fail":
-			jc.Failure = &JUnitProblem{Message: strings.Join(r.Failures, "; "), Type: "threshold", Text: strings.Join(r.Failures, "\n")}
+			// The message names the snapshot (and its link) that shows the
+			// positions behind the failing metrics.
+			jc.Failure = &JUnitProblem{Message: strings.Join(r.Failures, "; ") + r.viewHint(), Type: "threshold",
+				Text: strings.Join(append(slices.Clone(r.Failures), r.snapshotLines()...), "\n")}
 		case "error":
 			jc.Error = &JUnitProblem{Message: r.Error, Type: "error", Text: r.Error}
 		}
@@ -100,4 +107,18 @@ func (s *Summary) WriteJUnit(path string) error {
 		return fmt.Errorf("--junit: %w", err)
 	}
 	return nil
+}
+
+// snapshotLines name each snapshot file and its link, for the JUnit
+// failure's text.
+func (r *Result) snapshotLines() []string {
+	var out []string
+	for i, p := range r.Snapshots {
+		l := "snapshot: " + p
+		if i < len(r.Links) && r.Links[i] != "" {
+			l += " " + r.Links[i]
+		}
+		out = append(out, l)
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
@@ -38,6 +39,12 @@ type Options struct {
 	Shard Shard
 	// Log receives a line as each case starts and ends.
 	Log io.Writer
+	// AllSnapshots writes every case's snapshot, not only a failing
+	// case's (Result.Snapshots).
+	AllSnapshots bool
+	// Share, if set, posts a snapshot document and returns its link
+	// (Result.Links): the CLI's --share SERVER.
+	Share func(doc []byte) (link string, err error)
 }
 
 // Result is one case's outcome, as summary.json records it.
@@ -50,6 +57,12 @@ type Result struct {
 	Compare  string   `json:"compare,omitempty"` // how the rows line up: panel or follow
 	Seconds  float64  `json:"seconds"`
 	Dir      string   `json:"dir"`
+	// Snapshots are the case's documents for the page (a failing case's,
+	// or every case's with Options.AllSnapshots), one per pair of
+	// captures: Dir/snapshot.json, or snapshot-<i>.json for several.
+	// Links are where Options.Share posted them, in the same order.
+	Snapshots []string `json:"snapshots,omitempty"`
+	Links     []string `json:"links,omitempty"`
 }
 
 // Metrics are what thresholds hold a case to, pooled over all its
@@ -115,6 +128,9 @@ func Run(s *Suite, opt Options) (*Summary, error) {
 		fmt.Fprintf(opt.Log, "[%d/%d] %s ...\n", k+1, len(picked), c.Name)
 		r := runCase(s, c, opt)
 		fmt.Fprintf(opt.Log, "[%d/%d] %s ... %s (%.1f s)\n", k+1, len(picked), c.Name, r.Status, r.Seconds)
+		for _, f := range r.Failures {
+			fmt.Fprintf(opt.Log, "    %s%s\n", f, r.viewHint())
+		}
 		sum.Cases = append(sum.Cases, r)
 		switch r.Status {
 		case "pass":
@@ -142,7 +158,7 @@ func (s *Summary) Write(dir string) error {
 func runCase(s *Suite, c Case, opt Options) Result {
 	start := time.Now()
 	r := Result{Name: c.Name, Dir: filepath.Join(opt.Out, c.Name)}
-	m, compare, failures, err := measure(s, c, r.Dir, opt.Capture)
+	m, compare, failures, docs, err := measure(s, c, r.Dir, opt.Capture)
 	r.Seconds = time.Since(start).Seconds()
 	r.Metrics, r.Compare, r.Failures = m, compare, failures
 	switch {
@@ -153,7 +169,62 @@ func runCase(s *Suite, c Case, opt Options) Result {
 	default:
 		r.Status = "pass"
 	}
+	if r.Status == "fail" || r.Status == "pass" && opt.AllSnapshots {
+		if err := r.writeSnapshots(s.Name, docs, opt); err != nil {
+			r.Status, r.Error = "error", "snapshot: "+err.Error()
+		}
+	}
 	return r
+}
+
+// writeSnapshots writes the case's documents beside its dumps, each
+// naming the case and what it failed, and posts them when opt.Share is
+// set. A refused post is logged, not a failure of the case: the snapshot
+// file is there either way.
+func (r *Result) writeSnapshots(suite string, docs []*snapshot.Doc, opt Options) error {
+	for i, d := range docs {
+		d.Conform = &snapshot.Conform{Suite: suite, Case: r.Name, Pair: i + 1, Pairs: len(docs), Failures: r.Failures}
+		b, err := d.Marshal()
+		if err != nil {
+			return err
+		}
+		name := "snapshot.json"
+		if len(docs) > 1 {
+			name = fmt.Sprintf("snapshot-%d.json", i+1)
+		}
+		path := filepath.Join(r.Dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+		r.Snapshots = append(r.Snapshots, path)
+		if opt.Share == nil {
+			continue
+		}
+		link, err := opt.Share(b)
+		if err != nil {
+			fmt.Fprintf(opt.Log, "%s: %s not shared: %v\n", r.Name, path, err)
+			link = ""
+		}
+		r.Links = append(r.Links, link)
+	}
+	return nil
+}
+
+// viewHint is what a failure line ends with: where to see the positions
+// behind it, the shared link when there is one, else the snapshot file.
+func (r *Result) viewHint() string {
+	var where []string
+	for i, p := range r.Snapshots {
+		if i < len(r.Links) && r.Links[i] != "" {
+			where = append(where, r.Links[i])
+		} else {
+			where = append(where, p)
+		}
+	}
+	if len(where) == 0 {
+		return ""
+	}
+	return "  view: " + strings.Join(where, " ")
 }
 
 // side is one capture of a case and where it was saved.
@@ -163,26 +234,27 @@ type side struct {
 	rc   *receipt.Receipt
 }
 
-// measure captures both sides, compares them, and checks the thresholds.
-func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string, []string, error) {
+// measure captures both sides, compares them, and checks the thresholds;
+// docs are each pair's comparison as the page shows it.
+func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string, []string, []*snapshot.Doc, error) {
 	if err := os.RemoveAll(dir); err != nil { // no stale dump may pass for this run's
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	modelDir, err := resolveModel(s.dir, c.Model)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	ck, err := checkpoint.Open(modelDir)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	defer ck.Close()
 	logf, err := os.Create(filepath.Join(dir, "capture.log"))
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	defer logf.Close()
 	co.Log = logf
@@ -194,17 +266,17 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		// and a directory is the capture's to check.
 		if scheme, err := quant.ParseScheme(v); err == nil {
 			if _, err := variant.Ensure(ck, scheme, logf); err != nil {
-				return nil, "", nil, err
+				return nil, "", nil, nil, err
 			}
 		}
 	}
 	tok, err := tokenizer.Load(ck.TokenizerPath())
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	tmpl, err := chat.ConfigBeside(ck.TokenizerPath())
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	run := func(variant string, req session.Request, follow, path string) (side, error) {
 		fmt.Fprintf(logf, "capture %s %s -> %s\n", variant, req.Mode, path)
@@ -226,14 +298,14 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		prefix := chat.RawPrefix(tok, tmpl)
 		panel, err := session.ReadPanelFile(s.path(c.Panel), tok, c.Window, prefix)
 		if err != nil {
-			return nil, compare, nil, err
+			return nil, compare, nil, nil, err
 		}
 		windows, co.Panel = panel.Tokens(), panel.Receipt // the receipts bind the panel's windows, domains included
 		req := session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
 		var p [2]side
 		for i, v := range []string{c.Reference, c.Test} {
 			if p[i], err = run(v, req, "", filepath.Join(dir, []string{"ref", "test"}[i]+".dump")); err != nil {
-				return nil, compare, nil, err
+				return nil, compare, nil, nil, err
 			}
 		}
 		pairs = append(pairs, p)
@@ -247,24 +319,24 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		for i, prompt := range c.Prompts {
 			text, err := chat.Render(tmpl, tokenizer.Turns("", prompt), true)
 			if err != nil {
-				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)
+				return nil, compare, nil, nil, fmt.Errorf("prompt %d: %w", i+1, err)
 			}
 			greedy := session.Request{Mode: session.Greedy, MaxNew: c.MaxNew, Stops: stops, PromptIDs: tok.Encode(text)}
 			ref, err := run(c.Reference, greedy, "", filepath.Join(dir, fmt.Sprintf("ref-%d.dump", i+1)))
 			if err != nil {
-				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)
+				return nil, compare, nil, nil, fmt.Errorf("prompt %d: %w", i+1, err)
 			}
 			forced := session.Request{Mode: session.Forced, PromptIDs: greedy.PromptIDs, Stops: stops, Outputs: ref.cap.Output}
 			test, err := run(c.Test, forced, ref.rc.Dump.SHA256, filepath.Join(dir, fmt.Sprintf("test-%d.dump", i+1)))
 			if err != nil {
-				return nil, compare, nil, fmt.Errorf("prompt %d: %w", i+1, err)
+				return nil, compare, nil, nil, fmt.Errorf("prompt %d: %w", i+1, err)
 			}
 			pairs = append(pairs, [2]side{ref, test})
 		}
 	}
-	m, err := report(pairs, tok, dir)
+	m, docs, err := report(pairs, tok, dir)
 	if err != nil {
-		return nil, compare, nil, err
+		return nil, compare, nil, nil, err
 	}
 	failures := checkThresholds(c.Thresholds, m)
 	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {
@@ -280,7 +352,7 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	if c.Golden != "" {
 		diff, err := maxAbsDiff(s.path(c.Golden), pairs[0][0].path)
 		if err != nil {
-			return m, compare, failures, err
+			return m, compare, failures, docs, err
 		}
 		m.MaxAbsLogitDiff = &diff
 		limit := 0.0
@@ -292,7 +364,7 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		}
 	}
 	more, err := attribute(c, ck, c.Test, windows, dir, m, logf)
-	return m, compare, append(failures, more...), err
+	return m, compare, append(failures, more...), docs, err
 }
 
 // resolveModel maps a case's model to a directory: preset:NAME is the
@@ -317,8 +389,9 @@ type reportJSON struct {
 // report compares every pair (report.txt and report.json in dir, numbered
 // when there are several) and pools the metrics over all positions,
 // weighting each capture by its number of rows.
-func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, error) {
+func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, []*snapshot.Doc, error) {
 	m := &Metrics{}
+	var docs []*snapshot.Doc
 	var kld, same float64
 	opt := margins.Options{TokenText: tok.Piece}
 	for i, p := range pairs {
@@ -327,7 +400,7 @@ func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, er
 		// then about the real text.
 		rep, err := compareDumps(ref.path, test.path, ref.cap.Targets, opt)
 		if err != nil {
-			return nil, fmt.Errorf("comparing %s with %s: %w", ref.path, test.path, err)
+			return nil, nil, fmt.Errorf("comparing %s with %s: %w", ref.path, test.path, err)
 		}
 		suffix := ""
 		if len(pairs) > 1 {
@@ -336,18 +409,20 @@ func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, er
 		var text strings.Builder
 		fmt.Fprintf(&text, "ref:  %s (%s, %s)\ntest: %s (%s, %s)\n", ref.path, ref.rc.Variant, ref.rc.Device, test.path, test.rc.Variant, test.rc.Device)
 		if err := rep.WriteText(&text); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		js, err := json.MarshalIndent(reportJSON{ref.rc, test.rc, rep}, "", "  ")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "report"+suffix+".txt"), []byte(text.String()), 0o644); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "report"+suffix+".json"), append(js, '\n'), 0o644); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		doc := pairSnapshot(ref, test, rep, tok)
+		docs = append(docs, doc)
 		sm := rep.Summary
 		m.Positions += sm.Positions
 		kld += sm.KLD.Value * float64(sm.Positions)
@@ -358,8 +433,9 @@ func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, er
 		if ref.rc.Chain != nil && ref.rc.Chain.Panel != nil {
 			b, err := rep.BreakdownOf(margins.PanelGroups(ref.rc.Chain.Panel))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			doc.Breakdown = b
 			for d, s := range b["domain"] {
 				if m.Domains == nil {
 					m.Domains = map[string]*Metrics{}
@@ -371,7 +447,20 @@ func report(pairs [][2]side, tok *tokenizer.Tokenizer, dir string) (*Metrics, er
 	if m.Positions > 0 {
 		m.MeanKLD, m.SameTop1 = kld/float64(m.Positions), same/float64(m.Positions)
 	}
-	return m, nil
+	return m, docs, nil
+}
+
+// pairSnapshot is one pair's comparison as the page shows it: the very
+// report conform judged, both receipts, and the token texts.
+func pairSnapshot(ref, test side, rep *margins.Report, tok *tokenizer.Tokenizer) *snapshot.Doc {
+	var caps [2]snapshot.Capture
+	for i, sd := range []side{ref, test} {
+		caps[i].Side.Label = sd.rc.Variant
+		caps[i].SetReceipt(sd.rc)
+	}
+	d := snapshot.FromReport(nil, caps[0], caps[1], rep, tok.Piece)
+	d.Created = time.Now().UTC().Format(time.RFC3339)
+	return d
 }
 
 // checkThresholds names every metric outside its bound, not just the

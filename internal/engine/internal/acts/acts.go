@@ -67,7 +67,7 @@ func Row(mode string, x []float32) {
 			x[i] = min(max(q, -128), 127) * s
 		}
 	case FP8:
-		s := max(amax/448, 1/(448*512))
+		s := max(amax/448, float32(1)/(448*512))
 		inv := 1 / s
 		for i, v := range x {
 			x[i] = E4M3(min(max(v*inv, -448), 448)) * s

@@ -26,6 +26,8 @@ func TestRow(t *testing.T) {
 		{FP8, []float32{448, 1, -3, 0.1, 17, 19, 0.005}, []float32{448, 1, -3, 0.1015625, 16, 20, 0.005859375}},
 		// absmax 4.48: scale 0.01, 1/0.01 rounded to float32 first.
 		{FP8, []float32{4.48, 0}, []float32{448 * float32(4.48/448), 0}},
+		// absmax 0: the smallest scale, 1/(448·512), and zeros.
+		{FP8, []float32{0, 0}, []float32{0, 0}},
 		// absmax 6: G = 448, the first block's scale E4M3(448) = 448, d = 1:
 		// 5 → 4 and 1.75 → 2 and 3.5 → 4 and 0.25 → 0 (ties to even),
 		// 2.5 → 2, -1.25 → -1, 0.75 → 1. The second block's max 0.3:

@@ -234,17 +234,24 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 		xSlot = 1
 	}
 	var ops []pending
-	if mode := banks[0].piece.Acts; mode != "" { // lookup experts' (every bank's)
-		rows := func(s step) int { return s.T }
-		if perSlot {
-			rows = func(s step) int { return s.T * K }
-		}
-		ops = append(ops, e.actsOp(name, mode, x, func(step) int { return 0 }, banks[0].piece.Cols, rows))
-		x = e.actsX
+	// Lookup experts rounding their activations: X rounded into e.actsX
+	// before the first bank of each mode (a bank's experts share theirs).
+	rows := func(s step) int { return s.T }
+	if perSlot {
+		rows = func(s step) int { return s.T * K }
 	}
+	plain, rounded := x, ""
 	software := e.dev.Info().Software
 	for i, b := range banks {
 		p := b.piece
+		x = plain
+		if p.Acts != "" {
+			if p.Acts != rounded {
+				ops = append(ops, e.actsOp(fmt.Sprintf("%s[%d]", name, i), p.Acts, plain, func(step) int { return 0 }, p.Cols, rows))
+				rounded = p.Acts
+			}
+			x = e.actsX
+		}
 		if p.Format == shaders.EXL3 {
 			rows := func(s step) int { return s.T * K }
 			ops = append(ops, e.exl3Ops(fmt.Sprintf("%s[%d]", name, i), p, b.buf, rows, &b, !perSlot,

@@ -13,7 +13,6 @@ import (
 	"logitscope/internal/gpu"
 	"logitscope/internal/gpu/native/nativetest"
 	"logitscope/internal/model"
-	"logitscope/shaders"
 )
 
 // The embedding kernel gathers rows of a lookup matrix as lookup.Row
@@ -31,18 +30,8 @@ func TestLookupEmbedExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(pieces) != 4 {
-				t.Fatalf("%d pieces, want 4", len(pieces))
-			}
-			bufs := uploadPieces(t, dev, pieces)
-			ids := []uint32{7, 2, 9, 0, 5, 3, 3, 8, 1, 6, 4, 9}
-			out, idb := buf(t, dev, make([]float32, len(ids)*cols)), buf(t, dev, ids)
-			groups := cols / 32
-			for i, p := range pieces {
-				pb := buf(t, dev, params(p.Rows, p.Cols, groups, 0, p.Row0))
-				dispatch(t, dev, shaders.Embed(p.Format), "main", []gpu.Buffer{bufs[i], idb, out, 0, pb}, ceilDiv(groups, shaders.Workgroup), uint32(len(ids)), 1)
-			}
-			got, want := read(t, dev, out, len(ids)*cols), m.Dequantize()
+			ids, got := gatherRows(t, dev, pieces, cols)
+			want := m.Dequantize()
 			for i, id := range ids {
 				for k := range cols {
 					if g, w := got[i*cols+k], want[int(id)*cols+k]; math.Float32bits(g) != math.Float32bits(w) {

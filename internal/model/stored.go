@@ -49,7 +49,8 @@ func (f Format) String() string {
 // Cols): all their codes, then all their scales), the rows' ggml blocks
 // one row after another, or an EXL3 layer's blob (exl3.Format.Bytes: the
 // whole matrix in one piece, its rows the layer's outputs, padded inside
-// the blob to multiples of 128).
+// the blob to multiples of 128); a lookup piece has no Data, its rows
+// being those of Format.Lookup.
 type Piece struct {
 	Row0, Rows int
 	Format     Format

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"logitscope/internal/engine/internal/acts"
 	"logitscope/internal/format/lookup"
@@ -139,10 +140,9 @@ func (s quantSource) Matrix(name string, maxBytes int64) ([]Piece, error) {
 		return nil, fmt.Errorf("%s: shape %v, not a matrix", name, shape)
 	}
 	rows, cols := shape[0], shape[1]
-	data := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
-	}
+	// The floats' own bytes (every target is little-endian), not a copy:
+	// the CPU engine keeps them as its float32 rows.
+	data := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
 	per := max(1, int(min(maxBytes, maxAddressed)/int64(4*cols)))
 	var out []Piece
 	for a := 0; a < rows; a += per {

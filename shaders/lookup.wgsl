@@ -6,6 +6,9 @@
 // entry point that reads ggml's block types (main, main8, rows4, rows4x8,
 // expert, embed's main) reads a lookup matrix: cols a multiple of 32.
 //
+// Bindings: none of its own; it reads the weights w (binding 0) of the
+// kernel it is prepended to.
+//
 // A piece of W (rows, cols) is a blob of little-endian u32 words from
 // word w0 of w (weights.wgsl's w0: a bank holds several experts' blobs,
 // each its own header), laid out by gpuengine.LookupBlob:

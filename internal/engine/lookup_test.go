@@ -110,7 +110,7 @@ func TestQuantizedMatchesFloat(t *testing.T) {
 }
 
 // Open refuses a hub quantization with another kind of weights, and its
-// activation quantizations without one, naming them.
+// activation quantizations without one, naming them; a mix refuses it.
 func TestQuantizedRefusals(t *testing.T) {
 	ck, q, _ := quantizedOf(t, "tiny")
 	v := synthVariant(t, ck)
@@ -126,6 +126,9 @@ func TestQuantizedRefusals(t *testing.T) {
 		if _, err := engine.Open(ck, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error saying %q", c.opt.Activations, err, c.want)
 		}
+	}
+	if _, err := engine.OpenMix(ck, engine.Options{Quantized: q, Variant: v}); err == nil || !strings.Contains(err.Error(), "hub quantization") {
+		t.Errorf("a mix of a hub quantization: %v", err)
 	}
 }
 

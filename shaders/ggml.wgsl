@@ -162,6 +162,10 @@ fn scale_min_k4(j: u32, sb: u32) -> vec2<u32> {
 // ggml_group decodes weights 32g..32g+31 of row r (cols a multiple of the
 // block size) into gq.
 fn ggml_group(r: u32, g: u32, cols: u32) {
+    if (FORMAT == LOOKUP) { // lookup.wgsl: a group of a lookup matrix
+        lookup_group(r, g);
+        return;
+    }
     let bs = ggml_block_size();
     let bb = ggml_block_bytes();
     let c = g * 32u;

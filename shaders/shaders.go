@@ -43,6 +43,10 @@ var (
 	moe string
 	//go:embed exl3.wgsl
 	exl3 string
+	//go:embed lookup.wgsl
+	lookupGroups string
+	//go:embed acts.wgsl
+	actsRound string
 )
 
 // The workgroup geometry that the kernels and the dispatches share, stated
@@ -104,10 +108,15 @@ const (
 	// EXL3 is exllamav3's trellis layer (exl3.wgsl): the piece is the
 	// whole layer's blob, and its bits and codebook are the piece's.
 	EXL3
+	// Lookup is a hub quantization's lookup matrix (lookup.wgsl): codes,
+	// a table, a scale and offset per row group, decoded a group of 32
+	// into ggml.wgsl's gq, so every entry point that reads ggml's block
+	// types reads it.
+	Lookup
 )
 
 var formatNames = [...]string{"f32", "bf16", "f16", "q8", "q6", "q4",
-	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "exl3"}
+	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "exl3", "lookup"}
 
 // ggmlFormats pairs each ggml type the kernels read with its format.
 var ggmlFormats = map[ggml.Type]Format{
@@ -234,7 +243,7 @@ func Embed(f Format) string { return withFormat(f, Workgroup, embed) }
 // withFormat prepends the geometry for workgroups of wg, the format
 // constant and the decoders to a kernel.
 func withFormat(f Format, wg int, kernel string) string {
-	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s", geometry(wg), f, weights, ggmlBlocks, kernel)
+	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s\n%s", geometry(wg), f, weights, lookupGroups, ggmlBlocks, kernel)
 }
 
 // RMSNorm (with main_q8), RoPE, Attention, Elementwise (entry points
@@ -248,6 +257,10 @@ func RoPE() string        { return prelude + rope }
 func Attention() string   { return prelude + attention }
 func Elementwise() string { return prelude + quantize + "\n" + elementwise }
 func MoE() string         { return prelude + moe }
+
+// Acts rounds activations as package acts does (acts.wgsl) before a
+// product with a lookup matrix.
+func Acts() string { return prelude + actsRound }
 
 // EXL3Product is exllamav3's layers' product and its parts (rotate_in, product,
 // rotate_out, and decode for tests): exl3.wgsl, which decodes its own

@@ -60,7 +60,8 @@ var reserved = strings.Fields(`NULL Self abstract active alignas alignof as asm 
 func files() map[string]string {
 	return map[string]string{"weights": weights, "ggml": ggmlBlocks, "matmul": matmul, "matmul_out": matmulOut, "matmul_stacked": matmulStacked,
 		"matmul_lanes": matmulLanes, "matmul_subgroup": matmulSubgroup, "embed": embed, "rmsnorm": rmsnorm,
-		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "matmul_a8": matmulA8, "quantize": quantize, "exl3": exl3}
+		"rope": rope, "attention": attention, "elementwise": elementwise, "moe": moe, "matmul_a8": matmulA8, "quantize": quantize, "exl3": exl3,
+		"lookup": lookupGroups, "acts": actsRound}
 }
 
 // TestTintRules: what Chromium's WGSL compiler refuses and naga does not.

@@ -109,14 +109,22 @@ func load(ck *checkpoint.Checkpoint, a abi.Open, blocks map[uint32][]byte, newDe
 	if opt.Files, err = takeFiles(a, blocks); err != nil {
 		return nil, err
 	}
-	if gguf.IsFileName(a.Variant) {
+	q, err := openQuantized(ck)
+	switch {
+	case err != nil:
+	case q != nil && a.Variant != "" && a.Variant != "f32":
+		err = fmt.Errorf("ls_open: variant %q: the model at %s is a hub quantization (%s), which runs its own weights", a.Variant, ck.Dir, q.Format())
+	case q != nil:
+		opt.Quantized = q
+	case gguf.IsFileName(a.Variant):
 		opt.GGUF, err = engine.OpenGGUF(ck, filepath.Join(ck.Dir, a.Variant))
-	} else {
+	default:
 		opt.Variant, err = engine.OpenVariant(ck, a.Variant)
 	}
 	if err != nil {
 		return nil, err
 	}
+	opt.Activations = a.Activations
 	if a.Device != "cpu" {
 		if opt.Device, err = newDevice(); err != nil {
 			return nil, err

@@ -198,6 +198,15 @@ func (f *weightFiles) bytes(path string, off, n int64, write bool) ([]byte, erro
 	return buf, readAt(path, buf, off)
 }
 
+// piece is the bytes of piece p: its own where it holds them in memory
+// (a hub quantization's float matrices), else its file's (bytes).
+func (f *weightFiles) piece(p gpuengine.Piece, write bool) ([]byte, error) {
+	if p.Data != nil {
+		return p.Data, nil
+	}
+	return f.bytes(p.File, p.Offset, p.Length, write)
+}
+
 // release frees the arena and unmaps the files.
 func (f *weightFiles) release() {
 	if f.arena != nil {
@@ -226,7 +235,7 @@ func (f *weightFiles) tensor(s model.Spec, src gpuengine.Source) (*model.Matrix,
 		if p.Row0 != 0 || p.Rows != m.Rows || p.Length != int64(4*m.Rows*m.Cols) {
 			return nil, fmt.Errorf("%s: %s: a float32 piece of rows [%d, %d) is %d bytes", p.File, s.Name, p.Row0, p.Row0+p.Rows, p.Length)
 		}
-		b, err := f.bytes(p.File, p.Offset, p.Length, false)
+		b, err := f.piece(p, false)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +247,11 @@ func (f *weightFiles) tensor(s model.Spec, src gpuengine.Source) (*model.Matrix,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", p.File, s.Name, err)
 		}
-		data, err := f.bytes(p.File, p.Offset, p.Length, p.Interleaved != 0)
+		if format.Lookup != nil { // its rows decode from the matrix itself
+			m.Pieces = append(m.Pieces, model.Piece{Row0: p.Row0, Rows: p.Rows, Format: format})
+			continue
+		}
+		data, err := f.piece(p, p.Interleaved != 0)
 		if err != nil {
 			return nil, err
 		}
@@ -258,6 +271,8 @@ func (f *weightFiles) tensor(s model.Spec, src gpuengine.Source) (*model.Matrix,
 func storedFormat(p gpuengine.Piece) (model.Format, error) {
 	f := p.Format
 	switch f {
+	case shaders.Lookup:
+		return model.Format{Lookup: p.Lookup, Acts: p.Acts}, nil
 	case shaders.EXL3:
 		return model.Format{EXL3: p.EXL3}, nil
 	case shaders.Q8:

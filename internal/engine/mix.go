@@ -53,6 +53,10 @@ func OpenMix(ck *checkpoint.Checkpoint, opt Options) (*Mix, error) {
 		return nil, errors.New("engine: a mix needs test weights: a variant or a GGUF file")
 	case ck.GGUF != "":
 		return nil, fmt.Errorf("%s is a GGUF file: a mix's reference is a Hugging Face checkpoint", ck.GGUF)
+	case opt.Quantized != nil || lookupActs(opt.Activations):
+		// Its reference would be the float checkpoint it was quantized
+		// from, which the quantized checkpoint does not name.
+		return nil, fmt.Errorf("engine: a mix of a hub quantization's weights (%s activations %q) is not supported", ck.Dir, opt.Activations)
 	}
 	if err := CheckActivations(opt.Activations); err != nil {
 		return nil, err

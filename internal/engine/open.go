@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"logitscope/internal/engine/internal/acts"
 	"logitscope/internal/engine/internal/gpuengine"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/gpu"
@@ -25,6 +26,12 @@ type Options struct {
 	Variant *variant.Variant
 	// GGUF runs a llama.cpp file's weights instead (OpenGGUF).
 	GGUF *ggufmodel.Weights
+	// Quantized runs a hub quantization's weights instead (GPTQ, AWQ,
+	// compressed-tensors, MLX, bitsandbytes): each matrix it looks up as
+	// its lookup matrix, decoded in the products (the embedding's rows
+	// too, and a tied LM head's), every other tensor as float32 from
+	// Float32. Not with Variant or GGUF.
+	Quantized model.Quantized
 	// Device runs the WGSL program; nil runs the CPU reference.
 	Device gpu.Device
 	// Capacity is the KV cache length in tokens.
@@ -39,6 +46,11 @@ type Options struct {
 	// activations: "" or ActsF32, as float32, or ActsQ8, rounded to 8-bit
 	// blocks first as llama.cpp's CPU backend does for its quantized types
 	// (on the GPU too, with packed 8-bit dot products, for dense models).
+	// With Quantized, products with its lookup matrices may instead round
+	// each token's activations as vLLM's kernels do (package acts):
+	// ActsInt8, ActsFP8 or ActsFP4 for every lookup matrix, or ActsFormat
+	// for each as its format declares (Quantized.Acts: a W8A8 checkpoint's
+	// int8, FP8-dynamic's fp8, NVFP4's fp4, float for the others).
 	Activations string
 	// Files are files already in memory, by path (engine.wasm's host puts
 	// the weights' files in guest memory: wasm/ABI.md, ls_open): the CPU
@@ -53,17 +65,43 @@ type Options struct {
 
 // The activations a product with quantized weights takes (Options).
 const (
-	ActsF32 = "f32"
-	ActsQ8  = "q8"
+	ActsF32    = "f32"
+	ActsQ8     = "q8"
+	ActsInt8   = acts.Int8
+	ActsFP8    = acts.FP8
+	ActsFP4    = acts.FP4
+	ActsFormat = "format"
 )
 
 // CheckActivations refuses an Activations value that is not one of the
 // above.
-func CheckActivations(acts string) error {
-	if acts != "" && acts != ActsF32 && acts != ActsQ8 {
-		return fmt.Errorf("activations %q: want %s (float32) or %s (8-bit blocks, llama.cpp's CPU arithmetic)", acts, ActsF32, ActsQ8)
+func CheckActivations(mode string) error {
+	switch mode {
+	case "", ActsF32, ActsQ8, ActsInt8, ActsFP8, ActsFP4, ActsFormat:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("activations %q: want %s (float32), %s (8-bit blocks, llama.cpp's CPU arithmetic), or for a hub quantization's weights %s, %s or %s (per token, as vLLM's kernels) or %s (as the checkpoint declares)",
+		mode, ActsF32, ActsQ8, ActsInt8, ActsFP8, ActsFP4, ActsFormat)
+}
+
+// lookupActs is whether mode rounds the activations of lookup matrices
+// only (a hub quantization's).
+func lookupActs(mode string) bool {
+	return mode == ActsInt8 || mode == ActsFP8 || mode == ActsFP4 || mode == ActsFormat
+}
+
+// actsFor is how the products with q's lookup matrix name round their
+// activations under mode (package acts' names, "" for float32).
+func actsFor(q model.Quantized, mode string) func(name string) string {
+	return func(name string) string {
+		switch mode {
+		case ActsFormat:
+			return q.Acts(name)
+		case ActsInt8, ActsFP8, ActsFP4:
+			return mode
+		}
+		return ""
+	}
 }
 
 // Open checks the weights (the variant's, else the checkpoint's: a model
@@ -75,19 +113,22 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/%w", ck.Dir, err)
 	}
-	if opt.Variant == nil && opt.GGUF == nil && ck.GGUF != "" {
+	if opt.Variant == nil && opt.GGUF == nil && opt.Quantized == nil && ck.GGUF != "" {
 		if opt.GGUF, err = ggufmodel.Open(ck.GGUF, g); err != nil {
 			return nil, err
 		}
 	}
-	if opt.Variant != nil && opt.GGUF != nil {
-		return nil, errors.New("engine: a variant or a GGUF file, not both")
+	if n := count(opt.Variant != nil, opt.GGUF != nil, opt.Quantized != nil); n > 1 {
+		return nil, errors.New("engine: one of a variant, a GGUF file and a hub quantization's weights, not several")
+	}
+	if err := CheckActivations(opt.Activations); err != nil {
+		return nil, err
+	}
+	if lookupActs(opt.Activations) && opt.Quantized == nil {
+		return nil, fmt.Errorf("activations %s: they round the products with a hub quantization's lookup matrices, and %s runs none (open its quantized checkpoint)", opt.Activations, ck.Dir)
 	}
 	src, w := opt.weights(ck)
 	if err := model.Check(ck.Dir, g, w); err != nil {
-		return nil, err
-	}
-	if err := CheckActivations(opt.Activations); err != nil {
 		return nil, err
 	}
 	if opt.Device == nil {
@@ -106,16 +147,29 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	return &gpuEngine{State: e, dev: opt.Device, vocab: g.Vocab, routes: g.Routes(), name: DeviceName(opt.Device)}, nil
 }
 
-// weights are the weights o runs: the variant's, else the GGUF file's,
-// else the checkpoint's own.
+// weights are the weights o runs: the hub quantization's, the variant's,
+// the GGUF file's, else the checkpoint's own.
 func (o Options) weights(ck *checkpoint.Checkpoint) (gpuengine.Source, model.Weights) {
 	switch {
+	case o.Quantized != nil:
+		return gpuengine.QuantizedSource(o.Quantized, actsFor(o.Quantized, o.Activations)), o.Quantized
 	case o.Variant != nil:
 		return gpuengine.VariantSource(o.Variant), o.Variant
 	case o.GGUF != nil:
 		return gpuengine.GGUFSource(o.GGUF), o.GGUF
 	}
 	return gpuengine.CheckpointSource(ck), model.CheckpointWeights(ck)
+}
+
+// count is how many of set are true.
+func count(set ...bool) int {
+	n := 0
+	for _, s := range set {
+		if s {
+			n++
+		}
+	}
+	return n
 }
 
 // progress is Progress for one unit, or nil.

@@ -5,21 +5,37 @@ import (
 
 	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/ggml"
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/quant"
 )
 
 // Format is how a stored matrix's rows are laid out: one of package
-// quant's schemes (q8, q6, q4), exllamav3's EXL3 (EXL3.K > 0), or else a
-// ggml type: F32, F16 and BF16 for float rows (a checkpoint's own bf16,
-// f16 or f32 bytes are these too) or one of llama.cpp's block types.
+// quant's schemes (q8, q6, q4), exllamav3's EXL3 (EXL3.K > 0), a hub
+// quantization's lookup matrix (Lookup not nil), or else a ggml type: F32,
+// F16 and BF16 for float rows (a checkpoint's own bf16, f16 or f32 bytes
+// are these too) or one of llama.cpp's block types.
 type Format struct {
 	Scheme quant.Scheme
 	Type   ggml.Type
 	EXL3   exl3.Format
+	// Lookup is the whole matrix of a lookup piece, which holds its rows
+	// [Row0, Row0+Rows) in place of Data: the codes stay in the matrix's
+	// own memory, decoded a block of rows at a time by the products.
+	Lookup *lookup.Matrix
+	// Acts is how the products with a lookup matrix round their
+	// activations first (package acts' names: "int8", "fp8", "fp4"); ""
+	// keeps them float32.
+	Acts string
 }
 
 func (f Format) String() string {
 	switch {
+	case f.Lookup != nil:
+		s := fmt.Sprintf("lookup %d-bit", f.Lookup.Bits)
+		if f.Acts != "" {
+			s += " a-" + f.Acts
+		}
+		return s
 	case f.Scheme != "":
 		return string(f.Scheme)
 	case f.EXL3.K != 0:
@@ -33,7 +49,8 @@ func (f Format) String() string {
 // Cols): all their codes, then all their scales), the rows' ggml blocks
 // one row after another, or an EXL3 layer's blob (exl3.Format.Bytes: the
 // whole matrix in one piece, its rows the layer's outputs, padded inside
-// the blob to multiples of 128).
+// the blob to multiples of 128); a lookup piece has no Data, its rows
+// being those of Format.Lookup.
 type Piece struct {
 	Row0, Rows int
 	Format     Format
@@ -47,6 +64,16 @@ func (m *Matrix) CheckPieces(name string) error {
 	for _, p := range m.Pieces {
 		if p.Row0 != row || p.Rows <= 0 {
 			return fmt.Errorf("%s: a piece holds rows [%d, %d), want them from %d", name, p.Row0, p.Row0+p.Rows, row)
+		}
+		if l := p.Format.Lookup; l != nil {
+			if l.Rows != m.Rows || l.Cols != m.Cols || p.Data != nil {
+				return fmt.Errorf("%s: a lookup piece of a (%d, %d) matrix in one of (%d, %d)", name, l.Rows, l.Cols, m.Rows, m.Cols)
+			}
+			if err := l.Check(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			row += p.Rows
+			continue
 		}
 		if p.Format.EXL3.K != 0 && len(m.Pieces) != 1 {
 			return fmt.Errorf("%s: an %v piece in %d: an EXL3 layer is one piece (its Hadamards mix 128 rows)", name, p.Format, len(m.Pieces))

@@ -26,6 +26,10 @@ type Open struct {
 	// them). A browser reads the files it holds into guest memory this way
 	// without a copy per read in its own heap.
 	Files map[string]uint32 `json:"files,omitempty"`
+	// Activations is engine.Options.Activations: "" (float32), "f32",
+	// "q8", or for a hub quantization's weights "int8", "fp8", "fp4" or
+	// "format".
+	Activations string `json:"activations,omitempty"`
 }
 
 // Request is ls_request's JSON.

@@ -99,11 +99,13 @@ func (m *Matrix) Check() error {
 }
 
 // Row decodes row r into dst (Cols): the reference every kernel is
-// checked against.
+// checked against. The product is rounded to float32 before the offset is
+// added (the conversion forbids Go to fuse them into one multiply-add, as
+// it may on arm64 and amd64 v3), so that every kernel can give its bits.
 func (m *Matrix) Row(r int, dst []float32) {
 	for c := range dst[:m.Cols] {
 		g := r*m.Groups + m.Group(c)
-		w := m.Table[m.Code(r, c)] * m.Scale[g]
+		w := float32(m.Table[m.Code(r, c)] * m.Scale[g])
 		if m.Offset != nil {
 			w += m.Offset[g]
 		}

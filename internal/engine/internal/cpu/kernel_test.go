@@ -413,6 +413,13 @@ func modelBytes(f model.Format, rows, cols int) (int, error) {
 	if f.EXL3.K != 0 {
 		return int(f.EXL3.Bytes(cols, rows)), nil
 	}
+	if l := f.Lookup; l != nil { // codes, then a scale (and offset) per group
+		groups := rows * ((cols + l.GroupSize - 1) / l.GroupSize)
+		if l.Offset != nil {
+			groups *= 2
+		}
+		return rows*((cols*l.Bits+7)/8) + 4*groups, nil
+	}
 	rb, err := f.Type.RowBytes(cols)
 	return rows * int(rb), err
 }
@@ -470,6 +477,9 @@ func benchMatrix(b testing.TB, rng *rand.Rand, f model.Format, rows, cols int) *
 	if f.Scheme != "" {
 		m, _ := stored(b, rng, f, rows, cols)
 		return m
+	}
+	if f.Lookup != nil {
+		return benchLookup(rng, f, rows, cols)
 	}
 	if f.EXL3.K != 0 {
 		// The codebook's weights have a deviation of about 1: suh brings

@@ -20,8 +20,12 @@ import (
 // one, decodes four rows at a time in registers and multiplies them at
 // once; other formats are decoded a few rows at a time.
 // An EXL3 layer goes through matmulEXL3, which calls matmulRows with the
-// inner matrix its blocks decode.
+// inner matrix its blocks decode. A lookup matrix with an activation
+// quantization (model.Format.Acts) takes the tokens' rows rounded.
 func matmul(out, x []float32, W *model.Matrix, b []float32, T int) {
+	if mode := lookupActs(W); mode != "" {
+		x = roundActs(mode, x, T, W.Cols)
+	}
 	if exl3Piece(W) != nil {
 		matmulEXL3(out, x, W, b, T)
 		return
@@ -241,6 +245,10 @@ func gemm(y []float32, n, r0 int, w []float32, rows int, x []float32, T, tq, k i
 // float32, row r at dst[(r-a)*k:]. dst has room for 2·GroupSize values
 // more: a quant decoder may write a last group's padding past the row.
 func decodeRows(p *model.Piece, k, a, b int, dst []float32) {
+	if p.Format.Lookup != nil {
+		decodeLookup(p, k, a, b, dst)
+		return
+	}
 	if p.Format.EXL3.K != 0 {
 		decodeEXL3(p, k, a, b, dst)
 		return

@@ -9,14 +9,15 @@ import "logitscope/internal/model"
 // decode step's k and v projections, too small to share alone, go with
 // q, and up with gate. Each row has its own order, so every part's rows
 // get the bits they get alone. ok is false where a part is float32 (its
-// rows are no pieces) or EXL3 (its product rotates its own inputs), only
+// rows are no pieces), EXL3 (its product rotates its own inputs) or a
+// lookup matrix (its pieces name rows of their own matrix), only
 // some parts have a bias, or only some take 8-bit activations (each part
 // keeps its own arithmetic).
 func stack(ws []*model.Matrix, bs [][]float32) (st *model.Matrix, b []float32, ok bool) {
 	st = &model.Matrix{Cols: ws[0].Cols}
 	biased, a8 := bs[0] != nil, takesA8(ws[0])
 	for i, w := range ws {
-		if w.Data != nil || len(w.Pieces) == 0 || exl3Piece(w) != nil || w.Cols != st.Cols || (bs[i] != nil) != biased || takesA8(w) != a8 {
+		if w.Data != nil || len(w.Pieces) == 0 || exl3Piece(w) != nil || w.Pieces[0].Format.Lookup != nil || w.Cols != st.Cols || (bs[i] != nil) != biased || takesA8(w) != a8 {
 			return nil, nil, false
 		}
 		for _, p := range w.Pieces {

@@ -312,6 +312,9 @@ func (u *uploader) pieces(name string) []Piece {
 		if err == nil && p.Format == shaders.EXL3 {
 			err = u.e.exl3Scratch()
 		}
+		if err == nil && p.Acts != "" {
+			err = u.e.actsScratch()
+		}
 	}
 	u.err = err
 	return ps
@@ -477,6 +480,10 @@ func (e *State) productOps(name string, W matrix, x gpu.Buffer, xOff func(step) 
 		return e.exl3Ops(name, p, W.bufs[0], tokens, nil, false, x, xOff, ys[0], bias)
 	}
 	var prog []pending
+	if mode := W.pieces[0].Acts; mode != "" { // a lookup matrix's (every piece's)
+		prog = append(prog, e.actsOp(name, mode, x, xOff, W.pieces[0].Cols, tokens))
+		x, xOff = e.actsX, func(step) int { return 0 }
+	}
 	software := e.dev.Info().Software
 	a8 := e.rounds(W)
 	variant := e.matmulVariant(len(W.splits) > 0, a8, e.wg.decode)

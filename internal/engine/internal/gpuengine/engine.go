@@ -60,6 +60,9 @@ type State struct {
 	// exl3x and exl3y are an EXL3 product's rotated X and unrotated Y
 	// (exl3Ops), made with the first EXL3 layer uploaded.
 	exl3x, exl3y gpu.Buffer
+	// actsX is a lookup product's rounded X (actsOp), made with the
+	// first lookup matrix that quantizes its activations.
+	actsX gpu.Buffer
 
 	dispatches int64 // recorded so far, for benchmarks
 
@@ -375,6 +378,12 @@ func (e *State) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
 // multiple of 4; banks hold several pieces), zero-padded to whole words:
 // by the device itself when it can (the wasm host), else through memory.
 func (e *State) writePiece(b gpu.Buffer, offset int64, label string, p Piece) error {
+	if data := p.bytes(); data != nil {
+		if len(data)%4 != 0 {
+			data = append(data[:len(data):len(data)], make([]byte, 4-len(data)%4)...)
+		}
+		return e.dev.WriteBuffer(b, offset, data)
+	}
 	if fu, ok := e.dev.(gpu.FileUploader); ok {
 		return fu.UploadFile(b, offset, p.File, p.Offset, p.Length)
 	}

@@ -242,19 +242,7 @@ func TestGGMLEmbedExact(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(pieces) != 4 {
-					t.Fatalf("%d pieces, want 4", len(pieces))
-				}
-				bufs := uploadPieces(t, dev, pieces)
-				ids := []uint32{7, 2, 9, 0, 5, 3, 3, 8, 1, 6, 4, 9}
-				out := buf(t, dev, make([]float32, len(ids)*cols))
-				idb := buf(t, dev, ids)
-				groups := (cols + 31) / 32
-				for i, p := range pieces {
-					pb := buf(t, dev, params(p.Rows, p.Cols, groups, 0, p.Row0))
-					dispatch(t, dev, shaders.Embed(p.Format), "main", []gpu.Buffer{bufs[i], idb, out, 0, pb}, ceilDiv(groups, shaders.Workgroup), uint32(len(ids)), 1)
-				}
-				got := read(t, dev, out, len(ids)*cols)
+				ids, got := gatherRows(t, dev, pieces, cols)
 				subnormal := 0
 				for i, id := range ids {
 					for k := range cols {
@@ -271,6 +259,25 @@ func TestGGMLEmbedExact(t *testing.T) {
 			})
 		})
 	}
+}
+
+// gatherRows is the embedding kernel's rows of a matrix of 10 rows of
+// cols columns, in 4 pieces, for ids (every row, shuffled, some twice).
+func gatherRows(t *testing.T, dev gpu.Device, pieces []Piece, cols int) (ids []uint32, got []float32) {
+	t.Helper()
+	if len(pieces) != 4 {
+		t.Fatalf("%d pieces, want 4", len(pieces))
+	}
+	bufs := uploadPieces(t, dev, pieces)
+	ids = []uint32{7, 2, 9, 0, 5, 3, 3, 8, 1, 6, 4, 9}
+	out := buf(t, dev, make([]float32, len(ids)*cols))
+	idb := buf(t, dev, ids)
+	groups := (cols + 31) / 32
+	for i, p := range pieces {
+		pb := buf(t, dev, params(p.Rows, p.Cols, groups, 0, p.Row0))
+		dispatch(t, dev, shaders.Embed(p.Format), "main", []gpu.Buffer{bufs[i], idb, out, 0, pb}, ceilDiv(groups, shaders.Workgroup), uint32(len(ids)), 1)
+	}
+	return ids, read(t, dev, out, len(ids)*cols)
 }
 
 // hfToGGUF permutes the rows of a q_proj or k_proj of heads of hd rows as

@@ -90,6 +90,9 @@ func (u *uploader) experts(names []string) []bank {
 			default:
 				u.err = p.check()
 			}
+			if u.err == nil && p.Acts != "" {
+				u.err = u.e.actsScratch()
+			}
 			if u.err != nil {
 				return nil
 			}
@@ -106,7 +109,8 @@ func (u *uploader) experts(names []string) []bank {
 			stride := (p.Length + 3) / 4 * 4
 			n := 1
 			for e+n < len(names) && int64(n+1)*stride <= u.e.maxPiece &&
-				pieces[e+n][j].Format == p.Format && pieces[e+n][j].EXL3 == p.EXL3 && pieces[e+n][j].Length == p.Length {
+				pieces[e+n][j].Format == p.Format && pieces[e+n][j].EXL3 == p.EXL3 && pieces[e+n][j].Length == p.Length &&
+				pieces[e+n][j].Acts == p.Acts {
 				n++
 			}
 			b := bank{first: e, count: n, piece: p, stride: stride}
@@ -230,9 +234,24 @@ func (e *State) expertOps(name string, banks []bank, x gpu.Buffer, perSlot bool,
 		xSlot = 1
 	}
 	var ops []pending
+	// Lookup experts rounding their activations: X rounded into e.actsX
+	// before the first bank of each mode (a bank's experts share theirs).
+	rows := func(s step) int { return s.T }
+	if perSlot {
+		rows = func(s step) int { return s.T * K }
+	}
+	plain, rounded := x, ""
 	software := e.dev.Info().Software
 	for i, b := range banks {
 		p := b.piece
+		x = plain
+		if p.Acts != "" {
+			if p.Acts != rounded {
+				ops = append(ops, e.actsOp(fmt.Sprintf("%s[%d]", name, i), p.Acts, plain, func(step) int { return 0 }, p.Cols, rows))
+				rounded = p.Acts
+			}
+			x = e.actsX
+		}
 		if p.Format == shaders.EXL3 {
 			rows := func(s step) int { return s.T * K }
 			ops = append(ops, e.exl3Ops(fmt.Sprintf("%s[%d]", name, i), p, b.buf, rows, &b, !perSlot,

@@ -7,6 +7,7 @@ import (
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/exl3"
 	"logitscope/internal/format/ggml"
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/safetensors"
 	"logitscope/internal/model/ggufmodel"
 	"logitscope/internal/quant"
@@ -36,6 +37,15 @@ type Piece struct {
 	// EXL3 is the bits and codebook of an EXL3 piece (Format EXL3), the
 	// whole layer's blob (exl3.Format.Bytes).
 	EXL3 exl3.Format
+	// Pieces of a model.Quantized are in memory, not in a file (File then
+	// only names the tensor for errors): Lookup, when not nil, is the
+	// lookup matrix whose rows [Row0, Row0+Rows) the piece holds (Format
+	// Lookup), uploaded as LookupBlob lays them out, its products rounding
+	// their activations as Acts says (package acts' names; "": float32);
+	// Data, when not nil, is the piece's bytes (a float matrix's).
+	Lookup *lookup.Matrix
+	Acts   string
+	Data   []byte
 }
 
 // Source serves a model's weights for upload: matrices as stored (decoded
@@ -189,7 +199,7 @@ func stackPieces(ps []Piece, maxBytes int64) (stacking, bool) {
 		return stacking{}, false
 	}
 	first := ps[0]
-	if first.Format == shaders.EXL3 { // each EXL3 layer rotates its own inputs
+	if first.Format == shaders.EXL3 || first.Format == shaders.Lookup { // each EXL3 layer rotates its own inputs; each lookup blob has its own header
 		return stacking{}, false
 	}
 	st := stacking{piece: Piece{Cols: first.Cols, Format: first.Format, File: first.File, Interleaved: first.Interleaved}}
@@ -279,6 +289,9 @@ func GGMLPieces(file string, offset int64, t ggml.Type, rows, cols int, maxBytes
 func (p Piece) check() error {
 	if p.Format == shaders.EXL3 && (p.Row0 != 0 || p.Length != p.EXL3.Bytes(p.Cols, p.Rows) || p.Length%4 != 0) {
 		return fmt.Errorf("%s: an %v piece of rows [%d, %d) of %d columns is %d bytes: want the whole layer's %d", p.File, p.EXL3, p.Row0, p.Row0+p.Rows, p.Cols, p.Length, p.EXL3.Bytes(p.Cols, p.Rows))
+	}
+	if p.Format == shaders.Lookup && (p.Lookup == nil || p.Cols%32 != 0 || p.Length != LookupBlobBytes(p.Lookup, p.Rows) || p.Row0+p.Rows > p.Lookup.Rows) {
+		return fmt.Errorf("%s: a lookup piece of rows [%d, %d) of %d columns is %d bytes", p.File, p.Row0, p.Row0+p.Rows, p.Cols, p.Length)
 	}
 	if p.Interleaved != 0 && (p.Interleaved < 0 || p.Interleaved%2 != 0 || p.Row0%p.Interleaved != 0 || p.Rows%p.Interleaved != 0) {
 		return fmt.Errorf("%s: rows [%d, %d) are not whole heads of %d for the q/k interleave", p.File, p.Row0, p.Row0+p.Rows, p.Interleaved)

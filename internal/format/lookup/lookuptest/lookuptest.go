@@ -1,6 +1,6 @@
 // Package lookuptest holds what the tests of every lookup.Format share:
-// a table of config cases, the config fuzz body, and golden checkpoints
-// read from testdata.
+// a table of config cases, the config fuzz body, golden checkpoints read
+// from testdata, and random matrices for the engine's tests.
 package lookuptest
 
 import (

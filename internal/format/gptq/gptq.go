@@ -169,7 +169,7 @@ func Parse(qc json.RawMessage) (lookup.Format, error) {
 	if _, err := field("quant_method", &method, true); err != nil {
 		return nil, err
 	}
-	if method != "gptq" {
+	if !strings.EqualFold(method, "gptq") {
 		return nil, fmt.Errorf("gptq: quantization_config.quant_method %q, want \"gptq\"", method)
 	}
 	if _, err := field("bits", &c.Bits, true); err != nil {

@@ -17,7 +17,8 @@ import (
 )
 
 // Options are a writer's settings, as quantize's flags give them; each
-// format takes those it has.
+// format takes those it has. Errors name the settings by those flags
+// (--bits, --group-size, --checkpoint-format).
 type Options struct {
 	Bits      int
 	GroupSize int // −1: one group per row
@@ -46,13 +47,13 @@ func gptqWriter(o Options) (lookup.Format, error) {
 	case "gptq_v2":
 		c.V2 = true
 	default:
-		return nil, fmt.Errorf("checkpoint format %q: gptq writes gptq (v1, zero-1 stored) or gptq_v2", o.Checkpoint)
+		return nil, fmt.Errorf("--checkpoint-format %q: gptq writes gptq (v1, zero-1 stored) or gptq_v2", o.Checkpoint)
 	}
 	if !slices.Contains(gptq.Bits, c.Bits) {
-		return nil, fmt.Errorf("bits %d: gptq writes 2, 3, 4 or 8", c.Bits)
+		return nil, fmt.Errorf("--bits %d: gptq writes 2, 3, 4 or 8", c.Bits)
 	}
 	if c.GroupSize != -1 && c.GroupSize <= 0 {
-		return nil, fmt.Errorf("group size %d: gptq takes a positive size or -1 (one group per row)", c.GroupSize)
+		return nil, fmt.Errorf("--group-size %d: gptq takes a positive size or -1 (one group per row)", c.GroupSize)
 	}
 	return gptq.New(c)
 }

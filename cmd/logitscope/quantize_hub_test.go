@@ -197,3 +197,41 @@ func TestQuantizeFormatRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureHubVariantPlan: the directory quantize --format writes is a
+// --variant capture takes: the plan runs it natively and its chain's
+// contract names the format and the directory's fingerprint.
+func TestCaptureHubVariantPlan(t *testing.T) {
+	src := copyModel(t)
+	out := filepath.Join(t.TempDir(), "tiny-gptq")
+	if _, err := run(t, func(a []string, o, e *bytes.Buffer) error { return quantize(a, o, e) },
+		"--model", src, "--format", "gptq", "--group-size", "32", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := run(t, captureCmd, "--model", src, "--variant", out, "--dry-run", "--dump-logits", filepath.Join(t.TempDir(), "x.dump"), "Hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Variant string `json:"variant"`
+		Runtime string `json:"runtime"`
+		Chain   struct {
+			Contract struct {
+				Scheme string `json:"scheme"`
+				Hub    string `json:"hub_sha256"`
+			} `json:"contract"`
+		} `json:"chain"`
+	}
+	if err := json.Unmarshal([]byte(plan), &p); err != nil {
+		t.Fatalf("%v: %s", err, plan)
+	}
+	ck, err := checkpoint.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	sum, _ := ck.Fingerprint()
+	if p.Variant != "tiny-gptq" || p.Runtime != "native" || p.Chain.Contract.Scheme != "gptq 4-bit g32 sym" || p.Chain.Contract.Hub != sum {
+		t.Errorf("plan %s", plan)
+	}
+}

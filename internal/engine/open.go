@@ -13,6 +13,7 @@ import (
 	"logitscope/internal/gpu"
 	"logitscope/internal/model"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/text/tokenizer"
@@ -25,6 +26,10 @@ type Options struct {
 	Variant *variant.Variant
 	// GGUF runs a llama.cpp file's weights instead (OpenGGUF).
 	GGUF *ggufmodel.Weights
+	// Quantized runs a hub-quantized checkpoint's weights instead
+	// (hubquant.OpenFor). Not wired into the engines in this branch: Open
+	// refuses it.
+	Quantized model.Quantized
 	// Device runs the WGSL program; nil runs the CPU reference.
 	Device gpu.Device
 	// Capacity is the KV cache length in tokens.
@@ -82,6 +87,9 @@ func Open(ck *checkpoint.Checkpoint, opt Options) (Engine, error) {
 	}
 	if opt.Variant != nil && opt.GGUF != nil {
 		return nil, errors.New("engine: a variant or a GGUF file, not both")
+	}
+	if opt.Quantized != nil {
+		return nil, fmt.Errorf("engine: %s: hub-quantized weights are not wired into the engines yet", opt.Quantized.Format())
 	}
 	src, w := opt.weights(ck)
 	if err := model.Check(ck.Dir, g, w); err != nil {
@@ -198,6 +206,8 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 			// scheme (q5) is likelier than a variant in the working
 			// directory, and no quantize command would make it.
 			return nil, fmt.Errorf("--variant %s: no such scheme or variant directory (schemes: f32, %s; or a variant directory, or a GGUF file)", name, schemeList())
+		case hubquant.Is(dir):
+			return nil, fmt.Errorf("%s is a checkpoint another tool quantized (config.json's quantization_config), not a logitscope variant: capture, report and conform take it as --variant; this command reads logitscope variants only", dir)
 		case dir != variant.DefaultDir(ck.Dir, filepath.Base(dir)):
 			// A directory of the user's: which scheme it should hold is
 			// not known here.

@@ -128,19 +128,7 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 		m.Table[q] = float32(q)
 	}
 	m.Codes = make([]byte, rows*m.RowBytes())
-	ow := qw.shape[1] // words per row of qweight
-	for r := range rows {
-		word := func(k int) uint32 { return qw.u32(k*ow + r) }
-		row := m.Codes[r*m.RowBytes():]
-		for c := range cols {
-			q := field(word, c*bits, bits)
-			if m.Bits == 8 {
-				row[c] = byte(q)
-			} else {
-				row[c/2] |= byte(q) << (4 * (c % 2))
-			}
-		}
-	}
+	unpackCodes(m, qw, bits)
 	m.Scale = make([]float32, rows*groups)
 	m.Offset = make([]float32, rows*groups)
 	zw := qz.shape[1]
@@ -169,6 +157,39 @@ func (f *Format) Matrix(t lookup.Tensors, module string) (*lookup.Matrix, error)
 		return nil, fmt.Errorf("gptq: %s: %w", module, err)
 	}
 	return m, nil
+}
+
+// unpackCodes fills m's codes from qweight (In·bits/32, Out): a block of
+// bits/gcd(bits, 32) word rows holds whole values (one word of 8 4-bit
+// codes; three words of 32 3-bit ones), read for every output at once,
+// row by row of qweight, as it lies in memory.
+func unpackCodes(m *lookup.Matrix, qw stored, bits int) {
+	rows, rowBytes := m.Rows, m.RowBytes()
+	wpb := bits / gcd(bits, 32) // words per block
+	vpb := 32 * wpb / bits      // values per block
+	mask := uint64(1)<<bits - 1
+	for b := range qw.shape[0] / wpb {
+		for r := range rows {
+			row := m.Codes[r*rowBytes:]
+			var acc uint64
+			n, k := 0, 0
+			for j := range vpb {
+				if n < bits {
+					acc |= uint64(qw.u32((b*wpb+k)*rows+r)) << n
+					k++
+					n += 32
+				}
+				c := b*vpb + j
+				if m.Bits == 8 {
+					row[c] = byte(acc)
+				} else {
+					row[c/2] |= byte(acc&mask) << (4 * (c % 2))
+				}
+				acc >>= bits
+				n -= bits
+			}
+		}
+	}
 }
 
 // scale is the i-th fp16 value of scales.

@@ -2,6 +2,7 @@ package hubquant
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -196,4 +197,32 @@ func FuzzFormatOf(f *testing.F) {
 			t.Fatalf("format %v with error %v", fm, err)
 		}
 	})
+}
+
+// TestOpenForNamesTheRefusal: a module the format's reader refuses is
+// named with the reader's reason, not as a missing tensor.
+func TestOpenForNamesTheRefusal(t *testing.T) {
+	ref := synthtest.Checkpoint(t, synth.Presets["tiny"], 0)
+	f, _ := Writers["gptq"](Options{Bits: 4, GroupSize: 32, Sym: true})
+	dir := filepath.Join(t.TempDir(), "gptq")
+	if err := Write(ref, f, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The same files read as 8-bit: qweight holds half the inputs.
+	b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(b), `"bits": 4`, `"bits": 8`, 1)), 0o644)
+	_, err := OpenFor(ref, dir)
+	if err == nil || !strings.Contains(err.Error(), "gptq: model.layers.0.mlp.down_proj.scales: shape [6 64], want (3, 64)") {
+		t.Errorf("OpenFor: %v", err)
+	}
+}
+
+func ExampleFormatOf() {
+	f, err := FormatOf([]byte(`{"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": true, "desc_act": true, "checkpoint_format": "gptq"}}`), "config.json")
+	fmt.Println(f.Name(), err)
+	_, err = FormatOf([]byte(`{"quantization_config": {"quant_method": "hqq"}}`), "config.json")
+	fmt.Println(err)
+	// Output:
+	// gptq 4-bit g128 sym desc_act <nil>
+	// config.json: quantization_config.quant_method "hqq": HQQ's half-quadratic layout is not read (read: gptq)
 }

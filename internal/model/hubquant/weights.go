@@ -2,6 +2,7 @@ package hubquant
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -224,6 +225,14 @@ func (w *Weights) checkModel(ref *checkpoint.Checkpoint, g model.Geometry) error
 	if !reflect.DeepEqual(g, h) {
 		return fmt.Errorf("%s: config.json describes another model than %s (%s %d layers, hidden %d, vocab %d; the reference %s %d layers, hidden %d, vocab %d)",
 			w.Checkpoint.Dir, ref.Dir, h.Arch, h.NumLayers, h.Dim, h.Vocab, g.Arch, g.NumLayers, g.Dim, g.Vocab)
+	}
+	// Transcoding each matrix once surfaces a refusal by its own words
+	// (Shape could only call it missing) and leaves the shapes that Check
+	// asks for known.
+	for _, name := range slices.Sorted(maps.Keys(w.quantized)) {
+		if _, err := w.Lookup(name); err != nil {
+			return err
+		}
 	}
 	if err := model.Check(w.Checkpoint.Dir, g, w); err != nil {
 		return err

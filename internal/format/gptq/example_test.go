@@ -1,28 +1,15 @@
-package gptq_test
+package gptq
 
 import (
 	"fmt"
 	"testing"
-
-	"logitscope/internal/format/gptq"
-	"logitscope/internal/format/safetensors"
 )
-
-type tensors map[string]safetensors.Tensor
-
-func (t tensors) Raw(name string) ([]byte, safetensors.TensorInfo, error) {
-	x, ok := t[name]
-	if !ok {
-		return nil, safetensors.TensorInfo{}, fmt.Errorf("no tensor %q", name)
-	}
-	return x.Data, safetensors.TensorInfo{Name: name, DType: x.DType, Shape: x.Shape}, nil
-}
 
 // A module quantized as GPTQModel stores it, and read back as the lookup
 // matrix the engines run: 3-bit codes become 4-bit ones, s·(q−z) a scale
 // and an offset.
 func Example() {
-	f, _ := gptq.New(gptq.Config{Bits: 3, GroupSize: 16, Sym: false, DescAct: true})
+	f, _ := New(Config{Bits: 3, GroupSize: 16, Sym: false, DescAct: true})
 	w := make([]float32, 32*32) // W (32 outputs, 32 inputs)
 	for i := range w {
 		w[i] = float32(i%7) - 3
@@ -46,7 +33,7 @@ func Example() {
 // BenchmarkMatrix transcodes a 4096×4096 4-bit g128 act-order module.
 func BenchmarkMatrix(b *testing.B) {
 	const n = 4096
-	f, _ := gptq.New(gptq.Config{Bits: 4, GroupSize: 128, Sym: true, DescAct: true})
+	f, _ := New(Config{Bits: 4, GroupSize: 128, Sym: true, DescAct: true})
 	w := make([]float32, n*n)
 	for i := range w {
 		w[i] = float32(i%13) - 6 + float32(i%n)/n

@@ -2,6 +2,7 @@
 //
 //	logitscope mkmodel  --preset NAME [--tokenizer FILE] [--seed N] --out DIR
 //	logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR]
+//	logitscope quantize [--model DIR] --format gptq [--bits N] [--group-size N] [--sym=false] [--desc-act] [--checkpoint-format gptq_v2] [--out DIR]
 //	logitscope capture  [--model DIR|F.gguf] [--variant f32|q8|q6|q4|DIR|F.gguf] [--system S] [--max-new N] [--stop ID ...]
 //	                    [--prompt-ids FILE|-] [--dry-run] [--inventory FILE] --dump-logits FILE (PROMPT | --panel FILE [--window N])
 //	logitscope report   --ref A --test B [--json] [--close-margin K] [--close-logits L] [--global-sigma] [--tokenizer FILE]
@@ -57,7 +58,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 // through the commands' newFlags).
 var about = map[string]struct{ what, use string }{
 	"mkmodel":  {"write a synthetic checkpoint", "logitscope mkmodel --preset NAME [--tokenizer FILE] [--seed N] --out DIR"},
-	"quantize": {"write a quantized variant of a checkpoint", "logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR] [--only RE] [--keep RE] [--as RE=SCHEME ...]"},
+	"quantize": {"write a quantized variant of a checkpoint", "logitscope quantize [--model DIR] --scheme q8|q6|q4 [--out DIR] [--only RE] [--keep RE] [--as RE=SCHEME ...]\n       logitscope quantize [--model DIR] --format gptq [--bits N] [--group-size N] [--sym=false] [--desc-act] [--checkpoint-format gptq|gptq_v2] [--out DIR]"},
 	"capture":  {"run a request and dump every logit row", "logitscope capture [--model DIR|F.gguf] [--variant f32|q8|q6|q4|DIR|F.gguf] [flags] --dump-logits FILE (PROMPT | --panel FILE | --follow DUMP)"},
 	"report":   {"what quantization did: KLD, flips, margins", "logitscope report --ref A --test B [--json] [--tokenizer FILE] [flags]"},
 	"tokenize": {"token ids of lines of JSON strings", "logitscope tokenize [--tokenizer FILE | --model DIR|F.gguf] [--chat] [--system S] < lines"},

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"logitscope/internal/format/exl3"
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/sys/progress"
@@ -19,11 +20,12 @@ import (
 func quantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", stdout)
 	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
-	schemeName := fs.String("scheme", "", "q8, q6, q4, or exllamav3's EXL3 at K bits a weight, exl3-kK[-CODEBOOK] (K 1 to 8; CODEBOOK mcg, the default, mul1 or 3inst): exl3-k4 (required)")
-	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME)")
+	schemeName := fs.String("scheme", "", "q8, q6, q4, or exllamav3's EXL3 at K bits a weight, exl3-kK[-CODEBOOK] (K 1 to 8; CODEBOOK mcg, the default, mul1 or 3inst): exl3-k4 (required unless --format)")
+	out := fs.String("out", "", "variant directory (default MODEL/variants/SCHEME; with --format, MODEL/hub/FORMAT-SETTINGS)")
 	only := fs.String("only", "", "quantize only the matrices whose Hugging Face name matches this regexp (e.g. 'mlp\\.experts\\.'); the others stay float32")
 	keep := fs.String("keep", "", "keep the matrices whose name matches this regexp in float32 (e.g. 'lm_head|embed_tokens')")
 	exl3From := fs.String("exl3", "", "with an exl3-* --scheme: take the EXL3 layers from DIR, a model exllamav3 converted (its config.json and .safetensors), instead of encoding them; the manifest records each file's sha256")
+	hub := addHubFlags(fs)
 	var rules schemeRules
 	fs.Var(&rules, "as", "REGEX=SCHEME: the matrices whose name matches take SCHEME (q8, q6, q4, exl3-kK[-CODEBOOK] or f32), whatever --only, --keep and --scheme say; repeatable, the first that matches decides (e.g. 'self_attn\\.=q8')")
 	if pos, err := parse(fs, args); err != nil {
@@ -31,7 +33,17 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	} else if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	scheme, err := variant.ParseScheme(*schemeName)
+	if err := hub.checkFlags(fs); err != nil {
+		return err
+	}
+	var scheme quant.Scheme
+	var format lookup.Format
+	var err error
+	if *hub.format != "" {
+		format, err = hub.newFormat()
+	} else {
+		scheme, err = variant.ParseScheme(*schemeName)
+	}
 	if err != nil {
 		return err
 	}
@@ -42,6 +54,9 @@ func quantize(args []string, stdout, stderr io.Writer) error {
 	defer ck.Close()
 	if ck.GGUF != "" {
 		return fmt.Errorf("%s is a GGUF file: quantize reads a Hugging Face checkpoint's weights, not llama.cpp's tensors; quantize the checkpoint it was converted from instead", ck.GGUF)
+	}
+	if format != nil {
+		return quantizeHub(ck, format, *out, stdout, stderr)
 	}
 	if *out == "" {
 		*out = variant.DefaultDir(ck.Dir, string(scheme))

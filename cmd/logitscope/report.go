@@ -225,6 +225,9 @@ func describe(r *receipt.Receipt) string {
 	if r.GGUF != nil {
 		variant += " [GGUF: " + ggufmodel.Mix(r.GGUF.Types) + "]"
 	}
+	if r.Hub != nil {
+		variant += " [" + r.Hub.Format + "]"
+	}
 	return fmt.Sprintf(" (%s, %s, %d rows, model %.12s…)", variant, r.Request.Mode, r.Dump.Rows, r.Model)
 }
 

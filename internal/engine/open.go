@@ -14,6 +14,7 @@ import (
 	"logitscope/internal/gpu"
 	"logitscope/internal/model"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/text/tokenizer"
@@ -252,6 +253,8 @@ func OpenVariant(ck *checkpoint.Checkpoint, name string) (*variant.Variant, erro
 			// scheme (q5) is likelier than a variant in the working
 			// directory, and no quantize command would make it.
 			return nil, fmt.Errorf("--variant %s: no such scheme or variant directory (schemes: f32, %s; or a variant directory, or a GGUF file)", name, schemeList())
+		case hubquant.Is(dir):
+			return nil, fmt.Errorf("%s is a checkpoint another tool quantized (config.json's quantization_config), not a logitscope variant: capture, report and conform take it as --variant; this command reads logitscope variants only", dir)
 		case dir != variant.DefaultDir(ck.Dir, filepath.Base(dir)):
 			// A directory of the user's: which scheme it should hold is
 			// not known here.

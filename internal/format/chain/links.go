@@ -12,11 +12,14 @@ type Contract struct {
 	Inventory string `json:"inventory_sha256"`
 	Variant   string `json:"variant"` // f32, q8, q6, q4, a directory's or GGUF file's name
 	// Scheme is the variant's scheme (f32 for the checkpoint itself, gguf
-	// for a llama.cpp file).
+	// for a llama.cpp file, a hub-quantized checkpoint's format).
 	Scheme   string `json:"scheme"`
 	Policy   string `json:"policy,omitempty"`          // the quantize flags, when not every matrix
 	Manifest string `json:"manifest_sha256,omitempty"` // the variant manifest's seal
 	GGUF     string `json:"gguf_sha256,omitempty"`
+	// Hub is a hub-quantized checkpoint's fingerprint (Scheme then names
+	// its format: "gptq 4-bit g128 sym").
+	Hub string `json:"hub_sha256,omitempty"`
 	// Replaced counts the tensors the variant stores in each scheme in
 	// place of the checkpoint's (f32 ones are Untouched's to prove).
 	Replaced map[string]int `json:"replaced,omitempty"`
@@ -37,6 +40,7 @@ func (c *Contract) Check(local *Contract) error {
 		{"policy", c.Policy, local.Policy},
 		{"manifest_sha256", c.Manifest, local.Manifest},
 		{"gguf_sha256", c.GGUF, local.GGUF},
+		{"hub_sha256", c.Hub, local.Hub},
 	} {
 		if f.want != f.got {
 			return fmt.Errorf("contract: %s %q != %q (the local variant's)", f.field, f.want, f.got)

@@ -32,6 +32,7 @@ type Receipt struct {
 	VariantManifest string  `json:"variant_manifest_sha256,omitempty"`
 	VariantPolicy   string  `json:"variant_policy,omitempty"` // which matrices it quantizes, when not all
 	GGUF            *GGUF   `json:"gguf,omitempty"`           // the weights run are a llama.cpp GGUF file: the variant, or the model itself (then its sha256 is model_sha256)
+	Hub             *Hub    `json:"hub,omitempty"`            // the weights run are a checkpoint another tool quantized (GPTQ, AWQ, …)
 	Device          string  `json:"device"`
 	Request         Request `json:"request"`
 	OutputIDs       []int   `json:"output_ids,omitempty"` // greedy: the tokens chosen
@@ -50,6 +51,16 @@ type GGUF struct {
 	// quantization recipe such as Q4_K_M chose, as llama.cpp's loader
 	// lists it.
 	Types map[string]int `json:"types"`
+}
+
+// Hub identifies a hub-quantized checkpoint run as the variant.
+type Hub struct {
+	// Format is its format and settings, "gptq 4-bit g128 sym"
+	// (model.Quantized.Format).
+	Format string `json:"format"`
+	// SHA256 is its files' fingerprint, as model_sha256 is the model's
+	// (checkpoint.Fingerprint).
+	SHA256 string `json:"sha256"`
 }
 
 // Request is what was asked for.

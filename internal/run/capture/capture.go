@@ -24,6 +24,7 @@ import (
 	"logitscope/internal/gpu/native"
 	"logitscope/internal/model"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/session"
 	"logitscope/internal/sys/progress"
@@ -63,6 +64,7 @@ type Capture struct {
 	Variant  string        // the variant's label: f32, a scheme, or a directory's name
 	Manifest string        // the variant's manifest seal; "" for f32
 	GGUF     *receipt.GGUF // the weights are a GGUF file (the variant, or the model itself)
+	Hub      *receipt.Hub  // the weights are a hub-quantized checkpoint (the variant)
 	Policy   string        // the variant's quantization policy; "" for all matrices
 	Device   string        // "cpu", "gpu: <adapter>", "wasm+gpu: <adapter>", "wasm+cpu"
 	Took     time.Duration // the request, once the model was loaded
@@ -108,6 +110,9 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if err := openWeights(ck, variantName, g, &eo, c); err != nil {
 		return nil, err
 	}
+	if w, ok := eo.Quantized.(io.Closer); ok {
+		defer w.Close()
+	}
 	if c.Chain, err = links(ck, inv, c, eo.Variant, opt); err != nil {
 		return nil, err
 	}
@@ -133,11 +138,23 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	return c, nil
 }
 
-// openWeights opens the weights variantName names into eo (a variant, or
-// a GGUF file) and records in c what the receipt says of them.
+// openWeights opens the weights variantName names into eo (a variant, a
+// GGUF file, or a hub-quantized checkpoint) and records in c what the
+// receipt says of them.
 func openWeights(ck *checkpoint.Checkpoint, variantName string, g model.Geometry, eo *engine.Options, c *Capture) error {
 	var err error
 	switch {
+	case isHub(ck, variantName):
+		w, err := hubquant.OpenFor(ck, variantName)
+		if err != nil {
+			return err
+		}
+		sum, err := w.Checkpoint.Fingerprint()
+		if err != nil {
+			w.Close()
+			return err
+		}
+		eo.Quantized, c.Hub = w, &receipt.Hub{Format: w.Format(), SHA256: sum}
 	case gguf.IsFileName(variantName):
 		if eo.GGUF, err = engine.OpenGGUF(ck, variantName); err != nil {
 			return err
@@ -168,6 +185,13 @@ func openWeights(ck *checkpoint.Checkpoint, variantName string, g model.Geometry
 		}
 	}
 	return nil
+}
+
+// isHub says whether variantName is a directory another tool quantized
+// (config.json with a quantization_config, no manifest.json) for a model
+// opened from its Hugging Face checkpoint.
+func isHub(ck *checkpoint.Checkpoint, variantName string) bool {
+	return ck.GGUF == "" && engine.VariantDir(ck.Dir, variantName) == variantName && hubquant.Is(variantName)
 }
 
 // ggufReceipt is what a receipt records of a GGUF file whose sha256 is
@@ -271,6 +295,10 @@ func runtimeFor(ck *checkpoint.Checkpoint, variantName string, opt Options) (rt,
 		return "", "", fmt.Errorf("%s: engine.wasm does not read GGUF files as models: use --runtime native", ck.GGUF)
 	case ck.GGUF != "":
 		return "native", "engine.wasm does not read GGUF files as models", nil
+	case isHub(ck, variantName) && rt == "wasm":
+		return "", "", fmt.Errorf("%s: engine.wasm does not read hub-quantized checkpoints: use --runtime native", variantName)
+	case isHub(ck, variantName):
+		return "native", "engine.wasm does not read hub-quantized checkpoints", nil
 	case rt == "auto" || rt == "":
 		rt, note = AutoRuntime(opt, ck, variantName)
 		return rt, note, nil
@@ -435,7 +463,7 @@ func Save(path string, ck *checkpoint.Checkpoint, rq receipt.Request, c *Capture
 		return nil, err
 	}
 	rc := &receipt.Receipt{
-		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy, GGUF: c.GGUF,
+		Version: receipt.Version(), Model: fp, Variant: c.Variant, VariantManifest: c.Manifest, VariantPolicy: c.Policy, GGUF: c.GGUF, Hub: c.Hub,
 		Device: c.Device, Request: rq, OutputIDs: c.Output, Targets: c.Targets,
 		Dump: receipt.Dump{SHA256: sum, Rows: len(c.Rows), Vocab: vocab}, Chain: c.Chain,
 	}

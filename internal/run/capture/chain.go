@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"io"
 	goruntime "runtime"
 	"runtime/debug"
 
@@ -38,6 +39,8 @@ func links(ck *checkpoint.Checkpoint, inv *chain.Inventory, c *Capture, v *varia
 	switch {
 	case c.GGUF != nil:
 		ct.Scheme, ct.GGUF = "gguf", c.GGUF.SHA256
+	case c.Hub != nil:
+		ct.Scheme, ct.Hub = c.Hub.Format, c.Hub.SHA256
 	case v != nil:
 		m := v.Manifest
 		ct.Scheme, ct.Policy, ct.Manifest, ct.Replaced = m.Scheme, m.Policy.String(), m.Seal, v.Replaced()
@@ -116,6 +119,9 @@ func Identify(ck *checkpoint.Checkpoint, variantName string, opt Options) (*chai
 	var eo engine.Options
 	if err := openWeights(ck, variantName, g, &eo, c); err != nil {
 		return nil, fmt.Errorf("contract: %w", err)
+	}
+	if w, ok := eo.Quantized.(io.Closer); ok {
+		defer w.Close()
 	}
 	return links(ck, inv, c, eo.Variant, opt)
 }

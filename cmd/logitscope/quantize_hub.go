@@ -22,6 +22,8 @@ type hubFlags struct {
 	sym        *bool
 	descAct    *bool
 	checkpoint *string
+	// given is the flags set on the command line (checkFlags fills it).
+	given map[string]bool
 }
 
 // hubFlagNames are the flags only --format takes.
@@ -29,11 +31,12 @@ var hubFlagNames = []string{"bits", "group-size", "sym", "desc-act", "checkpoint
 
 func addHubFlags(fs *flag.FlagSet) hubFlags {
 	return hubFlags{
+		given:      map[string]bool{},
 		format:     fs.String("format", "", "instead of a variant, write the checkpoint a hub tool would: "+strings.Join(hubquant.WriterNames(), ", ")+" (a config.json with quantization_config, the tokenizer files, model.safetensors); --variant DIR then runs it"),
-		bits:       fs.Int("bits", 4, "with --format: bits a weight (gptq: 2, 3, 4 or 8)"),
-		groupSize:  fs.Int("group-size", 128, "with --format: inputs per group sharing a scale and zero, -1 for one group per row"),
-		sym:        fs.Bool("sym", true, "with --format: a symmetric grid (zero at the middle code); --sym=false fits each group's range"),
-		descAct:    fs.Bool("desc-act", false, "with --format gptq: act-order, quantizing the inputs by descending column norm (a non-monotonic g_idx)"),
+		bits:       fs.Int("bits", 4, "with --format gptq (2, 3, 4 or 8), awq and ct-w4a16 (4), mlx (2, 3, 4, 5, 6 or 8): bits a weight"),
+		groupSize:  fs.Int("group-size", 128, "with --format gptq, awq, ct-w4a16 or mlx (32, 64 or 128; 64 unless given): inputs per group sharing a scale and zero, -1 for one group per row"),
+		sym:        fs.Bool("sym", true, "with --format gptq or ct-w4a16: a symmetric grid (zero at the middle code); --sym=false fits each group's range; awq stores zero points unless --sym is given"),
+		descAct:    fs.Bool("desc-act", false, "with --format gptq or ct-w4a16 (its actorder group): act-order, quantizing the inputs by descending column norm (a non-monotonic g_idx)"),
 		checkpoint: fs.String("checkpoint-format", "", "with --format gptq: gptq (v1, the default: zero points stored minus one) or gptq_v2"),
 	}
 }
@@ -43,6 +46,7 @@ func addHubFlags(fs *flag.FlagSet) hubFlags {
 func (h hubFlags) checkFlags(fs *flag.FlagSet) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
+		h.given[f.Name] = slices.Contains(hubFlagNames, f.Name)
 		switch {
 		case err != nil:
 		case *h.format != "" && slices.Contains([]string{"scheme", "only", "keep", "as", "exl3"}, f.Name):
@@ -60,7 +64,7 @@ func (h hubFlags) newFormat() (lookup.Format, error) {
 	if !ok {
 		return nil, fmt.Errorf("--format %q: want one of %s", *h.format, strings.Join(hubquant.WriterNames(), ", "))
 	}
-	return newFormat(hubquant.Options{Bits: *h.bits, GroupSize: *h.groupSize, Sym: *h.sym, DescAct: *h.descAct, Checkpoint: *h.checkpoint})
+	return newFormat(hubquant.Options{Bits: *h.bits, GroupSize: *h.groupSize, Sym: *h.sym, DescAct: *h.descAct, Checkpoint: *h.checkpoint, Given: h.given})
 }
 
 // quantizeHub writes ck as f's tool would, and reopens it as the

@@ -50,6 +50,9 @@ func New(bits, groupSize int) *Format {
 	return &Format{def: l, scales: safetensors.BF16, err: l.check("mlx"), stacks: &stacks{}}
 }
 
+// Err is what New refused in its settings (Quantize returns it too).
+func (f *Format) Err() error { return f.err }
+
 // WithScales is f storing its scales and biases as dt (F32, F16, BF16),
 // MLX's choice for weights of that dtype.
 func (f *Format) WithScales(dt safetensors.DType) *Format {

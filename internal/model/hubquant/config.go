@@ -12,18 +12,21 @@ import (
 	"slices"
 	"strings"
 
+	"logitscope/internal/format/awq"
+	"logitscope/internal/format/bnb"
+	"logitscope/internal/format/compressed"
 	"logitscope/internal/format/gptq"
 	"logitscope/internal/format/lookup"
+	"logitscope/internal/format/mlx"
 )
 
 // parsers reads each quant_method's quantization_config. The one place
 // a hub format's reader is registered.
 var parsers = map[string]func(json.RawMessage) (lookup.Format, error){
-	"gptq": gptq.Parse,
-	// The lead adds here, as their packages land:
-	//   "awq":                awq.Parse,
-	//   "compressed-tensors": compressed.Parse,
-	//   "bitsandbytes":       bnb.Parse,
+	"gptq":               gptq.Parse,
+	"awq":                awq.Parse,
+	"compressed-tensors": compressed.Parse,
+	"bitsandbytes":       bnb.Parse,
 	// and MLX in FormatOf below (its config has no quant_method).
 }
 
@@ -83,8 +86,12 @@ func FormatOf(config []byte, file string) (lookup.Format, error) {
 		return nil, nil
 	case method.Method == nil && c.MLX != nil:
 		// mlx-lm writes "quantization" (and a copy as quantization_config,
-		// without quant_method). The lead adds: return mlx.Parse(c.MLX).
-		return nil, fmt.Errorf("%s: quantization (MLX's): MLX checkpoints are not read yet (quant_method: %s)", file, methods())
+		// without quant_method).
+		f, err := mlx.Parse(c.MLX)
+		if err != nil {
+			return nil, fmt.Errorf("%s: quantization (MLX's): %w", file, err)
+		}
+		return f, nil
 	case method.Method == nil:
 		return nil, fmt.Errorf("%s: quantization_config has no quant_method (read: %s)", file, methods())
 	}

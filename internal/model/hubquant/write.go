@@ -10,9 +10,13 @@ import (
 	"slices"
 	"strings"
 
+	"logitscope/internal/format/awq"
+	"logitscope/internal/format/bnb"
 	"logitscope/internal/format/checkpoint"
+	"logitscope/internal/format/compressed"
 	"logitscope/internal/format/gptq"
 	"logitscope/internal/format/lookup"
+	"logitscope/internal/format/mlx"
 	"logitscope/internal/format/safetensors"
 )
 
@@ -27,14 +31,96 @@ type Options struct {
 	// Checkpoint is the format's checkpoint_format, "" for its default
 	// (GPTQ: "gptq", v1, or "gptq_v2").
 	Checkpoint string
+	// Given names the settings the user gave (by flag: "bits",
+	// "group-size", "sym", "desc-act", "checkpoint-format"): a format
+	// refuses one it has not, and keeps its tool's default for one not
+	// given.
+	Given map[string]bool
+}
+
+// takes refuses a setting o was given that the format named does not
+// have.
+func (o Options) takes(format string, settings ...string) error {
+	for _, k := range slices.Sorted(maps.Keys(o.Given)) {
+		if o.Given[k] && !slices.Contains(settings, k) {
+			if len(settings) == 0 {
+				return fmt.Errorf("--%s: %s has no settings (it writes its tool's preset)", k, format)
+			}
+			return fmt.Errorf("--%s: %s takes only --%s", k, format, strings.Join(settings, ", --"))
+		}
+	}
+	return nil
 }
 
 // Writers makes the formats quantize --format writes, by name. The one
 // place a writer is registered.
 var Writers = map[string]func(Options) (lookup.Format, error){
-	"gptq": gptqWriter,
-	// The lead adds here, as their packages land: "awq", "ct-w4a16",
-	// "ct-w8a8", "ct-fp8", "ct-nvfp4", "mlx", "bnb-nf4".
+	"gptq":     gptqWriter,
+	"awq":      awqWriter,
+	"ct-w4a16": w4a16Writer,
+	"ct-w8a8":  presetWriter("ct-w8a8", func() (lookup.Format, error) { return compressed.ByName("ct-w8a8") }),
+	"ct-fp8":   presetWriter("ct-fp8", func() (lookup.Format, error) { return compressed.ByName("ct-fp8") }),
+	"ct-nvfp4": presetWriter("ct-nvfp4", func() (lookup.Format, error) { return compressed.ByName("ct-nvfp4") }),
+	"mlx":      mlxWriter,
+	"bnb-nf4":  presetWriter("bnb-nf4", func() (lookup.Format, error) { return bnb.NF4(false), nil }),
+	"bnb-fp4":  presetWriter("bnb-fp4", func() (lookup.Format, error) { return bnb.FP4(false), nil }),
+}
+
+// presetWriter is a format written at its tool's preset, without settings.
+func presetWriter(name string, f func() (lookup.Format, error)) func(Options) (lookup.Format, error) {
+	return func(o Options) (lookup.Format, error) {
+		if err := o.takes(name); err != nil {
+			return nil, err
+		}
+		return f()
+	}
+}
+
+// awqWriter is AutoAWQ's GEMM: 4 bits, zero points unless --sym is given.
+func awqWriter(o Options) (lookup.Format, error) {
+	if err := o.takes("awq", "bits", "group-size", "sym"); err != nil {
+		return nil, err
+	}
+	if o.Bits != 4 {
+		return nil, fmt.Errorf("--bits %d: awq writes 4", o.Bits)
+	}
+	if o.GroupSize != -1 && o.GroupSize <= 0 {
+		return nil, fmt.Errorf("--group-size %d: awq takes a positive size or -1 (one group per row)", o.GroupSize)
+	}
+	return awq.New(4, o.GroupSize, !(o.Given["sym"] && o.Sym)), nil
+}
+
+// w4a16Writer is llm-compressor's W4A16 (pack-quantized int4); --desc-act
+// is its actorder "group".
+func w4a16Writer(o Options) (lookup.Format, error) {
+	if err := o.takes("ct-w4a16", "bits", "group-size", "sym", "desc-act"); err != nil {
+		return nil, err
+	}
+	if o.Bits != 4 {
+		return nil, fmt.Errorf("--bits %d: ct-w4a16 writes 4", o.Bits)
+	}
+	actorder := ""
+	if o.DescAct {
+		actorder = "group"
+	}
+	return compressed.W4A16(o.GroupSize, o.Sym, actorder)
+}
+
+// mlxWriter is mlx-lm's affine quantization, 4 bits in groups of 64
+// unless --bits and --group-size say otherwise.
+func mlxWriter(o Options) (lookup.Format, error) {
+	if err := o.takes("mlx", "bits", "group-size"); err != nil {
+		return nil, err
+	}
+	bits, gs := 4, 64
+	if o.Given["bits"] {
+		bits = o.Bits
+	}
+	if o.Given["group-size"] {
+		gs = o.GroupSize
+	}
+	f := mlx.New(bits, gs)
+	return f, f.Err()
 }
 
 // WriterNames is Writers' names, sorted, for messages.
@@ -76,7 +162,8 @@ func Write(ck *checkpoint.Checkpoint, f lookup.Format, dir string, progress func
 	if err != nil {
 		return err
 	}
-	config, err := withQuantization(b, f.Config())
+	_, isMLX := f.(*mlx.Format)
+	config, err := withQuantization(b, f.Config(), isMLX)
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
 	}
@@ -141,9 +228,10 @@ func tensorsOf(ck *checkpoint.Checkpoint, f lookup.Format, name string) ([]safet
 	return ts, nil
 }
 
-// withQuantization is config.json with quantization_config set to qc,
+// withQuantization is config.json with quantization_config set to qc (and
+// MLX's quantization),
 // every other field as written (numbers keep their spelling).
-func withQuantization(config, qc json.RawMessage) ([]byte, error) {
+func withQuantization(config, qc json.RawMessage, mlx bool) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(config))
 	d.UseNumber()
 	var m map[string]any
@@ -151,6 +239,10 @@ func withQuantization(config, qc json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	m["quantization_config"] = qc
+	if mlx {
+		// mlx-lm's own key; it writes the copy above for transformers.
+		m["quantization"] = qc
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	return append(b, '\n'), err
 }

@@ -285,20 +285,16 @@ const acts8Device = ", activations q8"
 // says why the run is native when it was not asked for.
 func runtimeFor(ck *checkpoint.Checkpoint, variantName string, opt Options) (rt, note string, err error) {
 	switch rt = opt.Runtime; {
-	case opt.Activations == engine.ActsQ8 && rt == "wasm":
-		return "", "", fmt.Errorf("--activations %s runs in the native engine only: engine.wasm takes float32 activations", engine.ActsQ8)
-	case opt.Activations == engine.ActsQ8:
-		return "native", "8-bit activations run in the native engine", nil
+	case opt.Activations != "" && opt.Activations != engine.ActsF32 && rt == "wasm":
+		return "", "", fmt.Errorf("--activations %s runs in the native engine only: engine.wasm takes float32 activations", opt.Activations)
+	case opt.Activations != "" && opt.Activations != engine.ActsF32:
+		return "native", "rounded activations run in the native engine", nil
 	case ck.GGUF != "" && rt == "wasm":
 		// engine.wasm opens a GGUF as a variant of the model directory it
 		// sees, not as a model by itself.
 		return "", "", fmt.Errorf("%s: engine.wasm does not read GGUF files as models: use --runtime native", ck.GGUF)
 	case ck.GGUF != "":
 		return "native", "engine.wasm does not read GGUF files as models", nil
-	case isHub(ck, variantName) && rt == "wasm":
-		return "", "", fmt.Errorf("%s: engine.wasm does not read hub-quantized checkpoints: use --runtime native", variantName)
-	case isHub(ck, variantName):
-		return "native", "engine.wasm does not read hub-quantized checkpoints", nil
 	case rt == "auto" || rt == "":
 		rt, note = AutoRuntime(opt, ck, variantName)
 		return rt, note, nil

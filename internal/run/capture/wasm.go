@@ -66,9 +66,15 @@ const wasmCallTimeout = 30 * time.Minute
 // runWasm runs req through engine.wasm under wazero, its GPU calls served
 // by the native WebGPU, or on the engine's own CPU path.
 func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt Options, c *Capture) error {
-	guest, err := guestVariant(ck, variantName)
-	if err != nil {
-		return fmt.Errorf("--runtime wasm: %s: %v", variantName, err)
+	// A hub quantization is a model of its own to engine.wasm, which runs
+	// its weights (openWeights has checked it is ck's model).
+	modelDir, guest := variantName, "f32"
+	if !isHub(ck, variantName) {
+		var err error
+		if guest, err = guestVariant(ck, variantName); err != nil {
+			return fmt.Errorf("--runtime wasm: %s: %v", variantName, err)
+		}
+		modelDir = ck.Dir
 	}
 	path := EnginePath(opt.Engine)
 	wasm, err := os.ReadFile(path)
@@ -102,7 +108,7 @@ func runWasm(ck *checkpoint.Checkpoint, variantName string, req session.Request,
 	defer mod.Close(ctx)
 	mod.Stdout = os.Stderr // stdout carries capture's own lines
 	mod.CallTimeout = wasmCallTimeout
-	eng, err := mod.Open(ctx, dev, ck.Dir, guest, req.Capacity())
+	eng, err := mod.Open(ctx, dev, modelDir, guest, req.Capacity())
 	if err != nil {
 		return err
 	}

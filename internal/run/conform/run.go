@@ -17,6 +17,7 @@ import (
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
@@ -260,6 +261,19 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	co.Log = logf
 	if co.Progress == nil {
 		co.Progress = progress.NewLines(logf)
+	}
+	co.Activations = c.Activations
+	if f, err := c.hubWriter(); err != nil {
+		return nil, "", nil, nil, err
+	} else if f != nil {
+		// Written afresh into the case's directory: the tool's output
+		// for this model, never a stale one.
+		hub := filepath.Join(dir, "hub")
+		fmt.Fprintf(logf, "quantize --format %s -> %s\n", f.Name(), hub)
+		if err := hubquant.Write(ck, f, hub, nil); err != nil {
+			return nil, "", nil, nil, fmt.Errorf("%s: %w", c.Test, err)
+		}
+		c.Test = hub
 	}
 	for _, v := range []string{c.Reference, c.Test} {
 		// A scheme the model lacks is quantized first; f32 needs nothing,

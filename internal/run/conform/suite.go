@@ -16,6 +16,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"logitscope/internal/engine"
+	"logitscope/internal/format/lookup"
+	"logitscope/internal/model/hubquant"
 )
 
 // Suite is a conformance suite file. Paths in it (model directories,
@@ -52,6 +56,67 @@ type Case struct {
 	// recipe to a target size measures.
 	Sweep  *SweepCheck  `json:"sweep,omitempty"`
 	Recipe *RecipeCheck `json:"recipe,omitempty"`
+	// Hub sets the writer of a test "hub:FORMAT" (quantize --format's
+	// names), which quantizes the model into OUT/<case>/hub first; unset
+	// settings keep the format's defaults.
+	Hub *HubSettings `json:"hub,omitempty"`
+	// Activations is both sides' capture --activations (default f32).
+	Activations string `json:"activations,omitempty"`
+}
+
+// HubSettings are quantize --format's settings, by its flags' names.
+type HubSettings struct {
+	Bits       *int    `json:"bits,omitempty"`
+	GroupSize  *int    `json:"group_size,omitempty"`
+	Sym        *bool   `json:"sym,omitempty"`
+	DescAct    *bool   `json:"desc_act,omitempty"`
+	Checkpoint *string `json:"checkpoint_format,omitempty"`
+}
+
+// options are h as hubquant's writers take them.
+func (h *HubSettings) options() hubquant.Options {
+	o := hubquant.Options{Bits: 4, GroupSize: 128, Sym: true, Given: map[string]bool{}}
+	if h == nil {
+		return o
+	}
+	set := func(flag string, given bool) { o.Given[flag] = given }
+	if set("bits", h.Bits != nil); h.Bits != nil {
+		o.Bits = *h.Bits
+	}
+	if set("group-size", h.GroupSize != nil); h.GroupSize != nil {
+		o.GroupSize = *h.GroupSize
+	}
+	if set("sym", h.Sym != nil); h.Sym != nil {
+		o.Sym = *h.Sym
+	}
+	if set("desc-act", h.DescAct != nil); h.DescAct != nil {
+		o.DescAct = *h.DescAct
+	}
+	if set("checkpoint-format", h.Checkpoint != nil); h.Checkpoint != nil {
+		o.Checkpoint = *h.Checkpoint
+	}
+	return o
+}
+
+// hubWriter is the format a test "hub:NAME" writes, or nil for any other
+// test.
+func (c Case) hubWriter() (lookup.Format, error) {
+	name, ok := strings.CutPrefix(c.Test, "hub:")
+	if !ok {
+		if c.Hub != nil {
+			return nil, fmt.Errorf("hub: settings for a test that is not hub:FORMAT (%s)", strings.Join(hubquant.WriterNames(), ", "))
+		}
+		return nil, nil
+	}
+	w, ok := hubquant.Writers[name]
+	if !ok {
+		return nil, fmt.Errorf("test %q: want hub: and one of %s", c.Test, strings.Join(hubquant.WriterNames(), ", "))
+	}
+	f, err := w(c.Hub.options())
+	if err != nil {
+		return nil, fmt.Errorf("test %s: %w", c.Test, err)
+	}
+	return f, nil
 }
 
 // Thresholds are optional: a nil one is not checked. They are pointers so
@@ -198,6 +263,12 @@ func (c *Case) check() error {
 		return fmt.Errorf("max_abs_logit_diff needs a golden dump")
 	case (c.Sweep != nil || c.Recipe != nil) && c.Panel == "":
 		return fmt.Errorf("a sweep or a recipe measures over a panel: give one")
+	}
+	if _, err := c.hubWriter(); err != nil {
+		return err
+	}
+	if err := engine.CheckActivations(c.Activations); err != nil {
+		return err
 	}
 	if c.Sweep != nil {
 		if err := c.Sweep.check(); err != nil {

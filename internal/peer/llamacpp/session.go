@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"logitscope/internal/format/chain"
 )
 
 // Builds are the llama.cpp builds a session can run on, as
@@ -23,6 +25,11 @@ var Builds = []string{"cpu", "vulkan"}
 // FlashAttn are the flash attention settings llama.cpp takes
 // (llama_flash_attn_type): auto lets it decide per device.
 var FlashAttn = []string{"auto", "on", "off"}
+
+// KVTypes are the KV cache types llama.cpp's tools offer (common's
+// --cache-type-k and --cache-type-v); the quantized ones need flash
+// attention.
+var KVTypes = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 
 // SessionOptions are everything of a llama.cpp context that changes its
 // numbers, each recorded in what the session reports (Settings).
@@ -70,6 +77,10 @@ func (o SessionOptions) Check() error {
 		return fmt.Errorf("llama.cpp build %q: want one of %s", o.Build, strings.Join(Builds, ", "))
 	case !slices.Contains(FlashAttn, o.FlashAttn):
 		return fmt.Errorf("llama.cpp flash attention %q: want one of %s", o.FlashAttn, strings.Join(FlashAttn, ", "))
+	case !slices.Contains(KVTypes, o.TypeK):
+		return fmt.Errorf("llama.cpp KV cache type (K) %q: want one of %s", o.TypeK, strings.Join(KVTypes, ", "))
+	case !slices.Contains(KVTypes, o.TypeV):
+		return fmt.Errorf("llama.cpp KV cache type (V) %q: want one of %s", o.TypeV, strings.Join(KVTypes, ", "))
 	case o.Threads < 0 || o.Ctx < 1 || o.Batch < 1 || o.UBatch < 1 || o.UBatch > o.Batch:
 		return fmt.Errorf("llama.cpp context: %d threads, %d positions, batch %d, ubatch %d: want threads >= 0, positive sizes and ubatch <= batch",
 			o.Threads, o.Ctx, o.Batch, o.UBatch)
@@ -77,25 +88,10 @@ func (o SessionOptions) Check() error {
 	return nil
 }
 
-// Settings are what a session ran with, as llama.cpp's context took them
-// (flash attention resolved: auto becomes on or off), and the library
-// that ran: what a receipt records.
-type Settings struct {
-	Build        string `json:"build"`   // cpu or vulkan
-	Package      string `json:"package"` // the npm package of the prebuilt library, name@version
-	Source       string `json:"source"`  // the llama.cpp commit the library was built from (node-llama-cpp's bundle)
-	Device       string `json:"device"`  // the ggml device: name and description
-	FlashAttn    string `json:"flash_attn"`
-	FlashAsked   string `json:"flash_attn_asked"`
-	TypeK        string `json:"type_k"`
-	TypeV        string `json:"type_v"`
-	Threads      int    `json:"threads"`
-	ThreadsBatch int    `json:"threads_batch"`
-	Ctx          int    `json:"ctx"`
-	Batch        int    `json:"batch"`
-	UBatch       int    `json:"ubatch"`
-	System       string `json:"system"` // llama_print_system_info: the CPU features ggml uses
-}
+// Settings are what a session ran with, as llama.cpp's context took them,
+// and the library that ran: the backend link of a receipt's chain
+// records them as they are.
+type Settings = chain.LlamaCpp
 
 // Session is one llama.cpp context with one sequence, kept open in a
 // harness process: Decode appends tokens at the next positions and

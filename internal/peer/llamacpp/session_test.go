@@ -85,6 +85,8 @@ func TestSessionOptionsRefused(t *testing.T) {
 	}{
 		{SessionOptions{Build: "metal", Ctx: 8}, `llama.cpp build "metal": want one of cpu, vulkan`},
 		{SessionOptions{FlashAttn: "maybe", Ctx: 8}, `llama.cpp flash attention "maybe": want one of auto, on, off`},
+		{SessionOptions{TypeK: "q4_K", Ctx: 8}, `llama.cpp KV cache type (K) "q4_K": want one of f32, f16, bf16, q8_0`},
+		{SessionOptions{TypeV: "f8", Ctx: 8}, `llama.cpp KV cache type (V) "f8"`},
 		{SessionOptions{Ctx: 8, Batch: 4, UBatch: 8}, "ubatch <= batch"},
 		{SessionOptions{Ctx: 0}, "positive sizes"},
 	} {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -151,5 +153,75 @@ func TestCaptureRuntimeRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v\nwant %q", c.args, err, c.want)
 		}
+	}
+}
+
+// splitCaptures captures a panel of model three times: the reference (the
+// checkpoint's float weights), the GGUF file decoded exactly (logitscope)
+// and the same file through llama.cpp; it returns their dumps.
+func splitCaptures(t *testing.T, model, gguf string, args ...string) (ref, file, engine string) {
+	t.Helper()
+	dir := t.TempDir()
+	ref, file, engine = filepath.Join(dir, "ref.dump"), filepath.Join(dir, "file.dump"), filepath.Join(dir, "engine.dump")
+	for _, c := range [][]string{
+		{"--variant", "f32", "--runtime", "native", "--device", "cpu", "--dump-logits", ref},
+		{"--variant", gguf, "--runtime", "native", "--device", "cpu", "--dump-logits", file},
+		{"--variant", gguf, "--runtime", "llama.cpp", "--dump-logits", engine},
+	} {
+		if _, err := run(t, captureCmd, append(append([]string{"--model", model}, c...), args...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ref, file, engine
+}
+
+// report --engine-dump splits the engine's divergence from the float
+// reference into the file's share and the engine's: the counts by cause
+// add up to each side's flips, the JSON and the text say the same, and a
+// split of two different GGUF files is refused.
+func TestReportSplit(t *testing.T) {
+	path := q4kmModel(t)
+	ref, file, engine := splitCaptures(t, tiny(t), path, "--panel", "../../internal/model/synth/corpus.txt", "--window", "64")
+	out, err := run(t, reportCmd, "--ref", ref, "--test", file, "--engine-dump", engine, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Split struct {
+			Positions           int
+			File, Engine, Total struct{ Flips int }
+			ByCause             map[string]int `json:"by_cause"`
+			EngineOnly          []int          `json:"engine_only"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	r := doc.Split
+	c := r.ByCause
+	if r.Positions == 0 || r.File.Flips != c["file"]+c["both"]+c["undone"] || r.Engine.Flips != c["engine"]+c["both"]+c["undone"] ||
+		r.Total.Flips != c["file"]+c["engine"]+c["both"] || len(r.EngineOnly) != c["engine"] {
+		t.Errorf("flips: file %d, engine %d, total %d, by cause %v, engine-only %v", r.File.Flips, r.Engine.Flips, r.Total.Flips, c, r.EngineOnly)
+	}
+	text, err := run(t, reportCmd, "--ref", ref, "--test", file, "--engine-dump", engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"what your file does", "what your engine adds", "engine ran: @node-llama-cpp/linux-x64@",
+		fmt.Sprintf("the engine's alone %d,", c["engine"])} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
+	t.Logf("tiny Q4_K_M (%s):\n%s", path, text)
+
+	other := ggufModel(t)
+	otherFile := filepath.Join(t.TempDir(), "other.dump")
+	if _, err := run(t, captureCmd, "--model", tiny(t), "--variant", other, "--runtime", "native", "--device", "cpu", "--dump-logits", otherFile,
+		"--panel", "../../internal/model/synth/corpus.txt", "--window", "64"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, reportCmd, "--ref", ref, "--test", otherFile, "--engine-dump", engine); err == nil || !strings.Contains(err.Error(), "the split needs the same file on both") {
+		t.Errorf("two GGUF files: %v", err)
 	}
 }

@@ -154,8 +154,11 @@ func (r *Report) WriteText(w io.Writer, listed int) error {
 		fmt.Sprintf("same top-1 %.2f%%", 100*r.Total.SameTop))
 	p("flips by cause: the file's %d, the engine's alone %d, both %d, the file's undone by the engine %d\n",
 		r.ByCause[File], r.ByCause[Engine], r.ByCause[Both], r.ByCause[EngineUndo])
-	if listed == 0 {
+	switch {
+	case listed == 0:
 		listed = 10
+	case listed < 0:
+		listed = 0
 	}
 	for n, i := range r.EngineOnly {
 		if n == listed {

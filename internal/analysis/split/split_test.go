@@ -98,3 +98,16 @@ func ExampleReport_WriteText() {
 	// flips by cause: the file's 1, the engine's alone 1, both 0, the file's undone by the engine 0
 	//   engine-only flip at 3: reference and file pick 0, the engine 2 (file margin 2.1, KLD file→engine 1.48)
 }
+
+// A negative limit lists no engine-only flip, only how many there are.
+func TestWriteTextListsNone(t *testing.T) {
+	r, err := Compare(rows(2, 0, 0), rows(2, 0, 0), rows(2, 1, 2), nil, margins.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	r.WriteText(&b, -1)
+	if strings.Contains(b.String(), "engine-only flip at") || !strings.Contains(b.String(), "… and 2 more engine-only flips") {
+		t.Errorf("got\n%s", b.String())
+	}
+}

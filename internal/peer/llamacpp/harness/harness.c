@@ -320,6 +320,25 @@ static ggml_backend_dev_t gpu_device(void) {
 	return dev;
 }
 
+// load_model loads path on the CPU or, with on_gpu, with every layer on
+// the first GPU device (gpu_device), which *dev names: one device, named,
+// because asked for "all GPUs" llama.cpp with no GPU device silently runs
+// on the CPU, which would make a Vulkan row a second CPU row.
+static struct llama_model *load_model(const char *path, long on_gpu, ggml_backend_dev_t *dev) {
+	static ggml_backend_dev_t devs[2];
+	struct llama_model_params mp = llama_model_default_params();
+	mp.n_gpu_layers = 0;
+	*dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+	if (on_gpu) {
+		*dev = devs[0] = gpu_device();
+		mp.devices = devs;
+		mp.n_gpu_layers = 999;
+	}
+	struct llama_model *model = llama_model_load_from_file(path, mp);
+	if (!model) die("cannot load %s", path);
+	return model;
+}
+
 // cmd_serve keeps one sequence of one context open and answers requests
 // on stdin, so that a capture drives llama.cpp chunk by chunk as it drives
 // logitscope's engines (the same chunks, the same positions):
@@ -345,16 +364,8 @@ static int cmd_serve(char **a) {
 	enum ggml_type tk = type_named(a[7]), tv = type_named(a[8]);
 	init();
 
-	struct llama_model_params mp = llama_model_default_params();
-	mp.n_gpu_layers = 0;
-	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), devs[2] = {NULL, NULL};
-	if (on_gpu) {
-		dev = devs[0] = gpu_device();
-		mp.devices = devs;
-		mp.n_gpu_layers = 999;
-	}
-	struct llama_model *model = llama_model_load_from_file(path, mp);
-	if (!model) die("cannot load %s", path);
+	ggml_backend_dev_t dev;
+	struct llama_model *model = load_model(path, on_gpu, &dev);
 	int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 	struct llama_context_params cp = llama_context_default_params();
 	cp.n_ctx = (uint32_t)n_ctx;
@@ -473,19 +484,8 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 	if (got != (size_t)n * 4) die("%ld token ids are %ld bytes, stdin had %zu", n, n * 4, got);
 	init();
 
-	struct llama_model_params mp = llama_model_default_params();
-	mp.n_gpu_layers = 0;
-	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), devs[2] = {NULL, NULL};
-	if (on_gpu) {
-		// One device, named, and every layer on it: asked for "all GPUs",
-		// llama.cpp with no GPU device silently runs on the CPU, which would
-		// make a Vulkan row a second CPU row.
-		dev = devs[0] = gpu_device();
-		mp.devices = devs;
-		mp.n_gpu_layers = 999;
-	}
-	struct llama_model *model = llama_model_load_from_file(path, mp);
-	if (!model) die("cannot load %s", path);
+	ggml_backend_dev_t dev;
+	struct llama_model *model = load_model(path, on_gpu, &dev);
 	struct llama_context_params cp = llama_context_default_params();
 	cp.n_ctx = (uint32_t)(n + gen);
 	cp.n_batch = cp.n_ubatch = (uint32_t)n;

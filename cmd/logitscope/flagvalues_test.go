@@ -18,6 +18,9 @@ func TestFlagValuesRefused(t *testing.T) {
 	dir := t.TempDir()
 	dump := filepath.Join(dir, "x.dump")
 	gguf := filepath.Join(dir, "x.gguf")
+	// sensitivity and recipe write variants into the model: a copy of
+	// its own, so that the shared tiny model stays as written.
+	model := copyModel(t)
 	for _, c := range []struct {
 		name string
 		cmd  func([]string, *bytes.Buffer, *bytes.Buffer) error
@@ -31,13 +34,13 @@ func TestFlagValuesRefused(t *testing.T) {
 		{"conform --runtime", conformCmdOf, []string{"--suite", "x.json", "--runtime", "banana"}, []string{`--runtime "banana"`, "wasm", "native"}},
 		{"mkmodel --preset", mkmodelCmd, []string{"--preset", "banana", "--out", dir}, []string{"banana", "tiny"}},
 		{"quantize --scheme", quantizeCmd, []string{"--model", tiny(t), "--scheme", "q5"}, []string{"q5", "q8"}},
-		{"sensitivity --scheme", sensitivityCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q5"}, []string{"q5", "q8"}},
-		{"sensitivity --unit", sensitivityCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q4", "--unit", "row"}, []string{"row", "tensor", "layer", "kind"}},
-		{"sensitivity --device", sensitivityCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q4", "--device", "tpu"}, []string{"tpu", "cpu", "gpu"}},
-		{"sensitivity --activations", sensitivityCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q4", "--activations", "q4"}, []string{`"q4"`, "f32", "q8"}},
-		{"recipe --unit", recipeCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--unit", "row", "--target-size", "1MB"}, []string{"row", "tensor", "layer", "kind"}},
-		{"recipe --schemes", recipeCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--schemes", "q8,q5", "--target-size", "1MB"}, []string{"q5", "q8"}},
-		{"recipe --activations", recipeCmd, []string{"--model", tiny(t), "--panel", "../../internal/model/synth/corpus.txt", "--activations", "q4", "--target-size", "1MB"}, []string{`"q4"`, "f32", "q8"}},
+		{"sensitivity --scheme", sensitivityCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q5"}, []string{"q5", "q8"}},
+		{"sensitivity --unit", sensitivityCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q4", "--unit", "row"}, []string{"row", "tensor", "layer", "kind"}},
+		{"sensitivity --device", sensitivityCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q4", "--device", "tpu"}, []string{"tpu", "cpu", "gpu"}},
+		{"sensitivity --activations", sensitivityCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--scheme", "q4", "--activations", "q4"}, []string{`"q4"`, "f32", "q8"}},
+		{"recipe --unit", recipeCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--unit", "row", "--target-size", "1MB"}, []string{"row", "tensor", "layer", "kind"}},
+		{"recipe --schemes", recipeCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--schemes", "q8,q5", "--target-size", "1MB"}, []string{"q5", "q8"}},
+		{"recipe --activations", recipeCmd, []string{"--model", model, "--panel", "../../internal/model/synth/corpus.txt", "--activations", "q4", "--target-size", "1MB"}, []string{`"q4"`, "f32", "q8"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := run(t, c.cmd, c.args...)
@@ -51,4 +54,13 @@ func TestFlagValuesRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wasmOnly is engine for --runtime wasm and nothing for another runtime,
+// which refuses --engine rather than ignore it.
+func wasmOnly(runtime, engine string) string {
+	if runtime == "wasm" {
+		return engine
+	}
+	return ""
 }

@@ -158,10 +158,12 @@ image-files:
 	deploy/build.sh $(OUT)/image
 
 # The conformance suites through engine.wasm, with JUnit XML (make test
-# runs the same suites from cmd/logitscope's and conform's tests).
-conform: wasm
+# runs the same suites from cmd/logitscope's and conform's tests), and
+# llama.cpp's output of GGUF files against logitscope's float reference.
+conform: wasm deps
 	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/tiny.json --out $(OUT)/conform/tiny --junit $(OUT)/conform/tiny.xml
 	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/families.json --out $(OUT)/conform/families --junit $(OUT)/conform/families.xml
+	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/llamacpp.json --runtime native --out $(OUT)/conform/llamacpp --junit $(OUT)/conform/llamacpp.xml
 
 # Every fuzz target, FUZZTIME each; a failure prints the fuzzer's log. A
 # failing target is run once more: a real finding is saved under testdata/fuzz

@@ -51,7 +51,8 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	dryRun := fs.Bool("dry-run", false, "print the plan as JSON, with every identity of its chain (inventory, contract, checkpoint, backend, panel), and run nothing")
 	inventoryPath := fs.String("inventory", "", "the official checkpoint's sealed inventory (logitscope inventory): refuse to run on local files that do not match it")
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
-	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
+	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), llama.cpp[:cpu|:vulkan] (llama.cpp's own library on a GGUF file, the engine a user ships), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
+	llama := llamaFlags(fs)
 	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (rounded to 8-bit blocks first, as llama.cpp's CPU backend does for its quantized types; native engine, CPU or GPU)")
 	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+capture.DefaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
@@ -168,7 +169,8 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	rq := capture.ReceiptRequest(req, followed)
 	rq.Prompt = prompt
-	opt := capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Activations: *acts, Log: stderr, Progress: progress.New(stderr), Panel: panel}
+	opt := capture.Options{Device: *device, Runtime: *runtime, Engine: *enginePath, Activations: *acts, Log: stderr, Progress: progress.New(stderr), Panel: panel,
+		LlamaCpp: *llama}
 	if panel != nil {
 		rq.PanelReceipt = panel.Seal
 	}

@@ -117,7 +117,7 @@ func TestCaptureRuntimeWasm(t *testing.T) {
 			var sums [2]string
 			for i, rt := range []string{"native", "wasm"} {
 				path := filepath.Join(out, label+rt+".dump")
-				args := append([]string{"--model", dir, "--variant", v, "--device", "gpu", "--runtime", rt, "--engine", wasm, "--force", "--dump-logits", path}, mode...)
+				args := append([]string{"--model", dir, "--variant", v, "--device", "gpu", "--runtime", rt, "--engine", wasmOnly(rt, wasm), "--force", "--dump-logits", path}, mode...)
 				if _, err := run(t, captureCmd, args...); err != nil {
 					t.Fatalf("%s %v: %v", rt, mode, err)
 				}
@@ -153,7 +153,7 @@ func TestCaptureRuntimeWasmCPU(t *testing.T) {
 			var sums [2]string
 			for i, rt := range []string{"native", "wasm"} {
 				path := filepath.Join(out, label+rt+".dump")
-				args := append([]string{"--model", dir, "--variant", v, "--device", "cpu", "--runtime", rt, "--engine", wasm, "--force", "--dump-logits", path}, mode...)
+				args := append([]string{"--model", dir, "--variant", v, "--device", "cpu", "--runtime", rt, "--engine", wasmOnly(rt, wasm), "--force", "--dump-logits", path}, mode...)
 				if _, err := run(t, captureCmd, args...); err != nil {
 					t.Fatalf("%s %v: %v", rt, mode, err)
 				}

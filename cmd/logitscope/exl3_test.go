@@ -33,7 +33,7 @@ func TestCaptureEXL3(t *testing.T) {
 	var sums [2]string
 	for i, rt := range []string{"native", "wasm"} {
 		path := filepath.Join(out, rt+".safetensors")
-		if _, err := run(t, captureCmd, "--model", dir, "--variant", "exl3-k4", "--device", "cpu", "--runtime", rt, "--engine", wasm,
+		if _, err := run(t, captureCmd, "--model", dir, "--variant", "exl3-k4", "--device", "cpu", "--runtime", rt, "--engine", wasmOnly(rt, wasm),
 			"--panel", panel, "--window", "48", "--dump-logits", path); err != nil {
 			t.Fatalf("%s: %v", rt, err)
 		}
@@ -70,7 +70,7 @@ func TestCaptureEXL3(t *testing.T) {
 	var gpu [2]string
 	for i, rt := range []string{"native", "wasm"} {
 		gpu[i] = filepath.Join(out, "gpu-"+rt+".safetensors")
-		if _, err := run(t, captureCmd, "--model", dir, "--variant", "exl3-k4", "--device", "gpu", "--runtime", rt, "--engine", wasm,
+		if _, err := run(t, captureCmd, "--model", dir, "--variant", "exl3-k4", "--device", "gpu", "--runtime", rt, "--engine", wasmOnly(rt, wasm),
 			"--panel", panel, "--window", "48", "--dump-logits", gpu[i]); err != nil {
 			t.Fatalf("gpu %s: %v", rt, err)
 		}

@@ -212,7 +212,7 @@ func captureWasmCPUMoE(t *testing.T, preset string) {
 			var sums [2]string
 			for i, rt := range []string{"native", "wasm"} {
 				path := filepath.Join(out, v+rt+".safetensors")
-				args := append([]string{"--model", dir, "--variant", v, "--device", "cpu", "--runtime", rt, "--engine", wasm, "--force", "--dump-logits", path}, mode...)
+				args := append([]string{"--model", dir, "--variant", v, "--device", "cpu", "--runtime", rt, "--engine", wasmOnly(rt, wasm), "--force", "--dump-logits", path}, mode...)
 				if _, err := run(t, captureCmd, args...); err != nil {
 					t.Fatalf("%s %v: %v", rt, mode, err)
 				}

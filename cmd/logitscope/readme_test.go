@@ -118,7 +118,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 		}
 		ran++
 	}
-	if ran != 3 {
-		t.Errorf("%d walkthroughs ran; README.md has 3 (the commands, the GGUF example, the chain)", ran)
+	if ran != 4 {
+		t.Errorf("%d walkthroughs ran; README.md has 4 (the commands, the GGUF example, its split through llama.cpp, the chain)", ran)
 	}
 }

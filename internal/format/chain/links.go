@@ -92,7 +92,30 @@ type Backend struct {
 	WGPU        string `json:"wgpu,omitempty"`
 	Wazero      string `json:"wazero,omitempty"`
 	Engine      string `json:"engine_wasm_sha256,omitempty"`
-	Seal        string `json:"seal"`
+	// LlamaCpp is the llama.cpp context that ran the rows (runtime
+	// llama.cpp): every setting that changes its numbers.
+	LlamaCpp *LlamaCpp `json:"llama_cpp,omitempty"`
+	Seal     string    `json:"seal"`
+}
+
+// LlamaCpp is what a llama.cpp context ran with, as the context took it
+// (flash attention resolved: auto becomes on or off), and the library
+// that ran it.
+type LlamaCpp struct {
+	Build        string `json:"build"`   // cpu or vulkan
+	Package      string `json:"package"` // the npm package of the prebuilt library, name@version
+	Source       string `json:"source"`  // the llama.cpp commit the library was built from
+	Device       string `json:"device"`  // the ggml device: name and description
+	FlashAttn    string `json:"flash_attn"`
+	FlashAsked   string `json:"flash_attn_asked"`
+	TypeK        string `json:"type_k"` // the KV cache's types
+	TypeV        string `json:"type_v"`
+	Threads      int    `json:"threads"`
+	ThreadsBatch int    `json:"threads_batch"`
+	Ctx          int    `json:"ctx"`
+	Batch        int    `json:"batch"`  // tokens per llama_decode
+	UBatch       int    `json:"ubatch"` // tokens per graph
+	System       string `json:"system"` // llama_print_system_info: the CPU features ggml uses
 }
 
 func (*Backend) name() string      { return "backend" }

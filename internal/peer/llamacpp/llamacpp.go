@@ -106,6 +106,7 @@ var vulkanBuild = func() *build {
 
 // H is a built harness.
 type H struct {
+	b     *build
 	exe   string
 	bins  string // argv[1]: where ggml loads its backends from
 	types map[ggml.Type]typeInfo
@@ -206,7 +207,7 @@ func (b *build) build() (*H, error) {
 		return nil, err
 	}
 	exe := filepath.Join(b.dir, "harness")
-	h := &H{exe: exe, bins: b.bins}
+	h := &H{b: b, exe: exe, bins: b.bins}
 	if err := h.loadTypes(); err != nil {
 		return nil, err
 	}

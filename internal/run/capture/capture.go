@@ -25,6 +25,7 @@ import (
 	"logitscope/internal/model"
 	"logitscope/internal/model/ggufmodel"
 	"logitscope/internal/model/hubquant"
+	"logitscope/internal/peer/llamacpp"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/session"
 	"logitscope/internal/sys/progress"
@@ -56,6 +57,9 @@ type Options struct {
 	Inventory *chain.Inventory
 	// Panel is the panel request's receipt, which the chain carries.
 	Panel *chain.Panel
+	// LlamaCpp are the llama.cpp context's settings for runtime llama.cpp
+	// (its build and context size come from the runtime and the request).
+	LlamaCpp llamacpp.SessionOptions
 }
 
 // Capture is what a request produced and what its receipt records.
@@ -74,6 +78,9 @@ type Capture struct {
 	// Chain is where the rows came from, from the checkpoint's files to
 	// the backend that ran them (package chain).
 	Chain *chain.Chain
+	// LlamaCpp is what llama.cpp ran with (runtime llama.cpp), which the
+	// chain's backend records.
+	LlamaCpp *llamacpp.Settings
 }
 
 // Run runs req on the variant of ck that variantName names (f32, q8, q6,
@@ -99,6 +106,14 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if err := engine.CheckActivations(opt.Activations); err != nil {
 		return nil, err
 	}
+	// Where it runs, refused before anything opens when it cannot.
+	rt, note, err := runtimeFor(ck, variantName, opt)
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		fmt.Fprintf(opt.Log, "runtime: native (%s)\n", note)
+	}
 	// Every identity before any compute, the inventory first: a
 	// checkpoint that is not the official inventory's is refused before
 	// its weights open.
@@ -116,23 +131,20 @@ func Run(ck *checkpoint.Checkpoint, variantName string, req session.Request, opt
 	if c.Chain, err = links(ck, inv, c, eo.Variant, opt); err != nil {
 		return nil, err
 	}
-	rt, note, err := runtimeFor(ck, variantName, opt)
-	if note != "" {
-		fmt.Fprintf(opt.Log, "runtime: native (%s)\n", note)
-	}
 	switch {
-	case err != nil:
+	case llamaBuild(rt) != "":
+		err = runLlamaCpp(ck, variantName, rt, req, opt, c)
 	case rt == "wasm":
 		err = runWasm(ck, variantName, req, opt, c)
 	case rt == "native":
 		err = runNative(ck, eo, req, opt, c)
 	default:
-		err = fmt.Errorf("--runtime %q: want native or wasm", opt.Runtime)
+		err = CheckRuntime(rt) // not reached: runtimeFor checked it
 	}
 	if err != nil {
 		return nil, err
 	}
-	if c.Chain.Backend, err = backendOf(c.Chain.Checkpoint, Target{Runtime: rt, Device: c.Device}, opt); err != nil {
+	if c.Chain.Backend, err = backendOf(c.Chain.Checkpoint, Target{Runtime: rt, Device: c.Device}, opt, c.LlamaCpp); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -284,7 +296,20 @@ const acts8Device = ", activations q8"
 // (AutoRuntime), and a model opened from a GGUF file runs natively. note
 // says why the run is native when it was not asked for.
 func runtimeFor(ck *checkpoint.Checkpoint, variantName string, opt Options) (rt, note string, err error) {
-	switch rt = opt.Runtime; {
+	rt = opt.Runtime
+	if err := CheckRuntime(rt); err != nil {
+		return "", "", err
+	}
+	if opt.Engine != "" && rt != "wasm" && rt != "auto" && rt != "" {
+		return "", "", fmt.Errorf("--engine %s: %v, not --runtime %s", opt.Engine, errEngineFlag, rt)
+	}
+	if b := llamaBuild(rt); b != "" {
+		return rt, "", checkLlamaCpp(ck, variantName, b, opt)
+	}
+	if opt.LlamaCpp != (llamacpp.SessionOptions{}) {
+		return "", "", fmt.Errorf("llama.cpp's settings (--llama-*) are for --runtime %s, not %s", LlamaCpp, rt)
+	}
+	switch {
 	case opt.Activations != "" && opt.Activations != engine.ActsF32 && rt == "wasm":
 		return "", "", fmt.Errorf("--activations %s runs in the native engine only: engine.wasm takes float32 activations", opt.Activations)
 	case opt.Activations != "" && opt.Activations != engine.ActsF32:
@@ -298,10 +323,8 @@ func runtimeFor(ck *checkpoint.Checkpoint, variantName string, opt Options) (rt,
 	case rt == "auto" || rt == "":
 		rt, note = AutoRuntime(opt, ck, variantName)
 		return rt, note, nil
-	case rt == "native" || rt == "wasm":
-		return rt, "", nil
 	}
-	return "", "", fmt.Errorf("--runtime %q: want native or wasm", opt.Runtime)
+	return rt, "", nil
 }
 
 // Target is where a request would run, as Run would pick it: the runtime,
@@ -319,6 +342,9 @@ func Where(ck *checkpoint.Checkpoint, variantName string, opt Options) (Target, 
 	rt, note, err := runtimeFor(ck, variantName, opt)
 	if err != nil {
 		return Target{}, err
+	}
+	if b := llamaBuild(rt); b != "" {
+		return Target{Runtime: rt, Device: LlamaCpp + ":" + b}, nil
 	}
 	dev, why, err := probeDevice(opt)
 	if err != nil {

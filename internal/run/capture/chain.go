@@ -66,9 +66,9 @@ func links(ck *checkpoint.Checkpoint, inv *chain.Inventory, c *Capture, v *varia
 
 // backendOf is the backend identity of a capture that ran (or would run,
 // for a plan) where t says.
-func backendOf(id *chain.Checkpoint, t Target, opt Options) (*chain.Backend, error) {
+func backendOf(id *chain.Checkpoint, t Target, opt Options, llama *chain.LlamaCpp) (*chain.Backend, error) {
 	b := &chain.Backend{Checkpoint: id.Seal, Runtime: t.Runtime, Device: t.Device, Activations: opt.Activations,
-		Logitscope: receipt.Version(), Go: goruntime.Version(), WGPU: module("github.com/gogpu/wgpu")}
+		Logitscope: receipt.Version(), Go: goruntime.Version(), WGPU: module("github.com/gogpu/wgpu"), LlamaCpp: llama}
 	if b.Activations == "" {
 		b.Activations = engine.ActsF32
 	}
@@ -138,6 +138,6 @@ func Plan(ck *checkpoint.Checkpoint, variantName string, opt Options) (Target, *
 	if err != nil {
 		return Target{}, nil, err
 	}
-	ch.Backend, err = backendOf(ch.Checkpoint, t, opt)
+	ch.Backend, err = backendOf(ch.Checkpoint, t, opt, nil)
 	return t, ch, err
 }

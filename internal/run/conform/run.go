@@ -292,9 +292,17 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	if err != nil {
 		return nil, "", nil, nil, err
 	}
+	test, tco, err := testSide(s, c, ck, co, logf)
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
 	run := func(variant string, req session.Request, follow, path string) (side, error) {
 		fmt.Fprintf(logf, "capture %s %s -> %s\n", variant, req.Mode, path)
-		cp, err := capture.Run(ck, variant, req, co)
+		o := co
+		if variant == test {
+			o = tco
+		}
+		cp, err := capture.Run(ck, variant, req, o)
 		if err != nil {
 			return side{}, fmt.Errorf("%s capture: %w", variant, err)
 		}
@@ -317,7 +325,7 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 		windows, co.Panel = panel.Tokens(), panel.Receipt // the receipts bind the panel's windows, domains included
 		req := session.Request{Mode: session.Panel, Windows: windows, Prefix: prefix}
 		var p [2]side
-		for i, v := range []string{c.Reference, c.Test} {
+		for i, v := range []string{c.Reference, test} {
 			if p[i], err = run(v, req, "", filepath.Join(dir, []string{"ref", "test"}[i]+".dump")); err != nil {
 				return nil, compare, nil, nil, err
 			}
@@ -341,11 +349,11 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 				return nil, compare, nil, nil, fmt.Errorf("prompt %d: %w", i+1, err)
 			}
 			forced := session.Request{Mode: session.Forced, PromptIDs: greedy.PromptIDs, Stops: stops, Outputs: ref.cap.Output}
-			test, err := run(c.Test, forced, ref.rc.Dump.SHA256, filepath.Join(dir, fmt.Sprintf("test-%d.dump", i+1)))
+			got, err := run(test, forced, ref.rc.Dump.SHA256, filepath.Join(dir, fmt.Sprintf("test-%d.dump", i+1)))
 			if err != nil {
 				return nil, compare, nil, nil, fmt.Errorf("prompt %d: %w", i+1, err)
 			}
-			pairs = append(pairs, [2]side{ref, test})
+			pairs = append(pairs, [2]side{ref, got})
 		}
 	}
 	m, docs, err := report(pairs, tok, dir)

@@ -36,10 +36,14 @@ type Suite struct {
 // Case compares a test variant with a reference variant of one model on
 // either greedy prompts or a teacher-forced panel.
 type Case struct {
-	Name       string     `json:"name"`                // its outputs go to OUT/<name>/
-	Model      string     `json:"model"`               // a directory, or preset:NAME
-	Reference  string     `json:"reference,omitempty"` // default f32
-	Test       string     `json:"test"`
+	Name      string `json:"name"`                // its outputs go to OUT/<name>/
+	Model     string `json:"model"`               // a directory, or preset:NAME
+	Reference string `json:"reference,omitempty"` // default f32
+	Test      string `json:"test"`
+	// Runtime, when set, is where the test side runs (capture's
+	// --runtime: llama.cpp runs a GGUF test through llama.cpp's own
+	// library); the reference runs where the suite runs.
+	Runtime    string     `json:"runtime,omitempty"`
 	Prompts    []string   `json:"prompts,omitempty"`
 	MaxNew     int        `json:"max_new,omitempty"` // default 8
 	Panel      string     `json:"panel,omitempty"`
@@ -231,6 +235,9 @@ func (c *Case) check() error {
 		c.Window = 128
 	}
 	if err := c.Thresholds.check(""); err != nil {
+		return err
+	}
+	if err := c.checkRuntime(); err != nil {
 		return err
 	}
 	for _, d := range slices.Sorted(maps.Keys(c.Domains)) {

@@ -17,6 +17,12 @@
 //   logits MODEL N F32KV THREADS   stdin: N int32 token ids; stdout: int32 n_vocab,
 //                                  then N rows of n_vocab float32 (teacher forced)
 //   tiny-model OUT SEED            a small random Llama GGUF (f32 weights, no vocabulary)
+//   serve MODEL GPU THREADS CTX BATCH UBATCH FLASH TYPE_K TYPE_V
+//                                  one sequence kept open across requests (see
+//                                  cmd_serve): stdout first carries int32 n_vocab,
+//                                  int32 length and that many bytes of key=value
+//                                  lines (the settings as the context took them);
+//                                  then each stdin request gets its answer
 //   bench MODEL N GEN THREADS REPS GPU
 //                                  stdin: N int32 prompt ids; stdout: one line,
 //                                  prefill tok/s, decode tok/s, peak RSS bytes,
@@ -172,8 +178,14 @@ static int cmd_ftypes(void) {
 	return 0;
 }
 
+// flash_resolved is what llama.cpp made of flash attention "auto" for the
+// context being created: it says so only in its log (-1: not said).
+static int flash_resolved = -1;
+
 static void quiet_log(enum ggml_log_level level, const char *text, void *user) {
 	(void)user;
+	if (strstr(text, "Flash Attention enabled")) flash_resolved = 1;
+	if (strstr(text, "Flash Attention not supported")) flash_resolved = 0;
 	if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN || getenv("LLAMACPP_HARNESS_VERBOSE"))
 		fputs(text, stderr);
 }
@@ -289,6 +301,151 @@ static int cmd_logits(const char *path, const char *count, const char *f32kv, co
 	return 0;
 }
 
+// read_exact fills p from stdin; 0 at a clean end of input before any byte.
+static int read_exact(void *p, size_t n) {
+	size_t got = fread(p, 1, n, stdin);
+	if (got == 0 && n > 0 && feof(stdin)) return 0;
+	if (got != n) die("reading a request: %zu of %zu bytes", got, n);
+	return 1;
+}
+
+// gpu_device is the first GPU (or integrated GPU) device ggml loaded, or
+// dies: asked for "all GPUs", llama.cpp with none silently runs on the CPU.
+static ggml_backend_dev_t gpu_device(void) {
+	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU);
+	if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_IGPU);
+	if (!dev)
+		die("no GPU device among ggml's backends in %s (llama.cpp's Vulkan skips CPU-type devices such as "
+		    "lavapipe unless GGML_VK_VISIBLE_DEVICES=0; is a Vulkan driver installed?)", bins_dir);
+	return dev;
+}
+
+// load_model loads path on the CPU or, with on_gpu, with every layer on
+// the first GPU device (gpu_device), which *dev names: one device, named,
+// because asked for "all GPUs" llama.cpp with no GPU device silently runs
+// on the CPU, which would make a Vulkan row a second CPU row.
+static struct llama_model *load_model(const char *path, long on_gpu, ggml_backend_dev_t *dev) {
+	static ggml_backend_dev_t devs[2];
+	struct llama_model_params mp = llama_model_default_params();
+	mp.n_gpu_layers = 0;
+	*dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+	if (on_gpu) {
+		*dev = devs[0] = gpu_device();
+		mp.devices = devs;
+		mp.n_gpu_layers = 999;
+	}
+	struct llama_model *model = llama_model_load_from_file(path, mp);
+	if (!model) die("cannot load %s", path);
+	return model;
+}
+
+// cmd_serve keeps one sequence of one context open and answers requests
+// on stdin, so that a capture drives llama.cpp chunk by chunk as it drives
+// logitscope's engines (the same chunks, the same positions):
+//
+//   int32 0                          reset: empty the KV cache, back to position 0;
+//                                    answer int32 0
+//   int32 1, int32 WANT, int32 N, N int32 ids
+//                                    decode the ids at the next N positions as one
+//                                    llama_decode (N <= BATCH); WANT 0: no row, 1:
+//                                    the last token's, 2: every token's; answer
+//                                    int32 rows, then rows*n_vocab float32
+//
+// The end of stdin ends it. FLASH is llama.cpp's flash_attn_type (-1 auto,
+// 0 off, 1 on); TYPE_K and TYPE_V name the KV cache's ggml types (f16,
+// f32, q8_0, ...); THREADS 0 keeps llama.cpp's default; GPU 1 puts every
+// layer on the first GPU device.
+static int cmd_serve(char **a) {
+	const char *path = a[0];
+	long on_gpu = parse_int(a[1], "gpu"), threads = parse_int(a[2], "threads"), n_ctx = parse_int(a[3], "ctx"),
+	     n_batch = parse_int(a[4], "batch"), n_ubatch = parse_int(a[5], "ubatch"), flash = parse_int(a[6], "flash");
+	if (n_ctx <= 0 || n_batch <= 0 || n_ubatch <= 0 || n_ubatch > n_batch) die("ctx %ld, batch %ld, ubatch %ld: want positive sizes, ubatch <= batch", n_ctx, n_batch, n_ubatch);
+	if (flash < -1 || flash > 1) die("flash %ld: want -1 (auto), 0 or 1", flash);
+	enum ggml_type tk = type_named(a[7]), tv = type_named(a[8]);
+	init();
+
+	ggml_backend_dev_t dev;
+	struct llama_model *model = load_model(path, on_gpu, &dev);
+	int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+	struct llama_context_params cp = llama_context_default_params();
+	cp.n_ctx = (uint32_t)n_ctx;
+	cp.n_batch = (uint32_t)n_batch;
+	cp.n_ubatch = (uint32_t)n_ubatch;
+	cp.n_seq_max = 1;
+	cp.no_perf = true;
+	cp.flash_attn_type = (enum llama_flash_attn_type)flash;
+	cp.type_k = tk;
+	cp.type_v = tv;
+	if (threads > 0) cp.n_threads = cp.n_threads_batch = (int32_t)threads;
+	flash_resolved = flash == -1 ? -1 : (int)flash;
+	struct llama_context *ctx = llama_init_from_model(model, cp);
+	if (!ctx) die("cannot create a context of %ld tokens", n_ctx);
+
+	char info[4096];
+	int len = snprintf(info, sizeof info,
+	                   "device=%s %s\nflash_attn=%s\ntype_k=%s\ntype_v=%s\nthreads=%d\nthreads_batch=%d\n"
+	                   "ctx=%u\nbatch=%u\nubatch=%u\nsystem=%s\n",
+	                   ggml_backend_dev_name(dev), ggml_backend_dev_description(dev),
+	                   flash_resolved == 1 ? "on" : flash_resolved == 0 ? "off" : "unknown", ggml_type_name(tk), ggml_type_name(tv),
+	                   llama_n_threads(ctx), llama_n_threads_batch(ctx), llama_n_ctx(ctx), llama_n_batch(ctx), llama_n_ubatch(ctx),
+	                   llama_print_system_info());
+	if (len < 0 || len >= (int)sizeof info) die("settings too long");
+	int32_t len32 = len;
+	write_all(&n_vocab, sizeof n_vocab);
+	write_all(&len32, sizeof len32);
+	write_all(info, (size_t)len);
+	fflush(stdout);
+
+	struct llama_batch batch = llama_batch_init((int32_t)n_batch, 0, 1);
+	int32_t *ids = malloc((size_t)n_batch * sizeof *ids);
+	if (!ids) die("out of memory");
+	long pos = 0;
+	for (;;) {
+		int32_t op, zero = 0;
+		if (!read_exact(&op, sizeof op)) break;
+		if (op == 0) {
+			llama_memory_clear(llama_get_memory(ctx), true);
+			pos = 0;
+			write_all(&zero, sizeof zero);
+			fflush(stdout);
+			continue;
+		}
+		if (op != 1) die("unknown request %d", op);
+		int32_t hdr[2];
+		if (!read_exact(hdr, sizeof hdr)) die("a decode request without its header");
+		int32_t want = hdr[0], n = hdr[1];
+		if (want < 0 || want > 2) die("want %d: 0, 1 or 2", want);
+		if (n <= 0 || n > n_batch) die("%d tokens in one request, the batch holds 1 to %ld", n, n_batch);
+		if (pos + n > n_ctx) die("positions %ld..%ld past the context of %ld", pos, pos + n - 1, n_ctx);
+		if (!read_exact(ids, (size_t)n * sizeof *ids)) die("a decode request without its ids");
+		batch.n_tokens = n;
+		for (int32_t i = 0; i < n; i++) {
+			if (ids[i] < 0 || ids[i] >= n_vocab) die("position %ld: id %d outside the vocabulary of %d", pos + i, ids[i], n_vocab);
+			batch.token[i] = ids[i];
+			batch.pos[i] = (llama_pos)(pos + i);
+			batch.n_seq_id[i] = 1;
+			batch.seq_id[i][0] = 0;
+			batch.logits[i] = want == 2 || (want == 1 && i == n - 1);
+		}
+		int rc = llama_decode(ctx, batch);
+		if (rc != 0) die("llama_decode at position %ld: %d", pos, rc);
+		pos += n;
+		int32_t rows = want == 2 ? n : want;
+		write_all(&rows, sizeof rows);
+		for (int32_t i = n - rows; i < n; i++) {
+			const float *row = llama_get_logits_ith(ctx, i);
+			if (!row) die("no logits at position %ld", pos - n + i);
+			write_all(row, (size_t)n_vocab * sizeof(float));
+		}
+		fflush(stdout);
+	}
+	free(ids);
+	llama_batch_free(batch);
+	llama_free(ctx);
+	llama_model_free(model);
+	return 0;
+}
+
 static double now(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -327,24 +484,8 @@ static int cmd_bench(const char *path, const char *count, const char *gen_s, con
 	if (got != (size_t)n * 4) die("%ld token ids are %ld bytes, stdin had %zu", n, n * 4, got);
 	init();
 
-	struct llama_model_params mp = llama_model_default_params();
-	mp.n_gpu_layers = 0;
-	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU), devs[2] = {NULL, NULL};
-	if (on_gpu) {
-		// One device, named, and every layer on it: asked for "all GPUs",
-		// llama.cpp with no GPU device silently runs on the CPU, which would
-		// make a Vulkan row a second CPU row.
-		dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_GPU);
-		if (!dev) dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_IGPU);
-		if (!dev)
-			die("no GPU device among ggml's backends in %s (llama.cpp's Vulkan skips CPU-type devices such as "
-			    "lavapipe unless GGML_VK_VISIBLE_DEVICES=0; is a Vulkan driver installed?)", bins_dir);
-		devs[0] = dev;
-		mp.devices = devs;
-		mp.n_gpu_layers = 999;
-	}
-	struct llama_model *model = llama_model_load_from_file(path, mp);
-	if (!model) die("cannot load %s", path);
+	ggml_backend_dev_t dev;
+	struct llama_model *model = load_model(path, on_gpu, &dev);
 	struct llama_context_params cp = llama_context_default_params();
 	cp.n_ctx = (uint32_t)(n + gen);
 	cp.n_batch = cp.n_ubatch = (uint32_t)n;
@@ -488,6 +629,7 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "quantize-model") && n >= 3) return cmd_quantize_model(a[0], a[1], a[2], a + 3, n - 3);
 	if (!strcmp(cmd, "logits") && n == 4) return cmd_logits(a[0], a[1], a[2], a[3]);
 	if (!strcmp(cmd, "bench") && n == 6) return cmd_bench(a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (!strcmp(cmd, "serve") && n == 9) return cmd_serve(a);
 	if (!strcmp(cmd, "tiny-model") && n == 2) return cmd_tiny_model(a[0], a[1]);
 	die("unknown command or wrong arguments: %s (%d arguments)", cmd, n);
 	return 2;

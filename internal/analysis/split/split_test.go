@@ -1,0 +1,113 @@
+package split
+
+import (
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/format/dump"
+)
+
+// rows makes a dump of 4-token rows whose argmax is top[i], with a margin
+// of gap over the rest.
+func rows(gap float32, top ...int) *dump.Logits {
+	l := &dump.Logits{Rows: len(top), Vocab: 4}
+	for _, t := range top {
+		row := []float32{0, 0.1, 0.2, 0.3}
+		row[t] = 0.3 + gap
+		l.Data = append(l.Data, row...)
+	}
+	return l
+}
+
+func TestCause(t *testing.T) {
+	for _, c := range []struct {
+		a, f, e int
+		want    string
+	}{
+		{1, 1, 1, Same}, {1, 2, 2, File}, {1, 1, 2, Engine}, {1, 2, 3, Both}, {1, 2, 1, EngineUndo},
+	} {
+		if got := cause(c.a, c.f, c.e); got != c.want {
+			t.Errorf("cause(%d, %d, %d) = %q, want %q", c.a, c.f, c.e, got, c.want)
+		}
+	}
+}
+
+// Each position's choices give its cause, the counts add up per side,
+// and the engine-only flips are listed; KLD splits into the file's share
+// and the engine's, each measured from the side before it.
+func TestCompare(t *testing.T) {
+	ref := rows(1, 0, 0, 0, 0, 0)
+	file := rows(1, 0, 1, 1, 1, 0)
+	engine := rows(1, 0, 1, 2, 0, 3)
+	r, err := Compare(ref, file, engine, nil, margins.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	causes := make([]string, len(r.Rows))
+	for i, p := range r.Rows {
+		causes[i] = p.Cause
+	}
+	if want := []string{Same, File, Both, EngineUndo, Engine}; !slices.Equal(causes, want) {
+		t.Errorf("causes %q, want %q", causes, want)
+	}
+	if r.File.Flips != 3 || r.Engine.Flips != 3 || r.Total.Flips != 3 || !slices.Equal(r.EngineOnly, []int{4}) {
+		t.Errorf("flips: file %d, engine %d, total %d, engine-only %v", r.File.Flips, r.Engine.Flips, r.Total.Flips, r.EngineOnly)
+	}
+	if r.ByCause[File] != 1 || r.ByCause[Engine] != 1 || r.ByCause[Both] != 1 || r.ByCause[EngineUndo] != 1 {
+		t.Errorf("by cause %v", r.ByCause)
+	}
+	if p := r.Rows[0]; p.KLDFile != 0 || p.KLDEngine != 0 || p.KLDTotal != 0 {
+		t.Errorf("position 0, all three equal: KLD %g %g %g", p.KLDFile, p.KLDEngine, p.KLDTotal)
+	}
+	// Position 1: the file moved, the engine did not move it further.
+	if p := r.Rows[1]; p.KLDFile <= 0 || p.KLDEngine != 0 || math.Abs(p.KLDTotal-p.KLDFile) > 1e-12 {
+		t.Errorf("position 1: KLD %g %g %g", p.KLDFile, p.KLDEngine, p.KLDTotal)
+	}
+	if p := r.Rows[4]; math.Abs(p.EngineMargin-1) > 1e-6 {
+		t.Errorf("position 4: the file's margin of its choice over the engine's is %g, want 1", p.EngineMargin)
+	}
+}
+
+func TestCompareRefusesOtherPositions(t *testing.T) {
+	_, err := Compare(rows(1, 0, 0), rows(1, 0, 0), rows(1, 0), nil, margins.Options{})
+	if err == nil || !strings.Contains(err.Error(), "the engine is 1 rows × 4 vocab, the reference 2 × 4") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func ExampleReport_WriteText() {
+	ref := rows(2, 0, 0, 0, 0)
+	file := rows(2, 0, 1, 0, 0)
+	engine := rows(2, 0, 1, 0, 2)
+	r, err := Compare(ref, file, engine, nil, margins.Options{})
+	if err != nil {
+		panic(err)
+	}
+	r.WriteText(os.Stdout, 0)
+	// Output:
+	// three-way split over 4 positions (vocab 4)
+	// what your file does          what your engine adds        together
+	// (reference → exact decode)   (exact decode → engine)      (reference → engine)
+	// KLD 0.373677 ± 0.373677      KLD 0.369076 ± 0.369076      KLD 0.742753 ± 0.428845
+	// flips 1                      flips 1                      flips 2
+	// same top-1 75.00%            same top-1 75.00%            same top-1 50.00%
+	// flips by cause: the file's 1, the engine's alone 1, both 0, the file's undone by the engine 0
+	//   engine-only flip at 3: reference and file pick 0, the engine 2 (file margin 2.1, KLD file→engine 1.48)
+}
+
+// A negative limit lists no engine-only flip, only how many there are.
+func TestWriteTextListsNone(t *testing.T) {
+	r, err := Compare(rows(2, 0, 0), rows(2, 0, 0), rows(2, 1, 2), nil, margins.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	r.WriteText(&b, -1)
+	if strings.Contains(b.String(), "engine-only flip at") || !strings.Contains(b.String(), "… and 2 more engine-only flips") {
+		t.Errorf("got\n%s", b.String())
+	}
+}

@@ -163,6 +163,7 @@ image-files:
 conform: wasm deps
 	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/tiny.json --out $(OUT)/conform/tiny --junit $(OUT)/conform/tiny.xml
 	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/families.json --out $(OUT)/conform/families --junit $(OUT)/conform/families.xml
+	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/formats.json --out $(OUT)/conform/formats --junit $(OUT)/conform/formats.xml
 	$(GO) run ./cmd/logitscope conform --suite internal/run/conform/llamacpp.json --runtime native --out $(OUT)/conform/llamacpp --junit $(OUT)/conform/llamacpp.xml
 
 # Every fuzz target, FUZZTIME each; a failure prints the fuzzer's log. A

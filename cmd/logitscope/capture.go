@@ -53,7 +53,7 @@ func captureCommand(args []string, stdout, stderr io.Writer) error {
 	device := fs.String("device", "auto", "gpu (WebGPU), cpu, or auto: the GPU when an adapter exists")
 	runtime := fs.String("runtime", "auto", "wasm (engine.wasm under wazero, on the GPU, or its CPU path with --device cpu), native (the Go engine), llama.cpp[:cpu|:vulkan] (llama.cpp's own library on a GGUF file, the engine a user ships), or auto: wasm when engine.wasm is built and the GPU is asked for and present")
 	llama := llamaFlags(fs)
-	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (rounded to 8-bit blocks first, as llama.cpp's CPU backend does for its quantized types; native engine, CPU or GPU)")
+	acts := fs.String("activations", engine.ActsF32, "how products with quantized weights take their activations: f32, or q8 (rounded to 8-bit blocks first, as llama.cpp's CPU backend does for its quantized types; native engine, CPU or GPU); with a hub-quantized --variant also int8, fp8 or fp4 per token as vLLM's kernels round them, or format: as each matrix's checkpoint declares (native engine)")
 	enginePath := fs.String("engine", "", "engine.wasm for --runtime wasm (default $LOGITSCOPE_ENGINE, else "+capture.DefaultEngine+")")
 	pos, err := parse(fs, takeIDs(args, "stop"))
 	if err != nil {

@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
 	"logitscope/internal/gpu/native/nativetest"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/run/capture"
 )
@@ -348,6 +350,33 @@ func TestFamiliesSuite(t *testing.T) {
 	sum := run(t, s, "wasm", engineWasm(t), t.TempDir(), Shard{})
 	if err := sum.Err(); err != nil || sum.Passed != len(s.Cases) {
 		t.Fatalf("%d of %d passed: %v", sum.Passed, len(s.Cases), err)
+	}
+}
+
+// The formats suite passes through engine.wasm (natively where a case
+// rounds activations): every hub format's writer, reader and the lookup
+// kernels on the trained demo model, each case's checkpoint written into
+// its directory with the format's config, and its receipt naming the
+// format.
+func TestFormatsSuite(t *testing.T) {
+	nativetest.Device(t)
+	s, err := Load("formats.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	sum := run(t, s, "wasm", engineWasm(t), out, Shard{})
+	if err := sum.Err(); err != nil || sum.Passed != len(s.Cases) {
+		t.Fatalf("%d of %d passed: %v", sum.Passed, len(s.Cases), err)
+	}
+	for _, c := range s.Cases {
+		rc, err := receipt.Read(receipt.Path(filepath.Join(out, c.Name, "test.dump")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.Hub == nil || !hubquant.Is(filepath.Join(out, c.Name, "hub")) {
+			t.Errorf("%s: the test side's receipt records hub %+v", c.Name, rc.Hub)
+		}
 	}
 }
 

@@ -44,7 +44,7 @@ func (c *Case) checkRuntime() error {
 
 // testSide is the variant a case's test names, made concrete (a GGUF
 // file, quantized first for gguf:FTYPE), and the capture options it runs
-// with: the case's runtime, else the suite run's.
+// with: the case's runtime and activations, else the suite run's.
 func testSide(s *Suite, c Case, ck *checkpoint.Checkpoint, co capture.Options, log io.Writer) (string, capture.Options, error) {
 	test := c.Test
 	if ftype, ok := strings.CutPrefix(test, ggufPrefix); ok {
@@ -55,10 +55,13 @@ func testSide(s *Suite, c Case, ck *checkpoint.Checkpoint, co capture.Options, l
 	} else if gguf.IsFileName(test) {
 		test = s.path(test)
 	}
+	// The reference runs as it is; the test rounds its activations as
+	// the case says (a hub format's own: activations "format").
+	co.Activations = c.Activations
 	if c.Runtime != "" {
 		co.Runtime = c.Runtime
-		if strings.HasPrefix(c.Runtime, capture.LlamaCpp) {
-			co.Engine = "" // engine.wasm is the suite run's, not llama.cpp's
+		if c.Runtime != "wasm" {
+			co.Engine = "" // engine.wasm is the suite run's, not this case's runtime's
 		}
 	}
 	return test, co, nil

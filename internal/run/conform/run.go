@@ -262,7 +262,6 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	if co.Progress == nil {
 		co.Progress = progress.NewLines(logf)
 	}
-	co.Activations = c.Activations
 	if f, err := c.hubWriter(); err != nil {
 		return nil, "", nil, nil, err
 	} else if f != nil {

@@ -64,7 +64,8 @@ type Case struct {
 	// names), which quantizes the model into OUT/<case>/hub first; unset
 	// settings keep the format's defaults.
 	Hub *HubSettings `json:"hub,omitempty"`
-	// Activations is both sides' capture --activations (default f32).
+	// Activations is the test side's capture --activations (default
+	// f32); the rounded ones run natively: give runtime native.
 	Activations string `json:"activations,omitempty"`
 }
 

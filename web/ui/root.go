@@ -29,6 +29,7 @@ import (
 	"github.com/vugu/vugu"
 
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/analysis/split"
 	"logitscope/internal/text/chat"
 	"logitscope/internal/text/tokenizer"
 )
@@ -60,6 +61,10 @@ type Root struct {
 	Sweep     *sweepDoc
 	SweepView sweepView
 	sweepSeq  int
+	// Split is the three-way split of an offline comparison given a
+	// third dump, the engine's (splitdom.go), drawn as splitHTML.
+	Split     *split.Report
+	splitHTML string
 	Sel       int
 	Filter    string // the token strip's tab: all, flips or routes (snapshot.Tab*)
 	Zoom      span   // the charts' positions
@@ -381,6 +386,8 @@ func (r *Root) begin(stage string) {
 func (r *Root) clearDoc() {
 	r.Doc, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, "", "", "", ""
 	r.Sweep = nil
+	r.Split, r.splitHTML = nil, ""
+	r.ls.Delete("split")
 	r.Share = shareState{}
 }
 

@@ -69,7 +69,7 @@ func (r *Root) showSplit(rep *split.Report, names [3]string) error {
 	}
 	d := r.Doc
 	text := func(id int) string { return d.Texts[strconv.Itoa(id)] }
-	r.Split, r.splitHTML = rep, splitHTML(rep, names, text)
+	r.Split, r.splitMarkup = rep, splitHTML(rep, names, text)
 	r.strip = stripHTMLMarked(d, engineFlips(rep, text))
 	r.ls.Set("split", jsonObj.Call("parse", string(raw)))
 	return nil
@@ -78,6 +78,6 @@ func (r *Root) showSplit(rep *split.Report, names [3]string) error {
 // PopulateSplit draws the split, once per document.
 func (r *Root) PopulateSplit(v vjs.Value) {
 	if r.Split != nil {
-		fill(js.Value(v), r.docSeq, r.splitHTML)
+		fill(js.Value(v), r.docSeq, r.splitMarkup)
 	}
 }

@@ -98,6 +98,9 @@ func TestUISplit(t *testing.T) {
 		t.Errorf("the dropped dumps' roles are %q", roles)
 	}
 
+	if h := Eval[string](b, `document.querySelector('#doc-header').innerText`); !strings.Contains(h, "split with the engine's") {
+		t.Errorf("the header does not say the comparison is split:\n%s", h)
+	}
 	var page, cliJSON any
 	json.Unmarshal([]byte(Eval[string](b, `JSON.stringify(window.logitscope.split)`)), &page)
 	json.Unmarshal(cli.Split, &cliJSON)

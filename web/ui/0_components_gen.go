@@ -267,6 +267,9 @@ func (c *DocHeader) what() string {
 	}
 	switch c.R.Source {
 	case "offline":
+		if c.R.Split != nil {
+			return "offline comparison of two dumps, split with the engine's · " + n
+		}
 		return "offline comparison of two dumps · " + n
 	case "snapshot":
 		s := "shared snapshot · " + n

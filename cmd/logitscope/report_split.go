@@ -39,7 +39,7 @@ func reportSplit(refPath, filePath, enginePath string, opt margins.Options, asJS
 		sides[i] = s
 	}
 	ref, file, engine := sides[0], sides[1], sides[2]
-	if err := sameGGUF(file, engine); err != nil {
+	if err := split.SameFile(file.Receipt, engine.Receipt, file.Path, engine.Path); err != nil {
 		return err
 	}
 	var targets []int
@@ -66,23 +66,4 @@ func reportSplit(refPath, filePath, enginePath string, opt margins.Options, asJS
 			l.Package, l.Source, l.Device, l.FlashAttn, l.TypeK, l.TypeV, l.Threads, l.Batch, l.UBatch)
 	}
 	return rep.WriteText(stdout, opt.MaxFlips)
-}
-
-// sameGGUF refuses a split whose exact decode and engine ran different
-// GGUF files, when their receipts say which: the split would then mix
-// two files' errors into the engine's share.
-func sameGGUF(file, engine side) error {
-	f, e := file.Receipt, engine.Receipt
-	if f == nil || e == nil {
-		return nil
-	}
-	switch {
-	case f.GGUF == nil:
-		return fmt.Errorf("%s: --test is the GGUF file decoded exactly, but its receipt names no GGUF file (variant %s)", file.Path, f.Variant)
-	case e.GGUF == nil:
-		return fmt.Errorf("%s: --engine-dump is the engine on the same GGUF file, but its receipt names no GGUF file (variant %s)", engine.Path, e.Variant)
-	case f.GGUF.SHA256 != e.GGUF.SHA256:
-		return fmt.Errorf("%s ran GGUF %.12s…, %s ran %.12s…: the split needs the same file on both", file.Path, f.GGUF.SHA256, engine.Path, e.GGUF.SHA256)
-	}
-	return nil
 }

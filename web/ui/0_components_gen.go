@@ -267,6 +267,9 @@ func (c *DocHeader) what() string {
 	}
 	switch c.R.Source {
 	case "offline":
+		if c.R.Split != nil {
+			return "offline comparison of two dumps, split with the engine's · " + n
+		}
 		return "offline comparison of two dumps · " + n
 	case "snapshot":
 		s := "shared snapshot · " + n
@@ -575,7 +578,17 @@ func (c *DropZone) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					// TODO: implement capture, etc. mostly need to decide syntax
 				})
 			}
-			vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: ".\n    The first dump is the reference. A sweep's or a recipe's JSON ("}
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: ".\n    The first dump is the reference, the second the test; a third, the engine's (llama.cpp on the test's GGUF file, "}
+			vgparent.AppendChild(vgn)
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "code", Attr: []vugu.VGAttribute(nil)}
+			vgparent.AppendChild(vgn)
+			vgn.SetInnerHTML(vugu.HTML("capture --runtime llama.cpp"))
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "), splits the test's divergence into what the file does and what the engine adds, as "}
+			vgparent.AppendChild(vgn)
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "code", Attr: []vugu.VGAttribute(nil)}
+			vgparent.AppendChild(vgn)
+			vgn.SetInnerHTML(vugu.HTML("report --engine-dump"))
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: " does. A sweep's or a recipe's JSON ("}
 			vgparent.AppendChild(vgn)
 			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "code", Attr: []vugu.VGAttribute(nil)}
 			vgparent.AppendChild(vgn)
@@ -1824,6 +1837,28 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 							vgout.Components = append(vgout.Components, vgcomp)
 							vgn = &vugu.VGNode{Component: vgcomp}
 							vgparent.AppendChild(vgn)
+						}
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
+						vgparent.AppendChild(vgn)
+						if c.Split != nil {
+							vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "section", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "panel split"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "split"}}}
+							vgparent.AppendChild(vgn)
+							{
+								vgparent := vgn
+								_ = vgparent
+								vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n          "}
+								vgparent.AppendChild(vgn)
+								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "div", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "split-body"}}}
+								vgparent.AppendChild(vgn)
+								vgn.JSPopulateHandler = vugu.JSValueFunc(func(value js.Value) { c.PopulateSplit(value) })
+								vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
+									EventType: "click",
+									Func:      func(event vugu.DOMEvent) { c.ClickSummary(event) },
+									// TODO: implement capture, etc. mostly need to decide syntax
+								})
+								vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
+								vgparent.AppendChild(vgn)
+							}
 						}
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 						vgparent.AppendChild(vgn)

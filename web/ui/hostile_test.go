@@ -33,16 +33,21 @@ func TestInnerHTMLOfHostileDoc(t *testing.T) {
 		Receipt: &receipt.Receipt{Variant: hostile, Model: hostile, Request: receipt.Request{Mode: hostile}}}
 	d.Test.Label = hostile
 
-	elements := []string{"div", "span", "h3", "table", "tbody", "tr", "th", "td", "a", "small",
+	rep := splitReport(t)
+	hostileText := func(int) string { return hostile }
+
+	elements := []string{"div", "span", "h2", "h3", "p", "b", "ol", "li", "thead", "table", "tbody", "tr", "th", "td", "a", "small",
 		"svg", "line", "text", "rect", "path"}
-	attrs := []string{"class", "title", "data-i", "data-pos", "href", "style", "xmlns", "viewBox", "role",
+	attrs := []string{"id", "class", "title", "data-i", "data-pos", "href", "style", "xmlns", "viewBox", "role",
 		"aria-label", "x", "y", "x1", "y1", "x2", "y2", "width", "height", "d", "text-anchor",
 		"dominant-baseline", "transform", "visibility", "stroke-width"}
 	for name, s := range map[string]string{
-		"strip":   stripHTML(d),
-		"summary": summaryHTML(summaryView(d)),
-		"kld":     kldChart(d, 1, span{}),
-		"margin":  marginChart(d, 1, span{}),
+		"strip":       stripHTML(d),
+		"summary":     summaryHTML(summaryView(d)),
+		"kld":         kldChart(d, 1, span{}),
+		"margin":      marginChart(d, 1, span{}),
+		"split":       splitHTML(rep, [3]string{hostile, hostile, hostile}, hostileText),
+		"split strip": stripHTMLMarked(d, engineFlips(rep, hostileText)),
 	} {
 		dec := xml.NewDecoder(strings.NewReader("<div>" + s + "</div>"))
 		texts := 0
@@ -73,7 +78,7 @@ func TestInnerHTMLOfHostileDoc(t *testing.T) {
 				}
 			}
 		}
-		if name == "strip" || name == "summary" {
+		if name == "strip" || name == "summary" || name == "split" || name == "split strip" {
 			if texts == 0 {
 				t.Errorf("%s: the hostile strings are nowhere as text", name)
 			}

@@ -2,7 +2,8 @@
 
 package main
 
-// Compare offline: two dropped dumps (and their receipts), no engine.
+// Compare offline: two dropped dumps (and their receipts), no engine; a
+// third, the engine's, adds the three-way split (splitdom.go).
 
 import (
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/vugu/vugu"
 
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/analysis/split"
 )
 
 const receiptSuffix = ".receipt.json"
@@ -177,6 +179,8 @@ func (d *dropState) Role(i int) string {
 		return "reference"
 	case 1:
 		return "test"
+	case 2:
+		return "engine"
 	}
 	return "unused"
 }
@@ -209,7 +213,8 @@ func (r *Root) RemoveDump(i int) {
 // ClearDrops forgets every dropped file.
 func (r *Root) ClearDrops() { r.Drop = dropState{} }
 
-// Compare compares the first two dumps (lock held).
+// Compare compares the first two dumps, and splits with the third, the
+// engine's, when there is one (lock held).
 func (r *Root) Compare() {
 	if r.Busy() || len(r.Drop.Dumps) < 2 {
 		return
@@ -217,8 +222,15 @@ func (r *Root) Compare() {
 	a, b := r.Drop.Dumps[0], r.Drop.Dumps[1]
 	ref := snapshot.Dropped{Name: a.Name, File: blob{a.File}, Size: int64(a.Size), Receipt: a.Receipt}
 	test := snapshot.Dropped{Name: b.Name, File: blob{b.File}, Size: int64(b.Size), Receipt: b.Receipt}
+	var engine *snapshot.Dropped
+	stage := "comparing " + a.Name + " with " + b.Name
+	if len(r.Drop.Dumps) > 2 {
+		c := r.Drop.Dumps[2]
+		engine = &snapshot.Dropped{Name: c.Name, File: blob{c.File}, Size: int64(c.Size), Receipt: c.Receipt}
+		stage += " and the engine's " + c.Name
+	}
 	model := r.model(r.Spec.Model)
-	r.begin("comparing " + a.Name + " with " + b.Name)
+	r.begin(stage)
 	go func() {
 		time.Sleep(20 * time.Millisecond) // paint "running" before the work
 		t0 := now()
@@ -236,12 +248,21 @@ func (r *Root) Compare() {
 			doc.Timing.Analysis = now() - t0
 			doc.Created = time.Now().UTC().Format(time.RFC3339)
 		}
+		var rep *split.Report
+		if err == nil && engine != nil {
+			rep, err = offlineSplit([3]snapshot.Dropped{ref, test, *engine})
+		}
 		r.update(func() {
 			if err != nil {
 				r.fail(err)
 				return
 			}
 			r.show(doc, nil, "offline", nil)
+			if rep != nil {
+				if err := r.showSplit(rep, [3]string{ref.Name, test.Name, engine.Name}); err != nil {
+					r.fail(err)
+				}
+			}
 		})
 	}()
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/vugu/vugu"
 
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/analysis/split"
 	"logitscope/internal/text/chat"
 	"logitscope/internal/text/tokenizer"
 )
@@ -60,12 +61,16 @@ type Root struct {
 	Sweep     *sweepDoc
 	SweepView sweepView
 	sweepSeq  int
-	Sel       int
-	Filter    string // the token strip's tab: all, flips or routes (snapshot.Tab*)
-	Zoom      span   // the charts' positions
-	SnapID    string // the /r/<id> this page shows, until the form is edited
-	SnapURL   string // the ?snapshot=URL this page shows, likewise
-	Ran       bool   // the form's spec has been run: its URL reruns it
+	// Split is the three-way split of an offline comparison given a
+	// third dump, the engine's (splitdom.go), drawn as splitHTML.
+	Split       *split.Report
+	splitMarkup string
+	Sel         int
+	Filter      string // the token strip's tab: all, flips or routes (snapshot.Tab*)
+	Zoom        span   // the charts' positions
+	SnapID      string // the /r/<id> this page shows, until the form is edited
+	SnapURL     string // the ?snapshot=URL this page shows, likewise
+	Ran         bool   // the form's spec has been run: its URL reruns it
 
 	Share shareState
 	Drop  dropState
@@ -381,6 +386,8 @@ func (r *Root) begin(stage string) {
 func (r *Root) clearDoc() {
 	r.Doc, r.strip, r.summary, r.kldSVG, r.marginSVG = nil, "", "", "", ""
 	r.Sweep = nil
+	r.Split, r.splitMarkup = nil, ""
+	r.ls.Delete("split")
 	r.Share = shareState{}
 }
 

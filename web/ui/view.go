@@ -534,7 +534,11 @@ func kldScale(d *snapshot.Doc) float64 {
 // text and where each window begins. Built once per document; the page
 // sets it as the strip's innerHTML. The class is escaped like any value:
 // Parse admits only margins' three, but the page does not rely on it.
-func stripHTML(d *snapshot.Doc) string {
+func stripHTML(d *snapshot.Doc) string { return stripHTMLMarked(d, nil) }
+
+// stripHTMLMarked is stripHTML with mark's class and title added to each
+// position (nil: none): a split's engine-only flips.
+func stripHTMLMarked(d *snapshot.Doc, mark func(i int) (class, title string)) string {
 	var m markup.Builder
 	m.Grow(64 * (len(d.PromptIDs) + len(d.Tokens)))
 	for _, id := range d.PromptIDs {
@@ -579,6 +583,10 @@ func stripHTML(d *snapshot.Doc) string {
 				class += " ro"
 				title += " · experts reordered at layers " + routing.FormatLayers(r.OrderLayers)
 			}
+		}
+		if mark != nil {
+			c, t := mark(i)
+			class, title = class+c, title+t
 		}
 		m.Open("span",
 			"class", class,

@@ -16,6 +16,7 @@ import (
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
 )
 
 // Causes of a position's top-1 choices: a, f, e are the reference's, the
@@ -148,7 +149,7 @@ func (r *Report) WriteText(w io.Writer, listed int) error {
 	p("three-way split over %d positions (vocab %d)\n", r.Positions, r.Vocab)
 	p("%-28s %-28s %s\n", "what your file does", "what your engine adds", "together")
 	p("%-28s %-28s %s\n", "(reference → exact decode)", "(exact decode → engine)", "(reference → engine)")
-	p("%-28s %-28s %s\n", "KLD "+est(r.File.KLD), "KLD "+est(r.Engine.KLD), "KLD "+est(r.Total.KLD))
+	p("%-28s %-28s %s\n", "KLD "+Mean(r.File.KLD), "KLD "+Mean(r.Engine.KLD), "KLD "+Mean(r.Total.KLD))
 	p("%-28s %-28s %s\n", fmt.Sprintf("flips %d", r.File.Flips), fmt.Sprintf("flips %d", r.Engine.Flips), fmt.Sprintf("flips %d", r.Total.Flips))
 	p("%-28s %-28s %s\n", fmt.Sprintf("same top-1 %.2f%%", 100*r.File.SameTop), fmt.Sprintf("same top-1 %.2f%%", 100*r.Engine.SameTop),
 		fmt.Sprintf("same top-1 %.2f%%", 100*r.Total.SameTop))
@@ -172,9 +173,29 @@ func (r *Report) WriteText(w io.Writer, listed int) error {
 	return nil
 }
 
-func est(e margins.Estimate) string {
+// Mean prints a side's mean KLD as the reports show it (the CLI's text,
+// the page): six decimals, with its standard error when it has one.
+func Mean(e margins.Estimate) string {
 	if e.Err == nil {
 		return fmt.Sprintf("%.6f", e.Value)
 	}
 	return fmt.Sprintf("%.6f ± %.6f", e.Value, *e.Err)
+}
+
+// SameFile refuses a split whose exact decode and engine ran different
+// GGUF files, when their receipts (nil: none) say which: the split would
+// then mix two files' errors into the engine's share. fileName and
+// engineName name the dumps in the error.
+func SameFile(file, engine *receipt.Receipt, fileName, engineName string) error {
+	switch {
+	case file == nil || engine == nil:
+		return nil
+	case file.GGUF == nil:
+		return fmt.Errorf("%s: the file decoded exactly is a GGUF file, but its receipt names none (variant %s)", fileName, file.Variant)
+	case engine.GGUF == nil:
+		return fmt.Errorf("%s: the engine runs the same GGUF file, but its receipt names none (variant %s)", engineName, engine.Variant)
+	case file.GGUF.SHA256 != engine.GGUF.SHA256:
+		return fmt.Errorf("%s ran GGUF %.12s…, %s ran %.12s…: the split needs the same file on both", fileName, file.GGUF.SHA256, engineName, engine.GGUF.SHA256)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package split
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
 )
 
 // rows makes a dump of 4-token rows whose argmax is top[i], with a margin
@@ -109,5 +111,30 @@ func TestWriteTextListsNone(t *testing.T) {
 	r.WriteText(&b, -1)
 	if strings.Contains(b.String(), "engine-only flip at") || !strings.Contains(b.String(), "… and 2 more engine-only flips") {
 		t.Errorf("got\n%s", b.String())
+	}
+}
+
+// SameFile refuses a split whose exact decode and engine ran different
+// GGUF files, or whose receipts do not say which, naming the dump.
+func TestSameFile(t *testing.T) {
+	gguf := func(sum string) *receipt.Receipt {
+		return &receipt.Receipt{Variant: "q4", GGUF: &receipt.GGUF{SHA256: sum}}
+	}
+	for _, c := range []struct {
+		name         string
+		file, engine *receipt.Receipt
+		want         string // "" no error
+	}{
+		{"no receipts", nil, nil, ""},
+		{"engine's receipt only", nil, gguf("aa"), ""},
+		{"same file", gguf("aa"), gguf("aa"), ""},
+		{"two files", gguf("aaaaaaaaaaaa1"), gguf("bbbbbbbbbbbb2"), "f.dump ran GGUF aaaaaaaaaaaa…, e.dump ran bbbbbbbbbbbb…: the split needs the same file on both"},
+		{"decode of no GGUF", &receipt.Receipt{Variant: "f32"}, gguf("aa"), "f.dump: the file decoded exactly is a GGUF file, but its receipt names none (variant f32)"},
+		{"engine on no GGUF", gguf("aa"), &receipt.Receipt{Variant: "q8"}, "e.dump: the engine runs the same GGUF file, but its receipt names none (variant q8)"},
+	} {
+		err := SameFile(c.file, c.engine, "f.dump", "e.dump")
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

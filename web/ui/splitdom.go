@@ -1,0 +1,83 @@
+//go:build js && wasm
+
+package main
+
+// The three-way split in the page: a third dropped dump, the engine's,
+// split with the reference and the test (the file decoded exactly) by
+// package split, as `logitscope report --engine-dump` splits them, and
+// drawn by split.go into #split-body.
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	vjs "github.com/vugu/vugu/js"
+
+	"syscall/js"
+
+	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/analysis/split"
+)
+
+// offlineSplit splits the divergence of the engine's dump from the
+// reference (sides: reference, file, engine), refusing what report
+// refuses: receipts that do not describe their dumps, two panels, or an
+// exact decode and an engine that ran different GGUF files. Each dump is
+// read whole: a split is of a panel's rows, not of a long capture.
+func offlineSplit(sides [3]snapshot.Dropped) (*split.Report, error) {
+	var caps [3]snapshot.Capture
+	for i, d := range sides {
+		c, err := d.Open()
+		if err != nil {
+			return nil, err
+		}
+		if c.Logits, err = c.Rows.ReadAll(); err != nil {
+			return nil, err
+		}
+		if sum, ok := c.Rows.SHA256(); ok && c.Side.Receipt != nil {
+			if err := c.Side.Receipt.CheckSHA256(sum, d.Name); err != nil {
+				return nil, err
+			}
+		}
+		caps[i] = c
+	}
+	ref, file, engine := caps[0], caps[1], caps[2]
+	if err := split.SameFile(file.Side.Receipt, engine.Side.Receipt, sides[1].Name, sides[2].Name); err != nil {
+		return nil, err
+	}
+	targets := ref.Targets
+	if ref.Side.Receipt != nil {
+		for i, c := range caps[1:] {
+			if c.Side.Receipt != nil && !slices.Equal(targets, c.Targets) {
+				return nil, fmt.Errorf("%s and %s were captured on different panels", sides[0].Name, sides[i+1].Name)
+			}
+		}
+	}
+	return split.Compare(ref.Logits, file.Logits, engine.Logits, targets, margins.Options{})
+}
+
+// showSplit adds rep to the offline document just shown (lock held): the
+// split's panel, the strip's marks and window.logitscope.split, the
+// report's JSON as report --engine-dump --json prints it under "split".
+func (r *Root) showSplit(rep *split.Report, names [3]string) error {
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("split: %v", err)
+	}
+	d := r.Doc
+	text := func(id int) string { return d.Texts[strconv.Itoa(id)] }
+	r.Split, r.splitMarkup = rep, splitHTML(rep, names, text)
+	r.strip = stripHTMLMarked(d, engineFlips(rep, text))
+	r.ls.Set("split", jsonObj.Call("parse", string(raw)))
+	return nil
+}
+
+// PopulateSplit draws the split, once per document.
+func (r *Root) PopulateSplit(v vjs.Value) {
+	if r.Split != nil {
+		fill(js.Value(v), r.docSeq, r.splitMarkup)
+	}
+}

@@ -162,10 +162,14 @@ func TestFormatOf(t *testing.T) {
 		{`{"quantization_config":{"quant_method":"marlin"}}`, `quant_method "marlin"`},
 		{`{"quantization_config":{"quant_method":"fbgemm_fp8"}}`, `quant_method "fbgemm_fp8": FBGEMM`},
 		{`{"quantization_config":{"quant_method":"compressed-tensors","format":"marlin-24"}}`, `quantization_config.format "marlin-24"`},
-		{`{"quantization_config":{"quant_method":"newthing"}}`, `quant_method "newthing" is not a format read here (read: gptq)`},
-		{`{"quantization_config":{"bits":4}}`, `no quant_method (read: gptq)`},
+		{`{"quantization_config":{"quant_method":"newthing"}}`, `quant_method "newthing" is not a format read here (read: awq, bitsandbytes, compressed-tensors, gptq)`},
+		{`{"quantization_config":{"bits":4}}`, `no quant_method (read: awq, bitsandbytes, compressed-tensors, gptq)`},
 		{`{"quantization_config":{"quant_method":4}}`, `quant_method 4 is not a string`},
-		{`{"quantization":{"group_size":64,"bits":4}}`, `quantization (MLX's)`},
+		{`{"quantization":{"group_size":64,"bits":4}}`, "=mlx 4-bit g64"},
+		{`{"quantization":{"group_size":64,"bits":4},"quantization_config":{"group_size":64,"bits":4}}`, "=mlx 4-bit g64"},
+		{`{"quantization":{"group_size":64,"bits":4,"mode":"mxfp4"}}`, `quantization (MLX's)`},
+		{`{"quantization_config":{"quant_method":"awq","bits":4,"group_size":128,"zero_point":true,"version":"gemv"}}`, `"gemv"`},
+		{`{"quantization_config":{"quant_method":"bitsandbytes","load_in_8bit":true}}`, `load_in_8bit`},
 		{`{"quantization_config":[]}`, `config.json: quantization_config`},
 	} {
 		f, err := FormatOf([]byte(tc.config), "config.json")
@@ -224,5 +228,5 @@ func ExampleFormatOf() {
 	fmt.Println(err)
 	// Output:
 	// gptq 4-bit g128 sym desc_act <nil>
-	// config.json: quantization_config.quant_method "hqq": HQQ's half-quadratic layout is not read (read: gptq)
+	// config.json: quantization_config.quant_method "hqq": HQQ's half-quadratic layout is not read (read: awq, bitsandbytes, compressed-tensors, gptq)
 }

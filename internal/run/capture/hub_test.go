@@ -67,11 +67,16 @@ func TestHubVariant(t *testing.T) {
 	if ct := ch.Contract; ct.Scheme != c.Hub.Format || ct.Hub != sum || ct.GGUF != "" || ct.Manifest != "" {
 		t.Errorf("contract %+v", ct)
 	}
-	if rt, note, err := runtimeFor(ck, dir, Options{Runtime: "auto"}); rt != "native" || !strings.Contains(note, "hub-quantized") || err != nil {
-		t.Errorf("auto runtime: %s (%s), %v", rt, note, err)
+	// engine.wasm runs it too (as the page does), with float32
+	// activations; rounded ones run natively.
+	if rt, _, err := runtimeFor(ck, dir, Options{Runtime: "wasm"}); rt != "wasm" || err != nil {
+		t.Errorf("wasm runtime: %s, %v", rt, err)
 	}
-	if _, _, err := runtimeFor(ck, dir, Options{Runtime: "wasm"}); err == nil || !strings.Contains(err.Error(), "--runtime native") {
-		t.Errorf("wasm runtime: %v", err)
+	if rt, note, err := runtimeFor(ck, dir, Options{Runtime: "auto", Activations: "format"}); rt != "native" || !strings.Contains(note, "rounded activations") || err != nil {
+		t.Errorf("auto runtime with activations format: %s (%s), %v", rt, note, err)
+	}
+	if _, _, err := runtimeFor(ck, dir, Options{Runtime: "wasm", Activations: "int8"}); err == nil || !strings.Contains(err.Error(), "native engine only") {
+		t.Errorf("wasm runtime with int8 activations: %v", err)
 	}
 
 	// Commands that read logitscope variants only (export, sensitivity)

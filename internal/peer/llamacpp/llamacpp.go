@@ -406,11 +406,23 @@ func (h *H) Dequantize(tb testing.TB, t ggml.Type, blocks []byte) []float32 {
 // ggml's reference quantizer, without an importance matrix.
 func (h *H) Quantize(tb testing.TB, t ggml.Type, x []float32, rows, cols int) []byte {
 	tb.Helper()
-	if len(x) != rows*cols {
-		tb.Fatalf("llamacpp.Quantize: %d weights for %d x %d", len(x), rows, cols)
+	return h.QuantizeImatrix(tb, t, x, nil, rows, cols)
+}
+
+// QuantizeImatrix is Quantize with an importance matrix (one weight per
+// column; nil for none), as llama-quantize --imatrix passes it: the
+// lowest-bit i-quants (IQ1_*, IQ2_XXS, IQ2_XS) refuse to quantize without.
+func (h *H) QuantizeImatrix(tb testing.TB, t ggml.Type, x, imatrix []float32, rows, cols int) []byte {
+	tb.Helper()
+	if len(x) != rows*cols || imatrix != nil && len(imatrix) != cols {
+		tb.Fatalf("llamacpp.Quantize: %d weights and %d importances for %d x %d", len(x), len(imatrix), rows, cols)
 	}
 	ti := h.info(tb, t)
-	out := h.run(tb, floatBytes(x), "quantize", strconv.Itoa(int(t)), strconv.Itoa(rows), strconv.Itoa(cols))
+	args := []string{"quantize", strconv.Itoa(int(t)), strconv.Itoa(rows), strconv.Itoa(cols)}
+	if imatrix != nil {
+		args = append(args, "imatrix")
+	}
+	out := h.run(tb, append(floatBytes(imatrix), floatBytes(x)...), args...)
 	if want := rows * cols / ti.blockSize * ti.blockBytes; len(out) != want {
 		tb.Fatalf("llamacpp.Quantize: harness returned %d bytes, want %d", len(out), want)
 	}

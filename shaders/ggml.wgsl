@@ -50,6 +50,7 @@
 //       [128:192]: bits 2t.. of byte 128+32n+l; scales [192:208] int8, one
 //       per 16: byte 192+8n+2t+l/16; d [208:210]. q = (low|high<<4) - 32,
 //       y = (d*sc)*q
+// 17..28, the i-quants, ternary types and MXFP4: iquants.wgsl.
 
 const Q4_0: u32 = 6u;
 const Q4_1: u32 = 7u;
@@ -70,10 +71,10 @@ fn is_ggml() -> bool { return FORMAT >= Q4_0; }
 
 // Weights per block.
 fn ggml_block_size() -> u32 {
-    if (FORMAT >= Q2_K) {
-        return 256u;
+    if (FORMAT <= Q8_0 || FORMAT == 24u || FORMAT == 28u) { // Q4_0 … Q8_0, IQ4_NL, MXFP4
+        return 32u;
     }
-    return 32u;
+    return 256u;
 }
 
 // Bytes per block.
@@ -89,6 +90,18 @@ fn ggml_block_bytes() -> u32 {
         case 13u: { return 144u; }
         case 14u: { return 176u; }
         case 15u: { return 210u; }
+        case 17u: { return 66u; }
+        case 18u: { return 74u; }
+        case 19u: { return 82u; }
+        case 20u: { return 98u; }
+        case 21u: { return 110u; }
+        case 22u: { return 50u; }
+        case 23u: { return 56u; }
+        case 24u: { return 18u; }
+        case 25u: { return 136u; }
+        case 26u: { return 54u; }
+        case 27u: { return 66u; }
+        case 28u: { return 17u; }
         default: { return 0u; }
     }
 }
@@ -128,7 +141,11 @@ fn ggml_u32(b: u32) -> u32 {
 // The f16 at byte b widened exactly, as GGML_FP16_TO_FP32: subnormals
 // normalized with integer operations, a NaN made quiet.
 fn ggml_half(b: u32) -> f32 {
-    let h = ggml_u16(b);
+    return half_bits(ggml_u16(b));
+}
+
+// The f16 of bits h widened exactly (ggml_half).
+fn half_bits(h: u32) -> f32 {
     let sign = (h & 0x8000u) << 16u;
     let e = (h >> 10u) & 0x1fu;
     let m = h & 0x3ffu;
@@ -167,7 +184,9 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
     let c = g * 32u;
     let blk = r * (cols / bs) * bb + (c / bs) * bb; // the block's first byte
     let s = (c % bs) / 32u;                         // K-quants: the group in its super-block
-    if (FORMAT == Q4_0 || FORMAT == Q4_1) {
+    if (is_iquant()) {
+        iquant_group(blk, s);
+    } else if (FORMAT == Q4_0 || FORMAT == Q4_1) {
         let d = ggml_half(blk);
         if (FORMAT == Q4_0) {
             for (var j = 0u; j < 16u; j++) {

@@ -184,13 +184,13 @@ func TestGGMLFormat(t *testing.T) {
 		if f.String() != ty.String() {
 			t.Errorf("%v: format named %q", ty, f)
 		}
-		if !strings.Contains(ggmlBlocks, fmt.Sprintf("const %s: u32 = %du;", ty, f)) {
-			t.Errorf("ggml.wgsl lacks const %s: u32 = %du;", ty, f)
+		if !strings.Contains(ggmlBlocks+iquants, fmt.Sprintf("const %s: u32 = %du;", ty, f)) {
+			t.Errorf("ggml.wgsl and iquants.wgsl lack const %s: u32 = %du;", ty, f)
 		}
 		if !strings.Contains(ggmlBlocks, fmt.Sprintf("case %du: { return %du; }", f, ty.BlockBytes())) {
 			t.Errorf("ggml.wgsl: %v's block is not %d bytes there", ty, ty.BlockBytes())
 		}
-		if ty.BlockSize() != map[bool]int{true: 256, false: 32}[f >= Q2_K] {
+		if small := f <= Q8_0 || strings.Contains(ggmlBlocks, fmt.Sprintf("FORMAT == %du", f)); ty.BlockSize() != map[bool]int{true: 32, false: 256}[small] {
 			t.Errorf("%v: %d-weight blocks, ggml_block_size says otherwise", ty, ty.BlockSize())
 		}
 	}

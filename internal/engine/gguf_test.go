@@ -23,14 +23,14 @@ import (
 // put back by the matmul, a mixture's stacked experts), and llama.cpp's
 // own K-quant, i-quant and ternary recipes of small-llama3, whose rows are
 // whole super-blocks (every type from Q2_K to Q6_K, IQ4_NL, IQ4_XS, IQ3_S,
-// IQ3_XXS, TQ1_0 and TQ2_0, split into 16 KiB pieces; the recipes of 1
+// (IQ3_M), TQ1_0 and TQ2_0, split into 16 KiB pieces; the recipes of 1
 // and 2 bits need an importance matrix, so the matmul tests cover those).
 func TestGGUFMatchesCPU(t *testing.T) {
 	dev := nativetest.Device(t)
 	type file struct{ preset, scheme, ftype string }
 	cases := []file{{"tiny-llama3", "q4", ""}, {"tiny-qwen3-moe", "q8", ""}, {"tiny", "f32", ""}}
 	for _, ftype := range []string{"Q4_1", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K",
-		"IQ4_NL", "IQ4_XS", "IQ3_M", "IQ3_XXS", "TQ1_0", "TQ2_0"} {
+		"IQ4_NL", "IQ4_XS", "IQ3_M", "TQ1_0", "TQ2_0"} {
 		cases = append(cases, file{"small-llama3", "f32", ftype})
 	}
 	for _, c := range cases {

@@ -213,8 +213,9 @@ fn iquant_group(blk: u32, s: u32) {
             q0 = blk + 8u + 16u * s;
         }
         let kv = kvalues();
+        let qs = ggml_vec4(q0);
         for (var j = 0u; j < 16u; j++) {
-            let q = ggml_u8(q0 + j);
+            let q = byte16(qs, j);
             gq[j] = dl * kvalue(kv, q & 0xfu);
             gq[j + 16u] = dl * kvalue(kv, q >> 4u);
         }
@@ -234,8 +235,10 @@ fn iquant_group(blk: u32, s: u32) {
         }
     } else if (FORMAT == TQ2_0) {
         let d = ggml_half(blk + 64u);
+        let lo = ggml_vec4(blk + 32u * (s / 4u));
+        let hi = ggml_vec4(blk + 32u * (s / 4u) + 16u);
         for (var m = 0u; m < 32u; m++) {
-            gq[m] = f32(i32((ggml_u8(blk + 32u * (s / 4u) + m) >> (2u * (s % 4u))) & 3u) - 1) * d;
+            gq[m] = f32(i32((byte32(lo, hi, m) >> (2u * (s % 4u))) & 3u) - 1) * d;
         }
     } else if (FORMAT == MXFP4) {
         let e = ggml_u8(blk);
@@ -244,8 +247,9 @@ fn iquant_group(blk: u32, s: u32) {
             d = bitcast<f32>(0x00200000u << e);
         }
         let kv = kvalues();
+        let qs = ggml_vec4(blk + 1u);
         for (var j = 0u; j < 16u; j++) {
-            let q = ggml_u8(blk + 1u + j);
+            let q = byte16(qs, j);
             gq[j] = kvalue(kv, q & 0xfu) * d;
             gq[j + 16u] = kvalue(kv, q >> 4u) * d;
         }

@@ -22,7 +22,7 @@ import (
 // variants: logitscope's q4 and q8 exports (Llama 3's interleaved q/k rows
 // put back by the matmul, a mixture's stacked experts), and llama.cpp's
 // own K-quant, i-quant and ternary recipes of small-llama3, whose rows are
-// whole super-blocks (every type from Q2_K to Q6_K, IQ4_NL, IQ4_XS, IQ3_S,
+// whole super-blocks (every type from Q2_K to Q6_K, IQ4_NL, IQ4_XS, IQ3_S
 // (IQ3_M), TQ1_0 and TQ2_0, split into 16 KiB pieces; the recipes of 1
 // and 2 bits need an importance matrix, so the matmul tests cover those).
 func TestGGUFMatchesCPU(t *testing.T) {

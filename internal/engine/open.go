@@ -39,6 +39,10 @@ type Options struct {
 	// activations: "" or ActsF32, as float32, or ActsQ8, rounded to 8-bit
 	// blocks first as llama.cpp's CPU backend does for its quantized types
 	// (on the GPU too, with packed 8-bit dot products, for dense models).
+	// It applies to Q4_0, Q8_0 and quant's schemes; every other GGUF type
+	// (the K-quants, i-quants, TQ1_0, TQ2_0, MXFP4) takes float32
+	// activations under either value, its rows decoded as ggml decodes
+	// them, not through llama.cpp's vec_dot with Q8_K activations.
 	Activations string
 	// Files are files already in memory, by path (engine.wasm's host puts
 	// the weights' files in guest memory: wasm/ABI.md, ls_open): the CPU

@@ -87,7 +87,7 @@ func goldenBlocks(t *testing.T, h *llamacpp.H, typ ggml.Type) ([]byte, []string)
 	x := make([]float32, 2*bs)
 	normal(1)(rng, x[:bs])
 	inputNamed("one huge among tiny").gen(rng, x[bs:])
-	data := h.QuantizeImatrix(t, typ, x, importance(typ, bs), 2, bs)
+	data := h.QuantizeImatrix(t, typ, x, llamacpp.Importance(typ, bs), 2, bs)
 	random, _ := randomBlocks(typ, 1, uint64(typ))
 	data = append(data, random[:typ.BlockBytes()]...)
 	notes := []string{"normal σ=1 (ggml_quantize_chunk)", "one huge among tiny (ggml_quantize_chunk)", "random bytes"}

@@ -145,30 +145,13 @@ func TestDequantizeQuantized(t *testing.T) {
 			for i, in := range quantInputs {
 				in.gen(rng, x[i*rows*cols:(i+1)*rows*cols])
 			}
-			blocks := h.QuantizeImatrix(t, typ, x, importance(typ, cols), len(quantInputs)*rows, cols)
+			blocks := h.QuantizeImatrix(t, typ, x, llamacpp.Importance(typ, cols), len(quantInputs)*rows, cols)
 			perInput := rows * cols / typ.BlockSize()
 			compare(t, typ, blocks, h.Dequantize(t, typ, blocks), func(block int) string {
 				return quantInputs[block/perInput].name
 			})
 		})
 	}
-}
-
-// importance is the importance matrix llama.cpp's quantizer gets for a
-// row of cols weights of typ: nil, except for the i-quants of 1 and 2 bits,
-// which need one (as llama-quantize --imatrix gives), here a smooth,
-// uneven one so that the choice it steers is not the plain one.
-func importance(typ ggml.Type, cols int) []float32 {
-	switch typ {
-	case ggml.IQ1_S, ggml.IQ1_M, ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ2_S:
-	default:
-		return nil
-	}
-	w := make([]float32, cols)
-	for i := range w {
-		w[i] = float32(1 + 0.9*math.Sin(float64(i)*0.37))
-	}
-	return w
 }
 
 // TestDequantizeRandomBytes decodes blocks of random bytes, which reach

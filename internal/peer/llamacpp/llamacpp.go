@@ -429,6 +429,23 @@ func (h *H) QuantizeImatrix(tb testing.TB, t ggml.Type, x, imatrix []float32, ro
 	return out
 }
 
+// Importance is an importance matrix for a row of cols weights of type
+// t, for QuantizeImatrix: nil, except for the i-quants of 1 and 2 bits,
+// which llama.cpp refuses to quantize without one; for those a smooth,
+// uneven one, so that the choices it steers are not the plain ones.
+func Importance(t ggml.Type, cols int) []float32 {
+	switch t {
+	case ggml.IQ1_S, ggml.IQ1_M, ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ2_S:
+	default:
+		return nil
+	}
+	w := make([]float32, cols)
+	for i := range w {
+		w[i] = float32(1 + 0.9*math.Sin(float64(i)*0.37))
+	}
+	return w
+}
+
 // QuantizeModel runs llama_model_quantize(in, out) with
 // llama_model_quantize_default_params and the file type named as
 // llama-quantize names it: "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",

@@ -244,24 +244,8 @@ func ggmlInputs(t *testing.T, ty ggml.Type, rows, cols int, moderate bool, seed 
 				x[i] = float32(0.5 * rng.NormFloat64())
 			}
 		}
-		run(t, ggmlData{"llamacpp", h.QuantizeImatrix(t, ty, x, importance(ty, cols), rows, cols)})
+		run(t, ggmlData{"llamacpp", h.QuantizeImatrix(t, ty, x, llamacpp.Importance(ty, cols), rows, cols)})
 	})
-}
-
-// importance is an importance matrix for the i-quants of 1 and 2 bits,
-// which llama.cpp's quantizer refuses to make without one; nil for the
-// other types.
-func importance(ty ggml.Type, cols int) []float32 {
-	switch ty {
-	case ggml.IQ1_S, ggml.IQ1_M, ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ2_S:
-	default:
-		return nil
-	}
-	w := make([]float32, cols)
-	for i := range w {
-		w[i] = float32(1 + 0.9*math.Sin(float64(i)*0.37))
-	}
-	return w
 }
 
 // The embedding kernel gathers rows of every GGUF type the GPU reads as

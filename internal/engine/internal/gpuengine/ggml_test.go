@@ -63,8 +63,7 @@ func randomBlocks(t ggml.Type, n int, rng *rand.Rand, moderate bool) []byte {
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
-	fix16 := func(at int, block int) {
-		h := binary.LittleEndian.Uint16(b[at:])
+	fixHalf := func(h uint16, block int) uint16 {
 		e := h >> 10 & 0x1f
 		switch {
 		case moderate:
@@ -74,7 +73,10 @@ func randomBlocks(t ggml.Type, n int, rng *rand.Rand, moderate bool) []byte {
 		case e == 31:
 			e = 15
 		}
-		binary.LittleEndian.PutUint16(b[at:], h&^0x7c00|e<<10)
+		return h&^0x7c00 | e<<10
+	}
+	fix16 := func(at int, block int) {
+		binary.LittleEndian.PutUint16(b[at:], fixHalf(binary.LittleEndian.Uint16(b[at:]), block))
 	}
 	switch t {
 	case ggml.F32:
@@ -110,11 +112,7 @@ func randomBlocks(t ggml.Type, n int, rng *rand.Rand, moderate bool) []byte {
 			for i := range 4 {
 				h |= binary.LittleEndian.Uint16(b[at+2*i:]) >> 12 << (4 * i)
 			}
-			tmp := binary.LittleEndian.AppendUint16(nil, h)
-			b, tmp = tmp, b
-			fix16(0, k)
-			b, tmp = tmp, b
-			h = binary.LittleEndian.Uint16(tmp)
+			h = fixHalf(h, k)
 			for i := range 4 {
 				u := binary.LittleEndian.Uint16(b[at+2*i:])&0x0FFF | (h>>(4*i)&0xF)<<12
 				binary.LittleEndian.PutUint16(b[at+2*i:], u)

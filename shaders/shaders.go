@@ -258,8 +258,8 @@ func withFormat(f Format, wg int, kernel string) string {
 }
 
 // iqTableNames are the tables (ggml.Tables' names) that format f's
-// decoder indexes as IQ_GRID, IQ_SIGNS and IQ_VALUES; "" where it needs
-// none.
+// decoder reads as iq_grid, iq_signs and iq_values (iquants.wgsl); ""
+// where it needs none.
 func iqTableNames(f Format) (grid, signs, values string) {
 	switch f {
 	case IQ2_XXS:
@@ -312,7 +312,7 @@ func Tables(f Format) []byte {
 
 // MaxTableBytes is the most bytes Tables gives a format: the room a
 // weight buffer keeps for them under the device's binding limit.
-const MaxTableBytes = 2048*8 + 128 + 16
+const MaxTableBytes = 2048 * 8 // IQ1_S and IQ1_M: iq1s_grid, 2048 entries of 8 bytes
 
 // iqTables declares the sizes of format f's tables in words, for
 // iquants.wgsl to find them at the end of w.

@@ -215,3 +215,22 @@ func TestQuantizeBound(t *testing.T) {
 		t.Fatalf("AMAX_MIN %g: 127/it is %g, 127/the float below is %g", at, 127/at, 127/below)
 	}
 }
+
+// Every format's tables fit the room that weight buffers keep for them,
+// the formats that index tables have them, and the others have none.
+func TestTables(t *testing.T) {
+	most := 0
+	for f := range MXFP4 + 1 {
+		n := len(Tables(f))
+		most = max(most, n)
+		if n > MaxTableBytes {
+			t.Errorf("%v: %d bytes of tables, MaxTableBytes is %d", f, n, MaxTableBytes)
+		}
+		if wants := f >= IQ2_XXS && f != TQ1_0 && f != TQ2_0; wants != (n > 0) {
+			t.Errorf("%v: %d bytes of tables", f, n)
+		}
+	}
+	if most != MaxTableBytes {
+		t.Errorf("the largest tables are %d bytes, MaxTableBytes %d: keep it tight", most, MaxTableBytes)
+	}
+}

@@ -88,7 +88,9 @@ $(LLAMAVK)/node_modules/.package-lock.json $(PEERS)/node_modules/.package-lock.j
 #           build, both on lavapipe here (BenchmarkVulkan: q8, q4, and
 #           dispatches per token, the matmul workgroup sizes chosen), and
 #           each workgroup size's time at the MLP's shape
-#           (BenchmarkWorkgroupSizes); llama.cpp's first run compiles its
+#           (BenchmarkWorkgroupSizes), and one decode-shaped matmul per
+#           weight format, GGUF's K-quants and i-quants among them
+#           (BenchmarkMatmulKernel); llama.cpp's first run compiles its
 #           shaders for about two minutes, then Mesa's shader cache keeps
 #           them; bench/gpu.sh runs it on a real GPU;
 #   page    the page in Chromium: on engine.wasm's CPU path beside wllama
@@ -121,7 +123,7 @@ GOBENCH    = $(GO) test -run '^$$' -benchtime $(BENCHTIME) -timeout 120m
 bench_cpu    = $(GOBENCH) -bench 'CPU/$(PRESET)/' ./internal/engine; \
                $(GO) test -run '^$$' -bench 'Matmul' -benchtime 100x ./internal/engine/internal/cpu;
 bench_gpu    = $(GOBENCH) -bench 'Vulkan/$(PRESET)/' ./internal/engine; \
-               $(GOBENCH) -bench 'WorkgroupSizes' ./internal/engine/internal/gpuengine;
+               $(GOBENCH) -bench 'WorkgroupSizes|MatmulKernel' ./internal/engine/internal/gpuengine;
 bench_page   = $(GOBENCH) -bench 'PagePeers/$(PRESET)/' ./web/e2e; \
                $(GOBENCH) -bench '^BenchmarkPage$$' ./web/e2e;
 bench_decode = $(GOBENCH) -bench 'Decode/' ./internal/engine/...;

@@ -7,8 +7,9 @@
 // byte r*RB, RB = cols/BS*BB (BS weights in a block of BB bytes), rows
 // contiguous, the buffer zero-padded to whole words. Blocks are
 // byte-addressed and not word aligned (Q4_0's are 18 bytes, Q6_K's 210), so
-// every field is read out of the u32 words byte by byte; a half or a u32
-// may straddle two words. Byte b of the matrix is byte b of w from word w0
+// a field may straddle two words: the runs of quants are read 16 bytes at
+// a time as 4 words (ggml_vec4, each word of w loaded once), the scales
+// and halves byte by byte. Byte b of the matrix is byte b of w from word w0
 // on (weights.wgsl's w0: a bank of experts holds several matrices).
 //
 // One entry point: ggml_group(r, g, cols) decodes weights 32g..32g+31 of
@@ -50,6 +51,7 @@
 //       [128:192]: bits 2t.. of byte 128+32n+l; scales [192:208] int8, one
 //       per 16: byte 192+8n+2t+l/16; d [208:210]. q = (low|high<<4) - 32,
 //       y = (d*sc)*q
+// 17..28, the i-quants, ternary types and MXFP4: iquants.wgsl.
 
 const Q4_0: u32 = 6u;
 const Q4_1: u32 = 7u;
@@ -70,10 +72,10 @@ fn is_ggml() -> bool { return FORMAT >= Q4_0; }
 
 // Weights per block.
 fn ggml_block_size() -> u32 {
-    if (FORMAT >= Q2_K) {
-        return 256u;
+    if (FORMAT <= Q8_0 || FORMAT == 24u || FORMAT == 28u) { // Q4_0 … Q8_0, IQ4_NL, MXFP4
+        return 32u;
     }
-    return 32u;
+    return 256u;
 }
 
 // Bytes per block.
@@ -89,6 +91,18 @@ fn ggml_block_bytes() -> u32 {
         case 13u: { return 144u; }
         case 14u: { return 176u; }
         case 15u: { return 210u; }
+        case 17u: { return 66u; }
+        case 18u: { return 74u; }
+        case 19u: { return 82u; }
+        case 20u: { return 98u; }
+        case 21u: { return 110u; }
+        case 22u: { return 50u; }
+        case 23u: { return 56u; }
+        case 24u: { return 18u; }
+        case 25u: { return 136u; }
+        case 26u: { return 54u; }
+        case 27u: { return 66u; }
+        case 28u: { return 17u; }
         default: { return 0u; }
     }
 }
@@ -125,10 +139,44 @@ fn ggml_u32(b: u32) -> u32 {
     return (w[a / 4u] >> s) | (w[a / 4u + 1u] << (32u - s));
 }
 
+// The 16 bytes at byte b (any alignment) as 4 words, byte 4k+i of the run
+// in bits 8i.. of word k: every word of w read once (5 loads, 4 when b is
+// word aligned), where reading byte by byte took 16.
+fn ggml_vec4(b: u32) -> vec4<u32> {
+    let a = 4u * w0 + b;
+    let i = a / 4u;
+    let s = 8u * (a % 4u);
+    let x = vec4<u32>(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
+    if (s == 0u) {
+        return x;
+    }
+    // Only an unaligned run reaches into a fifth word, which then holds
+    // some of its bytes: never past the matrix.
+    let y = vec4<u32>(x.y, x.z, x.w, w[i + 4u]);
+    return (x >> vec4<u32>(s)) | (y << vec4<u32>(32u - s));
+}
+
+// Byte j (0..15) of a ggml_vec4 run.
+fn byte16(v: vec4<u32>, j: u32) -> u32 {
+    return (v[j / 4u] >> (8u * (j % 4u))) & 0xffu;
+}
+
+// Byte j (0..31) of a 32-byte run read as two ggml_vec4.
+fn byte32(lo: vec4<u32>, hi: vec4<u32>, j: u32) -> u32 {
+    if (j < 16u) {
+        return byte16(lo, j);
+    }
+    return byte16(hi, j - 16u);
+}
+
 // The f16 at byte b widened exactly, as GGML_FP16_TO_FP32: subnormals
 // normalized with integer operations, a NaN made quiet.
 fn ggml_half(b: u32) -> f32 {
-    let h = ggml_u16(b);
+    return half_bits(ggml_u16(b));
+}
+
+// The f16 of bits h widened exactly (ggml_half).
+fn half_bits(h: u32) -> f32 {
     let sign = (h & 0x8000u) << 16u;
     let e = (h >> 10u) & 0x1fu;
     let m = h & 0x3ffu;
@@ -171,18 +219,22 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
     let c = g * 32u;
     let blk = r * (cols / bs) * bb + (c / bs) * bb; // the block's first byte
     let s = (c % bs) / 32u;                         // K-quants: the group in its super-block
-    if (FORMAT == Q4_0 || FORMAT == Q4_1) {
+    if (is_iquant()) {
+        iquant_group(blk, s);
+    } else if (FORMAT == Q4_0 || FORMAT == Q4_1) {
         let d = ggml_half(blk);
         if (FORMAT == Q4_0) {
+            let qs = ggml_vec4(blk + 2u);
             for (var j = 0u; j < 16u; j++) {
-                let q = ggml_u8(blk + 2u + j);
+                let q = byte16(qs, j);
                 gq[j] = f32(i32(q & 0xfu) - 8) * d;
                 gq[j + 16u] = f32(i32(q >> 4u) - 8) * d;
             }
         } else {
             let m = ggml_half(blk + 2u);
+            let qs = ggml_vec4(blk + 4u);
             for (var j = 0u; j < 16u; j++) {
-                let q = ggml_u8(blk + 4u + j);
+                let q = byte16(qs, j);
                 gq[j] = f32(q & 0xfu) * d + m;
                 gq[j + 16u] = f32(q >> 4u) * d + m;
             }
@@ -191,24 +243,28 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
         let d = ggml_half(blk);
         if (FORMAT == Q5_0) {
             let qh = ggml_u32(blk + 2u);
+            let qs = ggml_vec4(blk + 6u);
             for (var j = 0u; j < 16u; j++) {
-                let q = ggml_u8(blk + 6u + j);
+                let q = byte16(qs, j);
                 gq[j] = f32(i32((q & 0xfu) | (((qh >> j) & 1u) << 4u)) - 16) * d;
                 gq[j + 16u] = f32(i32((q >> 4u) | (((qh >> (j + 16u)) & 1u) << 4u)) - 16) * d;
             }
         } else {
             let m = ggml_half(blk + 2u);
             let qh = ggml_u32(blk + 4u);
+            let qs = ggml_vec4(blk + 8u);
             for (var j = 0u; j < 16u; j++) {
-                let q = ggml_u8(blk + 8u + j);
+                let q = byte16(qs, j);
                 gq[j] = f32((q & 0xfu) | (((qh >> j) & 1u) << 4u)) * d + m;
                 gq[j + 16u] = f32((q >> 4u) | (((qh >> (j + 16u)) & 1u) << 4u)) * d + m;
             }
         }
     } else if (FORMAT == Q8_0) {
         let d = ggml_half(blk);
+        let lo = ggml_vec4(blk + 2u);
+        let hi = ggml_vec4(blk + 18u);
         for (var j = 0u; j < 32u; j++) {
-            gq[j] = f32(ggml_i8(blk + 2u + j)) * d;
+            gq[j] = f32(i32(byte32(lo, hi, j) << 24u) >> 24u) * d;
         }
     } else if (FORMAT == Q2_K) {
         let d = ggml_half(blk + 80u);
@@ -219,8 +275,9 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
             let sc = ggml_u8(blk + 2u * s + h);
             let dl = d * f32(sc & 0xfu);
             let ml = dmin * f32(sc >> 4u);
+            let qs = ggml_vec4(q0 + 16u * h);
             for (var l = 0u; l < 16u; l++) {
-                let q = (ggml_u8(q0 + 16u * h + l) >> shift) & 3u;
+                let q = (byte16(qs, l) >> shift) & 3u;
                 gq[16u * h + l] = dl * f32(q) - ml;
             }
         }
@@ -233,10 +290,12 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
             let nib = (ggml_u8(blk + 96u + i % 8u) >> (4u * (i / 8u))) & 0xfu;
             let top = (ggml_u8(blk + 104u + i % 4u) >> (2u * (i / 4u))) & 3u;
             let dl = d * f32(i32(nib | (top << 4u)) - 32);
+            let qs = ggml_vec4(q0 + 16u * h);
+            let hm = ggml_vec4(blk + 16u * h);
             for (var l = 0u; l < 16u; l++) {
                 let k = 16u * h + l;
-                var q = i32((ggml_u8(q0 + k) >> shift) & 3u);
-                if (((ggml_u8(blk + k) >> s) & 1u) == 0u) {
+                var q = i32((byte16(qs, l) >> shift) & 3u);
+                if (((byte16(hm, l) >> s) & 1u) == 0u) {
                     q -= 4;
                 }
                 gq[k] = dl * f32(q);
@@ -249,12 +308,22 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
         let dg = d * f32(sm.x);
         let mg = dmin * f32(sm.y);
         let shift = 4u * (s % 2u);
+        var q0 = blk + 16u + 32u * (s / 2u);
+        if (FORMAT == Q5_K) {
+            q0 += 32u;
+        }
+        let lo = ggml_vec4(q0);
+        let hi = ggml_vec4(q0 + 16u);
+        var hlo = vec4<u32>(0u);
+        var hhi = vec4<u32>(0u);
+        if (FORMAT == Q5_K) {
+            hlo = ggml_vec4(blk + 16u);
+            hhi = ggml_vec4(blk + 32u);
+        }
         for (var l = 0u; l < 32u; l++) {
-            var q = 0u;
-            if (FORMAT == Q4_K) {
-                q = (ggml_u8(blk + 16u + 32u * (s / 2u) + l) >> shift) & 0xfu;
-            } else {
-                q = ((ggml_u8(blk + 48u + 32u * (s / 2u) + l) >> shift) & 0xfu) | (((ggml_u8(blk + 16u + l) >> s) & 1u) << 4u);
+            var q = (byte32(lo, hi, l) >> shift) & 0xfu;
+            if (FORMAT == Q5_K) {
+                q |= ((byte32(hlo, hhi, l) >> s) & 1u) << 4u;
             }
             gq[l] = dg * f32(q) - mg;
         }
@@ -262,11 +331,16 @@ fn ggml_group(r: u32, g: u32, cols: u32) {
         let d = ggml_half(blk + 208u);
         let n = s / 4u;
         let t = s % 4u;
+        let ql0 = ggml_vec4(blk + 64u * n + 32u * (t % 2u));
+        let ql1 = ggml_vec4(blk + 64u * n + 32u * (t % 2u) + 16u);
+        let qh0 = ggml_vec4(blk + 128u + 32u * n);
+        let qh1 = ggml_vec4(blk + 128u + 32u * n + 16u);
+        let sc0 = f32(ggml_i8(blk + 192u + 8u * n + 2u * t));
+        let sc1 = f32(ggml_i8(blk + 193u + 8u * n + 2u * t));
         for (var l = 0u; l < 32u; l++) {
-            let lo = (ggml_u8(blk + 64u * n + 32u * (t % 2u) + l) >> (4u * (t / 2u))) & 0xfu;
-            let hi = (ggml_u8(blk + 128u + 32u * n + l) >> (2u * t)) & 3u;
-            let sc = ggml_i8(blk + 192u + 8u * n + 2u * t + l / 16u);
-            gq[l] = d * f32(sc) * f32(i32(lo | (hi << 4u)) - 32);
+            let lo = (byte32(ql0, ql1, l) >> (4u * (t / 2u))) & 0xfu;
+            let hi = (byte32(qh0, qh1, l) >> (2u * t)) & 3u;
+            gq[l] = d * select(sc1, sc0, l < 16u) * f32(i32(lo | (hi << 4u)) - 32);
         }
     }
 }

@@ -27,7 +27,7 @@
 // product rounded before the sum (lavapipe does not contract a*b+c;
 // lookup.Matrix.Row rounds the same), g(c) = gidx[c] or c / group_size.
 
-const LOOKUP: u32 = 17u;
+const LOOKUP: u32 = 29u;
 const LOOKUP_HEADER: u32 = 10u;
 
 // lookup_group decodes weights 32g..32g+31 of row r into gq (ggml.wgsl),

@@ -5,6 +5,7 @@ package shaders
 
 import (
 	_ "embed"
+	"encoding/binary"
 	"fmt"
 
 	"logitscope/internal/format/ggml"
@@ -15,6 +16,8 @@ var (
 	weights string
 	//go:embed ggml.wgsl
 	ggmlBlocks string
+	//go:embed iquants.wgsl
+	iquants string
 	//go:embed matmul.wgsl
 	matmul string
 	//go:embed matmul_out.wgsl
@@ -108,6 +111,19 @@ const (
 	// EXL3 is exllamav3's trellis layer (exl3.wgsl): the piece is the
 	// whole layer's blob, and its bits and codebook are the piece's.
 	EXL3
+	// llama.cpp's i-quants, ternary types and MXFP4 (iquants.wgsl).
+	IQ2_XXS
+	IQ2_XS
+	IQ2_S
+	IQ3_XXS
+	IQ3_S
+	IQ1_S
+	IQ1_M
+	IQ4_NL
+	IQ4_XS
+	TQ1_0
+	TQ2_0
+	MXFP4
 	// Lookup is a hub quantization's lookup matrix (lookup.wgsl): codes,
 	// a table, a scale and offset per row group, decoded a group of 32
 	// into ggml.wgsl's gq, so every entry point that reads ggml's block
@@ -116,24 +132,28 @@ const (
 )
 
 var formatNames = [...]string{"f32", "bf16", "f16", "q8", "q6", "q4",
-	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "exl3", "lookup"}
+	"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "exl3",
+	"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4", "lookup"}
 
 // ggmlFormats pairs each ggml type the kernels read with its format.
 var ggmlFormats = map[ggml.Type]Format{
 	ggml.F32: F32, ggml.F16: F16, ggml.BF16: BF16,
 	ggml.Q4_0: Q4_0, ggml.Q4_1: Q4_1, ggml.Q5_0: Q5_0, ggml.Q5_1: Q5_1, ggml.Q8_0: Q8_0,
 	ggml.Q2_K: Q2_K, ggml.Q3_K: Q3_K, ggml.Q4_K: Q4_K, ggml.Q5_K: Q5_K, ggml.Q6_K: Q6_K,
+	ggml.IQ2_XXS: IQ2_XXS, ggml.IQ2_XS: IQ2_XS, ggml.IQ2_S: IQ2_S, ggml.IQ3_XXS: IQ3_XXS, ggml.IQ3_S: IQ3_S,
+	ggml.IQ1_S: IQ1_S, ggml.IQ1_M: IQ1_M, ggml.IQ4_NL: IQ4_NL, ggml.IQ4_XS: IQ4_XS,
+	ggml.TQ1_0: TQ1_0, ggml.TQ2_0: TQ2_0, ggml.MXFP4: MXFP4,
 }
 
 // GGMLFormat is the format in which the kernels read a GGUF matrix of type
-// t as stored; false for a type they cannot read (Q8_1, Q8_K, the i-quants,
-// the integer types).
+// t as stored; false for a type they cannot read (Q8_1, Q8_K, the integer
+// types).
 func GGMLFormat(t ggml.Type) (Format, bool) {
 	f, ok := ggmlFormats[t]
 	return f, ok
 }
 
-// GGML is the ggml block type that format f reads (Q4_0 … Q6_K); false for
+// GGML is the ggml block type that format f reads (Q4_0 … MXFP4); false for
 // the float formats and quant's schemes, whose layouts are not blocks.
 func (f Format) GGML() (ggml.Type, bool) {
 	if f < Q4_0 {
@@ -243,7 +263,71 @@ func Embed(f Format) string { return withFormat(f, Workgroup, embed) }
 // withFormat prepends the geometry for workgroups of wg, the format
 // constant and the decoders to a kernel.
 func withFormat(f Format, wg int, kernel string) string {
-	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s\n%s", geometry(wg), f, weights, lookupGroups, ggmlBlocks, kernel)
+	return fmt.Sprintf("%sconst FORMAT: u32 = %du;\n\n%s\n%s\n%s\n%s\n%s\n%s", geometry(wg), f, weights, lookupGroups, ggmlBlocks, iqTables(f), iquants, kernel)
+}
+
+// iqTableNames are the tables (ggml.Tables' names) that format f's
+// decoder reads as iq_grid, iq_signs and iq_values (iquants.wgsl); ""
+// where it needs none.
+func iqTableNames(f Format) (grid, signs, values string) {
+	switch f {
+	case IQ2_XXS:
+		return "iq2xxs_grid", "ksigns", ""
+	case IQ2_XS:
+		return "iq2xs_grid", "ksigns", ""
+	case IQ2_S:
+		return "iq2s_grid", "", ""
+	case IQ3_XXS:
+		return "iq3xxs_grid", "ksigns", ""
+	case IQ3_S:
+		return "iq3s_grid", "", ""
+	case IQ1_S, IQ1_M:
+		return "iq1s_grid", "", ""
+	case IQ4_NL, IQ4_XS:
+		return "", "", "kvalues_iq4nl"
+	case MXFP4:
+		return "", "", "kvalues_mxfp4"
+	}
+	return "", "", ""
+}
+
+// iqTableWords are format f's tables (package ggml's, read back from
+// llama.cpp's library): its grid's, sign table's and value table's words.
+func iqTableWords(f Format) (grid, signs, values []uint32) {
+	words := map[string][]uint32{}
+	for _, t := range ggml.Tables() {
+		words[t.Name] = t.Words
+	}
+	g, s, v := iqTableNames(f)
+	return words[g], words[s], words[v]
+}
+
+// Tables are the bytes that a buffer of weights in format f ends with:
+// its grid's, sign table's and value table's words in turn, which
+// iquants.wgsl reads from the end of w (arrayLength). Empty for the
+// formats without tables. (Naga, gogpu's, reads a WGSL constant array at
+// a runtime index as zeros, and a function's local copy of a grid is
+// far too slow on lavapipe: hence the buffer.)
+func Tables(f Format) []byte {
+	g, s, v := iqTableWords(f)
+	var b []byte
+	for _, w := range [][]uint32{g, s, v} {
+		for _, x := range w {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+	}
+	return b
+}
+
+// MaxTableBytes is the most bytes Tables gives a format: the room a
+// weight buffer keeps for them under the device's binding limit.
+const MaxTableBytes = 2048 * 8 // IQ1_S and IQ1_M: iq1s_grid, 2048 entries of 8 bytes
+
+// iqTables declares the sizes of format f's tables in words, for
+// iquants.wgsl to find them at the end of w.
+func iqTables(f Format) string {
+	g, s, v := iqTableWords(f)
+	return fmt.Sprintf("const IQ_GRID_WORDS: u32 = %du;\nconst IQ_SIGNS_WORDS: u32 = %du;\nconst IQ_VALUES_WORDS: u32 = %du;\n", len(g), len(s), len(v))
 }
 
 // RMSNorm (with main_q8), RoPE, Attention, Elementwise (entry points

@@ -185,13 +185,13 @@ func TestGGMLFormat(t *testing.T) {
 		if f.String() != ty.String() {
 			t.Errorf("%v: format named %q", ty, f)
 		}
-		if !strings.Contains(ggmlBlocks, fmt.Sprintf("const %s: u32 = %du;", ty, f)) {
-			t.Errorf("ggml.wgsl lacks const %s: u32 = %du;", ty, f)
+		if !strings.Contains(ggmlBlocks+iquants, fmt.Sprintf("const %s: u32 = %du;", ty, f)) {
+			t.Errorf("ggml.wgsl and iquants.wgsl lack const %s: u32 = %du;", ty, f)
 		}
 		if !strings.Contains(ggmlBlocks, fmt.Sprintf("case %du: { return %du; }", f, ty.BlockBytes())) {
 			t.Errorf("ggml.wgsl: %v's block is not %d bytes there", ty, ty.BlockBytes())
 		}
-		if ty.BlockSize() != map[bool]int{true: 256, false: 32}[f >= Q2_K] {
+		if small := f <= Q8_0 || strings.Contains(ggmlBlocks, fmt.Sprintf("FORMAT == %du", f)); ty.BlockSize() != map[bool]int{true: 32, false: 256}[small] {
 			t.Errorf("%v: %d-weight blocks, ggml_block_size says otherwise", ty, ty.BlockSize())
 		}
 	}
@@ -214,5 +214,24 @@ func TestQuantizeBound(t *testing.T) {
 	at, below := math.Float32frombits(uint32(bits)), math.Float32frombits(uint32(bits)-1)
 	if 127/at > math.MaxFloat32 || 127/below <= math.MaxFloat32 {
 		t.Fatalf("AMAX_MIN %g: 127/it is %g, 127/the float below is %g", at, 127/at, 127/below)
+	}
+}
+
+// Every format's tables fit the room that weight buffers keep for them,
+// the formats that index tables have them, and the others have none.
+func TestTables(t *testing.T) {
+	most := 0
+	for f := range MXFP4 + 1 {
+		n := len(Tables(f))
+		most = max(most, n)
+		if n > MaxTableBytes {
+			t.Errorf("%v: %d bytes of tables, MaxTableBytes is %d", f, n, MaxTableBytes)
+		}
+		if wants := f >= IQ2_XXS && f != TQ1_0 && f != TQ2_0; wants != (n > 0) {
+			t.Errorf("%v: %d bytes of tables", f, n)
+		}
+	}
+	if most != MaxTableBytes {
+		t.Errorf("the largest tables are %d bytes, MaxTableBytes %d: keep it tight", most, MaxTableBytes)
 	}
 }

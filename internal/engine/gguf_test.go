@@ -21,13 +21,16 @@ import (
 // On GGUF files the GPU matches the CPU engine as on logitscope's own
 // variants: logitscope's q4 and q8 exports (Llama 3's interleaved q/k rows
 // put back by the matmul, a mixture's stacked experts), and llama.cpp's
-// own K-quant recipes of small-llama3, whose rows are whole super-blocks
-// (every type from Q2_K to Q6_K, split into 16 KiB pieces).
+// own K-quant, i-quant and ternary recipes of small-llama3, whose rows are
+// whole super-blocks (every type from Q2_K to Q6_K, IQ4_NL, IQ4_XS, IQ3_S
+// (IQ3_M), TQ1_0 and TQ2_0, split into 16 KiB pieces; the recipes of 1
+// and 2 bits need an importance matrix, so the matmul tests cover those).
 func TestGGUFMatchesCPU(t *testing.T) {
 	dev := nativetest.Device(t)
 	type file struct{ preset, scheme, ftype string }
 	cases := []file{{"tiny-llama3", "q4", ""}, {"tiny-qwen3-moe", "q8", ""}, {"tiny", "f32", ""}}
-	for _, ftype := range []string{"Q4_1", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"} {
+	for _, ftype := range []string{"Q4_1", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K",
+		"IQ4_NL", "IQ4_XS", "IQ3_M", "TQ1_0", "TQ2_0"} {
 		cases = append(cases, file{"small-llama3", "f32", ftype})
 	}
 	for _, c := range cases {

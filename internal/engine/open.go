@@ -47,6 +47,10 @@ type Options struct {
 	// activations: "" or ActsF32, as float32, or ActsQ8, rounded to 8-bit
 	// blocks first as llama.cpp's CPU backend does for its quantized types
 	// (on the GPU too, with packed 8-bit dot products, for dense models).
+	// It applies to Q4_0, Q8_0 and quant's schemes; every other GGUF type
+	// (the K-quants, i-quants, TQ1_0, TQ2_0, MXFP4) takes float32
+	// activations under either value, its rows decoded as ggml decodes
+	// them, not through llama.cpp's vec_dot with Q8_K activations.
 	// With Quantized, products with its lookup matrices may instead round
 	// each token's activations as vLLM's kernels do (package acts):
 	// ActsInt8, ActsFP8 or ActsFP4 for every lookup matrix, or ActsFormat

@@ -41,6 +41,11 @@ var decoders = map[Type]decoder{
 	Q5_1: blocks(Q5_1, decodeQ5_1), Q8_0: blocks(Q8_0, decodeQ8_0),
 	Q2_K: blocks(Q2_K, decodeQ2_K), Q3_K: blocks(Q3_K, decodeQ3_K), Q4_K: blocks(Q4_K, decodeQ4_K),
 	Q5_K: blocks(Q5_K, decodeQ5_K), Q6_K: blocks(Q6_K, decodeQ6_K),
+	IQ2_XXS: blocks(IQ2_XXS, decodeIQ2_XXS), IQ2_XS: blocks(IQ2_XS, decodeIQ2_XS), IQ2_S: blocks(IQ2_S, decodeIQ2_S),
+	IQ3_XXS: blocks(IQ3_XXS, decodeIQ3_XXS), IQ3_S: blocks(IQ3_S, decodeIQ3_S),
+	IQ1_S: blocks(IQ1_S, decodeIQ1_S), IQ1_M: blocks(IQ1_M, decodeIQ1_M),
+	IQ4_NL: blocks(IQ4_NL, decodeIQ4_NL), IQ4_XS: blocks(IQ4_XS, decodeIQ4_XS),
+	TQ1_0: blocks(TQ1_0, decodeTQ1_0), TQ2_0: blocks(TQ2_0, decodeTQ2_0), MXFP4: blocks(MXFP4, decodeMXFP4),
 }
 
 // blocks makes a decoder of a one-block decoder.
@@ -54,9 +59,11 @@ func blocks(t Type, one decoder) decoder {
 }
 
 // Supported says whether Dequantize decodes t: F32, F16, BF16, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K, the types llama.cpp's
-// quantizer writes without an importance matrix. Q8_1 and Q8_K are
-// intermediates of ggml's dot products, never stored in a model file.
+// Q5_0, Q5_1, Q8_0, the K-quants Q2_K … Q6_K, the i-quants (IQ1_S, IQ1_M,
+// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS), the ternary
+// TQ1_0 and TQ2_0, and MXFP4: every type llama.cpp's quantizer writes
+// into a model file. Q8_1 and Q8_K are intermediates of ggml's dot
+// products, never stored in a model file.
 func Supported(t Type) bool {
 	_, ok := decoders[t]
 	return ok

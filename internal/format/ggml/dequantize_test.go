@@ -19,7 +19,10 @@ func TestSupported(t *testing.T) {
 		{ggml.Q4_0, true}, {ggml.Q4_1, true}, {ggml.Q5_0, true}, {ggml.Q5_1, true}, {ggml.Q8_0, true},
 		{ggml.Q2_K, true}, {ggml.Q3_K, true}, {ggml.Q4_K, true}, {ggml.Q5_K, true}, {ggml.Q6_K, true},
 		{ggml.Q8_1, false}, {ggml.Q8_K, false}, {ggml.I8, false}, {ggml.F64, false},
-		{ggml.Type(16), false}, {ggml.Type(200), false},
+		{ggml.IQ1_S, true}, {ggml.IQ1_M, true}, {ggml.IQ2_XXS, true}, {ggml.IQ2_XS, true}, {ggml.IQ2_S, true},
+		{ggml.IQ3_XXS, true}, {ggml.IQ3_S, true}, {ggml.IQ4_NL, true}, {ggml.IQ4_XS, true},
+		{ggml.TQ1_0, true}, {ggml.TQ2_0, true}, {ggml.MXFP4, true},
+		{ggml.Type(40), false}, {ggml.Type(200), false},
 	} {
 		if got := ggml.Supported(c.t); got != c.want {
 			t.Errorf("Supported(%v) = %v, want %v", c.t, got, c.want)
@@ -141,7 +144,7 @@ func TestDequantizeErrors(t *testing.T) {
 		errHas []string
 	}{
 		{"unsupported named", ggml.Q8_K, 292, 256, []string{"cannot dequantize Q8_K"}},
-		{"unsupported i-quant", ggml.Type(16), 66, 256, []string{"cannot dequantize IQ2_XXS"}},
+		{"unsupported NVFP4", ggml.Type(40), 36, 64, []string{"cannot dequantize NVFP4"}},
 		{"unknown type", ggml.Type(99), 0, 0, []string{"cannot dequantize type 99"}},
 		{"partial block", ggml.Q4_0, 18, 31, []string{"31 Q4_0 weights", "32-weight blocks"}},
 		{"short data", ggml.Q4_K, 143, 256, []string{"256 Q4_K weights", "1 blocks of 144 bytes", "are 144 bytes, have 143"}},

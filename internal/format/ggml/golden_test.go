@@ -87,14 +87,18 @@ func goldenBlocks(t *testing.T, h *llamacpp.H, typ ggml.Type) ([]byte, []string)
 	x := make([]float32, 2*bs)
 	normal(1)(rng, x[:bs])
 	inputNamed("one huge among tiny").gen(rng, x[bs:])
-	data := h.Quantize(t, typ, x, 2, bs)
+	data := h.QuantizeImatrix(t, typ, x, llamacpp.Importance(typ, bs), 2, bs)
 	random, _ := randomBlocks(typ, 1, uint64(typ))
 	data = append(data, random[:typ.BlockBytes()]...)
-	inf, _ := randomBlocks(typ, 1, uint64(typ)+1)
-	inf = inf[:typ.BlockBytes()]
-	binary.LittleEndian.PutUint16(inf[halfOffsets[typ][0]:], 0x7C00)
-	data = append(data, inf...)
-	return data, []string{"normal σ=1 (ggml_quantize_chunk)", "one huge among tiny (ggml_quantize_chunk)", "random bytes", "random bytes, first f16 scale +inf"}
+	notes := []string{"normal σ=1 (ggml_quantize_chunk)", "one huge among tiny (ggml_quantize_chunk)", "random bytes"}
+	if offs := halfOffsets[typ]; len(offs) > 0 { // IQ1_M's and MXFP4's scales are not f16 fields
+		inf, _ := randomBlocks(typ, 1, uint64(typ)+1)
+		inf = inf[:typ.BlockBytes()]
+		binary.LittleEndian.PutUint16(inf[offs[0]:], 0x7C00)
+		data = append(data, inf...)
+		notes = append(notes, "random bytes, first f16 scale +inf")
+	}
+	return data, notes
 }
 
 func writeGolden(t *testing.T, path string, typ ggml.Type, data []byte, notes []string, want []float32) {

@@ -145,7 +145,7 @@ func TestDequantizeQuantized(t *testing.T) {
 			for i, in := range quantInputs {
 				in.gen(rng, x[i*rows*cols:(i+1)*rows*cols])
 			}
-			blocks := h.Quantize(t, typ, x, len(quantInputs)*rows, cols)
+			blocks := h.QuantizeImatrix(t, typ, x, llamacpp.Importance(typ, cols), len(quantInputs)*rows, cols)
 			perInput := rows * cols / typ.BlockSize()
 			compare(t, typ, blocks, h.Dequantize(t, typ, blocks), func(block int) string {
 				return quantInputs[block/perInput].name
@@ -173,6 +173,8 @@ func TestDequantizeRandomBytes(t *testing.T) {
 var halfOffsets = map[ggml.Type][]int{
 	ggml.F16: {0}, ggml.Q4_0: {0}, ggml.Q4_1: {0, 2}, ggml.Q5_0: {0}, ggml.Q5_1: {0, 2}, ggml.Q8_0: {0},
 	ggml.Q2_K: {80, 82}, ggml.Q3_K: {108}, ggml.Q4_K: {0, 2}, ggml.Q5_K: {0, 2}, ggml.Q6_K: {208},
+	ggml.IQ2_XXS: {0}, ggml.IQ2_XS: {0}, ggml.IQ2_S: {0}, ggml.IQ3_XXS: {0}, ggml.IQ3_S: {0},
+	ggml.IQ1_S: {0}, ggml.IQ4_NL: {0}, ggml.IQ4_XS: {0}, ggml.TQ1_0: {52}, ggml.TQ2_0: {64},
 }
 
 // specialHalves are f16 values at the ends of the format: infinities,
@@ -216,6 +218,21 @@ func randomBlocks(t ggml.Type, n int, seed uint64) ([]byte, []string) {
 	case ggml.BF16:
 		for _, v := range []uint16{0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFFF, 0x0001, 0x8000, 0x7F7F} {
 			add(fmt.Sprintf("bf16 %04x", v), func(b []byte) { binary.LittleEndian.PutUint16(b, v) })
+		}
+	case ggml.IQ1_M:
+		// Its f16 scale is the top nibbles of the four u16 at 48..55.
+		for _, v := range specialHalves {
+			add(fmt.Sprintf("f16 %04x in the scales' top nibbles", v), func(b []byte) {
+				for i := range 4 {
+					at := 48 + 2*i
+					u := binary.LittleEndian.Uint16(b[at:])&0x0FFF | (v>>(4*i)&0xF)<<12
+					binary.LittleEndian.PutUint16(b[at:], u)
+				}
+			})
+		}
+	case ggml.MXFP4:
+		for e := range 256 {
+			add(fmt.Sprintf("e8m0 %d", e), func(b []byte) { b[0] = byte(e) })
 		}
 	}
 	offs := halfOffsets[t]

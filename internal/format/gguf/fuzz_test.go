@@ -24,6 +24,9 @@ func FuzzParse(f *testing.F) {
 		randomTensor(rng, "a", ggml.F32, 3),
 		randomTensor(rng, "b", ggml.Q4_K, 256, 1),
 		randomTensor(rng, "c", ggml.Q8_0, 32, 1, 2),
+		randomTensor(rng, "d", ggml.IQ2_XXS, 256, 2),
+		randomTensor(rng, "e", ggml.MXFP4, 64),
+		randomTensor(rng, "f", ggml.TQ1_0, 256),
 	}
 	for _, align := range []int{1, 32, 64} {
 		f.Add(write(f, small, tensors, align))
@@ -32,6 +35,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(write(f, nil, tensors[:1], 0))
 	f.Add([]byte(head(3, 0, 0)))
 	f.Add(withTensors([]uint64{0, 32}, 64))
+	// An i-quant whose row is not whole blocks, and one whose data is short.
+	f.Add([]byte(head(3, 1, 0).info("w", []uint64{128, 2}, ggml.IQ2_XXS, 0).pad(32).zeros(132)))
+	f.Add([]byte(head(3, 1, 0).info("w", []uint64{256}, ggml.IQ4_XS, 0).pad(32).zeros(100)))
 	f.Add(withTensors([]uint64{0, 0}, 64))
 	f.Add([]byte(head(3, 1<<60, 1<<60)))
 	f.Add([]byte(head(3, 0, 1).str("k").u32(uint32(Array)).u32(uint32(Array)).u64(2).u32(uint32(Uint8)).u64(0).u32(uint32(String)).u64(1).str("s")))
@@ -69,6 +75,17 @@ func FuzzParse(f *testing.F) {
 			b, err := gf.ReadTensor(ti)
 			if err != nil || int64(len(b)) != ti.Size {
 				t.Fatalf("ReadTensor(%q): %d bytes, %v", ti.Name, len(b), err)
+			}
+			// Every decodable type decodes what the reader accepted (its
+			// size checked against the type's blocks) without a panic.
+			if ggml.Supported(ti.Type) {
+				n := int64(1)
+				for _, d := range ti.Dims {
+					n *= int64(d)
+				}
+				if err := ggml.Dequantize(ti.Type, b, make([]float32, n)); err != nil {
+					t.Fatalf("tensor %q (%v, dims %v) read but does not decode: %v", ti.Name, ti.Type, ti.Dims, err)
+				}
 			}
 			ts = append(ts, Tensor{ti.Name, ti.Dims, ti.Type, b})
 		}

@@ -286,7 +286,10 @@ func TestParseMalformed(t *testing.T) {
 		{"element count overflow", head(3, 1, 0).info("w", []uint64{1 << 32, 1 << 31}, ggml.F32, 0).pad(32).zeros(32), `tensor 0 "w": dims [4294967296 2147483648] hold more than 2^63-1 elements`},
 		{"dim beyond int64", head(3, 1, 0).info("w", []uint64{1 << 63}, ggml.I8, 0).pad(32).zeros(32), `tensor 0 "w": dims [9223372036854775808] hold more than 2^63-1 elements`},
 		{"byte size overflow", head(3, 1, 0).info("w", []uint64{1 << 62}, ggml.F32, 0).pad(32).zeros(32), `tensor 0 "w": dims [4611686018427387904] of F32 take more than 2^63-1 bytes`},
-		{"unsupported type", head(3, 1, 0).info("blk.0.ffn_down.weight", []uint64{256}, 23, 0).pad(32).zeros(136), `tensor 0 "blk.0.ffn_down.weight": type IQ4_XS is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, I8, I16, I32, I64, F64, BF16)`},
+		{"unsupported type", head(3, 1, 0).info("blk.0.ffn_down.weight", []uint64{256}, 40, 0).pad(32).zeros(144), `tensor 0 "blk.0.ffn_down.weight": type NVFP4 is not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, I8, I16, I32, I64, F64, IQ1_M, BF16, TQ1_0, TQ2_0, MXFP4)`},
+		{"i-quant row not whole blocks", head(3, 1, 0).info("blk.0.attn_q.weight", []uint64{128, 2}, ggml.IQ2_XXS, 0).pad(32).zeros(132), `tensor 0 "blk.0.attn_q.weight": dims[0] 128 is not a multiple of IQ2_XXS's 256-weight block`},
+		{"i-quant data past the end", head(3, 1, 0).info("blk.0.attn_q.weight", []uint64{256, 2}, ggml.IQ1_M, 0).pad(32).zeros(111), `tensor 0 "blk.0.attn_q.weight": data [0, 112) runs past the end of the file`},
+		{"MXFP4 data past the end", head(3, 1, 0).info("blk.0.ffn_up.weight", []uint64{64}, ggml.MXFP4, 0).pad(32).zeros(33), `tensor 0 "blk.0.ffn_up.weight": data [0, 34) runs past the end of the file`},
 		{"unknown type", head(3, 1, 0).info("w", []uint64{8}, 99, 0).pad(32).zeros(32), `tensor 0 "w": type 99 is not supported (supported: F32,`},
 		{"row not whole blocks", head(3, 1, 0).info("w", []uint64{33, 2}, ggml.Q4_0, 0).pad(32).zeros(64), `tensor 0 "w": dims[0] 33 is not a multiple of Q4_0's 32-weight block`},
 		{"truncated dims", head(3, 1, 0).str("w").u32(4).u64(8).u64(1).zeros(4), `tensor 0 "w": dims[2]: truncated: 8 bytes needed at offset 53`},
@@ -481,7 +484,8 @@ func TestWriteRefuses(t *testing.T) {
 		{"five dims", nil, []Tensor{f32("w", 1, 1, 1, 1, 1)}, 0, `tensor 0 "w": 5 dims, not 1..4`},
 		{"zero dim", nil, []Tensor{f32("w", 2, 0)}, 0, `tensor 0 "w": dims[1] is 0`},
 		{"data length", nil, []Tensor{{Name: "w", Dims: []uint64{2}, Type: ggml.F16, Data: make([]byte, 5)}}, 0, `tensor 0 "w": 5 bytes of data but dims [2] of F16 take 4`},
-		{"unsupported type", nil, []Tensor{{Name: "w", Dims: []uint64{256}, Type: 16, Data: nil}}, 0, `tensor 0 "w": type IQ2_XXS is not supported`},
+		{"unsupported type", nil, []Tensor{{Name: "w", Dims: []uint64{256}, Type: 40, Data: nil}}, 0, `tensor 0 "w": type NVFP4 is not supported`},
+		{"i-quant data length", nil, []Tensor{{Name: "w", Dims: []uint64{256}, Type: ggml.IQ3_S, Data: make([]byte, 98)}}, 0, `tensor 0 "w": 98 bytes of data but dims [256] of IQ3_S take 110`},
 		{"partial block", nil, []Tensor{{Name: "w", Dims: []uint64{16}, Type: ggml.Q4_0, Data: make([]byte, 9)}}, 0, `dims[0] 16 is not a multiple of Q4_0's 32-weight block`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

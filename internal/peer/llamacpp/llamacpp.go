@@ -407,15 +407,44 @@ func (h *H) Dequantize(tb testing.TB, t ggml.Type, blocks []byte) []float32 {
 // ggml's reference quantizer, without an importance matrix.
 func (h *H) Quantize(tb testing.TB, t ggml.Type, x []float32, rows, cols int) []byte {
 	tb.Helper()
-	if len(x) != rows*cols {
-		tb.Fatalf("llamacpp.Quantize: %d weights for %d x %d", len(x), rows, cols)
+	return h.QuantizeImatrix(tb, t, x, nil, rows, cols)
+}
+
+// QuantizeImatrix is Quantize with an importance matrix (one weight per
+// column; nil for none), as llama-quantize --imatrix passes it: the
+// lowest-bit i-quants (IQ1_*, IQ2_XXS, IQ2_XS) refuse to quantize without.
+func (h *H) QuantizeImatrix(tb testing.TB, t ggml.Type, x, imatrix []float32, rows, cols int) []byte {
+	tb.Helper()
+	if len(x) != rows*cols || imatrix != nil && len(imatrix) != cols {
+		tb.Fatalf("llamacpp.Quantize: %d weights and %d importances for %d x %d", len(x), len(imatrix), rows, cols)
 	}
 	ti := h.info(tb, t)
-	out := h.run(tb, floatBytes(x), "quantize", strconv.Itoa(int(t)), strconv.Itoa(rows), strconv.Itoa(cols))
+	args := []string{"quantize", strconv.Itoa(int(t)), strconv.Itoa(rows), strconv.Itoa(cols)}
+	if imatrix != nil {
+		args = append(args, "imatrix")
+	}
+	out := h.run(tb, append(floatBytes(imatrix), floatBytes(x)...), args...)
 	if want := rows * cols / ti.blockSize * ti.blockBytes; len(out) != want {
 		tb.Fatalf("llamacpp.Quantize: harness returned %d bytes, want %d", len(out), want)
 	}
 	return out
+}
+
+// Importance is an importance matrix for a row of cols weights of type
+// t, for QuantizeImatrix: nil, except for the i-quants of 1 and 2 bits,
+// which llama.cpp refuses to quantize without one; for those a smooth,
+// uneven one, so that the choices it steers are not the plain ones.
+func Importance(t ggml.Type, cols int) []float32 {
+	switch t {
+	case ggml.IQ1_S, ggml.IQ1_M, ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ2_S:
+	default:
+		return nil
+	}
+	w := make([]float32, cols)
+	for i := range w {
+		w[i] = float32(1 + 0.9*math.Sin(float64(i)*0.37))
+	}
+	return w
 }
 
 // QuantizeModel runs llama_model_quantize(in, out) with

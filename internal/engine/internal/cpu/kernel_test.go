@@ -288,10 +288,11 @@ func formats() []formatCase {
 			out = append(out, formatCase{model.Format{Type: typ}, cols})
 		}
 	}
-	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q8_0} {
+	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q8_0, ggml.IQ4_NL, ggml.MXFP4} {
 		out = append(out, formatCase{model.Format{Type: typ}, 96})
 	}
-	for _, typ := range []ggml.Type{ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K} {
+	for _, typ := range []ggml.Type{ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K,
+		ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ2_S, ggml.IQ3_XXS, ggml.IQ3_S, ggml.IQ1_S, ggml.IQ1_M, ggml.IQ4_XS, ggml.TQ1_0, ggml.TQ2_0} {
 		out = append(out, formatCase{model.Format{Type: typ}, 256})
 	}
 	// Rows longer than a prefill panel.

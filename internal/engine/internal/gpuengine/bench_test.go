@@ -199,20 +199,25 @@ func timed(b *testing.B, dev gpu.Device, p gpu.Pipeline, g gpu.BindGroup, y gpu.
 
 // BenchmarkMatmulKernel times one decode-shaped matmul (T = 1) at
 // Qwen2.5-0.5B's MLP shape, per weight format, through the entry point the
-// engine takes on this device (matmulEntries).
+// engine takes on this device (matmulEntries); GGUF's block types (a
+// legacy, a K-quant, an i-quant and a ternary type, random blocks with
+// moderate scales) with 1024 columns, whole super-blocks.
 func BenchmarkMatmulKernel(b *testing.B) {
 	dev := nativetest.Device(b)
-	const rows, cols = 4864, 896
-	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4} {
+	for _, f := range []shaders.Format{shaders.BF16, shaders.Q8, shaders.Q4,
+		shaders.Q4_0, shaders.Q4_K, shaders.Q6_K, shaders.IQ4_XS, shaders.IQ2_XXS, shaders.TQ2_0} {
 		b.Run(f.String(), func(b *testing.B) {
+			rows, cols := 4864, 896
 			r := rnd(1)
-			w := r.fill(rows*cols, 0.05)
 			var raw []byte
-			switch f {
-			case shaders.BF16:
-				raw = safetensors.EncodeBF16(w)
+			switch ty, isGGML := f.GGML(); {
+			case isGGML:
+				cols = 1024
+				raw = append(randomBlocks(ty, rows*cols, rand.New(rand.NewPCG(1, 2)), true), shaders.Tables(f)...)
+			case f == shaders.BF16:
+				raw = safetensors.EncodeBF16(r.fill(rows*cols, 0.05))
 			default:
-				raw, _ = quant.Quantize(quant.Scheme(f.String()), w, rows, cols)
+				raw, _ = quant.Quantize(quant.Scheme(f.String()), r.fill(rows*cols, 0.05), rows, cols)
 			}
 			base, _ := Piece{Rows: rows, Cols: cols, Format: f}.scaleBase()
 			entry, perGroup, _, _ := matmulEntries(shaders.MatmulVariant{}, cols, dev.Info().Software, false)

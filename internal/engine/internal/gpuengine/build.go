@@ -363,7 +363,7 @@ func (u *uploader) stack(names, biases []string) ([]matrix, []gpu.Buffer) {
 	}
 	m := matrix{pieces: []Piece{st.piece}, splits: st.splits, plain: st.plain}
 	label := strings.Join(names, "+")
-	b, err := u.e.buffer(label, (st.piece.Length+3)/4*4)
+	b, err := u.e.weightBuffer(label, (st.piece.Length+3)/4*4, st.piece.Format)
 	for at, i := int64(0), 0; err == nil && i < len(st.regions); i++ {
 		err = u.e.writePiece(b, at, label, st.regions[i])
 		at += st.regions[i].Length

@@ -162,7 +162,9 @@ func New(dev gpu.Device, g model.Geometry, src Source, opt Options) (*State, err
 	if e.pipes == nil {
 		e.pipes = map[string]gpu.Pipeline{}
 	}
-	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize)
+	// Room for the lookup tables that an i-quant's buffer ends with
+	// (weightBuffer).
+	e.maxPiece = min(lim.MaxStorageBufferBindingSize, lim.MaxBufferSize) - shaders.MaxTableBytes
 	if opt.MaxPieceBytes > 0 {
 		e.maxPiece = min(e.maxPiece, opt.MaxPieceBytes)
 	}
@@ -367,11 +369,24 @@ func (e *State) upload(label string, data []byte) (gpu.Buffer, error) {
 
 // uploadPiece copies a weight piece from its file into a new buffer.
 func (e *State) uploadPiece(label string, p Piece) (gpu.Buffer, error) {
-	b, err := e.buffer(label, (p.Length+3)/4*4)
+	b, err := e.weightBuffer(label, (p.Length+3)/4*4, p.Format)
 	if err != nil {
 		return 0, err
 	}
 	return b, e.writePiece(b, 0, label, p)
+}
+
+// weightBuffer makes the buffer for size bytes (whole words) of weights
+// in format f, and for the i-quants and MXFP4 writes their lookup tables
+// after them, as the buffer's last words, where iquants.wgsl finds them
+// (shaders.Tables).
+func (e *State) weightBuffer(label string, size int64, f shaders.Format) (gpu.Buffer, error) {
+	tab := shaders.Tables(f)
+	b, err := e.buffer(label, size+int64(len(tab)))
+	if err == nil && len(tab) > 0 {
+		err = e.dev.WriteBuffer(b, size, tab)
+	}
+	return b, err
 }
 
 // writePiece copies a weight piece from its file to offset of b (a

@@ -21,7 +21,10 @@ import (
 
 // ggmlTypes are the GGUF types the kernels read, block types first.
 var ggmlTypes = []ggml.Type{ggml.Q4_0, ggml.Q4_1, ggml.Q5_0, ggml.Q5_1, ggml.Q8_0,
-	ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.F32, ggml.F16, ggml.BF16}
+	ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K,
+	ggml.IQ2_XXS, ggml.IQ2_XS, ggml.IQ2_S, ggml.IQ3_XXS, ggml.IQ3_S, ggml.IQ1_S, ggml.IQ1_M,
+	ggml.IQ4_NL, ggml.IQ4_XS, ggml.TQ1_0, ggml.TQ2_0, ggml.MXFP4,
+	ggml.F32, ggml.F16, ggml.BF16}
 
 // ggmlCols is the row length the tests give type t: an odd number of
 // blocks, so that rows of Q4_0, Q5_0, Q8_0, Q3_K and Q6_K are not whole
@@ -43,6 +46,8 @@ func ggmlCols(t ggml.Type) int {
 var halves = map[ggml.Type][]int{
 	ggml.Q4_0: {0}, ggml.Q4_1: {0, 2}, ggml.Q5_0: {0}, ggml.Q5_1: {0, 2}, ggml.Q8_0: {0},
 	ggml.Q2_K: {80, 82}, ggml.Q3_K: {108}, ggml.Q4_K: {0, 2}, ggml.Q5_K: {0, 2}, ggml.Q6_K: {208},
+	ggml.IQ2_XXS: {0}, ggml.IQ2_XS: {0}, ggml.IQ2_S: {0}, ggml.IQ3_XXS: {0}, ggml.IQ3_S: {0},
+	ggml.IQ1_S: {0}, ggml.IQ4_NL: {0}, ggml.IQ4_XS: {0}, ggml.TQ1_0: {52}, ggml.TQ2_0: {64},
 }
 
 // randomBlocks is n weights of type t as random bytes with finite f16
@@ -58,8 +63,7 @@ func randomBlocks(t ggml.Type, n int, rng *rand.Rand, moderate bool) []byte {
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}
-	fix16 := func(at int, block int) {
-		h := binary.LittleEndian.Uint16(b[at:])
+	fixHalf := func(h uint16, block int) uint16 {
 		e := h >> 10 & 0x1f
 		switch {
 		case moderate:
@@ -69,7 +73,10 @@ func randomBlocks(t ggml.Type, n int, rng *rand.Rand, moderate bool) []byte {
 		case e == 31:
 			e = 15
 		}
-		binary.LittleEndian.PutUint16(b[at:], h&^0x7c00|e<<10)
+		return h&^0x7c00 | e<<10
+	}
+	fix16 := func(at int, block int) {
+		binary.LittleEndian.PutUint16(b[at:], fixHalf(binary.LittleEndian.Uint16(b[at:]), block))
 	}
 	switch t {
 	case ggml.F32:
@@ -95,6 +102,32 @@ func randomBlocks(t ggml.Type, n int, rng *rand.Rand, moderate bool) []byte {
 	case ggml.F16:
 		for i := 0; i < len(b); i += 2 {
 			fix16(i, i/2)
+		}
+	case ggml.IQ1_M:
+		// Its f16 scale is the top nibbles of the four u16 at 48..55:
+		// gathered into a scratch f16, fixed as the others, spread back.
+		for k := 0; k < len(b)/56; k++ {
+			at := k*56 + 48
+			var h uint16
+			for i := range 4 {
+				h |= binary.LittleEndian.Uint16(b[at+2*i:]) >> 12 << (4 * i)
+			}
+			h = fixHalf(h, k)
+			for i := range 4 {
+				u := binary.LittleEndian.Uint16(b[at+2*i:])&0x0FFF | (h>>(4*i)&0xF)<<12
+				binary.LittleEndian.PutUint16(b[at+2*i:], u)
+			}
+		}
+	case ggml.MXFP4:
+		// E8M0 scales whose weights are normal floats: 2^-126..2^-112
+		// when moderate (e 2..16 taken to 123..137, about 1), else 2^-126
+		// ..2^122 (e 2..250).
+		for k := 0; k < len(b); k += 17 {
+			if moderate {
+				b[k] = 123 + b[k]%15
+			} else {
+				b[k] = 2 + b[k]%249
+			}
 		}
 	default:
 		bb := t.BlockBytes()
@@ -209,7 +242,7 @@ func ggmlInputs(t *testing.T, ty ggml.Type, rows, cols int, moderate bool, seed 
 				x[i] = float32(0.5 * rng.NormFloat64())
 			}
 		}
-		run(t, ggmlData{"llamacpp", h.Quantize(t, ty, x, rows, cols)})
+		run(t, ggmlData{"llamacpp", h.QuantizeImatrix(t, ty, x, llamacpp.Importance(ty, cols), rows, cols)})
 	})
 }
 
@@ -444,7 +477,7 @@ func TestGGMLPieces(t *testing.T) {
 		max            int64
 		want           string
 	}{
-		{ggml.Type(23), 4, 256, 0, 1 << 20, "IQ4_XS"},
+		{ggml.Type(40), 4, 256, 0, 1 << 20, "NVFP4"},
 		{ggml.Q8_K, 4, 256, 0, 1 << 20, "Q8_K"},
 		{ggml.Q4_0, 4, 100, 0, 1 << 20, "not whole 32-weight blocks"},
 		{ggml.Q4_0, 48, 64, 16, 16*36 - 1, "over the device's"},

@@ -115,7 +115,7 @@ func (u *uploader) experts(names []string) []bank {
 			}
 			b := bank{first: e, count: n, piece: p, stride: stride}
 			label := fmt.Sprintf("%s..%d[%d]", names[e], e+n-1, j)
-			if b.buf, u.err = u.e.buffer(label, int64(n)*stride); u.err != nil {
+			if b.buf, u.err = u.e.weightBuffer(label, int64(n)*stride, p.Format); u.err != nil {
 				return nil
 			}
 			for i := 0; i < n; i++ {

@@ -9,7 +9,9 @@
 //
 //   types                          one line per type: id name block_size block_bytes
 //   dequantize TYPE N              stdin: the blocks of N weights; stdout: N float32
-//   quantize TYPE ROWS COLS        stdin: ROWS*COLS float32; stdout: the blocks
+//   quantize TYPE ROWS COLS [imatrix]
+//                                  stdin: ROWS*COLS float32 (after COLS float32 of
+//                                  importance with "imatrix"); stdout: the blocks
 //   quantize-model IN OUT FTYPE [REGEX=TYPE ...]
 //                                  llama_model_quantize with the default parameters
 //                                  and llama-quantize's --tensor-type overrides
@@ -133,20 +135,24 @@ static int cmd_dequantize(const char *type, const char *count) {
 	return 0;
 }
 
-static int cmd_quantize(const char *type, const char *rows_s, const char *cols_s) {
+// cmd_quantize runs ggml_quantize_chunk; with an importance matrix (one
+// float32 per column, first on stdin) when imatrix is set, which the
+// lowest-bit i-quants require.
+static int cmd_quantize(const char *type, const char *rows_s, const char *cols_s, int imatrix) {
 	enum ggml_type t = type_arg(type);
 	long rows = parse_int(rows_s, "rows"), cols = parse_int(cols_s, "cols");
 	const struct ggml_type_traits *tr = ggml_get_type_traits(t);
 	if (rows < 0 || cols < 0 || cols % tr->blck_size) die("%s: rows of %ld weights are not whole %lld-weight blocks", tr->type_name, cols, (long long)tr->blck_size);
-	if (ggml_quantize_requires_imatrix(t)) die("%s needs an importance matrix", tr->type_name);
+	if (!imatrix && ggml_quantize_requires_imatrix(t)) die("%s needs an importance matrix", tr->type_name);
 	if (t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16 && !tr->is_quantized) die("%s is not a quantized type", tr->type_name);
-	size_t got;
-	float *in = (float *)read_all(&got);
-	if (got != (size_t)rows * cols * sizeof(float)) die("%ld x %ld float32 are %zu bytes, stdin had %zu", rows, cols, (size_t)rows * cols * sizeof(float), got);
+	size_t got, head = imatrix ? (size_t)cols : 0;
+	float *all = (float *)read_all(&got);
+	if (got != ((size_t)rows * cols + head) * sizeof(float)) die("%ld x %ld float32 (and %zu of importance) are %zu bytes, stdin had %zu", rows, cols, head, ((size_t)rows * cols + head) * sizeof(float), got);
+	float *in = all + head;
 	size_t size = ggml_row_size(t, cols) * rows;
 	void *out = malloc(size + 1);
 	if (!out) die("out of memory");
-	size_t wrote = ggml_quantize_chunk(t, in, out, 0, rows, cols, NULL);
+	size_t wrote = ggml_quantize_chunk(t, in, out, 0, rows, cols, imatrix ? all : NULL);
 	if (wrote != size) die("ggml_quantize_chunk wrote %zu bytes, want %zu", wrote, size);
 	write_all(out, size);
 	return 0;
@@ -625,7 +631,8 @@ int main(int argc, char **argv) {
 	if (!strcmp(cmd, "types") && n == 0) return cmd_types();
 	if (!strcmp(cmd, "ftypes") && n == 0) return cmd_ftypes();
 	if (!strcmp(cmd, "dequantize") && n == 2) return cmd_dequantize(a[0], a[1]);
-	if (!strcmp(cmd, "quantize") && n == 3) return cmd_quantize(a[0], a[1], a[2]);
+	if (!strcmp(cmd, "quantize") && n == 3) return cmd_quantize(a[0], a[1], a[2], 0);
+	if (!strcmp(cmd, "quantize") && n == 4 && !strcmp(a[3], "imatrix")) return cmd_quantize(a[0], a[1], a[2], 1);
 	if (!strcmp(cmd, "quantize-model") && n >= 3) return cmd_quantize_model(a[0], a[1], a[2], a + 3, n - 3);
 	if (!strcmp(cmd, "logits") && n == 4) return cmd_logits(a[0], a[1], a[2], a[3]);
 	if (!strcmp(cmd, "bench") && n == 6) return cmd_bench(a[0], a[1], a[2], a[3], a[4], a[5]);

@@ -181,13 +181,18 @@ func TestQuantizeFormatRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--format", "awq-gemv"}, `--format "awq-gemv": want one of gptq`},
+		{[]string{"--format", "awq-gemv"}, `--format "awq-gemv": want one of awq, bnb-fp4, bnb-nf4, ct-fp8, ct-nvfp4, ct-w4a16, ct-w8a8, gptq, mlx`},
 		{[]string{"--format", "gptq", "--bits", "5"}, "--bits 5: gptq writes 2, 3, 4 or 8"},
 		{[]string{"--format", "gptq", "--group-size", "0"}, "--group-size 0: gptq takes a positive size or -1"},
 		{[]string{"--format", "gptq", "--checkpoint-format", "marlin"}, `--checkpoint-format "marlin": gptq writes gptq (v1, zero-1 stored) or gptq_v2`},
 		{[]string{"--format", "gptq", "--scheme", "q4"}, "--scheme makes a logitscope variant"},
 		{[]string{"--format", "gptq", "--keep", "lm_head"}, "--keep makes a logitscope variant"},
-		{[]string{"--scheme", "q4", "--bits", "4"}, "--bits sets a hub format's quantization: give --format (gptq)"},
+		{[]string{"--scheme", "q4", "--bits", "4"}, "--bits sets a hub format's quantization: give --format (awq, bnb-fp4, bnb-nf4, ct-fp8, ct-nvfp4, ct-w4a16, ct-w8a8, gptq, mlx)"},
+		{[]string{"--format", "ct-w8a8", "--bits", "4"}, "--bits: ct-w8a8 has no settings (it writes its tool's preset)"},
+		{[]string{"--format", "awq", "--desc-act"}, "--desc-act: awq takes only --bits, --group-size, --sym"},
+		{[]string{"--format", "awq", "--bits", "3"}, "--bits 3: awq writes 4"},
+		{[]string{"--format", "mlx", "--bits", "7"}, "bits = 7, want 2, 3, 4, 5, 6 or 8"},
+		{[]string{"--format", "mlx", "--sym=false"}, "--sym: mlx takes only --bits, --group-size"},
 		{[]string{"--format", "gptq", "--bits", "3"}, "model.layers.0.mlp.down_proj: shape (64, 176): 3-bit packing needs both dimensions to fill whole 32-bit words (multiples of 32)"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -371,7 +371,7 @@ func onnxExport(b *testing.B, dir string) string {
 
 // servePeer serves page at / and, at each path of mounts, a directory
 // (a path ending in /) or a file.
-func servePeer(b *testing.B, page string, mounts map[string]string) *httptest.Server {
+func servePeer(b testing.TB, page string, mounts map[string]string) *httptest.Server {
 	mux := http.NewServeMux()
 	for path, local := range mounts {
 		if strings.HasSuffix(path, "/") {
@@ -397,7 +397,7 @@ func peerQuery(gen, reps int) url.Values {
 // peerRun opens a peer page and decodes its window.peer into v. The
 // timeout is long: onnxruntime-web's warm-up and timed passes of 32
 // steps each took over 10 minutes on SwiftShader under load.
-func peerRun(b *testing.B, br *Browser, url string, v any) {
+func peerRun(b testing.TB, br *Browser, url string, v any) {
 	if state := br.Open(url, 45*time.Minute); state != "done" {
 		b.Fatalf("%s: %s", url, Eval[string](br, `String(window.peerError)`))
 	}

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,12 +103,8 @@ func TestUIORTPanelRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := servePeer(t, ortRowsPage, map[string]string{"/ort/": ort, "/model.onnx": model})
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.Itoa(id)
-	}
 	var shape struct{ Rows, Vocab int }
-	peerRun(t, br, srv.URL+"/?ids="+strings.Join(list, ","), &shape)
+	peerRun(t, br, srv.URL+"/?ids="+joinIDs(ids), &shape)
 	rows := Eval[[]float32](br, `window.rows`)
 	if shape.Rows != len(ids) || shape.Vocab != lg.Vocab || len(rows) != len(ids)*lg.Vocab {
 		t.Fatalf("onnxruntime-web gave %d rows of %d (%d logits), want %d of %d", shape.Rows, shape.Vocab, len(rows), len(ids), lg.Vocab)

@@ -308,11 +308,7 @@ func ortSpeed(b *testing.B, onnx string, ids []int, gen, reps int, first []float
 	br := NewBrowser(b, webgpuOptions()...)
 	var got struct{ Prefill, Decode float64 }
 	q := peerQuery(gen, reps)
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.Itoa(id)
-	}
-	q.Set("ids", strings.Join(list, ","))
+	q.Set("ids", joinIDs(ids))
 	peerRun(b, br, srv.URL+"/?"+q.Encode(), &got)
 	checkWebGPU(b, "webgpu "+Eval[string](br, `navigator.gpu.requestAdapter().then(a => [a.info.vendor, a.info.architecture, a.info.description].join(" "))`))
 	row := Eval[[]float32](br, `window.first`)
@@ -387,6 +383,15 @@ func servePeer(b testing.TB, page string, mounts map[string]string) *httptest.Se
 	srv := httptest.NewServer(mux)
 	b.Cleanup(srv.Close)
 	return srv
+}
+
+// joinIDs is token ids as a peer page's query takes them: 1,2,3.
+func joinIDs(ids []int) string {
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.Itoa(id)
+	}
+	return strings.Join(list, ",")
 }
 
 // peerQuery is a peer page's query: the steps and the timed passes.

@@ -254,11 +254,11 @@ func (b *builder) norm(x, name string) (string, error) {
 func (b *builder) linear(x, name, bias string, hasBias bool) (string, error) {
 	shape, file, _, ok := b.w.Shape(name)
 	if !ok || len(shape) != 2 {
-		return "", fmt.Errorf("%s: %s: no (out, in) matrix", file, name)
+		return "", fmt.Errorf("%s: %s has shape %v, want an (out, in) matrix", file, name, shape)
 	}
 	rows, cols := shape[0], shape[1]
 	var y string
-	if b.v != nil && b.v.Pieces(name)[0].Scheme != variant.SchemeF32 {
+	if b.v != nil && len(b.v.Pieces(name)) > 0 && b.v.Pieces(name)[0].Scheme != variant.SchemeF32 {
 		bq, scales, err := b.q4(name, rows, cols)
 		if err != nil {
 			return "", err

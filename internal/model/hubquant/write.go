@@ -58,9 +58,9 @@ var Writers = map[string]func(Options) (lookup.Format, error){
 	"gptq":     gptqWriter,
 	"awq":      awqWriter,
 	"ct-w4a16": w4a16Writer,
-	"ct-w8a8":  presetWriter("ct-w8a8", func() (lookup.Format, error) { return compressed.ByName("ct-w8a8") }),
-	"ct-fp8":   presetWriter("ct-fp8", func() (lookup.Format, error) { return compressed.ByName("ct-fp8") }),
-	"ct-nvfp4": presetWriter("ct-nvfp4", func() (lookup.Format, error) { return compressed.ByName("ct-nvfp4") }),
+	"ct-w8a8":  ctPreset("ct-w8a8"),
+	"ct-fp8":   ctPreset("ct-fp8"),
+	"ct-nvfp4": ctPreset("ct-nvfp4"),
 	"mlx":      mlxWriter,
 	"bnb-nf4":  presetWriter("bnb-nf4", func() (lookup.Format, error) { return bnb.NF4(false), nil }),
 	"bnb-fp4":  presetWriter("bnb-fp4", func() (lookup.Format, error) { return bnb.FP4(false), nil }),
@@ -74,6 +74,11 @@ func presetWriter(name string, f func() (lookup.Format, error)) func(Options) (l
 		}
 		return f()
 	}
+}
+
+// ctPreset is llm-compressor's preset of that writer name.
+func ctPreset(name string) func(Options) (lookup.Format, error) {
+	return presetWriter(name, func() (lookup.Format, error) { return compressed.ByName(name) })
 }
 
 // awqWriter is AutoAWQ's GEMM: 4 bits, zero points unless --sym is given.

@@ -11,6 +11,7 @@ import (
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/peer/llamacpp"
 	"logitscope/internal/run/capture"
 	"logitscope/internal/sys/tempfile"
@@ -43,12 +44,24 @@ func (c *Case) checkRuntime() error {
 }
 
 // testSide is the variant a case's test names, made concrete (a GGUF
-// file, quantized first for gguf:FTYPE), and the capture options it runs
+// file, quantized first for gguf:FTYPE; for hub:FORMAT a checkpoint
+// written into the case's directory dir), and the capture options it runs
 // with: the case's runtime and activations, else the suite run's.
-func testSide(s *Suite, c Case, ck *checkpoint.Checkpoint, co capture.Options, log io.Writer) (string, capture.Options, error) {
+func testSide(s *Suite, c Case, ck *checkpoint.Checkpoint, co capture.Options, dir string, log io.Writer) (string, capture.Options, error) {
 	test := c.Test
-	if ftype, ok := strings.CutPrefix(test, ggufPrefix); ok {
-		var err error
+	f, err := c.hubWriter()
+	if err != nil {
+		return "", co, err
+	}
+	if f != nil {
+		// Written afresh: the tool's output for this model, never a
+		// stale one.
+		test = filepath.Join(dir, "hub")
+		fmt.Fprintf(log, "quantize --format %s -> %s\n", f.Name(), test)
+		if err := hubquant.Write(ck, f, test, nil); err != nil {
+			return "", co, fmt.Errorf("%s: %w", c.Test, err)
+		}
+	} else if ftype, ok := strings.CutPrefix(test, ggufPrefix); ok {
 		if test, err = ensureGGUF(ck, ftype, log); err != nil {
 			return "", co, err
 		}

@@ -17,7 +17,6 @@ import (
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
-	"logitscope/internal/model/hubquant"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
@@ -262,18 +261,6 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	if co.Progress == nil {
 		co.Progress = progress.NewLines(logf)
 	}
-	if f, err := c.hubWriter(); err != nil {
-		return nil, "", nil, nil, err
-	} else if f != nil {
-		// Written afresh into the case's directory: the tool's output
-		// for this model, never a stale one.
-		hub := filepath.Join(dir, "hub")
-		fmt.Fprintf(logf, "quantize --format %s -> %s\n", f.Name(), hub)
-		if err := hubquant.Write(ck, f, hub, nil); err != nil {
-			return nil, "", nil, nil, fmt.Errorf("%s: %w", c.Test, err)
-		}
-		c.Test = hub
-	}
 	for _, v := range []string{c.Reference, c.Test} {
 		// A scheme the model lacks is quantized first; f32 needs nothing,
 		// and a directory is the capture's to check.
@@ -291,7 +278,7 @@ func measure(s *Suite, c Case, dir string, co capture.Options) (*Metrics, string
 	if err != nil {
 		return nil, "", nil, nil, err
 	}
-	test, tco, err := testSide(s, c, ck, co, logf)
+	test, tco, err := testSide(s, c, ck, co, dir, logf)
 	if err != nil {
 		return nil, "", nil, nil, err
 	}

@@ -107,7 +107,7 @@ func TestGGUFRefused(t *testing.T) {
 		{"/etc/x.gguf", "inside the model directory"},
 		{"missing.gguf", "missing.gguf"},
 		{"qwen3.gguf", "general.architecture"},
-		{"q5", "want f32, q8, q6, q4, exl3-kK[-CODEBOOK] or a .gguf file"},
+		{"q5", "want f32, q8, q6, q4, exl3-kK[-CODEBOOK], a .gguf file"},
 	} {
 		t.Run(c.variant, func(t *testing.T) {
 			_, err := fixtures.mod.Open(ctx, nil, dir, c.variant, 16)

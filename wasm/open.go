@@ -15,6 +15,7 @@ import (
 	"logitscope/internal/format/routing"
 	"logitscope/internal/gpu"
 	"logitscope/internal/model"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/run/session"
 	"logitscope/internal/text/chat"
@@ -69,21 +70,22 @@ func open(data []byte, blocks map[uint32][]byte, newDevice func() (gpu.Device, e
 		if !filepath.IsLocal(a.Variant) {
 			return nil, fmt.Errorf("ls_open: variant %q: a GGUF file is named by its path inside the model directory", a.Variant)
 		}
+	case isHub(a.Variant):
 	case a.Variant != "" && a.Variant != "f32":
 		// Only the model's own variants: the guest sees nothing outside /model.
 		if _, err := variant.ParseScheme(a.Variant); err != nil {
-			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6, q4, exl3-kK[-CODEBOOK] or a .gguf file in the model directory", a.Variant)
+			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6, q4, exl3-kK[-CODEBOOK], a .gguf file in the model directory or hub/DIR, a hub checkpoint under it", a.Variant)
 		}
 	}
-	// A GGUF brings its own weights: the checkpoint only contributes its
-	// config and tokenizer, so a browser need not fetch the safetensors. So
-	// does a quantized variant, which the checkpoint's weights only verify
+	// A GGUF brings its own weights, and so does a hub checkpoint: the
+	// checkpoint only contributes its config and tokenizer, so a browser
+	// need not fetch the safetensors. So does a quantized variant, which the checkpoint's weights only verify
 	// (its manifest names their fingerprint): a host that mounts the model
 	// without them (the page, for a served model) opens it on its
 	// manifest's word; with them, the variant is checked against them.
 	openCk := checkpoint.Open
 	switch {
-	case gguf.IsFileName(a.Variant):
+	case gguf.IsFileName(a.Variant), isHub(a.Variant):
 		openCk = checkpoint.OpenWithoutWeights
 	case a.Variant != "" && a.Variant != "f32" && !checkpoint.WeightsPresent(a.Model):
 		openCk = checkpoint.OpenWithoutWeights
@@ -118,6 +120,8 @@ func load(ck *checkpoint.Checkpoint, a abi.Open, blocks map[uint32][]byte, newDe
 		opt.Quantized = q
 	case gguf.IsFileName(a.Variant):
 		opt.GGUF, err = engine.OpenGGUF(ck, filepath.Join(ck.Dir, a.Variant))
+	case isHub(a.Variant):
+		opt.Quantized, err = hubquant.OpenFor(ck, filepath.Join(ck.Dir, a.Variant))
 	default:
 		opt.Variant, err = engine.OpenVariant(ck, a.Variant)
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"path"
+	"strings"
+
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/model"
 	"logitscope/internal/model/hubquant"
@@ -23,4 +26,13 @@ func openQuantized(ck *checkpoint.Checkpoint) (model.Quantized, error) {
 		ck.Config.QuantizationConfig = nil
 	}
 	return q, err
+}
+
+// isHub says whether an ls_open variant names a hub checkpoint of the
+// model: hub/DIR, one directory under the model's hub/ (where quantize
+// --format writes them and the server lists them). The guest sees nothing
+// outside the model's mount.
+func isHub(v string) bool {
+	dir, ok := strings.CutPrefix(v, "hub/")
+	return ok && dir != "" && path.Base(dir) == dir && dir != ".." && dir != "."
 }

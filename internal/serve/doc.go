@@ -1,11 +1,13 @@
 // Package serve is logitscope's HTTP layer. It serves
 //
 //   - GET /models/: the models, each with its verified variants (quantized
-//     variant directories, and the GGUF files beside config.json that were
-//     converted from that checkpoint, with their ggml type mix) and every
-//     file the page may fetch (path, size, sha256, sorted by path);
+//     variant directories, the GGUF files beside config.json that were
+//     converted from that checkpoint, with their ggml type mix, and the
+//     checkpoints under hub/ that a hub tool's format quantized from it,
+//     with their format and fingerprint) and every file the page may fetch
+//     (path, size, sha256, sorted by path);
 //   - GET /models/<name>/<path>: those files (checkpoint JSON, safetensors,
-//     GGUF files, variant manifests and shards) with HTTP ranges, strong
+//     GGUF files, variant manifests and shards, hub checkpoints' files) with HTTP ranges, strong
 //     sha256 ETags, immutable caching for weights and gzip for JSON;
 //   - POST /api/runs, GET /api/runs/<id>, GET /r/<id>: shared runs, snapshot
 //     documents (checked with snapshot.Parse) stored by content hash under

@@ -12,9 +12,9 @@ import (
 // listFiles returns every file of the model directory realDir that the
 // server would serve: the names modelFileKind allows that openUnder opens
 // (so hidden files and symlinks leaving the directory are left out, by the
-// very checks that refuse them over HTTP), limited to the variants and
-// GGUF files that verified. Each file is hashed through fileHashes, so serving it later
-// does not hash it again. Hashing costs a full read at load: for a 1 GB
+// very checks that refuse them over HTTP), limited to the variants, GGUF
+// files and hub checkpoints that verified. Each file is hashed through
+// fileHashes, so serving it later does not hash it again. Hashing costs a full read at load: for a 1 GB
 // checkpoint about 3.5 s of startup (Go's sha256 measured 0.28 GB/s on the
 // project's 2-core machine), the demo's 0.5 MB a few milliseconds. The
 // sums live in memory only, so every start pays it again.
@@ -34,10 +34,16 @@ func listFiles(realDir string, variants []VariantInfo) ([]ModelFile, error) {
 		}
 	}
 	for _, v := range variants {
-		if v.Kind != KindVariant {
+		var sub string
+		switch v.Kind {
+		case KindVariant:
+			sub = path.Join("variants", v.Scheme)
+		case KindHub:
+			sub = v.Name
+		default:
 			continue
 		}
-		more, err := candidates(realDir, path.Join("variants", v.Scheme))
+		more, err := candidates(realDir, sub)
 		if err != nil {
 			return nil, err
 		}

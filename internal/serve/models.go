@@ -1,16 +1,21 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"logitscope/internal/engine"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/sidecar"
 	"logitscope/internal/model/ggufmodel"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 )
@@ -45,23 +50,29 @@ type ModelFile struct {
 const (
 	KindVariant = "variant" // a quantized variant directory under variants/
 	KindGGUF    = "gguf"    // a llama.cpp GGUF file in the model directory
+	KindHub     = "hub"     // a checkpoint another tool quantized, under hub/
 )
 
 // VariantInfo is one set of weights the page can run besides the float
 // checkpoint: a quantized variant, named by its manifest's seal (which pins
-// every shard's sha256, so the page can cache shards forever under it), or
-// a GGUF file converted from this checkpoint, named by its sha256.
+// every shard's sha256, so the page can cache shards forever under it), a
+// GGUF file converted from this checkpoint, named by its sha256, or a
+// checkpoint quantized by a hub tool (GPTQ, AWQ, compressed-tensors, MLX,
+// bitsandbytes) under hub/, whose files Files lists with their sha256s.
 type VariantInfo struct {
-	Kind           string `json:"kind"`                      // KindVariant or KindGGUF
-	Name           string `json:"name"`                      // what ls_open takes: the scheme, or the GGUF's file name
+	Kind           string `json:"kind"`                      // KindVariant, KindGGUF or KindHub
+	Name           string `json:"name"`                      // what ls_open takes: the scheme, the GGUF's file name, or hub/DIR
 	Scheme         string `json:"scheme,omitempty"`          // a variant's
 	ManifestSHA256 string `json:"manifest_sha256,omitempty"` // a variant's seal
-	SHA256         string `json:"sha256,omitempty"`          // a GGUF's
+	SHA256         string `json:"sha256,omitempty"`          // a GGUF's; a hub checkpoint's fingerprint (checkpoint.Fingerprint)
 	Bytes          int64  `json:"bytes"`                     // all shards together, or the GGUF, for a download estimate
 	Policy         string `json:"policy,omitempty"`          // which matrices a variant quantizes, when not all
 	// Types is a GGUF's tensors per ggml type ("Q4_K": 169), the mix its
 	// recipe (Q4_K_M) chose, as llama.cpp's loader lists it.
 	Types map[string]int `json:"types,omitempty"`
+	// Format is a hub checkpoint's format and settings, as its
+	// config.json states them ("gptq 4-bit g128 sym").
+	Format string `json:"format,omitempty"`
 }
 
 // LoadModel reads dir's config.json and every variant under dir/variants.
@@ -134,20 +145,98 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 		return nil, err
 	}
 	m.Variants = append(m.Variants, ggufs...)
+	hubs, err := loadHubs(name, real, warn)
+	if err != nil {
+		return nil, err
+	}
+	m.Variants = append(m.Variants, hubs...)
 	if m.Files, err = listFiles(real, m.Variants); err != nil {
 		return nil, err
 	}
 	for i, v := range m.Variants {
-		if v.Kind != KindGGUF {
-			continue
-		}
 		for _, f := range m.Files {
-			if f.Path == v.Name {
+			switch {
+			case v.Kind == KindGGUF && f.Path == v.Name:
 				m.Variants[i].SHA256 = f.SHA256
+			case v.Kind == KindHub && strings.HasPrefix(f.Path, v.Name+"/"):
+				m.Variants[i].Bytes += f.Size
 			}
 		}
 	}
 	return m, nil
+}
+
+// HubDir is where quantize --format writes a model's hub checkpoints and
+// where the server looks for them: MODEL/hub/NAME.
+const HubDir = "hub"
+
+// loadHubs lists the hub checkpoints under realDir/hub that engine.wasm
+// would open as this checkpoint's weights, in name order: each is checked
+// as far as its config and tokenizer go (hubquant.Describe: the same
+// model, a format a reader here takes), reading no weight; ls_open checks
+// every tensor when one runs. One that fails is left out with a warning.
+func loadHubs(name, realDir string, warn func(format string, args ...any)) ([]VariantInfo, error) {
+	entries, err := os.ReadDir(filepath.Join(realDir, HubDir))
+	if err != nil {
+		return nil, nil // none: most models have no hub checkpoint
+	}
+	var out []VariantInfo
+	var ck *checkpoint.Checkpoint
+	for _, e := range entries {
+		rel := path.Join(HubDir, e.Name())
+		if e.Name()[0] == '.' || !e.IsDir() {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(filepath.Join(realDir, rel)); err != nil || !within(realDir, real) {
+			continue // a link out of the model directory: not served
+		}
+		if ck == nil {
+			if ck, err = checkpoint.OpenWithoutWeights(realDir); err != nil {
+				return nil, err
+			}
+			defer ck.Close()
+		}
+		format, err := hubquant.Describe(ck, filepath.Join(realDir, rel))
+		var fp string
+		if err == nil {
+			fp, err = hubFingerprint(realDir, rel)
+		}
+		if err != nil {
+			warn("serve: model %s: %s skipped: %v", name, rel, err)
+			continue
+		}
+		out = append(out, VariantInfo{Kind: KindHub, Name: rel, Format: format, SHA256: fp})
+	}
+	return out, nil
+}
+
+// hubFingerprint is the checkpoint.Fingerprint of the hub checkpoint at
+// realDir/rel, from the sums the file list hashes anyway: what a capture's
+// receipt records of it (receipt.Hub), so the page's document can too.
+func hubFingerprint(realDir, rel string) (string, error) {
+	index, err := os.ReadFile(filepath.Join(realDir, rel, "model.safetensors.index.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		index, err = nil, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	shards, err := checkpoint.WeightFiles(index, path.Join(rel, "model.safetensors.index.json"))
+	if err != nil {
+		return "", err
+	}
+	var sums []checkpoint.FileSum
+	for _, n := range append([]string{"config.json"}, shards...) {
+		fi, err := describe(realDir, path.Join(rel, n))
+		if errors.Is(err, errSkip) {
+			return "", fmt.Errorf("%s: not a file served from the model directory", path.Join(rel, n))
+		}
+		if err != nil {
+			return "", err
+		}
+		sums = append(sums, checkpoint.FileSum{Name: n, SHA256: fi.SHA256})
+	}
+	return checkpoint.FingerprintOf(sums), nil
 }
 
 // loadGGUFs lists the GGUF files at the top of the model directory realDir

@@ -21,6 +21,7 @@ import (
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/sidecar"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
@@ -135,6 +136,109 @@ func TestModelListGGUF(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"other.gguf skipped", "general.architecture", "junk.gguf skipped"} {
+		if !strings.Contains(strings.Join(warned, "\n"), want) {
+			t.Errorf("no warning says %q: %q", want, warned)
+		}
+	}
+}
+
+// Checkpoints under hub/ that a hub tool's layout quantized from this
+// model are listed as variants of kind hub (name hub/DIR, its format, its
+// files' bytes), after the GGUF files, and their files are listed and
+// served; one of another model, a float one, a hidden one and a symlink
+// out of the directory are not, and a GGUF file inside one is not served.
+func TestModelListHub(t *testing.T) {
+	f := newFixture(t)
+	ck, err := checkpoint.Open(f.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	format, err := hubquant.Writers["gptq"](hubquant.Options{Bits: 4, GroupSize: 32, Sym: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := func(dir string) string { return filepath.Join(f.model, HubDir, dir) }
+	if err := hubquant.Write(ck, format, hub("gptq"), nil); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "tiny-llama")
+	if err := synth.Write(synth.Presets["tiny-llama"], other, synth.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ock, err := checkpoint.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ock.Close()
+	if err := hubquant.Write(ock, format, hub("other"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := hubquant.Write(ck, format, hub(".hidden"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(hub("float"), os.DirFS(other)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, hub("leak")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(hub("gptq"), "stray.gguf"), "GGUF")
+	var warned []string
+	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.srv, err = New(Options{Models: []*Model{m}, Logf: f.logf}); err != nil {
+		t.Fatal(err)
+	}
+	var got []Model
+	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
+		t.Fatalf("list: %v, %d models", err, len(got))
+	}
+	var names []string
+	for _, v := range got[0].Variants {
+		names = append(names, v.Kind+":"+v.Name)
+	}
+	if want := []string{"variant:q4", "hub:hub/gptq"}; !slices.Equal(names, want) {
+		t.Fatalf("variants %v, want %v", names, want)
+	}
+	v := got[0].Variants[1]
+	listed := map[string]bool{}
+	var bytes int64
+	for _, fi := range got[0].Files {
+		listed[fi.Path] = true
+		if strings.HasPrefix(fi.Path, "hub/gptq/") {
+			bytes += fi.Size
+			checkListedFile(t, f, fi)
+		}
+	}
+	hck, err := checkpoint.Open(hub("gptq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hck.Close()
+	fp, err := hck.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Format != format.Name() || v.Bytes != bytes || v.SHA256 != fp {
+		t.Errorf("listed %+v; want format %q, its files' %d bytes and its fingerprint %s", v, format.Name(), bytes, fp)
+	}
+	for _, want := range []string{"hub/gptq/config.json", "hub/gptq/model.safetensors", "hub/gptq/tokenizer.json"} {
+		if !listed[want] {
+			t.Errorf("%s is not listed", want)
+		}
+	}
+	for p := range listed {
+		if strings.HasPrefix(p, "hub/") && !strings.HasPrefix(p, "hub/gptq/") || strings.HasSuffix(p, ".gguf") {
+			t.Errorf("%s is listed", p)
+		}
+	}
+	if w := f.do(t, "/models/tiny/hub/gptq/stray.gguf", nil); w.Code != 404 {
+		t.Errorf("a GGUF file inside a hub checkpoint: served with %d", w.Code)
+	}
+	for _, want := range []string{"hub/other skipped", "another model", "hub/float skipped", "no quantization_config"} {
 		if !strings.Contains(strings.Join(warned, "\n"), want) {
 			t.Errorf("no warning says %q: %q", want, warned)
 		}

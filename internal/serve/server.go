@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/sidecar"
 )
 
@@ -255,6 +256,9 @@ func modelFileKind(rel string) (kind, bool) {
 		return jsonDoc, true
 	case len(segs) == 3 && segs[0] == "variants" && ext == ".bin":
 		return immutableBlob, true
+	case len(segs) == 3 && segs[0] == HubDir && !gguf.IsFileName(segs[2]):
+		// A hub checkpoint's files are a checkpoint's top-level ones.
+		return modelFileKind(segs[2])
 	}
 	return kind{}, false
 }

@@ -393,6 +393,10 @@
   // isWeights says whether a top-level file holds weights: the checkpoint's
   // safetensors (and their index) or a GGUF file.
   const isWeights = (p) => /\.safetensors$/i.test(p) || p === "model.safetensors.index.json" || isGGUF(p);
+  // isHub says whether a variant is a hub checkpoint under the model's
+  // hub/ (GPTQ, AWQ, compressed-tensors, MLX, bitsandbytes: quantize
+  // --format writes them there), which engine.wasm opens as hub/DIR.
+  const isHub = (v) => /^hub\/[^/]+$/.test(v);
 
   // selectFiles is what an open of variant needs: only the files
   // engine.wasm reads. f32: the checkpoint's top-level files but the
@@ -405,11 +409,17 @@
   // Q4_K_M side never downloads the bf16 safetensors, several times its
   // size. A model folder from this computer keeps its safetensors for a
   // scheme: read in place, they cost no memory, and engine.wasm checks
-  // the variant against them (held says they are not held).
+  // the variant against them (held says they are not held). A hub
+  // checkpoint: hub/DIR/* and the top-level files but the weights, as for
+  // a GGUF (engine.wasm checks it against the checkpoint's config and
+  // tokenizer, not its weights).
   function selectFiles(model, variant) {
     const top = (f) => !f.path.includes("/");
     if (isGGUF(variant)) {
       return model.files.filter((f) => top(f) && (!isWeights(f.path) || f.path === variant));
+    }
+    if (isHub(variant)) {
+      return model.files.filter((f) => (top(f) && !isWeights(f.path)) || f.path.startsWith(`${variant}/`));
     }
     if (variant === "f32") return model.files.filter((f) => top(f) && !isGGUF(f.path));
     const prefix = `variants/${variant}/`;
@@ -421,13 +431,14 @@
   // budget counts it: every fetched file (the engine keeps the weights it
   // opens, and the small files are read whole), and a local folder's too,
   // but its safetensors beside a variant, which engine.wasm only hashes.
-  const held = (model, variant, f) => !(model.local && variant !== "f32" && !isGGUF(variant) && isWeights(f.path));
+  const held = (model, variant, f) => !(model.local && variant !== "f32" && !isGGUF(variant) && !isHub(variant) && isWeights(f.path));
 
   // inGuest says whether the CPU path's open of variant reads file f into
   // guest memory first (Instance.load): the files it takes its weights
   // from, a variant's shards, a GGUF or the checkpoint's safetensors, where
-  // it holds them.
-  const inGuest = (model, variant, f) => held(model, variant, f) && /\.(safetensors|gguf|bin)$/i.test(f.path);
+  // it holds them. Not a hub checkpoint's: engine.wasm transcodes them
+  // into lookup matrices as it reads them, through the files.
+  const inGuest = (model, variant, f) => held(model, variant, f) && !isHub(variant) && /\.(safetensors|gguf|bin)$/i.test(f.path);
 
   // localModel is a model folder the user chose ("local:NAME/") in the
   // shape findModel gives a served one, each file with the File it is read

@@ -343,6 +343,13 @@ func (c *DocHeader) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				}
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 				vgparent.AppendChild(vgn)
+				if c.R.Doc.Ref.Hub != nil {
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "gguf"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "ref-hub"}}}
+					vgparent.AppendChild(vgn)
+					vgn.SetInnerHTML(hubNote(c.R.Doc.Ref.Hub))
+				}
+				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "dev"}}}
 				vgparent.AppendChild(vgn)
 				vgn.SetInnerHTML(c.device(c.R.Doc.Ref))
@@ -377,6 +384,13 @@ func (c *DocHeader) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "gguf"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "test-gguf"}}}
 					vgparent.AppendChild(vgn)
 					vgn.SetInnerHTML(ggufNote(c.R.Doc.Test.GGUF))
+				}
+				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
+				vgparent.AppendChild(vgn)
+				if c.R.Doc.Test.Hub != nil {
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "gguf"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "test-hub"}}}
+					vgparent.AppendChild(vgn)
+					vgn.SetInnerHTML(hubNote(c.R.Doc.Test.Hub))
 				}
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 				vgparent.AppendChild(vgn)

@@ -28,8 +28,10 @@ import (
 	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/lookup"
 	"logitscope/internal/format/sidecar"
 	"logitscope/internal/model"
+	"logitscope/internal/model/hubquant"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
 	"logitscope/internal/text/chat"
@@ -225,7 +227,45 @@ func folderInfo(lf *localFolder) (modelInfo, []string, error) {
 		lf.GGUF[name] = g
 		info.Variants = append(info.Variants, variantInfo{Kind: "gguf", Name: name, Bytes: g.Bytes, Types: types})
 	}
-	return info, notes, nil
+	hubs, more := folderHubs(lf)
+	info.Variants = append(info.Variants, hubs...)
+	return info, append(notes, more...), nil
+}
+
+// folderHubs lists lf's hub checkpoints (hub/DIR with a config.json whose
+// quantization a reader here takes), in name order, as the server lists a
+// served model's; the engine checks the rest (the same model, every
+// tensor) when one runs. Notes say what it left out. Goroutines only.
+func folderHubs(lf *localFolder) ([]variantInfo, []string) {
+	bytes := map[string]float64{}
+	for p, f := range lf.Files {
+		if rest, ok := strings.CutPrefix(p, snapshot.HubPrefix); ok {
+			dir, _, _ := strings.Cut(rest, "/")
+			bytes[dir] += f.Get("size").Float()
+		}
+	}
+	var out []variantInfo
+	var notes []string
+	for _, dir := range slices.Sorted(maps.Keys(bytes)) {
+		name := snapshot.HubPrefix + dir
+		data, err := lf.file(name + "/config.json")
+		var f lookup.Format
+		switch {
+		case err != nil:
+		case data == nil:
+			err = errors.New("no config.json")
+		default:
+			if f, err = hubquant.FormatOf(data, lf.Name+"/"+name+"/config.json"); err == nil && f == nil {
+				err = errors.New("its config.json names no quantization")
+			}
+		}
+		if err != nil {
+			notes = append(notes, name+" left out: "+err.Error())
+			continue
+		}
+		out = append(out, variantInfo{Kind: "hub", Name: name, Bytes: bytes[dir], Format: f.Name()})
+	}
+	return out, notes
 }
 
 // file reads one of lf's files whole (a config, a tokenizer); nil when

@@ -10,8 +10,9 @@ import (
 
 // modelFile says whether rel, a path inside a model folder, is one the
 // server would serve of a model directory (serve's modelFileKind: the
-// top-level JSON, safetensors, GGUF and text files, and each variant's
-// manifest and shards; hidden names never, as serve's openUnder refuses
+// top-level JSON, safetensors, GGUF and text files, each variant's
+// manifest and shards, and a hub checkpoint's JSON, safetensors and text
+// files under hub/DIR; hidden names never, as serve's openUnder refuses
 // them). A folder from this computer runs exactly as a served model:
 // the worker gets these files and nothing else of the folder (a README,
 // a PyTorch checkpoint, a git or cache directory beside them).
@@ -27,7 +28,12 @@ func modelFile(rel string) bool {
 	case 1:
 		return ext == ".json" || ext == ".safetensors" || ext == ".gguf" || ext == ".txt"
 	case 3:
-		return segs[0] == "variants" && (segs[2] == "manifest.json" || ext == ".bin")
+		switch segs[0] {
+		case "variants":
+			return segs[2] == "manifest.json" || ext == ".bin"
+		case "hub":
+			return ext != ".gguf" && modelFile(segs[2])
+		}
 	}
 	return false
 }

@@ -202,7 +202,7 @@ func (r *Root) Variants(side string) []string {
 
 // VariantNote is a choice's label: a variant's download size and, when it
 // quantizes only some matrices, its policy; a GGUF file's size and type
-// mix; a local file's name.
+// mix; a hub checkpoint's size and format; a local file's name.
 func (r *Root) VariantNote(v string) string {
 	if name, local := snapshot.LocalName(v); local {
 		if name == "" {
@@ -226,6 +226,9 @@ func (r *Root) VariantNote(v string) string {
 			}
 			if len(x.Types) > 0 {
 				v += " " + ggufmodel.Mix(x.Types)
+			}
+			if x.Format != "" {
+				v += " " + x.Format
 			}
 		}
 	}

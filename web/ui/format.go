@@ -12,6 +12,7 @@ import (
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/analysis/snapshot"
+	"logitscope/internal/format/receipt"
 	"logitscope/internal/model/ggufmodel"
 )
 
@@ -189,6 +190,17 @@ func ggufNote(g *snapshot.GGUF) string {
 	}
 	if g.Local {
 		s += " · local file, not uploaded"
+	}
+	return s
+}
+
+// hubNote describes a side's hub checkpoint: its format and settings as
+// its config.json states them ("gptq 4-bit g128 sym") and its fingerprint,
+// the one a capture's receipt records.
+func hubNote(h *receipt.Hub) string {
+	s := h.Format
+	if h.SHA256 != "" {
+		s += " · fingerprint " + short(h.SHA256)
 	}
 	return s
 }

@@ -22,6 +22,7 @@ import (
 
 	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/format/gguf"
+	"logitscope/internal/format/receipt"
 )
 
 // localFile is the GGUF file chosen for one side. Its fields change under
@@ -255,15 +256,30 @@ func (r *Root) localGGUF(lf *localFile) (*snapshot.GGUF, error) {
 // servedGGUF describes a GGUF file the server lists for model, or nil when
 // v is not one.
 func (r *Root) servedGGUF(model, v string) *snapshot.GGUF {
-	if !gguf.IsFileName(v) {
-		return nil
+	if x := r.variantOf(model, "gguf", v); x != nil {
+		return &snapshot.GGUF{Name: v, SHA256: x.SHA256, Bytes: int64(x.Bytes), Types: x.Types}
 	}
+	return nil
+}
+
+// servedHub is what the document records of side v when it runs a hub
+// checkpoint of model: its format and fingerprint as the server lists
+// them (a chosen folder's has no fingerprint: not hashed); nil otherwise.
+func (r *Root) servedHub(model, v string) *receipt.Hub {
+	if x := r.variantOf(model, "hub", v); x != nil {
+		return &receipt.Hub{Format: x.Format, SHA256: x.SHA256}
+	}
+	return nil
+}
+
+// variantOf is model's variant named v of kind k, a copy, or nil.
+func (r *Root) variantOf(model, k, v string) *variantInfo {
 	r.ee.RLock()
 	defer r.ee.RUnlock()
 	if m := r.model(model); m != nil {
 		for _, x := range m.Variants {
-			if x.Kind == "gguf" && x.Name == v {
-				return &snapshot.GGUF{Name: v, SHA256: x.SHA256, Bytes: int64(x.Bytes), Types: x.Types}
+			if x.Kind == k && x.Name == v {
+				return &x
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 
 	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/format/sidecar"
@@ -37,12 +38,13 @@ type fileInfo struct {
 
 // variantInfo is one of a model's variants or GGUF files.
 type variantInfo struct {
-	Kind   string         `json:"kind"` // variant or gguf
+	Kind   string         `json:"kind"` // variant, gguf or hub
 	Name   string         `json:"name"` // what a spec's side names
 	Bytes  float64        `json:"bytes"`
 	Policy string         `json:"policy"`
-	SHA256 string         `json:"sha256"` // a served GGUF's
+	SHA256 string         `json:"sha256"` // a served GGUF's; a served hub checkpoint's fingerprint
 	Types  map[string]int `json:"types"`  // a GGUF's tensors per ggml type
+	Format string         `json:"format"` // a hub checkpoint's ("gptq 4-bit g128 sym")
 }
 
 // What a model without a sidecar is offered: any model can answer a
@@ -127,6 +129,9 @@ func missingVariant(m *modelInfo, name, side, v string) string {
 	if _, local := snapshot.LocalName(v); local {
 		return ""
 	}
+	if dir, ok := strings.CutPrefix(v, snapshot.HubPrefix); ok {
+		return fmt.Sprintf("%s side: model %s has no hub checkpoint %s. %s", side, modelName(name), v, hubHint(name, dir))
+	}
 	if !slices.Contains([]string{"q8", "q6", "q4"}, v) {
 		return fmt.Sprintf("%s side: model %s has no GGUF file %s", side, modelName(name), v)
 	}
@@ -141,6 +146,16 @@ func quantizeHint(name, v string) string {
 		return fmt.Sprintf("Make it with: go run ./cmd/logitscope quantize --model PATH/%s --scheme %s (PATH: where the folder lies), then choose the folder again.", folder, v)
 	}
 	return fmt.Sprintf("Make it with: go run ./cmd/logitscope quantize --model MODELS/%s --scheme %s (MODELS: the directory given to serve -models), then restart serve.", name, v)
+}
+
+// hubHint is the command that writes a model's hub checkpoint into its
+// hub/ (quantize --format, whose settings name the directory), where the
+// server and a chosen folder find it.
+func hubHint(name, dir string) string {
+	if folder, local := snapshot.LocalModel(name); local {
+		return fmt.Sprintf("Make one with: go run ./cmd/logitscope quantize --model PATH/%s --format gptq --out PATH/%s/hub/%s (or awq, ct-w4a16, ct-w8a8, ct-fp8, ct-nvfp4, mlx, bnb-nf4, bnb-fp4; PATH: where the folder lies), or put a checkpoint from the hub there, then choose the folder again.", folder, folder, dir)
+	}
+	return fmt.Sprintf("Make one with: go run ./cmd/logitscope quantize --model MODELS/%s --format gptq --out MODELS/%s/hub/%s (or awq, ct-w4a16, ct-w8a8, ct-fp8, ct-nvfp4, mlx, bnb-nf4, bnb-fp4; MODELS: the directory given to serve -models), or put a checkpoint from the hub there, then restart serve.", name, name, dir)
 }
 
 // natureOf is what the page says of model m: its sidecar's nature and

@@ -58,7 +58,7 @@ func TestReadySpec(t *testing.T) {
 // A variant the model lacks is refused before anything is fetched, with a
 // command that makes it, --model included.
 func TestMissingVariant(t *testing.T) {
-	bare := &modelInfo{Name: "bare", Variants: []variantInfo{{Kind: "gguf", Name: "m.gguf"}}}
+	bare := &modelInfo{Name: "bare", Variants: []variantInfo{{Kind: "gguf", Name: "m.gguf"}, {Kind: "hub", Name: "hub/awq"}}}
 	for _, tc := range []struct {
 		model, v, want string
 	}{
@@ -68,6 +68,9 @@ func TestMissingVariant(t *testing.T) {
 		{"bare", "q4", "test side: model bare has no q4 variant. Make it with: go run ./cmd/logitscope quantize --model MODELS/bare --scheme q4 (MODELS: the directory given to serve -models), then restart serve."},
 		{"bare", "other.gguf", "test side: model bare has no GGUF file other.gguf"},
 		{"local:tiny/", "q6", "quantize --model PATH/tiny --scheme q6"},
+		{"bare", "hub/awq", ""},
+		{"bare", "hub/gptq", "test side: model bare has no hub checkpoint hub/gptq. Make one with: go run ./cmd/logitscope quantize --model MODELS/bare --format gptq --out MODELS/bare/hub/gptq"},
+		{"local:tiny/", "hub/mlx", "quantize --model PATH/tiny --format gptq --out PATH/tiny/hub/mlx"},
 	} {
 		got := missingVariant(bare, tc.model, "test", tc.v)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {

@@ -224,6 +224,7 @@ func (r *Root) run(spec snapshot.Spec, local map[string]*localFile, folder *loca
 		} else {
 			c.Side.GGUF = r.servedGGUF(spec.Model, c.Side.Label)
 		}
+		c.Side.Hub = r.servedHub(spec.Model, c.Side.Label)
 	}
 	if folder != nil {
 		r.stage("analysis", "checkpoint fingerprint of "+folder.Name)

@@ -7,10 +7,13 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"logitscope/internal/analysis/margins"
 	"logitscope/internal/format/ggml"
+	"logitscope/internal/format/receipt"
 	"logitscope/internal/format/routing"
 )
 
@@ -72,6 +75,18 @@ func (d *Doc) check() error {
 			if err := checkGGUF(side.g); err != nil {
 				return fmt.Errorf("%s.gguf: %v", side.name, err)
 			}
+		}
+	}
+	for _, side := range []struct {
+		name string
+		h    *receipt.Hub
+	}{{"ref", d.Ref.Hub}, {"test", d.Test.Hub}} {
+		switch {
+		case side.h == nil:
+		case side.h.Format == "" || len(side.h.Format) > 200 || strings.ContainsFunc(side.h.Format, unicode.IsControl):
+			return fmt.Errorf("%s.hub.format %q: want a format's name (gptq 4-bit g128 sym)", side.name, side.h.Format)
+		case side.h.SHA256 != "" && !isSHA256(side.h.SHA256):
+			return fmt.Errorf("%s.hub.sha256 %q: want 64 lowercase hex digits", side.name, side.h.SHA256)
 		}
 	}
 	if d.Created != "" {

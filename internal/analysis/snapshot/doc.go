@@ -80,6 +80,9 @@ type Side struct {
 	Rows    int              `json:"rows"`
 	Receipt *receipt.Receipt `json:"receipt,omitempty"` // a dropped dump's, verified
 	GGUF    *GGUF            `json:"gguf,omitempty"`    // the side ran a GGUF file
+	// Hub: the side ran a checkpoint a hub tool quantized (its format and
+	// fingerprint, "" when not known), as a capture's receipt records it.
+	Hub *receipt.Hub `json:"hub,omitempty"`
 }
 
 // GGUF is the llama.cpp file a side ran: which file exactly (its sha256),

@@ -44,7 +44,7 @@ type Spec struct {
 	// weights shard's sha256), once a run has measured it: a link that
 	// reruns the spec runs only a folder with the same weights.
 	Fingerprint string `json:"fingerprint,omitempty"`
-	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | exl3-kK-CODEBOOK | a GGUF file in the model dir | LocalPrefix + a GGUF file's name
+	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | exl3-kK-CODEBOOK | a GGUF file in the model dir | HubPrefix + a hub checkpoint's dir | LocalPrefix + a GGUF file's name
 	Test        string `json:"test"` // the same choices
 	Mode        string `json:"mode"`
 	System      string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
@@ -64,11 +64,23 @@ func NewSpec() Spec {
 
 var variants = []string{"f32", "q8", "q6", "q4"}
 
+// HubPrefix starts a side that runs a checkpoint a hub tool quantized
+// (GPTQ, AWQ, compressed-tensors, MLX, bitsandbytes), hub/DIR: a
+// directory under the model's hub/, where quantize --format writes it.
+const HubPrefix = "hub/"
+
 // checkVariant says why v cannot be a side: it must be one of variants, an
-// EXL3 variant's (exl3-k4-mcg), a GGUF file's name (a plain file name, as the server lists the files beside
-// config.json), or LocalPrefix and one.
+// EXL3 variant's (exl3-k4-mcg), a GGUF file's name (a plain file name, as
+// the server lists the files beside config.json), or LocalPrefix and one,
+// or a hub checkpoint's (HubPrefix and a plain directory name).
 func checkVariant(v string) error {
 	if slices.Contains(variants, v) {
+		return nil
+	}
+	if dir, ok := strings.CutPrefix(v, HubPrefix); ok {
+		if !plainName(dir) {
+			return fmt.Errorf("a hub checkpoint is named %sDIR, DIR a plain directory name under the model's hub/", HubPrefix)
+		}
 		return nil
 	}
 	if strings.HasPrefix(v, "exl3-") {
@@ -84,7 +96,7 @@ func checkVariant(v string) error {
 	case local && name == "":
 		return errors.New("choose a local GGUF file")
 	case !gguf.IsFileName(name):
-		return fmt.Errorf("want one of %s, a .gguf file of the model, or %sFILE.gguf", strings.Join(variants, ", "), LocalPrefix)
+		return fmt.Errorf("want one of %s, a .gguf file of the model, %sDIR or %sFILE.gguf", strings.Join(variants, ", "), HubPrefix, LocalPrefix)
 	case !GGUFName(name):
 		return errors.New("a GGUF file is named by a plain file name")
 	}

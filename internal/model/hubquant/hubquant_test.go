@@ -103,7 +103,7 @@ func TestOpenFor(t *testing.T) {
 }
 
 // TestOpenForRefuses another model's checkpoint and a tokenizer that is
-// not the reference's.
+// not the reference's, as Describe does without reading a weight.
 func TestOpenForRefuses(t *testing.T) {
 	ref := synthtest.Checkpoint(t, synth.Presets["tiny"], 0)
 	other := synthtest.Checkpoint(t, synth.Presets["tiny-llama"], 0)
@@ -112,13 +112,23 @@ func TestOpenForRefuses(t *testing.T) {
 	if err := Write(other, f, dir, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenFor(ref, dir); err == nil || !strings.Contains(err.Error(), "another model") {
-		t.Errorf("OpenFor(tiny, tiny-llama's gptq) = %v", err)
+	refuses := func(what, dir, want string) {
+		t.Helper()
+		if _, err := OpenFor(ref, dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("OpenFor(tiny, %s) = %v, want %q", what, err, want)
+		}
+		if _, err := Describe(ref, dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Describe(tiny, %s) = %v, want %q", what, err, want)
+		}
 	}
+	refuses("tiny-llama's gptq", dir, "another model")
 
 	dir = filepath.Join(t.TempDir(), "tiny-gptq")
 	if err := Write(ref, f, dir, nil); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := Describe(ref, dir); err != nil || got != f.Name() {
+		t.Errorf("Describe(tiny, its gptq) = %q, %v; want %q", got, err, f.Name())
 	}
 	tok := filepath.Join(dir, "tokenizer.json")
 	raw, _ := os.ReadFile(tok)
@@ -137,12 +147,12 @@ func TestOpenForRefuses(t *testing.T) {
 	vocab[a], vocab[c] = 301.0, 300.0
 	b, _ := json.Marshal(j)
 	os.WriteFile(tok, b, 0o644)
-	if _, err := OpenFor(ref, dir); err == nil || !strings.Contains(err.Error(), "token 300") {
-		t.Errorf("OpenFor with another tokenizer = %v", err)
-	}
-
+	refuses("another tokenizer", dir, "token 300")
 	if _, err := Open(ref.Dir); err == nil || !strings.Contains(err.Error(), "no quantization_config") {
 		t.Errorf("Open of a float checkpoint = %v", err)
+	}
+	if _, err := Describe(ref, ref.Dir); err == nil || !strings.Contains(err.Error(), "no quantization_config") {
+		t.Errorf("Describe of a float checkpoint = %v", err)
 	}
 	var _ model.Quantized = (*Weights)(nil)
 }

@@ -216,15 +216,8 @@ func OpenFor(ref *checkpoint.Checkpoint, dir string) (*Weights, error) {
 }
 
 func (w *Weights) checkModel(ref *checkpoint.Checkpoint, g model.Geometry) error {
-	c := w.Checkpoint.Config
-	c.QuantizationConfig = nil
-	h, err := model.GeometryOf(c)
-	if err != nil {
-		return fmt.Errorf("%s/%w", w.Checkpoint.Dir, err)
-	}
-	if !reflect.DeepEqual(g, h) {
-		return fmt.Errorf("%s: config.json describes another model than %s (%s %d layers, hidden %d, vocab %d; the reference %s %d layers, hidden %d, vocab %d)",
-			w.Checkpoint.Dir, ref.Dir, h.Arch, h.NumLayers, h.Dim, h.Vocab, g.Arch, g.NumLayers, g.Dim, g.Vocab)
+	if err := sameModel(ref, g, w.Checkpoint); err != nil {
+		return err
 	}
 	// Transcoding each matrix once surfaces a refusal by its own words
 	// (Shape could only call it missing) and leaves the shapes that Check
@@ -234,24 +227,70 @@ func (w *Weights) checkModel(ref *checkpoint.Checkpoint, g model.Geometry) error
 			return err
 		}
 	}
-	if err := model.Check(w.Checkpoint.Dir, g, w); err != nil {
-		return err
+	return model.Check(w.Checkpoint.Dir, g, w)
+}
+
+// Describe checks, reading no weight, that dir holds a hub quantization
+// of ref's model, its config's geometry and its tokenizer as OpenFor
+// checks them, and names its format ("gptq 4-bit g128 sym"). It is what
+// a server can afford for every checkpoint it lists; OpenFor, when one
+// is run, checks every tensor.
+func Describe(ref *checkpoint.Checkpoint, dir string) (string, error) {
+	g, err := model.GeometryOf(ref.Config)
+	if err != nil {
+		return "", fmt.Errorf("%s/%w", ref.Dir, err)
+	}
+	ck, err := checkpoint.OpenWithoutWeights(dir)
+	if err != nil {
+		return "", err
+	}
+	defer ck.Close()
+	file := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	f, err := FormatOf(b, file)
+	switch {
+	case err != nil:
+		return "", err
+	case f == nil:
+		return "", fmt.Errorf("%s: no quantization_config: a float checkpoint, not a quantized one", file)
+	}
+	return f.Name(), sameModel(ref, g, ck)
+}
+
+// sameModel checks that ck (a hub checkpoint) describes ref's model, whose
+// geometry is g: the same geometry from config.json (quantization_config
+// aside) and the same tokenizer, token by token (a checkpoint of another
+// model of the same shape would compare token ids that mean different
+// things).
+func sameModel(ref *checkpoint.Checkpoint, g model.Geometry, ck *checkpoint.Checkpoint) error {
+	c := ck.Config
+	c.QuantizationConfig = nil
+	h, err := model.GeometryOf(c)
+	if err != nil {
+		return fmt.Errorf("%s/%w", ck.Dir, err)
+	}
+	if !reflect.DeepEqual(g, h) {
+		return fmt.Errorf("%s: config.json describes another model than %s (%s %d layers, hidden %d, vocab %d; the reference %s %d layers, hidden %d, vocab %d)",
+			ck.Dir, ref.Dir, h.Arch, h.NumLayers, h.Dim, h.Vocab, g.Arch, g.NumLayers, g.Dim, g.Vocab)
 	}
 	want, err := tokenizer.Load(ref.TokenizerPath())
 	if err != nil {
 		return err
 	}
-	got, err := tokenizer.Load(w.Checkpoint.TokenizerPath())
+	got, err := tokenizer.Load(ck.TokenizerPath())
 	if err != nil {
 		return err
 	}
 	if got.VocabSize() != want.VocabSize() {
-		return fmt.Errorf("%s: %d tokens; %s's tokenizer has %d: it was not quantized from %s", w.Checkpoint.TokenizerPath(), got.VocabSize(), ref.Dir, want.VocabSize(), ref.Dir)
+		return fmt.Errorf("%s: %d tokens; %s's tokenizer has %d: it was not quantized from %s", ck.TokenizerPath(), got.VocabSize(), ref.Dir, want.VocabSize(), ref.Dir)
 	}
 	for id := range want.VocabSize() {
 		a, _ := want.Token(id)
 		if b, _ := got.Token(id); a != b {
-			return fmt.Errorf("%s: token %d is %q; %s's tokenizer has %q: it was not quantized from %s", w.Checkpoint.TokenizerPath(), id, b, ref.Dir, a, ref.Dir)
+			return fmt.Errorf("%s: token %d is %q; %s's tokenizer has %q: it was not quantized from %s", ck.TokenizerPath(), id, b, ref.Dir, a, ref.Dir)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -71,7 +70,7 @@ func (h hubFlags) newFormat() (lookup.Format, error) {
 // quantized weights of ck's model.
 func quantizeHub(ck *checkpoint.Checkpoint, f lookup.Format, out string, stdout, stderr io.Writer) error {
 	if out == "" {
-		out = filepath.Join(ck.Dir, "hub", strings.ReplaceAll(f.Name(), " ", "-"))
+		out = hubquant.DefaultDir(ck.Dir, f)
 	}
 	track := progress.Track(progress.New(stderr), "quantize "+f.Name(), "tensors")
 	if err := hubquant.Write(ck, f, out, func(done, total int) { track(int64(done), int64(total)) }); err != nil {

@@ -2,14 +2,16 @@ package serve
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// PrepareDemo writes the trained demo and quantizes its three variants on
-// the first start, saying so; the next start finds everything cached and
-// prints nothing, so the URL stays the first line a user sees. The server
-// then lists the model with every variant.
+// PrepareDemo writes the trained demo and quantizes its three variants and
+// its hub checkpoints on the first start, saying so; the next start finds
+// everything cached and prints nothing, so the URL stays the first line a
+// user sees. The server then lists the model with every variant and
+// checkpoint.
 func TestPrepareDemo(t *testing.T) {
 	t.Setenv("LOGITSCOPE_CACHE", t.TempDir())
 	var first bytes.Buffer
@@ -17,7 +19,8 @@ func TestPrepareDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"q8", "q6", "q4"} {
+	hubs := []string{"gptq 4-bit g64 sym", "awq gemm 4-bit g64", "compressed-tensors float-quantized float8 channel acts=fp8", "mlx 4-bit g64", "bnb nf4"}
+	for _, s := range append([]string{"q8", "q6", "q4"}, hubs...) {
 		if !strings.Contains(first.String(), "quantizing the demo to "+s) {
 			t.Errorf("first start does not say it quantizes %s:\n%s", s, first.String())
 		}
@@ -31,11 +34,14 @@ func TestPrepareDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var names, formats []string
 	for _, v := range m.Variants {
 		names = append(names, v.Name)
+		if v.Kind == KindHub {
+			formats = append(formats, v.Format)
+		}
 	}
-	if m.Architecture != "LlamaForCausalLM" || strings.Join(names, " ") != "q8 q6 q4" {
-		t.Errorf("served as %s with variants %v, want LlamaForCausalLM with q8 q6 q4", m.Architecture, names)
+	if m.Architecture != "LlamaForCausalLM" || strings.Join(names[:3], " ") != "q8 q6 q4" || !slices.Equal(slices.Sorted(slices.Values(formats)), slices.Sorted(slices.Values(hubs))) {
+		t.Errorf("served as %s with variants %v (formats %v), want LlamaForCausalLM with q8 q6 q4 and %v", m.Architecture, names, formats, hubs)
 	}
 }

@@ -166,24 +166,20 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 	return m, nil
 }
 
-// HubDir is where quantize --format writes a model's hub checkpoints and
-// where the server looks for them: MODEL/hub/NAME.
-const HubDir = "hub"
-
 // loadHubs lists the hub checkpoints under realDir/hub that engine.wasm
 // would open as this checkpoint's weights, in name order: each is checked
 // as far as its config and tokenizer go (hubquant.Describe: the same
 // model, a format a reader here takes), reading no weight; ls_open checks
 // every tensor when one runs. One that fails is left out with a warning.
 func loadHubs(name, realDir string, warn func(format string, args ...any)) ([]VariantInfo, error) {
-	entries, err := os.ReadDir(filepath.Join(realDir, HubDir))
+	entries, err := os.ReadDir(filepath.Join(realDir, hubquant.Subdir))
 	if err != nil {
 		return nil, nil // none: most models have no hub checkpoint
 	}
 	var out []VariantInfo
 	var ck *checkpoint.Checkpoint
 	for _, e := range entries {
-		rel := path.Join(HubDir, e.Name())
+		rel := path.Join(hubquant.Subdir, e.Name())
 		if e.Name()[0] == '.' || !e.IsDir() {
 			continue
 		}

@@ -158,7 +158,7 @@ func TestModelListHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := func(dir string) string { return filepath.Join(f.model, HubDir, dir) }
+	hub := func(dir string) string { return filepath.Join(f.model, hubquant.Subdir, dir) }
 	if err := hubquant.Write(ck, format, hub("gptq"), nil); err != nil {
 		t.Fatal(err)
 	}

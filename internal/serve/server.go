@@ -15,6 +15,7 @@ import (
 
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/sidecar"
+	"logitscope/internal/model/hubquant"
 )
 
 // Options configure a Server.
@@ -256,7 +257,7 @@ func modelFileKind(rel string) (kind, bool) {
 		return jsonDoc, true
 	case len(segs) == 3 && segs[0] == "variants" && ext == ".bin":
 		return immutableBlob, true
-	case len(segs) == 3 && segs[0] == HubDir && !gguf.IsFileName(segs[2]):
+	case len(segs) == 3 && segs[0] == hubquant.Subdir && !gguf.IsFileName(segs[2]):
 		// A hub checkpoint's files are a checkpoint's top-level ones.
 		return modelFileKind(segs[2])
 	}

@@ -156,6 +156,18 @@ var copied = []string{
 	"added_tokens.json", "vocab.json", "merges.txt", "tokenizer.model", "chat_template.jinja", "chat_template.json",
 }
 
+// Subdir is the directory of a model directory that holds the hub
+// checkpoints quantized from it: quantize --format writes them there, and
+// serve lists them as the model's sides.
+const Subdir = "hub"
+
+// DefaultDir is where quantize --format writes f's checkpoint of the
+// model at modelDir: Subdir and f's name with dashes for spaces
+// (hub/gptq-4-bit-g128-sym).
+func DefaultDir(modelDir string, f lookup.Format) string {
+	return filepath.Join(modelDir, Subdir, strings.ReplaceAll(f.Name(), " ", "-"))
+}
+
 // Write quantizes ck into dir as f's tool would: config.json (the
 // source's, plus quantization_config), the tokenizer and generation
 // files copied, and model.safetensors holding the quantized modules'

@@ -44,4 +44,23 @@ func TestPrepareDemo(t *testing.T) {
 	if m.Architecture != "LlamaForCausalLM" || strings.Join(names[:3], " ") != "q8 q6 q4" || !slices.Equal(slices.Sorted(slices.Values(formats)), slices.Sorted(slices.Values(hubs))) {
 		t.Errorf("served as %s with variants %v (formats %v), want LlamaForCausalLM with q8 q6 q4 and %v", m.Architecture, names, formats, hubs)
 	}
+	// Their names (compressed-tensors' has an "=") are paths the server
+	// serves.
+	f := &fixture{}
+	if f.srv, err = New(Options{Models: []*Model{m}, Logf: f.logf}); err != nil {
+		t.Fatal(err)
+	}
+	var served int
+	for _, fi := range m.Files {
+		if !strings.HasPrefix(fi.Path, "hub/") {
+			continue
+		}
+		if w := f.do(t, "/models/demo/"+fi.Path, nil); w.Code != 200 || w.Header().Get("ETag") != `"sha256-`+fi.SHA256+`"` {
+			t.Errorf("%s: listed but served with %d, ETag %q", fi.Path, w.Code, w.Header().Get("ETag"))
+		}
+		served++
+	}
+	if served < 3*len(hubs) {
+		t.Errorf("%d files listed under hub/, want at least config, tokenizer and weights of each of %d checkpoints", served, len(hubs))
+	}
 }

@@ -14,9 +14,10 @@ import (
 )
 
 // TestUIHubCheckpoint serves tiny-qwen3 with checkpoints of it under hub/
-// in two hub tools' layouts (GPTQ with desc_act, MLX) and opens an autorun
-// link q4 against each, greedy, on WebGPU (SwiftShader) and on the CPU
-// path. The form offers each with its format; the document names the
+// in each hub tool's layout and opens an autorun link q4 against each,
+// greedy, on the CPU path, and for two of them (GPTQ with desc_act, MLX)
+// on WebGPU (SwiftShader) too: lookup.wgsl is one kernel whatever the
+// format, whose reader runs in engine.wasm alike on both paths. The form offers each with its format; the document names the
 // checkpoint (format and fingerprint, as a capture's receipt does) and the
 // header shows it; both sides' tokens and logits match engine.wasm's under
 // wazero on the same requests (within relTol on WebGPU, where lookup.wgsl
@@ -35,12 +36,17 @@ func TestUIHubCheckpoint(t *testing.T) {
 	defer ck.Close()
 	var hubs []string
 	want := map[string]receipt.Hub{}
+	devices := map[string][]string{}
 	for _, c := range []struct {
-		writer string
-		opt    hubquant.Options
+		writer  string
+		opt     hubquant.Options
+		devices []string
 	}{
-		{"gptq", hubquant.Options{Bits: 4, GroupSize: 32, DescAct: true}},
-		{"mlx", hubquant.Options{Bits: 4, GroupSize: 32}},
+		{"gptq", hubquant.Options{Bits: 4, GroupSize: 32, DescAct: true}, []string{"gpu", "cpu"}},
+		{"mlx", hubquant.Options{Bits: 4, GroupSize: 32}, []string{"gpu", "cpu"}},
+		{"awq", hubquant.Options{Bits: 4, GroupSize: 32}, []string{"cpu"}},
+		{"ct-nvfp4", hubquant.Options{}, []string{"cpu"}},
+		{"bnb-nf4", hubquant.Options{}, []string{"cpu"}},
 	} {
 		f, err := hubquant.Writers[c.writer](c.opt)
 		if err != nil {
@@ -61,13 +67,14 @@ func TestUIHubCheckpoint(t *testing.T) {
 		}
 		hubs = append(hubs, name)
 		want[name] = receipt.Hub{Format: f.Name(), SHA256: fp}
+		devices[name] = c.devices
 	}
 	site := StartSite(t, SiteModel{"m", dir})
 	mod := Wazero(t, site)
+	b := NewBrowser(t)
 	for _, hub := range hubs {
 		t.Run(hub, func(t *testing.T) {
-			b := NewBrowser(t)
-			for _, device := range []string{"gpu", "cpu"} {
+			for i, device := range devices[hub] {
 				t.Run(device, func(t *testing.T) {
 					spec := snapshot.NewSpec()
 					spec.Model, spec.Ref, spec.Test, spec.Prompt, spec.MaxNew, spec.Device = "m", "q4", hub, "Which checkpoint is this?", 8, device
@@ -104,7 +111,7 @@ func TestUIHubCheckpoint(t *testing.T) {
 							fetched = append(fetched, name)
 						}
 					}
-					if slices.Contains(fetched, "model.safetensors") || !slices.Contains(fetched, hub+"/model.safetensors") && device == "gpu" {
+					if slices.Contains(fetched, "model.safetensors") || !slices.Contains(fetched, hub+"/model.safetensors") && i == 0 {
 						t.Errorf("the runs fetched %v: want %s's weights, not the model's", fetched, hub)
 					}
 				})

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
@@ -220,6 +222,34 @@ func TestReportSplit(t *testing.T) {
 		}
 	}
 	t.Logf("tiny Q4_K_M (%s):\n%s", path, text)
+
+	// Its snapshot is the comparison of the reference with the file, the
+	// split beside it, as the page shows the three dumps dropped.
+	snap := filepath.Join(t.TempDir(), "split.json")
+	if _, err := run(t, reportCmd, "--ref", ref, "--test", file, "--engine-dump", engine, "--snapshot", snap); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := snapshot.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := run(t, reportCmd, "--ref", ref, "--test", file, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pair struct{ Summary struct{ Flips int } }
+	if err := json.Unmarshal([]byte(two), &pair); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Split; s == nil || s.Engine.Label != "engine.dump" || s.Engine.Receipt == nil || s.Report.ByCause["engine"] != c["engine"] ||
+		d.Test.Label != "file.dump" || d.Report.Summary.Flips != pair.Summary.Flips || d.Report.Summary.Flips != r.File.Flips {
+		t.Errorf("the snapshot's split %+v; test %q with %d flips (report ref → file: %d, the split's file share %d)",
+			d.Split, d.Test.Label, d.Report.Summary.Flips, pair.Summary.Flips, r.File.Flips)
+	}
 
 	other := ggufModel(t)
 	otherFile := filepath.Join(t.TempDir(), "other.dump")

@@ -52,7 +52,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 	topK := fs.Int("top-k", margins.DefaultTopK, "top tokens listed per side")
 	flips := fs.Int("flips", margins.DefaultMaxFlips, "flips listed in the text report (0: none, only their count)")
 	tokPath := fs.String("tokenizer", "", "tokenizer.json to show token text")
-	snap := addSnapshotFlags(fs, "also write the comparison as the page's snapshot document to FILE: drop it on any logitscope page, or open /?snapshot=URL (two dumps only)")
+	snap := addSnapshotFlags(fs, "also write the comparison as the page's snapshot document to FILE: drop it on any logitscope page, or open /?snapshot=URL (two dumps, and the engine's with --engine-dump)")
 	enginePath := fs.String("engine-dump", "", "a three-way report: the engine's dump (capture --runtime llama.cpp) of the GGUF file that --test decoded exactly; the divergence splits into what the file does and what the engine adds")
 	if pos, err := parse(fs, args); err != nil {
 		return err
@@ -81,7 +81,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 		opt.TokenText = tok.Piece // byte tokens as <0xNN>, as the page shows them, not "�"
 	}
 	if *enginePath != "" {
-		return reportSplit(*refPath, *testPath, *enginePath, opt, *asJSON, stdout)
+		return reportSplit(*refPath, *testPath, *enginePath, opt, snap, *asJSON, stdout, stderr)
 	}
 	refDirs, testDirs := strings.Split(*refPath, ","), strings.Split(*testPath, ",")
 	if snap.wanted() && (kldbase.Is(*refPath) || logitdir.IsCapture(refDirs[0]) || logitdir.IsCapture(testDirs[0])) {
@@ -168,7 +168,7 @@ func report(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := snap.report(ref, test, rep, out.Breakdown, opt.TokenText, stderr); err != nil {
+	if err := snap.publish(reportSnapshot(ref, test, rep, out.Breakdown, opt.TokenText), stderr); err != nil {
 		return err
 	}
 	if *asJSON {

@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/analysis/split"
 	"logitscope/internal/format/dump"
+	"logitscope/internal/format/receipt"
 )
 
 // splitJSON is what report --engine-dump --json prints: the three sides
@@ -22,8 +25,10 @@ type splitJSON struct {
 // reportSplit is report with three sides: the reference (float), the
 // file decoded exactly (--test: logitscope on the GGUF) and the engine
 // (--engine-dump: llama.cpp on the same GGUF), split into what the file
-// does and what the engine adds.
-func reportSplit(refPath, filePath, enginePath string, opt margins.Options, asJSON bool, stdout io.Writer) error {
+// does and what the engine adds. Its snapshot is the comparison of the
+// reference with the file, the split beside it, as the page shows three
+// dropped dumps.
+func reportSplit(refPath, filePath, enginePath string, opt margins.Options, snap snapshotFlags, asJSON bool, stdout, stderr io.Writer) error {
 	var sides [3]side
 	var logits [3]*dump.Logits
 	for i, p := range []string{refPath, filePath, enginePath} {
@@ -55,6 +60,15 @@ func reportSplit(refPath, filePath, enginePath string, opt margins.Options, asJS
 	if err != nil {
 		return err
 	}
+	if snap.wanted() {
+		d, err := splitSnapshot(sides, logits, targets, rep, opt)
+		if err == nil {
+			err = snap.publish(d, stderr)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		return printJSON(stdout, splitJSON{Ref: ref, File: file, Engine: engine, Split: rep})
 	}
@@ -66,4 +80,31 @@ func reportSplit(refPath, filePath, enginePath string, opt margins.Options, asJS
 			l.Package, l.Source, l.Device, l.FlashAttn, l.TypeK, l.TypeV, l.Threads, l.Batch, l.UBatch)
 	}
 	return rep.WriteText(stdout, opt.MaxFlips)
+}
+
+// splitSnapshot is the document of a three-way report: the reference
+// against the file (a margins report with report's options, so the
+// page's numbers are the CLI's), by the panel's domains and roles when
+// the receipts bind one, and the split with the engine's side.
+func splitSnapshot(sides [3]side, logits [3]*dump.Logits, targets []int, rep *split.Report, opt margins.Options) (*snapshot.Doc, error) {
+	rf, err := margins.Compare(logits[0], logits[1], targets, opt)
+	if err != nil {
+		return nil, err
+	}
+	var b margins.Breakdown
+	if p, err := receipt.Panel(sides[0].Receipt, sides[1].Receipt, sides[0].Path, sides[1].Path); err != nil {
+		return nil, err
+	} else if p != nil {
+		if b, err = rf.BreakdownOf(margins.PanelGroups(p)); err != nil {
+			return nil, err
+		}
+	}
+	d := reportSnapshot(sides[0], sides[1], rf, b, opt.TokenText)
+	var engine snapshot.Capture
+	engine.Side.Label = filepath.Base(sides[2].Path)
+	if sides[2].Receipt != nil {
+		engine.SetReceipt(sides[2].Receipt)
+	}
+	d.SetSplit(engine.Side, rep, opt.TokenText)
+	return d, nil
 }

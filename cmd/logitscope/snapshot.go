@@ -30,13 +30,13 @@ func addSnapshotFlags(fs *flag.FlagSet, fileHelp string) snapshotFlags {
 
 func (f snapshotFlags) wanted() bool { return *f.file != "" || *f.server != "" }
 
-// report writes and posts report's snapshot, as the flags ask, and prints
-// its link to stderr (stdout is the report's, --json's included).
-func (f snapshotFlags) report(ref, test side, rep *margins.Report, b margins.Breakdown, text func(int) string, stderr io.Writer) error {
+// publish writes and posts d, as the flags ask, and prints its link to
+// stderr (stdout is the report's, --json's included).
+func (f snapshotFlags) publish(d *snapshot.Doc, stderr io.Writer) error {
 	if !f.wanted() {
 		return nil
 	}
-	data, err := reportSnapshot(ref, test, rep, b, text).Marshal()
+	data, err := d.Marshal()
 	if err != nil {
 		return err
 	}

@@ -130,4 +130,18 @@ func TestUISplit(t *testing.T) {
 	if strings.Join(listed, ",") != strings.Join(only, ",") || strings.Join(marked, ",") != strings.Join(only, ",") {
 		t.Errorf("engine-only flips: the panel lists %v, the strip marks %v, the CLI %v", listed, marked, only)
 	}
+
+	// Shared, the split goes with the comparison: a teammate's browser
+	// shows the same panel, marks and window.logitscope.split.
+	link := shareLink(t, b)
+	b2 := NewBrowser(t)
+	if state := b2.Open(link, 2*time.Minute); state != "done" {
+		t.Fatalf("the shared split ended in %q: %s", state, Eval[string](b2, `String(window.logitscope.error)`))
+	}
+	for _, js := range []string{`JSON.stringify(window.logitscope.split)`, `document.querySelector('#split').innerText`,
+		`[...document.querySelectorAll('#strip .t.ef')].map(e => e.dataset.i).join(',')`} {
+		if got, want := Eval[string](b2, js), Eval[string](b, js); got != want {
+			t.Errorf("%s: reopened %.200q, the page's %.200q", js, got, want)
+		}
+	}
 }

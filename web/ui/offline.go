@@ -234,7 +234,7 @@ func (r *Root) Compare() {
 	go func() {
 		time.Sleep(20 * time.Millisecond) // paint "running" before the work
 		t0 := now()
-		doc, err := snapshot.Offline(ref, test, func(vocab int) func(int) string {
+		textFor := func(vocab int) func(int) string {
 			if model == nil || model.Vocab != vocab {
 				return nil
 			}
@@ -243,14 +243,18 @@ func (r *Root) Compare() {
 				return nil
 			}
 			return tok.Piece
-		})
+		}
+		doc, err := snapshot.Offline(ref, test, textFor)
+		if err == nil && engine != nil {
+			var rep *split.Report
+			var side snapshot.Side
+			if rep, side, err = offlineSplit([3]snapshot.Dropped{ref, test, *engine}); err == nil {
+				doc.SetSplit(side, rep, textFor(rep.Vocab))
+			}
+		}
 		if err == nil {
 			doc.Timing.Analysis = now() - t0
 			doc.Created = time.Now().UTC().Format(time.RFC3339)
-		}
-		var rep *split.Report
-		if err == nil && engine != nil {
-			rep, err = offlineSplit([3]snapshot.Dropped{ref, test, *engine})
 		}
 		r.update(func() {
 			if err != nil {
@@ -258,11 +262,6 @@ func (r *Root) Compare() {
 				return
 			}
 			r.show(doc, nil, "offline", nil)
-			if rep != nil {
-				if err := r.showSplit(rep, [3]string{ref.Name, test.Name, engine.Name}); err != nil {
-					r.fail(err)
-				}
-			}
 		})
 	}()
 }

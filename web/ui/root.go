@@ -424,6 +424,10 @@ func (r *Root) show(doc *snapshot.Doc, raw []byte, source string, lg *logitsOut)
 	r.docSeq++
 	r.strip = stripHTML(doc)
 	r.summary = summaryHTML(summaryView(doc))
+	if err := r.showSplit(doc); err != nil {
+		r.fail(err)
+		return
+	}
 	r.setView(doc)
 	r.drawCharts()
 	r.Err = ""

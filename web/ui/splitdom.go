@@ -27,49 +27,54 @@ import (
 // refuses: receipts that do not describe their dumps, two panels, or an
 // exact decode and an engine that ran different GGUF files. Each dump is
 // read whole: a split is of a panel's rows, not of a long capture.
-func offlineSplit(sides [3]snapshot.Dropped) (*split.Report, error) {
+// It returns the engine's side too, as the document records it.
+func offlineSplit(sides [3]snapshot.Dropped) (*split.Report, snapshot.Side, error) {
 	var caps [3]snapshot.Capture
 	for i, d := range sides {
 		c, err := d.Open()
 		if err != nil {
-			return nil, err
+			return nil, snapshot.Side{}, err
 		}
 		if c.Logits, err = c.Rows.ReadAll(); err != nil {
-			return nil, err
+			return nil, snapshot.Side{}, err
 		}
 		if sum, ok := c.Rows.SHA256(); ok && c.Side.Receipt != nil {
 			if err := c.Side.Receipt.CheckSHA256(sum, d.Name); err != nil {
-				return nil, err
+				return nil, snapshot.Side{}, err
 			}
 		}
 		caps[i] = c
 	}
 	ref, file, engine := caps[0], caps[1], caps[2]
 	if err := split.SameFile(file.Side.Receipt, engine.Side.Receipt, sides[1].Name, sides[2].Name); err != nil {
-		return nil, err
+		return nil, snapshot.Side{}, err
 	}
 	targets := ref.Targets
 	if ref.Side.Receipt != nil {
 		for i, c := range caps[1:] {
 			if c.Side.Receipt != nil && !slices.Equal(targets, c.Targets) {
-				return nil, fmt.Errorf("%s and %s were captured on different panels", sides[0].Name, sides[i+1].Name)
+				return nil, snapshot.Side{}, fmt.Errorf("%s and %s were captured on different panels", sides[0].Name, sides[i+1].Name)
 			}
 		}
 	}
-	return split.Compare(ref.Logits, file.Logits, engine.Logits, targets, margins.Options{})
+	rep, err := split.Compare(ref.Logits, file.Logits, engine.Logits, targets, margins.Options{})
+	return rep, engine.Side, err
 }
 
-// showSplit adds rep to the offline document just shown (lock held): the
-// split's panel, the strip's marks and window.logitscope.split, the
-// report's JSON as report --engine-dump --json prints it under "split".
-func (r *Root) showSplit(rep *split.Report, names [3]string) error {
+// showSplit draws the split the document just shown carries, if any
+// (lock held): an offline comparison's with a third dump, or a shared
+// snapshot's.
+func (r *Root) showSplit(d *snapshot.Doc) error {
+	if d.Split == nil {
+		return nil
+	}
+	rep := d.Split.Report
 	raw, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("split: %v", err)
 	}
-	d := r.Doc
 	text := func(id int) string { return d.Texts[strconv.Itoa(id)] }
-	r.Split, r.splitMarkup = rep, splitHTML(rep, names, text)
+	r.Split, r.splitMarkup = rep, splitHTML(rep, [3]string{d.Ref.Label, d.Test.Label, d.Split.Engine.Label}, text)
 	r.strip = stripHTMLMarked(d, engineFlips(rep, text))
 	r.ls.Set("split", jsonObj.Call("parse", string(raw)))
 	return nil

@@ -89,12 +89,46 @@ func (d *Doc) check() error {
 			return fmt.Errorf("%s.hub.sha256 %q: want 64 lowercase hex digits", side.name, side.h.SHA256)
 		}
 	}
+	if d.Split != nil {
+		if err := d.checkSplit(); err != nil {
+			return err
+		}
+	}
 	if d.Created != "" {
 		if _, err := time.Parse(time.RFC3339, d.Created); err != nil {
 			return fmt.Errorf("created %q: not an RFC 3339 time", d.Created)
 		}
 	}
 	return d.checkExtras()
+}
+
+// checkSplit checks a split in itself (split.Report.Check) and as the
+// split of this comparison: its positions, vocab and the reference's and
+// the file's choices are the report's.
+func (d *Doc) checkSplit() error {
+	s, rep := d.Split, d.Report
+	switch {
+	case s.Report == nil:
+		return errors.New("split.report: missing")
+	case s.Engine.Rows != rep.Rows:
+		return fmt.Errorf("split.engine.rows %d: the report has %d rows", s.Engine.Rows, rep.Rows)
+	case s.Report.Positions != rep.Rows || s.Report.Vocab != rep.Vocab || len(rep.Positions) != rep.Rows:
+		return fmt.Errorf("split.report: %d positions of vocab %d; the report has %d of %d", s.Report.Positions, s.Report.Vocab, rep.Rows, rep.Vocab)
+	}
+	if err := s.Report.Check(); err != nil {
+		return fmt.Errorf("split.report.%v", err)
+	}
+	for i, p := range s.Report.Rows {
+		if q := rep.Positions[i]; p.Ref != q.RefChoice || p.FileTop != q.TestChoice {
+			return fmt.Errorf("split.report.rows[%d]: choices %d and %d; the comparison's %d and %d", i, p.Ref, p.FileTop, q.RefChoice, q.TestChoice)
+		}
+	}
+	if g := s.Engine.GGUF; g != nil {
+		if err := checkGGUF(g); err != nil {
+			return fmt.Errorf("split.engine.gguf: %v", err)
+		}
+	}
+	return nil
 }
 
 func checkCriterion(c margins.Criterion) error {

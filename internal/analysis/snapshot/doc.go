@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"logitscope/internal/analysis/margins"
+	"logitscope/internal/analysis/split"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
 )
@@ -57,6 +58,33 @@ type Doc struct {
 	// Conform is the conformance case the document is of (conform's
 	// snapshot of a case); nil otherwise.
 	Conform *Conform `json:"conform,omitempty"`
+	// Split is the three-way split the comparison was shown with (a
+	// reference, the file decoded exactly as Test, and the engine's
+	// dump); nil otherwise.
+	Split *Split `json:"split,omitempty"`
+}
+
+// Split is a three-way split (package split, as report --engine-dump
+// prints it) of Ref and Test with an engine's capture of the same file:
+// what the file does next to what the engine adds.
+type Split struct {
+	Engine Side          `json:"engine"`
+	Report *split.Report `json:"report"`
+}
+
+// SetSplit adds rep, the split of d's sides with engine's, and the texts
+// of the engine's choices (text: nil, ids only).
+func (d *Doc) SetSplit(engine Side, rep *split.Report, text func(int) string) {
+	engine.Rows = rep.Positions
+	d.Split = &Split{Engine: engine, Report: rep}
+	if text == nil {
+		return
+	}
+	for _, p := range rep.Rows {
+		if k := strconv.Itoa(p.EngineTop); d.Texts[k] == "" {
+			d.Texts[k] = text(p.EngineTop)
+		}
+	}
 }
 
 // Conform names the conformance case a document shows and the thresholds

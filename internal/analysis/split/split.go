@@ -108,7 +108,7 @@ func Compare(ref, file, engine *dump.Logits, targets []int, opt margins.Options)
 	for i := range rf.Positions {
 		p := Position{Index: i, KLDFile: rf.Positions[i].KLD, KLDEngine: fe.Positions[i].KLD, KLDTotal: re.Positions[i].KLD,
 			Ref: rf.Positions[i].RefChoice, FileTop: rf.Positions[i].TestChoice, EngineTop: fe.Positions[i].TestChoice}
-		p.Cause = cause(p.Ref, p.FileTop, p.EngineTop)
+		p.Cause = CauseOf(p.Ref, p.FileTop, p.EngineTop)
 		if p.Cause != Same {
 			r.ByCause[p.Cause]++
 		}
@@ -121,9 +121,9 @@ func Compare(ref, file, engine *dump.Logits, targets []int, opt margins.Options)
 	return r, nil
 }
 
-// cause is why the engine's choice e differs from the reference's a (or
-// the file's f from a), "" when all three agree.
-func cause(a, f, e int) string {
+// CauseOf is why the engine's choice e differs from the reference's a (or
+// the file's f from a), Same when all three agree.
+func CauseOf(a, f, e int) string {
 	switch {
 	case a == f && f == e:
 		return Same

@@ -32,8 +32,8 @@ func TestCause(t *testing.T) {
 	}{
 		{1, 1, 1, Same}, {1, 2, 2, File}, {1, 1, 2, Engine}, {1, 2, 3, Both}, {1, 2, 1, EngineUndo},
 	} {
-		if got := cause(c.a, c.f, c.e); got != c.want {
-			t.Errorf("cause(%d, %d, %d) = %q, want %q", c.a, c.f, c.e, got, c.want)
+		if got := CauseOf(c.a, c.f, c.e); got != c.want {
+			t.Errorf("CauseOf(%d, %d, %d) = %q, want %q", c.a, c.f, c.e, got, c.want)
 		}
 	}
 }
@@ -134,6 +134,44 @@ func TestSameFile(t *testing.T) {
 	} {
 		err := SameFile(c.file, c.engine, "f.dump", "e.dump")
 		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Check takes what Compare writes and names what a forged report breaks.
+func TestCheck(t *testing.T) {
+	fresh := func() *Report {
+		r, err := Compare(rows(1, 0, 0, 0, 0, 0), rows(1, 0, 1, 1, 1, 0), rows(1, 0, 1, 2, 0, 3), nil, margins.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if err := fresh().Check(); err != nil {
+		t.Fatalf("Compare's report: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		forge func(*Report)
+		want  string
+	}{
+		{"positions", func(r *Report) { r.Positions++ }, "positions 6: 5 rows"},
+		{"vocab", func(r *Report) { r.Vocab = 0 }, "vocab 0"},
+		{"kld", func(r *Report) { r.Engine.KLD.Value = math.NaN() }, "engine.kld_mean"},
+		{"flips", func(r *Report) { r.Total.Flips = 6 }, "total.flips 6"},
+		{"same top", func(r *Report) { r.File.SameTop = 1.5 }, "file.same_top 1.5"},
+		{"index", func(r *Report) { r.Rows[2].Index = 7 }, "rows[2].index 7"},
+		{"choice", func(r *Report) { r.Rows[1].EngineTop = 4 }, "rows[1]: a choice out of the vocab"},
+		{"cause", func(r *Report) { r.Rows[0].Cause = Engine }, `rows[0].cause "engine": its choices 0, 0, 0 make it ""`},
+		{"margin", func(r *Report) { r.Rows[4].EngineMargin = math.Inf(1) }, "rows[4]: a KLD or margin"},
+		{"unknown cause", func(r *Report) { r.ByCause["<b>"] = 0 }, `by_cause: "<b>" is not a cause`},
+		{"count", func(r *Report) { r.ByCause[File] = 2 }, "by_cause[file] 2: the rows have 1"},
+		{"engine only", func(r *Report) { r.EngineOnly = []int{3} }, "engine_only"},
+	} {
+		r := fresh()
+		c.forge(r)
+		if err := r.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}

@@ -45,6 +45,7 @@ type ModelFile struct {
 const (
 	KindVariant = "variant" // a quantized variant directory under variants/
 	KindGGUF    = "gguf"    // a llama.cpp GGUF file in the model directory
+	KindONNX    = "onnx"    // an ONNX export under onnx/, which the page runs through onnxruntime-web
 )
 
 // VariantInfo is one set of weights the page can run besides the float
@@ -54,7 +55,7 @@ const (
 type VariantInfo struct {
 	Kind           string `json:"kind"`                      // KindVariant or KindGGUF
 	Name           string `json:"name"`                      // what ls_open takes: the scheme, or the GGUF's file name
-	Scheme         string `json:"scheme,omitempty"`          // a variant's
+	Scheme         string `json:"scheme,omitempty"`          // a variant's, or the one an ONNX export was made of (f32, q4)
 	ManifestSHA256 string `json:"manifest_sha256,omitempty"` // a variant's seal
 	SHA256         string `json:"sha256,omitempty"`          // a GGUF's
 	Bytes          int64  `json:"bytes"`                     // all shards together, or the GGUF, for a download estimate
@@ -62,6 +63,9 @@ type VariantInfo struct {
 	// Types is a GGUF's tensors per ggml type ("Q4_K": 169), the mix its
 	// recipe (Q4_K_M) chose, as llama.cpp's loader lists it.
 	Types map[string]int `json:"types,omitempty"`
+	// MaxLen is the longest input an ONNX export takes (its RoPE and
+	// causal-mask tables' length).
+	MaxLen int `json:"max_len,omitempty"`
 }
 
 // LoadModel reads dir's config.json and every variant under dir/variants.
@@ -102,6 +106,7 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 	}
 	m.Nature, m.About, m.Prompt, m.Panel = note.Nature, note.About, note.Prompt, note.Panel
 	schemes, _ := os.ReadDir(filepath.Join(real, "variants"))
+	fingerprint := "" // the checkpoint's, as its variants' manifests name it
 	for _, e := range schemes {
 		if !e.IsDir() || e.Name()[0] == '.' {
 			continue // hidden: an unfinished or replaced variant.Write
@@ -113,6 +118,7 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 			}
 			continue
 		}
+		fingerprint = v.Manifest.Model
 		info := VariantInfo{Kind: KindVariant, Name: e.Name(), Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal, Policy: v.Manifest.Policy.String()}
 		for _, s := range v.Manifest.Shards {
 			info.Bytes += s.Size
@@ -134,11 +140,12 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 		return nil, err
 	}
 	m.Variants = append(m.Variants, ggufs...)
+	m.Variants = append(m.Variants, loadONNX(name, real, cfg, fingerprint, warn)...)
 	if m.Files, err = listFiles(real, m.Variants); err != nil {
 		return nil, err
 	}
 	for i, v := range m.Variants {
-		if v.Kind != KindGGUF {
+		if v.Kind != KindGGUF && v.Kind != KindONNX {
 			continue
 		}
 		for _, f := range m.Files {

@@ -50,6 +50,10 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// AccessLog, if set, receives a line per request (accessLine).
 	AccessLog func(line string)
+	// ORT, if not empty, is onnxruntime-web's dist directory, served
+	// under /ort/: the page runs a model's ONNX exports (KindONNX) with
+	// it. Without it the page says that an onnx side needs it.
+	ORT string
 }
 
 // Server routes requests by hand rather than through http.ServeMux: the
@@ -74,6 +78,7 @@ type Server struct {
 	readOnly bool
 	proxies  []netip.Prefix
 	access   func(line string)
+	ort      string // Options.ORT, symlinks resolved; "" serves no /ort/
 }
 
 // New returns a Server for opt.
@@ -114,6 +119,11 @@ func New(opt Options) (*Server, error) {
 	if opt.Static != "" {
 		if s.static, err = realDir(opt.Static); err != nil {
 			return nil, err
+		}
+	}
+	if opt.ORT != "" {
+		if s.ort, err = realDir(opt.ORT); err != nil {
+			return nil, fmt.Errorf("serve: onnxruntime-web: %v", err)
 		}
 	}
 	if opt.Data != "" {
@@ -174,6 +184,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.servePage(w, r)
 	case strings.HasPrefix(p, "/r/"):
 		s.serveRunPage(w, r, strings.TrimPrefix(p, "/r/"))
+	case strings.HasPrefix(p, "/ort/") && s.ort != "":
+		s.serveORT(w, r, strings.TrimPrefix(p, "/ort/"))
 	case strings.HasPrefix(p, "/static/") && s.static != "":
 		rel := strings.TrimPrefix(p, "/static/")
 		s.serveFile(w, r, s.static, rel, staticKind(rel))
@@ -254,6 +266,8 @@ func modelFileKind(rel string) (kind, bool) {
 	case len(segs) == 3 && segs[0] == "variants" && segs[2] == "manifest.json":
 		return jsonDoc, true
 	case len(segs) == 3 && segs[0] == "variants" && ext == ".bin":
+		return immutableBlob, true
+	case isONNXFile(rel):
 		return immutableBlob, true
 	}
 	return kind{}, false

@@ -227,6 +227,9 @@ func (r *Root) VariantNote(v string) string {
 			if len(x.Types) > 0 {
 				v += " " + ggufmodel.Mix(x.Types)
 			}
+			if x.Kind == "onnx" {
+				v += " onnxruntime-web"
+			}
 		}
 	}
 	return v

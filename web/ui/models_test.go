@@ -68,6 +68,9 @@ func TestMissingVariant(t *testing.T) {
 		{"bare", "q4", "test side: model bare has no q4 variant. Make it with: go run ./cmd/logitscope quantize --model MODELS/bare --scheme q4 (MODELS: the directory given to serve -models), then restart serve."},
 		{"bare", "other.gguf", "test side: model bare has no GGUF file other.gguf"},
 		{"local:tiny/", "q6", "quantize --model PATH/tiny --scheme q6"},
+		{"bare", "onnx/q4.onnx", "test side: model bare has no ONNX export onnx/q4.onnx. Make it with: go run ./cmd/logitscope export --model MODELS/bare --variant q4 --onnx MODELS/bare/onnx/q4.onnx"},
+		{"bare", "onnx/f32.onnx", "--variant f32 --onnx MODELS/bare/onnx/f32.onnx"},
+		{"local:tiny/", "onnx/q4.onnx", "a folder from this computer has none"},
 	} {
 		got := missingVariant(bare, tc.model, "test", tc.v)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {

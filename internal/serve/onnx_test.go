@@ -3,7 +3,6 @@ package serve
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,37 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/internal/engine"
-	"logitscope/internal/format/checkpoint"
-	"logitscope/internal/model/onnxmodel"
+	"logitscope/internal/engine/onnxmodeltest"
 	"logitscope/internal/model/synth"
 )
-
-// exportONNX writes dir's checkpoint (variant v: "f32" or a scheme) as
-// an ONNX export at out, as logitscope export --onnx does.
-func exportONNX(t *testing.T, dir, v, out string, maxLen int) {
-	t.Helper()
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	vr, err := engine.OpenVariant(ck, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := onnxmodel.Export(f, ck, vr, maxLen); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestModelListONNX lists the exports under onnx/ that compute the model
 // (kind onnx, their sha256, size, length and variant) and serves them;
@@ -51,13 +22,13 @@ func exportONNX(t *testing.T, dir, v, out string, maxLen int) {
 func TestModelListONNX(t *testing.T) {
 	f := newFixture(t)
 	dir := filepath.Join(f.model, ONNXDir)
-	exportONNX(t, f.model, "q4", filepath.Join(dir, "q4.onnx"), 40)
-	exportONNX(t, f.model, "f32", filepath.Join(dir, "f32.onnx"), 24)
+	onnxmodeltest.Export(t, f.model, "q4", filepath.Join(dir, "q4.onnx"), 40)
+	onnxmodeltest.Export(t, f.model, "f32", filepath.Join(dir, "f32.onnx"), 24)
 	other := filepath.Join(t.TempDir(), "tiny-llama")
 	if err := synth.Write(synth.Presets["tiny-llama"], other, synth.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	exportONNX(t, other, "f32", filepath.Join(dir, "other.onnx"), 16)
+	onnxmodeltest.Export(t, other, "f32", filepath.Join(dir, "other.onnx"), 16)
 	write(t, filepath.Join(dir, "junk.onnx"), "not an ONNX model")
 	write(t, filepath.Join(dir, ".hidden.onnx"), string(read(t, filepath.Join(dir, "q4.onnx"))))
 	if err := os.Symlink(filepath.Join(f.root, "secret.txt"), filepath.Join(dir, "leak.onnx")); err != nil {
@@ -71,27 +42,16 @@ func TestModelListONNX(t *testing.T) {
 	if f.srv, err = New(Options{Models: []*Model{m}, Logf: f.logf}); err != nil {
 		t.Fatal(err)
 	}
-	var got []Model
-	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
-		t.Fatalf("list: %v, %d models", err, len(got))
-	}
-	var names []string
-	for _, v := range got[0].Variants {
-		names = append(names, v.Kind+":"+v.Name)
-	}
+	got, names, files := f.listed(t)
 	if want := []string{"variant:q4", "onnx:onnx/f32.onnx", "onnx:onnx/q4.onnx"}; !slices.Equal(names, want) {
 		t.Fatalf("variants %v, want %v", names, want)
-	}
-	files := map[string]ModelFile{}
-	for _, fi := range got[0].Files {
-		files[fi.Path] = fi
 	}
 	for _, c := range []struct {
 		name, scheme string
 		maxLen       int
 	}{{"onnx/f32.onnx", "f32", 24}, {"onnx/q4.onnx", "q4", 40}} {
-		i := slices.IndexFunc(got[0].Variants, func(v VariantInfo) bool { return v.Name == c.name })
-		v := got[0].Variants[i]
+		i := slices.IndexFunc(got.Variants, func(v VariantInfo) bool { return v.Name == c.name })
+		v := got.Variants[i]
 		data := read(t, filepath.Join(f.model, c.name))
 		sum := sha256.Sum256(data)
 		if v.SHA256 != hex.EncodeToString(sum[:]) || v.Bytes != int64(len(data)) || v.Scheme != c.scheme || v.MaxLen != c.maxLen {
@@ -130,7 +90,7 @@ func TestModelListONNXStale(t *testing.T) {
 	if err := synth.Write(synth.Presets["tiny"], stale, synth.Options{Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
-	exportONNX(t, stale, "f32", filepath.Join(f.model, ONNXDir, "f32.onnx"), 16)
+	onnxmodeltest.Export(t, stale, "f32", filepath.Join(f.model, ONNXDir, "f32.onnx"), 16)
 	var warned []string
 	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
 	if err != nil {

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"logitscope/internal/analysis/snapshot"
-	"logitscope/internal/engine"
-	"logitscope/internal/format/checkpoint"
-	"logitscope/internal/model/onnxmodel"
+	"logitscope/internal/engine/onnxmodeltest"
 	"logitscope/internal/sys/prereq"
 )
 
@@ -36,26 +34,7 @@ func onnxDemo(t *testing.T, maxLen int) string {
 	if err := os.CopyFS(dir, os.DirFS(DemoDir(t))); err != nil {
 		t.Fatal(err)
 	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	v, err := engine.OpenVariant(ck, "q4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Mkdir(filepath.Join(dir, "onnx"), 0o755)
-	f, err := os.Create(filepath.Join(dir, "onnx", "q4.onnx"))
-	if err == nil {
-		err = onnxmodel.Export(f, ck, v, maxLen)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	onnxmodeltest.Export(t, dir, "q4", filepath.Join(dir, "onnx", "q4.onnx"), maxLen)
 	return dir
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,13 +113,8 @@ func TestReadMeta(t *testing.T) {
 			if len(c.data) > 0 && got.Producer != "logitscope" {
 				t.Errorf("producer %q", got.Producer)
 			}
-			if len(got.Props) != len(c.props) {
-				t.Fatalf("props %v, want %v", got.Props, c.props)
-			}
-			for k, v := range c.props {
-				if got.Props[k] != v {
-					t.Errorf("props[%s] = %q, want %q", k, got.Props[k], v)
-				}
+			if !maps.Equal(got.Props, c.props) {
+				t.Errorf("props %v, want %v", got.Props, c.props)
 			}
 		})
 	}

@@ -98,7 +98,7 @@
     async logits(ids, lo, hi) {
       if (!this.session) throw new Error("run: the onnx session is closed: open the model again");
       if (this.maxLen && ids.length > this.maxLen) {
-        throw new Error(`run: ${ids.length} tokens: the export ${this.variant} takes at most ${this.maxLen} (export it again with a larger --onnx-len)`);
+        throw new Error(`${ids.length} tokens: the export ${this.variant} takes at most ${this.maxLen} (export it again with a larger --onnx-len)`);
       }
       const input = new this.ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, ids.length]);
       const out = await this.session.run({ input_ids: input });
@@ -148,7 +148,7 @@
           result.targets.push(...w.slice(1));
         }
       } else if (mode === "greedy") {
-        throw new Error(`run: ${this.variant} runs through onnxruntime-web, which gives logits for given tokens but does not decode: make it the test side (fed the reference's tokens), or run a panel`);
+        throw new Error(`${this.variant} runs through onnxruntime-web, which gives logits for given tokens but does not decode: make it the test side (fed the reference's tokens), or run a panel`);
       } else {
         throw new Error(`run: unknown request mode ${JSON.stringify(mode)} (greedy, forced, panel)`);
       }

@@ -74,7 +74,7 @@
       return {
         side,
         value: {
-          device: gpu ? "webgpu" : "cpu", adapter: `onnxruntime-web${version} ${ep}`, simd: true, bytes: file.size,
+          device: gpu ? "webgpu" : "cpu", adapter: `onnxruntime-web${version} ${ep}`, bytes: file.size,
           cachedBytes: fetched.cachedBytes, vocab: side.vocab, ms: performance.now() - t0,
         },
       };

@@ -53,11 +53,11 @@ const (
 // every shard's sha256, so the page can cache shards forever under it), or
 // a GGUF file converted from this checkpoint, named by its sha256.
 type VariantInfo struct {
-	Kind           string `json:"kind"`                      // KindVariant or KindGGUF
-	Name           string `json:"name"`                      // what ls_open takes: the scheme, or the GGUF's file name
+	Kind           string `json:"kind"`                      // KindVariant, KindGGUF or KindONNX
+	Name           string `json:"name"`                      // what ls_open takes: the scheme, or the GGUF's file name; an ONNX export's path (onnx/NAME.onnx), which the page opens instead
 	Scheme         string `json:"scheme,omitempty"`          // a variant's, or the one an ONNX export was made of (f32, q4)
 	ManifestSHA256 string `json:"manifest_sha256,omitempty"` // a variant's seal
-	SHA256         string `json:"sha256,omitempty"`          // a GGUF's
+	SHA256         string `json:"sha256,omitempty"`          // a GGUF's or an ONNX export's
 	Bytes          int64  `json:"bytes"`                     // all shards together, or the GGUF, for a download estimate
 	Policy         string `json:"policy,omitempty"`          // which matrices a variant quantizes, when not all
 	// Types is a GGUF's tensors per ggml type ("Q4_K": 169), the mix its

@@ -14,8 +14,11 @@ ADDR    ?= 127.0.0.1:8080
 # The server with the built-in demo model (embedded; written and quantized
 # on first use into the user cache directory) and the page, on ADDR; it
 # prints the URL to open.
+# With onnxruntime-web installed (make deps) it is served under /ort/, and
+# the page runs a model's ONNX exports (MODEL/onnx/NAME.onnx, logitscope
+# export --onnx) as sides; without it the page says an onnx side needs it.
 run: web
-	$(GO) run ./cmd/serve -static $(OUT)/web -addr $(ADDR)
+	$(GO) run ./cmd/serve -static $(OUT)/web -addr $(ADDR) $(if $(wildcard $(ORT)/node_modules/onnxruntime-web/dist/ort.min.js),-ort $(ORT)/node_modules/onnxruntime-web/dist)
 
 # go test through cmd/testsum, which ends with the tests skipped and why
 # (a missing Vulkan driver, Chromium, npm: prereq.Missing, which fails

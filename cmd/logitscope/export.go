@@ -28,7 +28,7 @@ func export(args []string, stdout, stderr io.Writer) error {
 	modelDir := fs.String("model", "", "model directory or hub id (hf:ORG/NAME[@REV]); default $LOGITSCOPE_MODEL, else the synthetic tiny preset (random weights, not the page's trained demo: --model demo/model names that)")
 	name := fs.String("variant", "f32", "f32 (the checkpoint's own weights), q8, q6, q4 or a variant directory")
 	out := fs.String("gguf", "", "the GGUF file to write (this or --onnx is required)")
-	onnxOut := fs.String("onnx", "", "write an ONNX graph (input_ids -> every position's logits, q4 matrices as com.microsoft MatMulNBits) for onnxruntime(-web) instead of a GGUF file; --variant f32 or q4")
+	onnxOut := fs.String("onnx", "", "write an ONNX graph (input_ids -> every position's logits, q4 matrices as com.microsoft MatMulNBits) for onnxruntime(-web) instead of a GGUF file; --variant f32 or q4. Written as MODEL/onnx/NAME.onnx, serve offers it to the page as the side onnx/NAME.onnx")
 	onnxLen := fs.Int("onnx-len", 2048, "with --onnx, the longest input it takes (its RoPE and causal-mask tables' length; at most max_position_embeddings)")
 	force := fs.Bool("force", false, "replace the --gguf file if it exists")
 	ftype := fs.String("type", "", "quantize the f32 export with llama.cpp's own quantizer (llama_model_quantize, as llama-quantize does) to this type: Q4_K_M, Q8_0, Q6_K, IQ4_XS... (needs make deps)")

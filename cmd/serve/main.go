@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	tokenFile := fl.String("write-token", "", "file whose first line is the token POST /api/runs requires (default: $"+serve.TokenEnv+"; neither: anyone who reaches the server may share)")
 	readOnly := fl.Bool("read-only", false, "refuse every write: serve the runs already stored")
 	proxies := fl.String("trusted-proxy", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For, -Proto and -Host are believed")
+	ort := fl.String("ort", "", "onnxruntime-web's dist directory (npm's node_modules/onnxruntime-web/dist), served under /ort/: the page then runs a model's ONNX exports (MODEL/onnx/NAME.onnx) as sides")
 	accessLog := fl.Bool("access-log", true, "log a line per request to stderr: client, method, path, status, bytes, duration")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	opt := serve.Options{Models: models, Static: page, Data: *dataDir, HubOrigins: hubs,
-		PublicURL: team.PublicURL, WriteToken: team.WriteToken, ReadOnly: team.ReadOnly, TrustedProxies: team.TrustedProxies}
+		PublicURL: team.PublicURL, WriteToken: team.WriteToken, ReadOnly: team.ReadOnly, TrustedProxies: team.TrustedProxies, ORT: *ort}
 	if *accessLog {
 		access := log.New(os.Stderr, "access ", log.LstdFlags|log.LUTC)
 		opt.AccessLog = func(line string) { access.Print(line) }

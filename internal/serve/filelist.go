@@ -13,8 +13,9 @@ import (
 // server would serve: the names modelFileKind allows that openUnder opens
 // (so hidden files and symlinks leaving the directory are left out, by the
 // very checks that refuse them over HTTP), limited to the variants, GGUF
-// files and hub checkpoints that verified. Each file is hashed through
-// fileHashes, so serving it later does not hash it again. Hashing costs a full read at load: for a 1 GB
+// files, hub checkpoints and ONNX exports that verified. Each file is
+// hashed through fileHashes, so serving it later does not hash it again.
+// Hashing costs a full read at load: for a 1 GB
 // checkpoint about 3.5 s of startup (Go's sha256 measured 0.28 GB/s on the
 // project's 2-core machine), the demo's 0.5 MB a few milliseconds. The
 // sums live in memory only, so every start pays it again.
@@ -31,6 +32,11 @@ func listFiles(realDir string, variants []VariantInfo) ([]ModelFile, error) {
 	for _, rel := range all {
 		if !gguf.IsFileName(rel) || verified[KindGGUF+"/"+rel] {
 			rels = append(rels, rel)
+		}
+	}
+	for _, v := range variants {
+		if v.Kind == KindONNX {
+			rels = append(rels, v.Name) // loadONNX listed only what serves
 		}
 	}
 	for _, v := range variants {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -151,4 +152,23 @@ func read(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// listed is the one model f's /models/ lists, its variants as kind:name
+// and its files by path.
+func (f *fixture) listed(t *testing.T) (Model, []string, map[string]ModelFile) {
+	t.Helper()
+	var got []Model
+	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
+		t.Fatalf("list: %v, %d models", err, len(got))
+	}
+	var names []string
+	for _, v := range got[0].Variants {
+		names = append(names, v.Kind+":"+v.Name)
+	}
+	files := map[string]ModelFile{}
+	for _, fi := range got[0].Files {
+		files[fi.Path] = fi
+	}
+	return got[0], names, files
 }

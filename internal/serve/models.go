@@ -51,6 +51,7 @@ const (
 	KindVariant = "variant" // a quantized variant directory under variants/
 	KindGGUF    = "gguf"    // a llama.cpp GGUF file in the model directory
 	KindHub     = "hub"     // a checkpoint another tool quantized, under hub/
+	KindONNX    = "onnx"    // an ONNX export under onnx/, which the page runs through onnxruntime-web
 )
 
 // VariantInfo is one set of weights the page can run besides the float
@@ -60,11 +61,11 @@ const (
 // checkpoint quantized by a hub tool (GPTQ, AWQ, compressed-tensors, MLX,
 // bitsandbytes) under hub/, whose files Files lists with their sha256s.
 type VariantInfo struct {
-	Kind           string `json:"kind"`                      // KindVariant, KindGGUF or KindHub
-	Name           string `json:"name"`                      // what ls_open takes: the scheme, the GGUF's file name, or hub/DIR
-	Scheme         string `json:"scheme,omitempty"`          // a variant's
+	Kind           string `json:"kind"`                      // KindVariant, KindGGUF, KindHub or KindONNX
+	Name           string `json:"name"`                      // what ls_open takes: the scheme, the GGUF's file name, or hub/DIR; an ONNX export's path (onnx/NAME.onnx), which the page opens instead
+	Scheme         string `json:"scheme,omitempty"`          // a variant's, or the one an ONNX export was made of (f32, q4)
 	ManifestSHA256 string `json:"manifest_sha256,omitempty"` // a variant's seal
-	SHA256         string `json:"sha256,omitempty"`          // a GGUF's; a hub checkpoint's fingerprint (checkpoint.Fingerprint)
+	SHA256         string `json:"sha256,omitempty"`          // a GGUF's or an ONNX export's; a hub checkpoint's fingerprint (checkpoint.Fingerprint)
 	Bytes          int64  `json:"bytes"`                     // all shards together, or the GGUF, for a download estimate
 	Policy         string `json:"policy,omitempty"`          // which matrices a variant quantizes, when not all
 	// Types is a GGUF's tensors per ggml type ("Q4_K": 169), the mix its
@@ -73,6 +74,9 @@ type VariantInfo struct {
 	// Format is a hub checkpoint's format and settings, as its
 	// config.json states them ("gptq 4-bit g128 sym").
 	Format string `json:"format,omitempty"`
+	// MaxLen is the longest input an ONNX export takes (its RoPE and
+	// causal-mask tables' length).
+	MaxLen int `json:"max_len,omitempty"`
 }
 
 // LoadModel reads dir's config.json and every variant under dir/variants.
@@ -113,6 +117,7 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 	}
 	m.Nature, m.About, m.Prompt, m.Panel = note.Nature, note.About, note.Prompt, note.Panel
 	schemes, _ := os.ReadDir(filepath.Join(real, "variants"))
+	fingerprint := "" // the checkpoint's, as its variants' manifests name it
 	for _, e := range schemes {
 		if !e.IsDir() || e.Name()[0] == '.' {
 			continue // hidden: an unfinished or replaced variant.Write
@@ -124,6 +129,7 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 			}
 			continue
 		}
+		fingerprint = v.Manifest.Model
 		info := VariantInfo{Kind: KindVariant, Name: e.Name(), Scheme: e.Name(), ManifestSHA256: v.Manifest.Seal, Policy: v.Manifest.Policy.String()}
 		for _, s := range v.Manifest.Shards {
 			info.Bytes += s.Size
@@ -150,13 +156,14 @@ func LoadModel(name, dir string, warn func(format string, args ...any)) (*Model,
 		return nil, err
 	}
 	m.Variants = append(m.Variants, hubs...)
+	m.Variants = append(m.Variants, loadONNX(name, real, cfg, fingerprint, warn)...)
 	if m.Files, err = listFiles(real, m.Variants); err != nil {
 		return nil, err
 	}
 	for i, v := range m.Variants {
 		for _, f := range m.Files {
 			switch {
-			case v.Kind == KindGGUF && f.Path == v.Name:
+			case (v.Kind == KindGGUF || v.Kind == KindONNX) && f.Path == v.Name:
 				m.Variants[i].SHA256 = f.SHA256
 			case v.Kind == KindHub && strings.HasPrefix(f.Path, v.Name+"/"):
 				m.Variants[i].Bytes += f.Size

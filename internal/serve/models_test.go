@@ -87,22 +87,11 @@ func TestModelListGGUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.srv = srv
-	var got []Model
-	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
-		t.Fatalf("list: %v, %d models", err, len(got))
-	}
-	var names []string
-	for _, v := range got[0].Variants {
-		names = append(names, v.Kind+":"+v.Name)
-	}
+	got, names, files := f.listed(t)
 	if want := []string{"variant:q4", "gguf:tiny-f32.GGUF", "gguf:tiny-q4.gguf"}; !slices.Equal(names, want) {
 		t.Fatalf("variants %v, want %v", names, want)
 	}
-	files := map[string]ModelFile{}
-	for _, fi := range got[0].Files {
-		files[fi.Path] = fi
-	}
-	for _, v := range got[0].Variants[1:] {
+	for _, v := range got.Variants[1:] {
 		path := good[v.Name]
 		data := read(t, path)
 		sum := sha256.Sum256(data)

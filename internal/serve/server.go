@@ -52,6 +52,10 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// AccessLog, if set, receives a line per request (accessLine).
 	AccessLog func(line string)
+	// ORT, if not empty, is onnxruntime-web's dist directory, served
+	// under /ort/: the page runs a model's ONNX exports (KindONNX) with
+	// it. Without it the page says that an onnx side needs it.
+	ORT string
 }
 
 // Server routes requests by hand rather than through http.ServeMux: the
@@ -76,6 +80,7 @@ type Server struct {
 	readOnly bool
 	proxies  []netip.Prefix
 	access   func(line string)
+	ort      string // Options.ORT, symlinks resolved; "" serves no /ort/
 }
 
 // New returns a Server for opt.
@@ -116,6 +121,11 @@ func New(opt Options) (*Server, error) {
 	if opt.Static != "" {
 		if s.static, err = realDir(opt.Static); err != nil {
 			return nil, err
+		}
+	}
+	if opt.ORT != "" {
+		if s.ort, err = realDir(opt.ORT); err != nil {
+			return nil, fmt.Errorf("serve: onnxruntime-web: %v", err)
 		}
 	}
 	if opt.Data != "" {
@@ -176,6 +186,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.servePage(w, r)
 	case strings.HasPrefix(p, "/r/"):
 		s.serveRunPage(w, r, strings.TrimPrefix(p, "/r/"))
+	case strings.HasPrefix(p, "/ort/") && s.ort != "":
+		s.serveORT(w, r, strings.TrimPrefix(p, "/ort/"))
 	case strings.HasPrefix(p, "/static/") && s.static != "":
 		rel := strings.TrimPrefix(p, "/static/")
 		s.serveFile(w, r, s.static, rel, staticKind(rel))
@@ -260,6 +272,8 @@ func modelFileKind(rel string) (kind, bool) {
 	case len(segs) == 3 && segs[0] == hubquant.Subdir && !gguf.IsFileName(segs[2]):
 		// A hub checkpoint's files are a checkpoint's top-level ones.
 		return modelFileKind(segs[2])
+	case isONNXFile(rel):
+		return immutableBlob, true
 	}
 	return kind{}, false
 }

@@ -239,6 +239,18 @@ type SiteModel struct{ Name, Dir string }
 // the extra models on an httptest server that stops when the test ends.
 func StartSite(t testing.TB, extra ...SiteModel) *Site {
 	t.Helper()
+	return startSite(t, "", extra...)
+}
+
+// StartORTSite is StartSite with onnxruntime-web's dist directory ort
+// served under /ort/ (serve -ort): the page can run ONNX exports.
+func StartORTSite(t testing.TB, ort string, extra ...SiteModel) *Site {
+	t.Helper()
+	return startSite(t, ort, extra...)
+}
+
+func startSite(t testing.TB, ort string, extra ...SiteModel) *Site {
+	t.Helper()
 	s := &Site{Static: WebDir(t), DemoDir: DemoDir(t), Data: t.TempDir()}
 	demo, err := serve.LoadModel("demo", s.DemoDir, t.Logf)
 	if err != nil {
@@ -258,7 +270,7 @@ func StartSite(t testing.TB, extra ...SiteModel) *Site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Server, err = serve.New(serve.Options{Models: models, Static: s.Static, Data: s.Data, Logf: t.Logf, HubOrigins: hubs})
+	s.Server, err = serve.New(serve.Options{Models: models, Static: s.Static, Data: s.Data, Logf: t.Logf, HubOrigins: hubs, ORT: ort})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,17 +2,13 @@ package e2e
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"logitscope/internal/analysis/snapshot"
-	"logitscope/internal/engine"
-	"logitscope/internal/format/checkpoint"
-	"logitscope/internal/model/onnxmodel"
-	"logitscope/internal/sys/prereq"
+	"logitscope/internal/engine/onnxmodeltest"
 	"logitscope/internal/text/tokenizer"
 )
 
@@ -53,10 +49,7 @@ try {
 // (wllama takes text and returns sampled tokens' logits only).
 func TestUIORTPanelRows(t *testing.T) {
 	RequireUI(t)
-	ort := filepath.Join(RepoRoot(), "internal", "model", "onnxmodel", "testdata", "ort", "node_modules", "onnxruntime-web", "dist")
-	if _, err := os.Stat(filepath.Join(ort, "ort.min.mjs")); err != nil {
-		prereq.Missing(t, prereq.Node, "onnxruntime-web is not installed (make deps): "+err.Error())
-	}
+	ort := ortDist(t)
 	site := StartSite(t)
 	spec := snapshot.NewSpec()
 	spec.Mode, spec.Device = snapshot.Panel, "cpu"
@@ -85,26 +78,8 @@ func TestUIORTPanelRows(t *testing.T) {
 	}
 	ids := append([]int{doc.Windows[0].Token}, doc.Tokens...)
 
-	ck, err := checkpoint.Open(site.DemoDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	v, err := engine.OpenVariant(ck, spec.Test)
-	if err != nil {
-		t.Fatal(err)
-	}
 	model := filepath.Join(t.TempDir(), "model.onnx")
-	f, err := os.Create(model)
-	if err == nil {
-		err = onnxmodel.Export(f, ck, v, spec.Window)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	onnxmodeltest.Export(t, site.DemoDir, spec.Test, model, spec.Window)
 	srv := servePeer(t, ortRowsPage, map[string]string{"/ort/": ort, "/model.onnx": model})
 	for _, ep := range []string{"wasm", "webgpu"} { // webgpu: SwiftShader here
 		var shape struct{ Rows, Vocab int }

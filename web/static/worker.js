@@ -13,7 +13,7 @@
 
 (function (global) {
   const inWorker = typeof WorkerGlobalScope !== "undefined" && global instanceof WorkerGlobalScope;
-  if (inWorker) importScripts("wasi.js", "gpu.js", "modelcache.js");
+  if (inWorker) importScripts("wasi.js", "gpu.js", "modelcache.js", "ortside.js");
   const { WASI, MemFS, BlobFile, GuestFile, ProcExit, checkImports } = global.LogitscopeWASI;
   const { GPUHost, requestDevice, probe } = global.LogitscopeGPU;
 
@@ -588,6 +588,7 @@
   let simd = null; // simd.wasm, compiled with it (null: none)
   let gpu = null; // {device, name}: requested once, again after a loss
   let engine = null;
+  let onnx = null; // an onnx side (ortside.js) open instead of engine
   let discarded = ""; // why the last instance went away
   let busy = null;
 
@@ -629,6 +630,16 @@
       if (engine) {
         engine.close();
         engine = null;
+      }
+      if (onnx) {
+        onnx.close();
+        onnx = null;
+      }
+      if (global.LogitscopeORT.isONNX(variant)) {
+        const { side, value } = await global.LogitscopeORT.ORTSide.open({ name, variant, want, budget, progress, host: global.LogitscopeHost });
+        onnx = side;
+        discarded = "";
+        return { value };
       }
       const model = name.startsWith(LOCAL) ? localModel(name, args.folder) : await findModel(name);
       const files = selectFiles(model, local ? local.name : variant).filter((f) => !local || f.path !== local.name);
@@ -696,6 +707,11 @@
 
     // run <wasm/abi.Request> -> {result, vocab, width, rows, firstRowMs, ms}
     async run(request, progress) {
+      if (onnx) {
+        const { pieces, ...out } = await onnx.run(request, { onRows: (n) => progress({ phase: "rows", message: "", loaded: n, total: 0 }) });
+        out.rows = pieces.map((p) => p.buffer);
+        return { value: out, transfer: out.rows };
+      }
       if (!engine || !engine.alive) {
         throw new Error(discarded || "run: no model open (call open first)");
       }

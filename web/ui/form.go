@@ -230,6 +230,9 @@ func (r *Root) VariantNote(v string) string {
 			if x.Format != "" {
 				v += " " + x.Format
 			}
+			if x.Kind == "onnx" {
+				v += " onnxruntime-web"
+			}
 		}
 	}
 	return v

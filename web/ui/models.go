@@ -132,10 +132,27 @@ func missingVariant(m *modelInfo, name, side, v string) string {
 	if dir, ok := strings.CutPrefix(v, snapshot.HubPrefix); ok {
 		return fmt.Sprintf("%s side: model %s has no hub checkpoint %s. %s", side, modelName(name), v, hubHint(name, dir))
 	}
+	if snapshot.IsONNX(v) {
+		return onnxMissing(name, side, v)
+	}
 	if !slices.Contains([]string{"q8", "q6", "q4"}, v) {
 		return fmt.Sprintf("%s side: model %s has no GGUF file %s", side, modelName(name), v)
 	}
 	return fmt.Sprintf("%s side: model %s has no %s variant. %s", side, modelName(name), v, quantizeHint(name, v))
+}
+
+// onnxMissing says that model name has no ONNX export v, and the command
+// that writes one where serve lists it (onnx/q4.onnx from the q4 variant).
+func onnxMissing(name, side, v string) string {
+	if _, local := snapshot.LocalModel(name); local {
+		return fmt.Sprintf("%s side: %s runs a served model's ONNX export through onnxruntime-web; a folder from this computer has none", side, v)
+	}
+	scheme := strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(v), snapshot.ONNXPrefix), ".onnx")
+	if !slices.Contains([]string{"f32", "q4"}, scheme) {
+		scheme = "q4"
+	}
+	return fmt.Sprintf("%s side: model %s has no ONNX export %s. Make it with: go run ./cmd/logitscope export --model MODELS/%s --variant %s --onnx MODELS/%s/%s (MODELS: the directory given to serve -models), then restart serve.",
+		side, modelName(name), v, name, scheme, name, v)
 }
 
 // quantizeHint is the command that makes a model's variant v: the server's

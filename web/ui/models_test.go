@@ -71,6 +71,9 @@ func TestMissingVariant(t *testing.T) {
 		{"bare", "hub/awq", ""},
 		{"bare", "hub/gptq", "test side: model bare has no hub checkpoint hub/gptq. Make one with: go run ./cmd/logitscope quantize --model MODELS/bare --format gptq --out MODELS/bare/hub/gptq"},
 		{"local:tiny/", "hub/mlx", "quantize --model PATH/tiny --format gptq --out PATH/tiny/hub/mlx"},
+		{"bare", "onnx/q4.onnx", "test side: model bare has no ONNX export onnx/q4.onnx. Make it with: go run ./cmd/logitscope export --model MODELS/bare --variant q4 --onnx MODELS/bare/onnx/q4.onnx"},
+		{"bare", "onnx/f32.onnx", "--variant f32 --onnx MODELS/bare/onnx/f32.onnx"},
+		{"local:tiny/", "onnx/q4.onnx", "a folder from this computer has none"},
 	} {
 		got := missingVariant(bare, tc.model, "test", tc.v)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {

@@ -44,7 +44,7 @@ type Spec struct {
 	// weights shard's sha256), once a run has measured it: a link that
 	// reruns the spec runs only a folder with the same weights.
 	Fingerprint string `json:"fingerprint,omitempty"`
-	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | exl3-kK-CODEBOOK | a GGUF file in the model dir | HubPrefix + a hub checkpoint's dir | LocalPrefix + a GGUF file's name
+	Ref         string `json:"ref"`  // f32 | q8 | q6 | q4 | exl3-kK-CODEBOOK | a GGUF file in the model dir | HubPrefix + a hub checkpoint's dir | ONNXPrefix + an ONNX export's name | LocalPrefix + a GGUF file's name
 	Test        string `json:"test"` // the same choices
 	Mode        string `json:"mode"`
 	System      string `json:"system,omitempty"`  // greedy; "": no system turn (the template's own default, if any)
@@ -83,6 +83,9 @@ func checkVariant(v string) error {
 		}
 		return nil
 	}
+	if strings.HasPrefix(v, ONNXPrefix) {
+		return checkONNX(v)
+	}
 	if strings.HasPrefix(v, "exl3-") {
 		// An EXL3 variant, by the name quantize gives its directory.
 		f, err := exl3.ParseFormat(v)
@@ -99,6 +102,23 @@ func checkVariant(v string) error {
 		return fmt.Errorf("want one of %s, a .gguf file of the model, %sDIR or %sFILE.gguf", strings.Join(variants, ", "), HubPrefix, LocalPrefix)
 	case !GGUFName(name):
 		return errors.New("a GGUF file is named by a plain file name")
+	}
+	return nil
+}
+
+// ONNXPrefix starts a side that runs an ONNX export of the model through
+// onnxruntime-web ("onnx/q4.onnx": the server's MODEL/onnx/q4.onnx).
+const ONNXPrefix = "onnx/"
+
+// IsONNX says whether side v runs an ONNX export.
+func IsONNX(v string) bool { return strings.HasPrefix(v, ONNXPrefix) }
+
+// checkONNX says why v cannot name an ONNX export: onnx/ and a plain
+// file name ending in .onnx.
+func checkONNX(v string) error {
+	name := strings.TrimPrefix(v, ONNXPrefix)
+	if !plainName(name) || !strings.HasSuffix(strings.ToLower(name), ".onnx") {
+		return fmt.Errorf("an ONNX export is named %sNAME.onnx, NAME a plain file name", ONNXPrefix)
 	}
 	return nil
 }

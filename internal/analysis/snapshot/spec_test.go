@@ -29,6 +29,8 @@ func TestQueryRoundTrip(t *testing.T) {
 		{Model: "demo", Ref: "model-F16.GGUF", Test: "local:my copy (2).gguf", Mode: Panel, Panel: "x y", Window: 4, Device: "cpu", MaxNew: DefaultMaxNew},
 		{Model: "local:Qwen3 0.6B (copy)/", Fingerprint: strings.Repeat("0f", 32), Ref: "f32", Test: "q4", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "gpu", Window: DefaultWindow},
 		{Model: "local:m/", Ref: "m-Q4_K_M.gguf", Test: "local:other.gguf", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "cpu", Window: DefaultWindow},
+		{Model: "demo", Ref: "q4", Test: "onnx/q4.onnx", Mode: Panel, Panel: "x y", Window: 4, Device: "gpu", MaxNew: DefaultMaxNew},
+		{Model: "demo", Ref: "f32", Test: "onnx/my export.ONNX", Mode: Greedy, Prompt: "x", MaxNew: 2, Device: "cpu", Window: DefaultWindow},
 	} {
 		q, err := url.ParseQuery(s.Query().Encode())
 		if err != nil {
@@ -63,6 +65,11 @@ func TestSpecErrors(t *testing.T) {
 		{"test=.hidden.gguf&prompt=x", `a plain file name`},
 		{"test=local:a%0Ab.gguf&prompt=x", `a plain file name`},
 		{"test=bf16&prompt=x", `test "bf16"`},
+		{"test=onnx/&prompt=x", `test "onnx/": an ONNX export is named onnx/NAME.onnx`},
+		{"test=onnx/q4.gguf&prompt=x", `an ONNX export is named`},
+		{"test=onnx/../q4.onnx&prompt=x", `an ONNX export is named`},
+		{"test=onnx/.q4.onnx&prompt=x", `an ONNX export is named`},
+		{"ref=onnx/a%0Ab.onnx&prompt=x", `ref "onnx/a\nb.onnx": an ONNX export is named`},
 		{"device=tpu&prompt=x", `device "tpu"`},
 		{"model=&prompt=x", `model "": empty`},
 		{"model=local:&prompt=x", `model "local:": choose a model folder from this computer`},

@@ -36,7 +36,13 @@ type Model struct {
 	Producer string
 	Opsets   []Opset
 	Graph    Graph
+	// Metadata is the model's metadata_props, in order: what a reader
+	// learns of the model without reading its graph (ReadMeta).
+	Metadata []Prop
 }
+
+// Prop is one StringStringEntryProto of metadata_props.
+type Prop struct{ Key, Value string }
 
 // Opset is one OperatorSetIdProto.
 type Opset struct {
@@ -119,6 +125,12 @@ func Marshal(m Model) ([]byte, error) {
 		b.message(8, func(e *enc) {
 			e.stringField(1, o.Domain)
 			e.varintField(2, uint64(o.Version))
+		})
+	}
+	for _, p := range m.Metadata {
+		b.message(14, func(e *enc) {
+			e.stringField(1, p.Key)
+			e.stringField(2, p.Value)
 		})
 	}
 	if len(b) > MaxBytes {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,4 +72,63 @@ func TestMarshalTooLarge(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `graph "add"`) || !strings.Contains(err.Error(), "2 GiB") {
 		t.Fatalf("err = %v, want the 2 GiB limit named with the graph", err)
 	}
+}
+
+// TestReadMeta reads back what Marshal wrote, and refuses what is not an
+// ONNX model with the file and offset named.
+func TestReadMeta(t *testing.T) {
+	m := addModel()
+	m.Metadata = []onnx.Prop{{Key: "logitscope.vocab", Value: "32"}, {Key: "logitscope.variant", Value: "q4"}}
+	good, err := onnx.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := onnx.Marshal(addModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		props map[string]string
+		err   string
+	}{
+		{"with metadata", good, map[string]string{"logitscope.vocab": "32", "logitscope.variant": "q4"}, ""},
+		{"without", plain, map[string]string{}, ""},
+		{"truncated", good[:len(good)-3], nil, "past the file's end"},
+		{"text", []byte("this is not a model at all\n"), nil, "x.onnx: offset"},
+		{"empty", nil, map[string]string{}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := onnx.ReadMeta(bytes.NewReader(c.data), int64(len(c.data)), "x.onnx")
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.data) > 0 && got.Producer != "logitscope" {
+				t.Errorf("producer %q", got.Producer)
+			}
+			if !maps.Equal(got.Props, c.props) {
+				t.Errorf("props %v, want %v", got.Props, c.props)
+			}
+		})
+	}
+}
+
+func FuzzReadMeta(f *testing.F) {
+	m := addModel()
+	m.Metadata = []onnx.Prop{{Key: "k", Value: "v"}}
+	good, _ := onnx.Marshal(m)
+	f.Add(good)
+	f.Add([]byte{0x72, 0x03, 0x0a, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Never panics or allocates past the data: every length is checked
+		// against what is left.
+		onnx.ReadMeta(bytes.NewReader(data), int64(len(data)), "fuzz.onnx")
+	})
 }

@@ -37,6 +37,8 @@ import (
 // the embedding gathered from its dequantized rows. Dense Qwen2 and Llama
 // models (any RoPE scaling logitscope reads) export; other architectures,
 // sliding windows, partial rotary and schemes other than q4 are refused.
+// The model's metadata_props say which checkpoint and variant it computes
+// and maxLen (Meta, ReadMeta).
 func Export(out io.Writer, ck *checkpoint.Checkpoint, v *variant.Variant, maxLen int) error {
 	g, err := model.GeometryOf(ck.Config)
 	if err != nil {
@@ -55,6 +57,10 @@ func Export(out io.Writer, ck *checkpoint.Checkpoint, v *variant.Variant, maxLen
 	if err := model.Check(ck.Dir, g, w); err != nil {
 		return err
 	}
+	meta, err := metaOf(ck, g, v, maxLen)
+	if err != nil {
+		return err
+	}
 	b := &builder{g: g, w: w, v: v}
 	if err := b.build(maxLen); err != nil {
 		return err
@@ -63,6 +69,7 @@ func Export(out io.Writer, ck *checkpoint.Checkpoint, v *variant.Variant, maxLen
 		Producer: "logitscope",
 		Opsets:   []onnx.Opset{{Domain: "", Version: 17}, {Domain: "com.microsoft", Version: 1}},
 		Graph:    b.graph,
+		Metadata: meta.props(),
 	})
 }
 

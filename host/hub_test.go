@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/model/hubquant"
+	"logitscope/internal/model/hubquant/hubquanttest"
 	"logitscope/internal/model/synth"
 )
 
@@ -26,46 +26,15 @@ func TestHubVariant(t *testing.T) {
 	if err := synth.Write(synth.Presets["tiny-qwen3"], dir, synth.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	f, err := hubquant.Writers["gptq"](hubquant.Options{Bits: 4, GroupSize: 32, Sym: false, DescAct: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	bare := withoutWeights(t, dir, "")
 	hub := filepath.Join(bare, "hub", "gptq")
-	if err := hubquant.Write(ck, f, hub, nil); err != nil {
-		t.Fatal(err)
-	}
+	hubquanttest.Write(t, dir, "gptq", hubquant.Options{Bits: 4, GroupSize: 32, Sym: false, DescAct: true}, hub)
 	other := filepath.Join(t.TempDir(), "tiny-llama")
 	if err := synth.Write(synth.Presets["tiny-llama"], other, synth.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ock, err := checkpoint.Open(other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ock.Close()
-	if err := hubquant.Write(ock, f, filepath.Join(bare, "hub", "llama"), nil); err != nil {
-		t.Fatal(err)
-	}
-	greedy := func(dir, variant string) [][]float32 {
-		t.Helper()
-		e, err := fixtures.mod.Open(ctx, nil, dir, variant, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close(ctx)
-		rows, _, _, err := e.Greedy(ctx, testPrompt(), 4, []int{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rows
-	}
-	sameBits(t, "hub/gptq of the model", greedy(bare, "hub/gptq"), greedy(hub, "f32"))
+	hubquanttest.Write(t, other, "gptq", hubquant.Options{Bits: 4, GroupSize: 32}, filepath.Join(bare, "hub", "llama"))
+	sameBits(t, "hub/gptq of the model", greedy4(t, bare, "hub/gptq"), greedy4(t, hub, "f32"))
 
 	for _, c := range []struct{ variant, want string }{
 		{"hub/../variants", "hub/DIR"},

@@ -20,23 +20,27 @@ func TestVariantWithoutWeights(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(bare, "variants"), os.DirFS(filepath.Join(fixtures.modelDir, "variants"))); err != nil {
 		t.Fatal(err)
 	}
-	greedy := func(dir string) [][]float32 {
-		t.Helper()
-		e, err := fixtures.mod.Open(ctx, nil, dir, "q4", 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close(ctx)
-		rows, _, _, err := e.Greedy(ctx, testPrompt(), 4, []int{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rows
-	}
-	sameBits(t, "q4 without the weights", greedy(bare), greedy(fixtures.modelDir))
+	sameBits(t, "q4 without the weights", greedy4(t, bare, "q4"), greedy4(t, fixtures.modelDir, "q4"))
 
 	_, err := fixtures.mod.Open(ctx, nil, bare, "f32", 64)
 	if err == nil || !strings.Contains(err.Error(), "no safetensors weights") {
 		t.Fatalf("f32 without the weights: %v, want the checkpoint's refusal", err)
 	}
+}
+
+// greedy4 is the rows of 4 greedy steps after testPrompt on the model at
+// dir, variant v, on the CPU path.
+func greedy4(t *testing.T, dir, v string) [][]float32 {
+	t.Helper()
+	ctx := context.Background()
+	e, err := fixtures.mod.Open(ctx, nil, dir, v, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	rows, _, _, err := e.Greedy(ctx, testPrompt(), 4, []int{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

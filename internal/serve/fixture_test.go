@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -152,6 +153,21 @@ func read(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// reload loads f's model afresh, as serve starts, and serves it alone:
+// the model and the warnings LoadModel gave.
+func (f *fixture) reload(t *testing.T) (*Model, []string) {
+	t.Helper()
+	var warned []string
+	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.srv, err = New(Options{Models: []*Model{m}, Logf: f.logf}); err != nil {
+		t.Fatal(err)
+	}
+	return m, warned
 }
 
 // listed is the one model f's /models/ lists, its variants as kind:name

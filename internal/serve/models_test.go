@@ -22,6 +22,7 @@ import (
 	"logitscope/internal/format/gguf"
 	"logitscope/internal/format/sidecar"
 	"logitscope/internal/model/hubquant"
+	"logitscope/internal/model/hubquant/hubquanttest"
 	"logitscope/internal/model/synth"
 	"logitscope/internal/quant"
 	"logitscope/internal/quant/variant"
@@ -77,16 +78,7 @@ func TestModelListGGUF(t *testing.T) {
 	if err := os.Symlink(filepath.Join(f.root, "secret.txt"), filepath.Join(f.model, "leak.gguf")); err != nil {
 		t.Fatal(err)
 	}
-	var warned []string
-	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Options{Models: []*Model{m}, Logf: f.logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv = srv
+	_, warned := f.reload(t)
 	got, names, files := f.listed(t)
 	if want := []string{"variant:q4", "gguf:tiny-f32.GGUF", "gguf:tiny-q4.gguf"}; !slices.Equal(names, want) {
 		t.Fatalf("variants %v, want %v", names, want)
@@ -138,34 +130,15 @@ func TestModelListGGUF(t *testing.T) {
 // out of the directory are not, and a GGUF file inside one is not served.
 func TestModelListHub(t *testing.T) {
 	f := newFixture(t)
-	ck, err := checkpoint.Open(f.model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
-	format, err := hubquant.Writers["gptq"](hubquant.Options{Bits: 4, GroupSize: 32, Sym: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	opt := hubquant.Options{Bits: 4, GroupSize: 32, Sym: true}
 	hub := func(dir string) string { return filepath.Join(f.model, hubquant.Subdir, dir) }
-	if err := hubquant.Write(ck, format, hub("gptq"), nil); err != nil {
-		t.Fatal(err)
-	}
+	format := hubquanttest.Write(t, f.model, "gptq", opt, hub("gptq"))
 	other := filepath.Join(t.TempDir(), "tiny-llama")
 	if err := synth.Write(synth.Presets["tiny-llama"], other, synth.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ock, err := checkpoint.Open(other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ock.Close()
-	if err := hubquant.Write(ock, format, hub("other"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := hubquant.Write(ck, format, hub(".hidden"), nil); err != nil {
-		t.Fatal(err)
-	}
+	hubquanttest.Write(t, other, "gptq", opt, hub("other"))
+	hubquanttest.Write(t, f.model, "gptq", opt, hub(".hidden"))
 	if err := os.CopyFS(hub("float"), os.DirFS(other)); err != nil {
 		t.Fatal(err)
 	}
@@ -173,30 +146,14 @@ func TestModelListHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(hub("gptq"), "stray.gguf"), "GGUF")
-	var warned []string
-	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.srv, err = New(Options{Models: []*Model{m}, Logf: f.logf}); err != nil {
-		t.Fatal(err)
-	}
-	var got []Model
-	if err := json.Unmarshal(f.do(t, "/models/", nil).Body.Bytes(), &got); err != nil || len(got) != 1 {
-		t.Fatalf("list: %v, %d models", err, len(got))
-	}
-	var names []string
-	for _, v := range got[0].Variants {
-		names = append(names, v.Kind+":"+v.Name)
-	}
+	_, warned := f.reload(t)
+	got, names, files := f.listed(t)
 	if want := []string{"variant:q4", "hub:hub/gptq"}; !slices.Equal(names, want) {
 		t.Fatalf("variants %v, want %v", names, want)
 	}
-	v := got[0].Variants[1]
-	listed := map[string]bool{}
+	v := got.Variants[1]
 	var bytes int64
-	for _, fi := range got[0].Files {
-		listed[fi.Path] = true
+	for _, fi := range files {
 		if strings.HasPrefix(fi.Path, "hub/gptq/") {
 			bytes += fi.Size
 			checkListedFile(t, f, fi)
@@ -215,11 +172,11 @@ func TestModelListHub(t *testing.T) {
 		t.Errorf("listed %+v; want format %q, its files' %d bytes and its fingerprint %s", v, format.Name(), bytes, fp)
 	}
 	for _, want := range []string{"hub/gptq/config.json", "hub/gptq/model.safetensors", "hub/gptq/tokenizer.json"} {
-		if !listed[want] {
+		if _, ok := files[want]; !ok {
 			t.Errorf("%s is not listed", want)
 		}
 	}
-	for p := range listed {
+	for p := range files {
 		if strings.HasPrefix(p, "hub/") && !strings.HasPrefix(p, "hub/gptq/") || strings.HasSuffix(p, ".gguf") {
 			t.Errorf("%s is listed", p)
 		}

@@ -3,7 +3,6 @@ package serve
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,14 +33,7 @@ func TestModelListONNX(t *testing.T) {
 	if err := os.Symlink(filepath.Join(f.root, "secret.txt"), filepath.Join(dir, "leak.onnx")); err != nil {
 		t.Fatal(err)
 	}
-	var warned []string
-	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.srv, err = New(Options{Models: []*Model{m}, Logf: f.logf}); err != nil {
-		t.Fatal(err)
-	}
+	_, warned := f.reload(t)
 	got, names, files := f.listed(t)
 	if want := []string{"variant:q4", "onnx:onnx/f32.onnx", "onnx:onnx/q4.onnx"}; !slices.Equal(names, want) {
 		t.Fatalf("variants %v, want %v", names, want)
@@ -91,11 +83,7 @@ func TestModelListONNXStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	onnxmodeltest.Export(t, stale, "f32", filepath.Join(f.model, ONNXDir, "f32.onnx"), 16)
-	var warned []string
-	m, err := LoadModel("tiny", f.model, func(format string, args ...any) { warned = append(warned, fmt.Sprintf(format, args...)) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, warned := f.reload(t)
 	if slices.ContainsFunc(m.Variants, func(v VariantInfo) bool { return v.Kind == KindONNX }) {
 		t.Errorf("the stale export is listed: %+v", m.Variants)
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"logitscope/internal/analysis/snapshot"
-	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/receipt"
 	"logitscope/internal/model/hubquant"
+	"logitscope/internal/model/hubquant/hubquanttest"
 )
 
 // TestUIHubCheckpoint serves tiny-qwen3 with checkpoints of it under hub/
@@ -29,11 +29,6 @@ func TestUIHubCheckpoint(t *testing.T) {
 	// tiny-qwen3: engine.wasm reads lookup matrices of whole groups of 32
 	// columns.
 	dir := familyModel(t, "tiny-qwen3")
-	ck, err := checkpoint.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
 	var hubs []string
 	want := map[string]receipt.Hub{}
 	devices := map[string][]string{}
@@ -48,14 +43,8 @@ func TestUIHubCheckpoint(t *testing.T) {
 		{"ct-nvfp4", hubquant.Options{}, []string{"cpu"}},
 		{"bnb-nf4", hubquant.Options{}, []string{"cpu"}},
 	} {
-		f, err := hubquant.Writers[c.writer](c.opt)
-		if err != nil {
-			t.Fatal(err)
-		}
 		name := snapshot.HubPrefix + c.writer
-		if err := hubquant.Write(ck, f, filepath.Join(dir, filepath.FromSlash(name)), nil); err != nil {
-			t.Fatal(err)
-		}
+		f := hubquanttest.Write(t, dir, c.writer, c.opt, filepath.Join(dir, filepath.FromSlash(name)))
 		w, err := hubquant.Open(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
 			t.Fatal(err)

@@ -33,9 +33,7 @@ func TestParseRefusesHostile(t *testing.T) {
 	if _, err := Parse([]byte(good)); err != nil {
 		t.Fatalf("the good document: %v", err)
 	}
-	for _, c := range []struct {
-		name, from, to, want string
-	}{
+	refusesForged(t, good, []forgery{
 		{"class markup", `"class":"agree"`, `"class":"agree\"><img src=x onerror=alert(1)>"`, `positions[0].class "agree\"><img`},
 		{"class unknown", `"class":"clear"`, `"class":"bogus"`, `positions[2].class "bogus"`},
 		{"class agree on a flip", `"class":"clear"`, `"class":"agree"`, `positions[2].class "agree"`},
@@ -63,7 +61,16 @@ func TestParseRefusesHostile(t *testing.T) {
 		{"duplicate key", `"kind":"logitscope.snapshot"`, `"kind":"logitscope.snapshot","kind":"logitscope.snapshot"`, `duplicate key "kind"`},
 		{"duplicate nested key", `"class":"agree"`, `"class":"clear","class":"agree"`, `duplicate key "class"`},
 		{"duplicate escaped key", `"kind":"logitscope.snapshot"`, `"kind":"logitscope.snapshot","\u006bind":"logitscope.snapshot"`, `duplicate key "kind"`},
-	} {
+	})
+}
+
+// forgery is a stored document good with its first from replaced by to,
+// which Parse must refuse with an error containing want.
+type forgery struct{ name, from, to, want string }
+
+func refusesForged(t *testing.T, good string, forged []forgery) {
+	t.Helper()
+	for _, c := range forged {
 		t.Run(c.name, func(t *testing.T) {
 			bad := strings.Replace(good, c.from, c.to, 1)
 			if bad == good {
@@ -103,9 +110,7 @@ func TestParseRefusesHostileRouting(t *testing.T) {
 	if rt := d.Report.Routing; rt == nil || rt.Summary.SetChanged != 1 || rt.Summary.OrderOnly != 1 || rt.Positions[2].Change != routing.Set {
 		t.Fatalf("routing %+v", d.Report.Routing)
 	}
-	for _, c := range []struct {
-		name, from, to, want string
-	}{
+	refusesForged(t, good, []forgery{
 		{"change markup", `"change":"same"`, `"change":"same\"><b>"`, `routing.positions[0]: change "same\"><b>"`},
 		{"change unknown", `"change":"set"`, `"change":"swap"`, `routing.positions[2]: change "swap"`},
 		{"change hidden", `"change":"set"`, `"change":"same"`, `routing.positions[2]: change "same" (set layers [1], order layers []): its experts say "set"`},
@@ -119,18 +124,7 @@ func TestParseRefusesHostileRouting(t *testing.T) {
 		{"experts", `"experts":4`, `"experts":1`, `routing: top_k 2: want 1 to the 1 experts`},
 		{"summary", `"set_changed":1,"order_only":1`, `"set_changed":0,"order_only":1`, `routing.summary`},
 		{"first change", `"first_set_change":2`, `"first_set_change":-1`, `routing.summary`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			bad := strings.Replace(good, c.from, c.to, 1)
-			if bad == good {
-				t.Fatalf("%q not in the document", c.from)
-			}
-			_, err := Parse([]byte(bad))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got %v, want an error containing %q", err, c.want)
-			}
-		})
-	}
+	})
 	short := strings.Replace(good, `{"change":"same","ref":[[0,1],[2,3]],"test":[[0,1],[2,3]]},`, ``, 1)
 	if _, err := Parse([]byte(short)); err == nil || !strings.Contains(err.Error(), "routing: 2 positions, the report has 3 rows") {
 		t.Errorf("a position short: %v", err)

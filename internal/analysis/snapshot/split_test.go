@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"logitscope/internal/analysis/margins"
@@ -47,24 +46,12 @@ func TestParseSplit(t *testing.T) {
 	if d.Split == nil || d.Split.Report.ByCause[split.Engine] != 1 || d.Split.Engine.Label != "engine.bin" {
 		t.Fatalf("parsed split %+v", d.Split)
 	}
-	for _, c := range []struct {
-		name, from, to, want string
-	}{
+	refusesForged(t, good, []forgery{
 		{"engine rows", `"engine":{"label":"engine.bin","device":"cpu","rows":3}`, `"engine":{"label":"engine.bin","device":"cpu","rows":2}`, "split.engine.rows 2"},
 		{"positions", `"positions":3,"vocab":16,"file"`, `"positions":2,"vocab":16,"file"`, "split.report: 2 positions"},
 		{"cause", `"cause":"engine"`, `"cause":"file"`, `split.report.rows[0].cause "file"`},
 		{"other comparison", `"ref_choice":0,"file_choice":0,"engine_choice":3`, `"ref_choice":1,"file_choice":1,"engine_choice":3`, "split.report.rows[0]: choices 1 and 1; the comparison's 0 and 0"},
 		{"engine gguf", `"engine":{"label"`, `"engine":{"gguf":{"name":"<b>","types":{"Q4_K":1}},"label"`, `split.engine.gguf: name "<b>"`},
 		{"no report", `"report":{"positions":3`, `"x":{"positions":3`, "split.report: missing"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			bad := strings.Replace(good, c.from, c.to, 1)
-			if bad == good {
-				t.Fatalf("%q not in the document", c.from)
-			}
-			if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got %v, want %q", err, c.want)
-			}
-		})
-	}
+	})
 }

@@ -170,4 +170,9 @@ var (
 	// SiLU times the up projection: package exp64's, assembly where the
 	// CPU has it.
 	siluMul = exp64.SiluMul
+	// lookupRowAsm, where the CPU has it, decodes a lookup row of
+	// len(dst) columns in groups of groupSize as lookupRow does, and says
+	// whether it could (the columns and groups whole runs of its loop);
+	// nil: lookupRow decodes in Go.
+	lookupRowAsm func(bits, groupSize int, table []float32, codes []byte, scales, offsets, dst []float32) bool
 )

@@ -27,6 +27,12 @@ func decodeQ4AVX512(codes, scales *byte, groups int, dst *float32)
 func decodeQ8AVX512(codes, scales *byte, groups int, dst *float32)
 
 //go:noescape
+func decodeLookup4AVX512(codes *byte, table, scales, offsets *float32, n, per int, dst *float32)
+
+//go:noescape
+func decodeLookup8AVX512(codes *byte, table, scales, offsets *float32, n, per int, dst *float32)
+
+//go:noescape
 func decodeQ4_0AVX512(blocks *byte, n int, dst *float32)
 
 //go:noescape
@@ -118,6 +124,23 @@ func useAVX512() {
 	quantRows[quant.Q8] = func(codes, scales []byte, groups int, dst []float32) {
 		_, _, _ = codes[32*groups-1], scales[2*groups-1], dst[32*groups-1]
 		decodeQ8AVX512(&codes[0], &scales[0], groups, &dst[0])
+	}
+	lookupRowAsm = func(bits, groupSize int, table []float32, codes []byte, scales, offsets, dst []float32) bool {
+		run := 32 // columns a 4-bit loop iteration decodes
+		decode := decodeLookup4AVX512
+		if bits == 8 {
+			run, decode = 16, decodeLookup8AVX512
+		}
+		if groupSize%run != 0 || len(dst)%run != 0 || len(table) != 1<<bits {
+			return false
+		}
+		n, per := len(dst)/run, groupSize/run
+		if n > 0 {
+			groups := (n-1)/per + 1
+			_, _, _ = codes[len(dst)*bits/8-1], scales[groups-1], offsets[groups-1]
+			decode(&codes[0], &table[0], &scales[0], &offsets[0], n, per, &dst[0])
+		}
+		return true
 	}
 	ggmlRows[ggml.Q4_0] = blockDecoder(18, decodeQ4_0AVX512)
 	ggmlRows[ggml.Q8_0] = blockDecoder(34, decodeQ8_0AVX512)

@@ -476,6 +476,111 @@ doneQ4:
 	VZEROUPPER
 	RET
 
+// LOOKUPTABLE(t): t = the 16 values of Z28 (a 4-bit table) times the
+// scale at DX plus the offset at R9, each rounded as Go's float32(v*s) + o
+// (a multiply, then an add: no fused multiply-add); DX and R9 advance to
+// the next group's.
+#define LOOKUPTABLE(t) \
+	VBROADCASTSS (DX), Z4 \
+	VBROADCASTSS (R9), Z7 \
+	VMULPS Z4, Z28, t \
+	VADDPS Z7, t, t \
+	ADDQ $4, DX \
+	ADDQ $4, R9
+
+// func decodeLookup4AVX512(codes *byte, table, scales, offsets *float32, n, per int, dst *float32)
+//
+// A 4-bit lookup row (package lookup): n runs of 32 columns, 16 code
+// bytes each (column 2i in byte i's low nibble, 2i+1 in its high one),
+// per runs to a group with its scale and offset; dst[c] =
+// float32(table[q]·scale) + offset, q column c's code. Each group's 16
+// values are computed once, then looked up: VPERMPS reads an index's low
+// 4 bits only, so a code byte needs no mask for its low nibble.
+TEXT ·decodeLookup4AVX512(SB), NOSPLIT, $0-56
+	MOVQ codes+0(FP), SI
+	MOVQ table+8(FP), AX
+	MOVQ scales+16(FP), DX
+	MOVQ offsets+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ per+40(FP), BX
+	MOVQ dst+48(FP), DI
+	TESTQ CX, CX
+	JZ doneL4
+	VMOVDQU32 interleave<>(SB), Z30
+	VMOVDQU32 interleave<>+64(SB), Z29
+	VMOVUPS (AX), Z28
+
+groupL4:
+	LOOKUPTABLE(Z31)
+	MOVQ BX, R8
+
+loopL4:
+	PREFETCHT0 512(SI)
+	VPMOVZXBD (SI), Z0
+	VPSRLD $4, Z0, Z1
+	VPERMPS Z31, Z0, Z2
+	VPERMPS Z31, Z1, Z3
+	VMOVAPS Z30, Z5
+	VPERMI2PS Z3, Z2, Z5
+	VMOVAPS Z29, Z6
+	VPERMI2PS Z3, Z2, Z6
+	VMOVUPS Z5, (DI)
+	VMOVUPS Z6, 64(DI)
+	ADDQ $16, SI
+	ADDQ $128, DI
+	DECQ CX
+	JZ doneL4
+	DECQ R8
+	JNZ loopL4
+	JMP groupL4           // the next group's scale and offset, read only when a run follows
+
+doneL4:
+	VZEROUPPER
+	RET
+
+// func decodeLookup8AVX512(codes *byte, table, scales, offsets *float32, n, per int, dst *float32)
+//
+// An 8-bit lookup row: n runs of 16 columns, a code byte each, per runs
+// to a group with its scale and offset; dst[c] = float32(table[q]·scale)
+// + offset, table[q] gathered (256 values), rounded as decodeLookup4's.
+TEXT ·decodeLookup8AVX512(SB), NOSPLIT, $0-56
+	MOVQ codes+0(FP), SI
+	MOVQ table+8(FP), AX
+	MOVQ scales+16(FP), DX
+	MOVQ offsets+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ per+40(FP), BX
+	MOVQ dst+48(FP), DI
+	TESTQ CX, CX
+	JZ doneL8
+
+groupL8:
+	VBROADCASTSS (DX), Z4
+	VBROADCASTSS (R9), Z7
+	ADDQ $4, DX
+	ADDQ $4, R9
+	MOVQ BX, R8
+
+loopL8:
+	PREFETCHT0 512(SI)
+	VPMOVZXBD (SI), Z0
+	KXNORW K0, K0, K1
+	VGATHERDPS (AX)(Z0*4), K1, Z2
+	VMULPS Z4, Z2, Z2
+	VADDPS Z7, Z2, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $16, SI
+	ADDQ $64, DI
+	DECQ CX
+	JZ doneL8
+	DECQ R8
+	JNZ loopL8
+	JMP groupL8
+
+doneL8:
+	VZEROUPPER
+	RET
+
 // func decodeQ8AVX512(codes, scales *byte, groups int, dst *float32)
 //
 // quant's q8 rows: per group 32 code bytes (column j in byte j, two's

@@ -21,14 +21,14 @@ import (
 // (what engine.wasm and CPUs without AVX-512 run), restoring the others.
 func withGoKernels(fn func()) {
 	t44, t41, dr, ax := tile4x4, tile4x1, dotRows, axpy
-	qr, qb, gr, gb, rd, ra8, qa, ba8, sm := quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, makeA8Batch, siluMul
-	tile4x4, tile4x1, dotRows, axpy, rowsA8, quantizeActs, makeA8Batch, siluMul = tile4x4Go, tile4x1Go, dotRowsGo, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch, exp64.SiluMulGo
+	qr, qb, gr, gb, rd, ra8, qa, ba8, sm, l4 := quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, makeA8Batch, siluMul, lookupRowAsm
+	tile4x4, tile4x1, dotRows, axpy, rowsA8, quantizeActs, makeA8Batch, siluMul, lookupRowAsm = tile4x4Go, tile4x1Go, dotRowsGo, axpyGo, rowsA8Go, quantizeActsGo, noA8Batch, exp64.SiluMulGo, nil
 	quantRows, ggmlRows = goQuantRows(), goGGMLRows()
 	quantBlocks = map[quant.Scheme]func([]byte, []byte, int, int, int, []float32, int){}
 	ggmlBlocks = map[ggml.Type]func([]byte, int, []float32, int){}
 	rowDots = map[model.Format]func(*model.Piece, int, int, int, []float32, []float32, []float32){}
 	defer func() {
-		tile4x4, tile4x1, dotRows, axpy, quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, makeA8Batch, siluMul = t44, t41, dr, ax, qr, qb, gr, gb, rd, ra8, qa, ba8, sm
+		tile4x4, tile4x1, dotRows, axpy, quantRows, quantBlocks, ggmlRows, ggmlBlocks, rowDots, rowsA8, quantizeActs, makeA8Batch, siluMul, lookupRowAsm = t44, t41, dr, ax, qr, qb, gr, gb, rd, ra8, qa, ba8, sm, l4
 	}()
 	fn()
 }

@@ -18,26 +18,33 @@ import (
 // float32(Table[q]·Scale) + Offset.
 func decodeLookup(p *model.Piece, k, a, b int, dst []float32) {
 	m := p.Format.Lookup
+	zeros := make([]float32, m.Groups) // the offsets of a matrix that has none
 	for r := a; r < b; r++ {
-		lookupRow(m, p.Row0+r, dst[(r-a)*k:(r-a+1)*k])
+		lookupRow(m, p.Row0+r, dst[(r-a)*k:(r-a+1)*k], zeros)
 	}
 }
 
 // lookupRow is m.Row(r, dst), a group at a time where the groups are runs
-// of columns: a 4-bit group's sixteen values computed once into a table,
-// each as Row computes it.
-func lookupRow(m *lookup.Matrix, r int, dst []float32) {
+// of columns: by lookupRowAsm where the CPU has it, else in Go, a 4-bit
+// group's sixteen values computed once into a table, each as Row
+// computes it. zeros (m.Groups of them) stand in for a matrix's missing
+// offsets.
+func lookupRow(m *lookup.Matrix, r int, dst, zeros []float32) {
 	if m.GIdx != nil {
 		m.Row(r, dst)
 		return
 	}
 	codes := m.Codes[r*m.RowBytes() : (r+1)*m.RowBytes()]
+	scales, offsets := m.Scale[r*m.Groups:(r+1)*m.Groups], zeros
+	if m.Offset != nil {
+		offsets = m.Offset[r*m.Groups : (r+1)*m.Groups]
+	}
+	if lookupRowAsm != nil && lookupRowAsm(m.Bits, m.GroupSize, m.Table, codes, scales, offsets, dst[:m.Cols]) {
+		return
+	}
 	var t [16]float32
-	for g := range m.Groups {
-		s, o := m.Scale[r*m.Groups+g], float32(0)
-		if m.Offset != nil {
-			o = m.Offset[r*m.Groups+g]
-		}
+	for g, s := range scales {
+		o := offsets[g]
 		c0, c1 := g*m.GroupSize, min(m.Cols, (g+1)*m.GroupSize)
 		if m.Bits == 8 {
 			for c, q := range codes[c0:c1] {

@@ -77,12 +77,13 @@ func open(data []byte, blocks map[uint32][]byte, newDevice func() (gpu.Device, e
 			return nil, fmt.Errorf("ls_open: variant %q: want f32, q8, q6, q4, exl3-kK[-CODEBOOK], a .gguf file in the model directory or hub/DIR, a hub checkpoint under it", a.Variant)
 		}
 	}
-	// A GGUF brings its own weights, and so does a hub checkpoint: the
-	// checkpoint only contributes its config and tokenizer, so a browser
-	// need not fetch the safetensors. So does a quantized variant, which the checkpoint's weights only verify
-	// (its manifest names their fingerprint): a host that mounts the model
-	// without them (the page, for a served model) opens it on its
-	// manifest's word; with them, the variant is checked against them.
+	// A GGUF or a hub checkpoint brings its own weights: the checkpoint
+	// only contributes its config and tokenizer, so a browser need not
+	// fetch the safetensors. So does a quantized variant, which the
+	// checkpoint's weights only verify (its manifest names their
+	// fingerprint): a host that mounts the model without them (the page,
+	// for a served model) opens it on its manifest's word; with them, the
+	// variant is checked against them.
 	openCk := checkpoint.Open
 	switch {
 	case gguf.IsFileName(a.Variant), isHub(a.Variant):

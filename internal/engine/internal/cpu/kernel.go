@@ -172,7 +172,8 @@ var (
 	siluMul = exp64.SiluMul
 	// lookupRowAsm, where the CPU has it, decodes a lookup row of
 	// len(dst) columns in groups of groupSize as lookupRow does, and says
-	// whether it could (the columns and groups whole runs of its loop);
-	// nil: lookupRow decodes in Go.
-	lookupRowAsm func(bits, groupSize int, table []float32, codes []byte, scales, offsets, dst []float32) bool
+	// whether it could (the columns and groups whole runs of its loop).
+	// affine says table[q] = base + q (affineTable). nil: lookupRow
+	// decodes in Go.
+	lookupRowAsm func(bits, groupSize int, table []float32, base int32, affine bool, codes []byte, scales, offsets, dst []float32) bool
 )

@@ -33,6 +33,9 @@ func decodeLookup4AVX512(codes *byte, table, scales, offsets *float32, n, per in
 func decodeLookup8AVX512(codes *byte, table, scales, offsets *float32, n, per int, dst *float32)
 
 //go:noescape
+func decodeLookup8AffineAVX512(codes *byte, base int32, scales, offsets *float32, n, per int, dst *float32)
+
+//go:noescape
 func decodeQ4_0AVX512(blocks *byte, n int, dst *float32)
 
 //go:noescape
@@ -125,10 +128,15 @@ func useAVX512() {
 		_, _, _ = codes[32*groups-1], scales[2*groups-1], dst[32*groups-1]
 		decodeQ8AVX512(&codes[0], &scales[0], groups, &dst[0])
 	}
-	lookupRowAsm = func(bits, groupSize int, table []float32, codes []byte, scales, offsets, dst []float32) bool {
+	lookupRowAsm = func(bits, groupSize int, table []float32, base int32, affine bool, codes []byte, scales, offsets, dst []float32) bool {
 		run := 32 // columns a 4-bit loop iteration decodes
 		decode := decodeLookup4AVX512
-		if bits == 8 {
+		switch {
+		case bits == 8 && affine:
+			run, decode = 16, func(codes *byte, _, scales, offsets *float32, n, per int, dst *float32) {
+				decodeLookup8AffineAVX512(codes, base, scales, offsets, n, per, dst)
+			}
+		case bits == 8:
 			run, decode = 16, decodeLookup8AVX512
 		}
 		if groupSize%run != 0 || len(dst)%run != 0 || len(table) != 1<<bits {

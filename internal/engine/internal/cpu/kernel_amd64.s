@@ -581,6 +581,51 @@ doneL8:
 	VZEROUPPER
 	RET
 
+// func decodeLookup8AffineAVX512(codes *byte, base int32, scales, offsets *float32, n, per int, dst *float32)
+//
+// An 8-bit lookup row whose table is table[q] = base + q, every value an
+// integer (GPTQ's, MLX's and compressed-tensors' int8 grids): as
+// decodeLookup8AVX512, the value converted from base + q instead of
+// gathered, which is the same float32.
+TEXT ·decodeLookup8AffineAVX512(SB), NOSPLIT, $0-56
+	MOVQ codes+0(FP), SI
+	MOVL base+8(FP), AX
+	VPBROADCASTD AX, Z8
+	MOVQ scales+16(FP), DX
+	MOVQ offsets+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ per+40(FP), BX
+	MOVQ dst+48(FP), DI
+	TESTQ CX, CX
+	JZ doneA8
+
+groupA8:
+	VBROADCASTSS (DX), Z4
+	VBROADCASTSS (R9), Z7
+	ADDQ $4, DX
+	ADDQ $4, R9
+	MOVQ BX, R8
+
+loopA8:
+	PREFETCHT0 512(SI)
+	VPMOVZXBD (SI), Z0
+	VPADDD Z8, Z0, Z0
+	VCVTDQ2PS Z0, Z2
+	VMULPS Z4, Z2, Z2
+	VADDPS Z7, Z2, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $16, SI
+	ADDQ $64, DI
+	DECQ CX
+	JZ doneA8
+	DECQ R8
+	JNZ loopA8
+	JMP groupA8
+
+doneA8:
+	VZEROUPPER
+	RET
+
 // func decodeQ8AVX512(codes, scales *byte, groups int, dst *float32)
 //
 // quant's q8 rows: per group 32 code bytes (column j in byte j, two's

@@ -18,28 +18,53 @@ import (
 // float32(Table[q]·Scale) + Offset.
 func decodeLookup(p *model.Piece, k, a, b int, dst []float32) {
 	m := p.Format.Lookup
-	zeros := make([]float32, m.Groups) // the offsets of a matrix that has none
+	d := rowDecoder{zeros: make([]float32, m.Groups)}
+	d.base, d.affine = affineTable(m.Table)
 	for r := a; r < b; r++ {
-		lookupRow(m, p.Row0+r, dst[(r-a)*k:(r-a+1)*k], zeros)
+		d.row(m, p.Row0+r, dst[(r-a)*k:(r-a+1)*k])
 	}
 }
 
-// lookupRow is m.Row(r, dst), a group at a time where the groups are runs
-// of columns: by lookupRowAsm where the CPU has it, else in Go, a 4-bit
+// rowDecoder is what decoding a lookup matrix's rows takes once: zeros
+// (m.Groups of them) stand in for a matrix's missing offsets, and base
+// and affine are affineTable's of its table.
+type rowDecoder struct {
+	zeros  []float32
+	base   int32
+	affine bool
+}
+
+// affineTable says whether table[q] = base + q for every code q, each an
+// integer (an integer grid's table: GPTQ's, MLX's, int8), which a decoder
+// may then compute rather than look up.
+func affineTable(table []float32) (base int32, affine bool) {
+	if len(table) == 0 || table[0] != float32(int32(table[0])) {
+		return 0, false
+	}
+	base = int32(table[0])
+	for q, v := range table {
+		if v != float32(base+int32(q)) {
+			return 0, false
+		}
+	}
+	return base, true
+}
+
+// row is m.Row(r, dst), a group at a time where the groups are runs of
+// columns: by lookupRowAsm where the CPU has it, else in Go, a 4-bit
 // group's sixteen values computed once into a table, each as Row
-// computes it. zeros (m.Groups of them) stand in for a matrix's missing
-// offsets.
-func lookupRow(m *lookup.Matrix, r int, dst, zeros []float32) {
+// computes it.
+func (d *rowDecoder) row(m *lookup.Matrix, r int, dst []float32) {
 	if m.GIdx != nil {
 		m.Row(r, dst)
 		return
 	}
 	codes := m.Codes[r*m.RowBytes() : (r+1)*m.RowBytes()]
-	scales, offsets := m.Scale[r*m.Groups:(r+1)*m.Groups], zeros
+	scales, offsets := m.Scale[r*m.Groups:(r+1)*m.Groups], d.zeros
 	if m.Offset != nil {
 		offsets = m.Offset[r*m.Groups : (r+1)*m.Groups]
 	}
-	if lookupRowAsm != nil && lookupRowAsm(m.Bits, m.GroupSize, m.Table, codes, scales, offsets, dst[:m.Cols]) {
+	if lookupRowAsm != nil && lookupRowAsm(m.Bits, m.GroupSize, m.Table, d.base, d.affine, codes, scales, offsets, dst[:m.Cols]) {
 		return
 	}
 	var t [16]float32

@@ -20,6 +20,9 @@ type Shape struct {
 	GIdx bool
 	// Offset adds an offset per group (MLX's bias, GPTQ's −s·z).
 	Offset bool
+	// Grid makes the table an integer grid centred on zero, table[q] =
+	// q − 2^(bits−1), as GPTQ's, MLX's and int8's are, instead of random.
+	Grid bool
 }
 
 // Random is a (rows, cols) matrix of shape s, random codes and table,
@@ -42,6 +45,9 @@ func Random(rng *rand.Rand, rows, cols int, s Shape) *lookup.Matrix {
 	m.Table = make([]float32, 1<<s.Bits)
 	for i := range m.Table {
 		m.Table[i] = float32(rng.NormFloat64())
+		if s.Grid {
+			m.Table[i] = float32(i - len(m.Table)/2)
+		}
 	}
 	m.Scale = make([]float32, rows*m.Groups)
 	for i := range m.Scale {

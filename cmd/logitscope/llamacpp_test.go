@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"logitscope/internal/analysis/snapshot"
 	"logitscope/internal/format/checkpoint"
 	"logitscope/internal/format/dump"
 	"logitscope/internal/format/receipt"
@@ -229,14 +227,7 @@ func TestReportSplit(t *testing.T) {
 	if _, err := run(t, reportCmd, "--ref", ref, "--test", file, "--engine-dump", engine, "--snapshot", snap); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := snapshot.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := readSnapshot(t, snap)
 	two, err := run(t, reportCmd, "--ref", ref, "--test", file, "--json")
 	if err != nil {
 		t.Fatal(err)

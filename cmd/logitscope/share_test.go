@@ -75,14 +75,7 @@ func TestReportSnapshot(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout.String()), &printed); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := snapshot.Parse(data)
-	if err != nil {
-		t.Fatalf("the snapshot file does not parse: %v", err)
-	}
+	d, data := readSnapshot(t, file)
 	summary, _ := json.Marshal(d.Report.Summary)
 	positions, _ := json.Marshal(d.Report.Positions)
 	if !jsonSame(t, summary, printed.Summary) || !jsonSame(t, positions, printed.Positions) {
@@ -98,7 +91,7 @@ func TestReportSnapshot(t *testing.T) {
 	if !strings.HasPrefix(link, ts.URL+"/r/") {
 		t.Fatalf("no link printed:\n%s", stderr.String())
 	}
-	if got := fetchLink(t, link); string(got) != string(data) {
+	if string(fetchLink(t, link)) != string(data) {
 		t.Error("the shared document is not the file's bytes")
 	}
 
@@ -191,14 +184,7 @@ func TestConformSnapshots(t *testing.T) {
 			if pass := sum.Cases[0]; (len(pass.Snapshots) == 1) != tc.all {
 				t.Errorf("passing case's snapshots %q with --snapshot-all %v", pass.Snapshots, tc.all)
 			}
-			data, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := snapshot.Parse(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, data := readSnapshot(t, want)
 			if c := d.Conform; c == nil || c.Case != "q4-strict" || c.Suite != "snap" || !reflect.DeepEqual(c.Failures, fail.Failures) ||
 				!strings.HasPrefix(c.Failures[0], "mean_kld") || d.Report.Summary.Positions != fail.Metrics.Positions {
 				t.Errorf("the snapshot's case %+v, %d positions; the summary's %+v", d.Conform, d.Report.Summary.Positions, fail)
@@ -221,4 +207,19 @@ func TestConformSnapshots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readSnapshot parses the snapshot document a command wrote to path, and
+// returns its bytes too.
+func readSnapshot(t *testing.T, path string) (*snapshot.Doc, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := snapshot.Parse(data)
+	if err != nil {
+		t.Fatalf("the snapshot file %s does not parse: %v", path, err)
+	}
+	return d, data
 }

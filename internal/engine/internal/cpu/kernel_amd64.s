@@ -476,17 +476,21 @@ doneQ4:
 	VZEROUPPER
 	RET
 
-// LOOKUPTABLE(t): t = the 16 values of Z28 (a 4-bit table) times the
-// scale at DX plus the offset at R9, each rounded as Go's float32(v*s) + o
-// (a multiply, then an add: no fused multiply-add); DX and R9 advance to
-// the next group's.
-#define LOOKUPTABLE(t) \
+// LOOKUPGROUP: Z4 = the group's scale at DX and Z7 its offset at R9 in
+// every lane; DX and R9 advance to the next group's.
+#define LOOKUPGROUP \
 	VBROADCASTSS (DX), Z4 \
 	VBROADCASTSS (R9), Z7 \
-	VMULPS Z4, Z28, t \
-	VADDPS Z7, t, t \
 	ADDQ $4, DX \
 	ADDQ $4, R9
+
+// LOOKUPTABLE(t): t = the 16 values of Z28 (a 4-bit table) times the
+// group's scale plus its offset (LOOKUPGROUP), each rounded as Go's
+// float32(v*s) + o (a multiply, then an add: no fused multiply-add).
+#define LOOKUPTABLE(t) \
+	LOOKUPGROUP \
+	VMULPS Z4, Z28, t \
+	VADDPS Z7, t, t
 
 // func decodeLookup4AVX512(codes *byte, table, scales, offsets *float32, n, per int, dst *float32)
 //
@@ -555,10 +559,7 @@ TEXT ·decodeLookup8AVX512(SB), NOSPLIT, $0-56
 	JZ doneL8
 
 groupL8:
-	VBROADCASTSS (DX), Z4
-	VBROADCASTSS (R9), Z7
-	ADDQ $4, DX
-	ADDQ $4, R9
+	LOOKUPGROUP
 	MOVQ BX, R8
 
 loopL8:
@@ -600,10 +601,7 @@ TEXT ·decodeLookup8AffineAVX512(SB), NOSPLIT, $0-56
 	JZ doneA8
 
 groupA8:
-	VBROADCASTSS (DX), Z4
-	VBROADCASTSS (R9), Z7
-	ADDQ $4, DX
-	ADDQ $4, R9
+	LOOKUPGROUP
 	MOVQ BX, R8
 
 loopA8:
